@@ -1,0 +1,45 @@
+"""customops: spec-exact ONNX operators as ONNX Runtime custom ops, to find where runtimes disagree.
+
+Public API: :data:`DOMAIN`, :func:`session_options`, :class:`InferenceSession`, :func:`rewrite`,
+:func:`rewrite_model`, :func:`restore`, and the exception types :class:`CustomOpsError` /
+:class:`KernelError`. The ONNX Runtime layer is imported on first use, so the kernels stay importable
+without it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from customops.errors import CustomOpsError, KernelError
+from customops.registry import DOMAIN
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "session_options": "customops.runtime",
+    "InferenceSession": "customops.runtime",
+    "pop_errors": "customops.runtime",
+    "rewrite": "customops.rewriter",
+    "rewrite_model": "customops.rewriter",
+    "restore": "customops.rewriter",
+}
+
+__all__ = [
+    "DOMAIN",
+    "CustomOpsError",
+    "InferenceSession",
+    "KernelError",
+    "__version__",
+    *sorted(set(_LAZY) - {"InferenceSession"}),
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'customops' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

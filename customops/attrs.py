@@ -1,0 +1,67 @@
+"""Lossless encoding of attribute values as strings, the only form the Python op layer passes intact.
+
+onnxruntime-extensions hands every attribute to Python as a string and prints floats with 6 significant
+digits, and it has no list attributes. Every kernel attribute is therefore declared as a string and written
+here: ints as decimal, floats as the shortest repr that round-trips the float32 value, lists and absence
+as JSON. :func:`decode` is the exact inverse given the attribute's kind.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+
+from customops.errors import CustomOpsError
+
+KINDS = ("int", "float", "string", "ints", "floats")
+
+
+def _float32(x: float) -> float:
+    return float(np.float32(x))
+
+
+def _float_text(x: float) -> str:
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return repr(_float32(x))
+
+
+def encode(kind: str, value: object) -> str:
+    """Encode ``value`` of ONNX attribute kind ``kind``; ``None`` (absent) encodes as ``"null"`` for lists."""
+    if kind == "int":
+        return str(int(value))  # type: ignore[call-overload]
+    if kind == "float":
+        return _float_text(float(value))  # type: ignore[arg-type]
+    if kind == "string":
+        if isinstance(value, bytes):
+            return value.decode("utf-8")
+        return str(value)
+    if kind == "ints":
+        return "null" if value is None else json.dumps([int(v) for v in value])  # type: ignore[union-attr]
+    if kind == "floats":
+        if value is None:
+            return "null"
+        return "[" + ",".join(_float_text(float(v)) for v in value) + "]"  # type: ignore[union-attr]
+    raise CustomOpsError(f"attribute kind {kind!r} is not one of {', '.join(KINDS)}")
+
+
+def decode(kind: str, text: str) -> object:
+    """Decode a string written by :func:`encode` for attribute kind ``kind``."""
+    if kind == "int":
+        return int(text)
+    if kind == "float":
+        return float(text)
+    if kind == "string":
+        return text
+    if kind == "ints":
+        return None if text == "null" else [int(v) for v in json.loads(text)]
+    if kind == "floats":
+        if text == "null":
+            return None
+        body = text.strip()[1:-1]
+        return [float(v) for v in body.split(",")] if body else []
+    raise CustomOpsError(f"attribute kind {kind!r} is not one of {', '.join(KINDS)}")

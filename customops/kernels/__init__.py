@@ -1,0 +1,1 @@
+"""Pure numpy kernels, one module per ONNX operator; no onnxruntime import here."""

@@ -1,0 +1,410 @@
+"""The one table of supported (op, version) pairs: inputs, attributes with spec defaults, element types.
+
+Registration with ONNX Runtime, translation of standard nodes, the fuzzer and the docs all read this table.
+Each standard (op, version) maps onto one *custom* op in :data:`DOMAIN` whose signature is fixed
+(every optional input present, every attribute written out), so one kernel serves every version.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DOMAIN = "customops"
+"""The private operator domain our custom ops live in."""
+
+# Element types by their ONNX names (``onnx.TensorProto.DataType`` names, lower case).
+NUMERIC_NATIVE = (
+    "float",
+    "double",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+)
+NATIVE_TYPES = (*NUMERIC_NATIVE, "bool", "string")
+"""Element types onnxruntime-extensions' Python op layer passes through to numpy directly."""
+
+BRIDGED_TYPES = {
+    "float16": "float",
+    "bfloat16": "float",
+    "float8e4m3fn": "float",
+    "float8e4m3fnuz": "float",
+    "float8e5m2": "float",
+    "float8e5m2fnuz": "float",
+    "float8e8m0": "float",
+    "float4e2m1": "float",
+    "int4": "int8",
+    "uint4": "uint8",
+    "int2": "int8",
+    "uint2": "uint8",
+}
+"""Types the Python op layer refuses: the translator casts them to the wider type and back, exactly.
+
+Every value of each of these types is exactly representable in its bridge type, so the casts in are
+exact; the cast back rounds the kernel's result (which only matters for interpolating Resize modes).
+"""
+
+UNSUPPORTED_TYPES = {
+    "complex64": "ONNX Runtime's custom-op layer rejects complex element types at model load",
+    "complex128": "ONNX Runtime's custom-op layer rejects complex element types at model load",
+}
+"""Types the spec allows but that cannot pass through ONNX Runtime's custom-op layer, with the reason."""
+
+
+@dataclass(frozen=True)
+class Attr:
+    """An attribute of a standard op: its ONNX kind ('int', 'float', 'string', 'ints', 'floats'),
+    its spec default (``None``: absent by default), and the values the spec allows (strings only)."""
+
+    name: str
+    kind: str
+    default: object = None
+    required: bool = False
+    allowed: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Input:
+    """An input of a standard op: its name, allowed element types ('T' = the op's main type)."""
+
+    name: str
+    types: tuple[str, ...] = ("T",)
+    optional: bool = False
+
+
+@dataclass(frozen=True)
+class CustomOp:
+    """A custom op in :data:`DOMAIN`: fixed inputs (element type or 'T'), string-encoded attributes."""
+
+    name: str
+    kernel: str
+    inputs: tuple[tuple[str, str], ...]
+    attributes: tuple[tuple[str, str], ...]
+    """(name, kind) of each kernel attribute, passed losslessly as strings."""
+    types: tuple[str, ...]
+    """Element types T registered with ONNX Runtime."""
+
+
+@dataclass(frozen=True)
+class OpVersion:
+    """One (op, version) of the standard domain that we can translate."""
+
+    op: str
+    version: int
+    inputs: tuple[Input, ...]
+    attributes: tuple[Attr, ...]
+    types: tuple[str, ...]
+    """Element types of T the spec allows for this version."""
+    custom: str
+    """Name of the custom op it maps onto."""
+    notes: str = ""
+    until: int | None = None
+    """Last opset this version is valid in (deprecated ops), or None."""
+
+    @property
+    def key(self) -> str:
+        return f"{self.op}-{self.version}"
+
+    def attr(self, name: str) -> Attr:
+        for a in self.attributes:
+            if a.name == name:
+                return a
+        raise KeyError(name)
+
+
+# ---------------------------------------------------------------------------------------------
+# Custom ops (what is registered with ONNX Runtime)
+
+_ALL_T = NATIVE_TYPES
+
+CUSTOM_OPS: dict[str, CustomOp] = {
+    op.name: op
+    for op in (
+        CustomOp(
+            name="Resize",
+            kernel="customops.kernels.resize:resize",
+            inputs=(("X", "T"), ("roi", "double"), ("scales", "float"), ("sizes", "int64")),
+            attributes=(
+                ("antialias", "int"),
+                ("axes", "ints"),
+                ("coordinate_transformation_mode", "string"),
+                ("cubic_coeff_a", "float"),
+                ("exclude_outside", "int"),
+                ("extrapolation_value", "float"),
+                ("keep_aspect_ratio_policy", "string"),
+                ("mode", "string"),
+                ("nearest_mode", "string"),
+            ),
+            types=_ALL_T,
+        ),
+        CustomOp(
+            name="Pad",
+            kernel="customops.kernels.pad:pad",
+            inputs=(("data", "T"), ("pads", "int64"), ("constant_value", "T"), ("axes", "int64")),
+            attributes=(("mode", "string"),),
+            types=_ALL_T,
+        ),
+        CustomOp(
+            name="Col2Im",
+            kernel="customops.kernels.col2im:col2im",
+            inputs=(("input", "T"), ("image_shape", "int64"), ("block_shape", "int64")),
+            attributes=(("dilations", "ints"), ("pads", "ints"), ("strides", "ints")),
+            types=_ALL_T,
+        ),
+        CustomOp(
+            name="CenterCropPad",
+            kernel="customops.kernels.center_crop_pad:center_crop_pad",
+            inputs=(("input_data", "T"), ("shape", "int64")),
+            attributes=(("axes", "ints"),),
+            types=_ALL_T,
+        ),
+    )
+}
+
+MARKER_ATTRS = ("customops_origin", "customops_node")
+"""Attributes every custom node carries (declared, so the kernel sees them): where it came from and the
+name of the node, for error messages."""
+
+RESTORE_ATTR = "customops_restore"
+"""Undeclared attribute holding what :func:`customops.restore` needs to put the original node back."""
+
+# ---------------------------------------------------------------------------------------------
+# Standard ops and versions
+
+_RESIZE_T_10 = (*NATIVE_TYPES, "float16", "complex64", "complex128")
+_RESIZE_T_13 = (*_RESIZE_T_10, "bfloat16")
+_ROI_T = ("float16", "float", "double")
+_COORD_11 = (
+    "half_pixel",
+    "pytorch_half_pixel",
+    "align_corners",
+    "asymmetric",
+    "tf_half_pixel_for_nn",
+    "tf_crop_and_resize",
+)
+_COORD_18 = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_crop_and_resize")
+_COORD_19 = (*_COORD_18, "half_pixel_symmetric")
+_NEAREST = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
+_MODES = ("nearest", "linear", "cubic")
+
+
+def _resize_attrs(coords: tuple[str, ...], v18: bool) -> tuple[Attr, ...]:
+    common = (
+        Attr("coordinate_transformation_mode", "string", "half_pixel", allowed=coords),
+        Attr("cubic_coeff_a", "float", -0.75),
+        Attr("exclude_outside", "int", 0),
+        Attr("extrapolation_value", "float", 0.0),
+        Attr("mode", "string", "nearest", allowed=_MODES),
+        Attr("nearest_mode", "string", "round_prefer_floor", allowed=_NEAREST),
+    )
+    if not v18:
+        return common
+    return (
+        Attr("antialias", "int", 0),
+        Attr("axes", "ints", None),
+        *common,
+        Attr(
+            "keep_aspect_ratio_policy", "string", "stretch", allowed=("stretch", "not_larger", "not_smaller")
+        ),
+    )
+
+
+_PAD_T_11 = (*NUMERIC_NATIVE, "float16")
+_PAD_T_13 = (*NATIVE_TYPES, "float16", "bfloat16", "complex64", "complex128")
+_PAD_T_21 = (*_PAD_T_13, "float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz", "uint4", "int4")
+_PAD_T_23 = (*_PAD_T_21, "float4e2m1")
+_PAD_T_24 = (*_PAD_T_23, "float8e8m0")
+_PAD_T_25 = (*_PAD_T_24, "uint2", "int2")
+_PAD_MODES = ("constant", "reflect", "edge")
+_PAD_MODES_19 = (*_PAD_MODES, "wrap")
+
+
+def _pad_18(version: int, types: tuple[str, ...]) -> OpVersion:
+    return OpVersion(
+        "Pad",
+        version,
+        (
+            Input("data"),
+            Input("pads", ("int64",)),
+            Input("constant_value", optional=True),
+            Input("axes", ("int32", "int64"), optional=True),
+        ),
+        (Attr("mode", "string", "constant", allowed=_PAD_MODES if version < 19 else _PAD_MODES_19),),
+        types,
+        "Pad",
+    )
+
+
+_ALL_13 = (*NATIVE_TYPES, "float16", "bfloat16", "complex64", "complex128")
+
+OPS: tuple[OpVersion, ...] = (
+    OpVersion(
+        "Resize",
+        10,
+        (Input("X"), Input("scales", ("float",))),
+        (Attr("mode", "string", "nearest", allowed=("nearest", "linear")),),
+        _RESIZE_T_10,
+        "Resize",
+        notes="asymmetric coordinates; nearest rounds down (floor), as ONNX's 10->11 version converter maps it",
+    ),
+    OpVersion(
+        "Resize",
+        11,
+        (
+            Input("X"),
+            Input("roi", _ROI_T),
+            Input("scales", ("float",)),
+            Input("sizes", ("int64",), optional=True),
+        ),
+        _resize_attrs(_COORD_11, v18=False),
+        _RESIZE_T_10,
+        "Resize",
+    ),
+    OpVersion(
+        "Resize",
+        13,
+        (
+            Input("X"),
+            Input("roi", _ROI_T, optional=True),
+            Input("scales", ("float",), optional=True),
+            Input("sizes", ("int64",), optional=True),
+        ),
+        _resize_attrs(_COORD_11, v18=False),
+        _RESIZE_T_13,
+        "Resize",
+    ),
+    OpVersion(
+        "Resize",
+        18,
+        (
+            Input("X"),
+            Input("roi", _ROI_T, optional=True),
+            Input("scales", ("float",), optional=True),
+            Input("sizes", ("int64",), optional=True),
+        ),
+        _resize_attrs(_COORD_18, v18=True),
+        _RESIZE_T_13,
+        "Resize",
+    ),
+    OpVersion(
+        "Resize",
+        19,
+        (
+            Input("X"),
+            Input("roi", _ROI_T, optional=True),
+            Input("scales", ("float",), optional=True),
+            Input("sizes", ("int64",), optional=True),
+        ),
+        _resize_attrs(_COORD_19, v18=True),
+        _RESIZE_T_13,
+        "Resize",
+    ),
+    OpVersion(
+        "Upsample",
+        7,
+        (Input("X"),),
+        (
+            Attr("mode", "string", "nearest", allowed=("nearest", "linear")),
+            Attr("scales", "floats", required=True),
+        ),
+        _RESIZE_T_10,
+        "Resize",
+        notes="asymmetric coordinates; nearest rounds down (floor); output = floor(input * scale)",
+    ),
+    OpVersion(
+        "Upsample",
+        9,
+        (Input("X"), Input("scales", ("float",))),
+        (Attr("mode", "string", "nearest", allowed=("nearest", "linear")),),
+        _RESIZE_T_10,
+        "Resize",
+        notes="asymmetric coordinates; nearest rounds down (floor); output = floor(input * scale)",
+        until=9,
+    ),
+    OpVersion(
+        "Pad",
+        2,
+        (Input("data"),),
+        (
+            Attr("mode", "string", "constant", allowed=_PAD_MODES),
+            Attr("pads", "ints", required=True),
+            Attr("value", "float", 0.0),
+        ),
+        ("float16", "float", "double"),
+        "Pad",
+    ),
+    OpVersion(
+        "Pad",
+        11,
+        (Input("data"), Input("pads", ("int64",)), Input("constant_value", optional=True)),
+        (Attr("mode", "string", "constant", allowed=_PAD_MODES),),
+        _PAD_T_11,
+        "Pad",
+    ),
+    OpVersion(
+        "Pad",
+        13,
+        (Input("data"), Input("pads", ("int64",)), Input("constant_value", optional=True)),
+        (Attr("mode", "string", "constant", allowed=_PAD_MODES),),
+        _PAD_T_13,
+        "Pad",
+    ),
+    _pad_18(18, _PAD_T_13),
+    _pad_18(19, _PAD_T_13),
+    _pad_18(21, _PAD_T_21),
+    _pad_18(23, _PAD_T_23),
+    _pad_18(24, _PAD_T_24),
+    _pad_18(25, _PAD_T_25),
+    OpVersion(
+        "Col2Im",
+        18,
+        (Input("input"), Input("image_shape", ("int64",)), Input("block_shape", ("int64",))),
+        (Attr("dilations", "ints"), Attr("pads", "ints"), Attr("strides", "ints")),
+        _ALL_13,
+        "Col2Im",
+    ),
+    OpVersion(
+        "CenterCropPad",
+        18,
+        (Input("input_data"), Input("shape", ("int32", "int64"))),
+        (Attr("axes", "ints"),),
+        _ALL_13,
+        "CenterCropPad",
+    ),
+)
+
+OP_TYPES: tuple[str, ...] = tuple(dict.fromkeys(o.op for o in OPS))
+
+
+def versions(op: str) -> list[int]:
+    """The since-versions of ``op`` we support, ascending."""
+    return [o.version for o in OPS if o.op == op]
+
+
+def lookup(op: str, opset: int) -> OpVersion | None:
+    """The (op, version) in force for a model importing the default domain at ``opset``, or None."""
+    best = None
+    for o in OPS:
+        if o.op == op and o.version <= opset and (best is None or o.version > best.version):
+            best = o
+    if best is not None and best.until is not None and opset > best.until:
+        return None
+    return best
+
+
+def type_support(opv: OpVersion, elem_type: str) -> tuple[str, str | None]:
+    """How we run ``elem_type`` for ``opv``: ('native', None), ('bridged', via-type) or ('no', reason)."""
+    if elem_type not in opv.types:
+        return (
+            "no",
+            f"element type {elem_type!r} is not allowed by {opv.key} (allowed: {', '.join(opv.types)})",
+        )
+    if elem_type in NATIVE_TYPES:
+        return "native", None
+    if elem_type in BRIDGED_TYPES:
+        return "bridged", BRIDGED_TYPES[elem_type]
+    return "no", UNSUPPORTED_TYPES.get(elem_type, f"element type {elem_type!r} is not supported")

@@ -1,0 +1,106 @@
+"""The registry agrees with the ONNX schemas shipped in the installed onnx package."""
+
+from __future__ import annotations
+
+import onnx
+import pytest
+from onnx import defs, helper
+
+from customops import attrs as codec
+from customops.registry import CUSTOM_OPS, OPS, lookup, type_support
+
+_KIND = {
+    onnx.AttributeProto.INT: "int",
+    onnx.AttributeProto.FLOAT: "float",
+    onnx.AttributeProto.STRING: "string",
+    onnx.AttributeProto.INTS: "ints",
+    onnx.AttributeProto.FLOATS: "floats",
+}
+
+
+@pytest.mark.parametrize("opv", OPS, ids=lambda o: o.key)
+def test_registry_matches_schema(opv):
+    schema = defs.get_schema(opv.op, opv.version)
+    assert schema.since_version == opv.version
+    assert [i.name for i in schema.inputs] == [i.name for i in opv.inputs]
+    for ours, theirs in zip(opv.inputs, schema.inputs, strict=True):
+        optional = theirs.option == defs.OpSchema.FormalParameterOption.Optional
+        assert ours.optional == optional, ours.name
+    assert {a.name for a in opv.attributes} == set(schema.attributes)
+    for a in opv.attributes:
+        s = schema.attributes[a.name]
+        assert _KIND[s.type] == a.kind, a.name
+        assert s.required == a.required, a.name
+        if s.default_value.name:
+            default = helper.get_attribute_value(s.default_value)
+            default = default.decode() if isinstance(default, bytes) else default
+            assert default == pytest.approx(a.default) if isinstance(default, float) else default == a.default
+        else:
+            assert a.default is None
+    main_types = next(tc for tc in schema.type_constraints if tc.type_param_str == schema.inputs[0].type_str)
+    assert {t[len("tensor(") : -1] for t in main_types.allowed_type_strs} == set(opv.types)
+
+
+def test_every_version_of_our_ops_since_their_first_supported_one_is_covered():
+    for op in {o.op for o in OPS}:
+        ours = {o.version for o in OPS if o.op == op}
+        theirs = {
+            s.since_version for s in defs.get_all_schemas_with_history() if s.name == op and s.domain == ""
+        }
+        newest = max(theirs)
+        if not defs.get_schema(op, newest).deprecated:
+            assert newest in ours, (op, newest)
+        assert ours <= theirs
+
+
+def test_lookup_resolves_the_version_in_force():
+    assert lookup("Resize", 12).version == 11
+    assert lookup("Resize", 17).version == 13
+    assert lookup("Resize", 25).version == 19
+    assert lookup("Pad", 10).version == 2
+    assert lookup("Pad", 20).version == 19
+    assert lookup("Upsample", 8).version == 7
+    assert lookup("Upsample", 10) is None  # deprecated at 10
+    assert lookup("Col2Im", 17) is None
+
+
+def test_type_support_classifies_native_bridged_and_refused():
+    resize13 = lookup("Resize", 13)
+    assert type_support(resize13, "uint16") == ("native", None)
+    assert type_support(resize13, "float16") == ("bridged", "float")
+    assert type_support(resize13, "complex64")[0] == "no"
+    pad2 = lookup("Pad", 2)
+    how, why = type_support(pad2, "int32")
+    assert how == "no" and "int32" in why
+
+
+@pytest.mark.parametrize(
+    ("kind", "value"),
+    [
+        ("float", -0.75),
+        ("float", 0.1),
+        ("float", 1.2345678e-30),
+        ("float", float("inf")),
+        ("ints", [1, -2, 3]),
+        ("ints", None),
+        ("ints", []),
+        ("floats", [0.1, 2.5e7]),
+        ("int", -7),
+        ("string", "tf_crop_and_resize"),
+    ],
+)
+def test_attribute_codec_round_trips_float32_values_exactly(kind, value):
+    import numpy as np
+
+    decoded = codec.decode(kind, codec.encode(kind, value))
+    if kind == "float":
+        assert np.float32(decoded) == np.float32(value)
+        assert decoded == float(np.float32(value))
+    elif kind == "floats":
+        assert [np.float32(v) for v in decoded] == [np.float32(v) for v in value]
+    else:
+        assert decoded == value
+
+
+def test_custom_ops_cover_every_registry_target():
+    assert {o.custom for o in OPS} <= set(CUSTOM_OPS)
