@@ -1,0 +1,51 @@
+"""ONNX CenterCropPad (opset 18): centre-crop or zero-pad chosen axes to a target shape."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from customops.errors import KernelError
+from customops.kernels.pad import _int_list, _normalize_axes, pad
+
+__all__ = ["center_crop_pad"]
+
+
+def center_crop_pad(
+    input_data: np.ndarray,
+    shape: np.ndarray | Sequence[int],
+    *,
+    axes: Sequence[int] | None = None,
+) -> np.ndarray:
+    """Crop or pad ``input_data`` so that the axes in ``axes`` get the sizes in ``shape``, centred.
+
+    ``axes`` defaults to every axis (negative values count from the back); the other axes are kept.
+    A crop window starts at half the excess rounded down (the odd element is dropped on the right);
+    padding puts half the missing elements, rounded down, on the left and the rest on the right.
+    Padding is zero (False for bool, the empty string for strings). Returns a new C-contiguous array
+    of the input's dtype.
+    """
+    data = np.asarray(input_data)
+    rank = data.ndim
+    ax = _normalize_axes(axes, rank)
+    target = _int_list(shape, "shape")
+    if len(target) != len(ax):
+        raise KernelError(
+            f"shape {target!r} has {len(target)} entries but there are {len(ax)} axes {ax!r} to crop or pad"
+        )
+    begins: list[int] = []
+    ends: list[int] = []
+    for a, size in zip(ax, target, strict=True):
+        if size < 0:
+            raise KernelError(f"shape value {size!r} for axis {a} is negative; sizes must be >= 0")
+        diff = size - data.shape[a]
+        if diff >= 0:  # pad: the odd element goes to the end
+            begins.append(diff // 2)
+            ends.append(diff - diff // 2)
+        else:  # crop: the window starts at half the excess, rounded down
+            excess = -diff
+            begins.append(-(excess // 2))
+            ends.append(-(excess - excess // 2))
+    pads = np.array(begins + ends, dtype=np.int64)
+    return pad(data, pads, None, np.array(ax, dtype=np.int64), mode="constant")

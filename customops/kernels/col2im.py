@@ -1,0 +1,153 @@
+"""ONNX Col2Im (opset 18): rearrange column blocks into an N-dimensional image, summing overlaps."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from customops.errors import KernelError
+
+__all__ = ["col2im"]
+
+
+def _int_list(value: Any, name: str) -> list[int]:
+    arr = np.asarray(value)
+    if arr.ndim != 1:
+        raise KernelError(f"{name} must be a 1-D tensor, got shape {arr.shape!r}")
+    if arr.size and arr.dtype.kind not in "iu":
+        raise KernelError(f"{name} must hold integers, got dtype {str(arr.dtype)!r}")
+    return [int(v) for v in arr.tolist()]
+
+
+def _attribute(value: Any, name: str, count: int, default: int, minimum: int) -> list[int]:
+    """An INTS attribute with count entries each >= minimum; absent (None or empty) means default."""
+    if value is None or np.asarray(value).size == 0:
+        return [default] * count
+    values = _int_list(value, name)
+    if len(values) != count:
+        raise KernelError(f"{name} {values!r} has {len(values)} entries; expected {count}")
+    for v in values:
+        if v < minimum:
+            what = "positive" if minimum == 1 else f">= {minimum}"
+            raise KernelError(f"{name} {values!r} contains {v!r}; every value must be {what}")
+    return values
+
+
+def _overlap_range(start: int, step: int, count: int, size: int) -> tuple[int, int]:
+    """Indices [lo, hi) of k in range(count) with 0 <= start + k*step < size (step > 0)."""
+    lo = max(0, -(start // step))  # ceil(-start / step)
+    hi = min(count, (size - 1 - start) // step + 1) if size - 1 - start >= 0 else 0
+    return lo, max(lo, hi)
+
+
+def col2im(
+    input: np.ndarray,
+    image_shape: np.ndarray | Sequence[int],
+    block_shape: np.ndarray | Sequence[int],
+    *,
+    dilations: Sequence[int] | None = None,
+    pads: Sequence[int] | None = None,
+    strides: Sequence[int] | None = None,
+) -> np.ndarray:
+    """Rearrange ``input`` of shape [N, C * prod(block_shape), L] into an image [N, C, *image_shape].
+
+    Block ``l`` (blocks enumerated in lexicographic order of their position) of channel ``c`` is
+    placed at its position on the image padded by ``pads`` (all begins, then all ends; default 0),
+    with ``strides`` between blocks and ``dilations`` between block elements (both default 1);
+    elements landing in the padding are dropped and overlapping elements are summed. Any number of
+    spatial axes is accepted. Integer sums wrap around; for bool the sum is logical OR; for strings it
+    is concatenation in block order, with the empty string where no block lands. Returns a new
+    C-contiguous array of the input's dtype.
+    """
+    x = np.asarray(input)
+    if x.ndim != 3:
+        raise KernelError(f"input must be 3-D [N, C * prod(block_shape), L], got shape {x.shape!r}")
+    image = _int_list(image_shape, "image_shape")
+    block = _int_list(block_shape, "block_shape")
+    rank = len(image)
+    if rank == 0:
+        raise KernelError("image_shape is empty; it needs one entry per spatial axis")
+    if len(block) != rank:
+        raise KernelError(
+            f"block_shape {block!r} has {len(block)} entries but image_shape {image!r} has {rank}"
+        )
+    for v in image:
+        if v < 0:
+            raise KernelError(f"image_shape {image!r} contains {v!r}; sizes must be >= 0")
+    for v in block:
+        if v < 1:
+            raise KernelError(f"block_shape {block!r} contains {v!r}; sizes must be positive")
+    dil = _attribute(dilations, "dilations", rank, 1, 1)
+    stride = _attribute(strides, "strides", rank, 1, 1)
+    pad = _attribute(pads, "pads", 2 * rank, 0, 0)
+    begin, end = pad[:rank], pad[rank:]
+
+    n, ck, length = x.shape
+    kernel = math.prod(block)
+    if ck % kernel:
+        raise KernelError(
+            f"input dimension 1 ({ck}) is not a multiple of prod(block_shape {block!r}) = {kernel}"
+        )
+    channels = ck // kernel
+    blocks = []
+    for i in range(rank):
+        extent = dil[i] * (block[i] - 1) + 1
+        count = (image[i] + begin[i] + end[i] - extent) // stride[i] + 1
+        if count < 1:
+            raise KernelError(
+                f"block of extent {extent} (block_shape {block[i]}, dilation {dil[i]}) does not fit in "
+                f"spatial axis {i} of size {image[i]} padded by {begin[i]} and {end[i]}"
+            )
+        blocks.append(count)
+    if length != math.prod(blocks):
+        raise KernelError(
+            f"input dimension 2 ({length}) does not match the number of blocks {blocks!r} = "
+            f"{math.prod(blocks)} for image_shape {image!r}, block_shape {block!r}, pads {pad!r}, "
+            f"strides {stride!r}, dilations {dil!r}"
+        )
+
+    strings = x.dtype.kind in "OUS"
+    out_shape = (n, channels, *image)
+    if strings:
+        out = np.empty(out_shape, dtype=object)
+        out[...] = ""
+    else:
+        out = np.zeros(out_shape, dtype=x.dtype)
+    if out.size == 0:
+        return out.astype(x.dtype.kind) if x.dtype.kind in "US" else out
+    cols = x.reshape(n, channels, *block, *blocks)
+    if strings:
+        cols = cols.astype(object)
+
+    # One strided slice-add per kernel offset, covering every block at once. Numbers are
+    # accumulated in increasing kernel-offset order; strings in decreasing order, which puts
+    # the contributions to one pixel in increasing block order.
+    offsets = list(itertools.product(*(range(b) for b in block)))
+    if strings:
+        offsets.reverse()
+    for offset in offsets:
+        dest = []
+        src = []
+        for i, k in enumerate(offset):
+            start = k * dil[i] - begin[i]
+            lo, hi = _overlap_range(start, stride[i], blocks[i], image[i])
+            if hi == lo:
+                break
+            first = start + lo * stride[i]
+            dest.append(slice(first, first + (hi - lo - 1) * stride[i] + 1, stride[i]))
+            src.append(slice(lo, hi))
+        else:
+            target = (slice(None), slice(None), *dest)
+            source = cols[(slice(None), slice(None), *offset, *src)]
+            if strings:
+                try:
+                    out[target] = out[target] + source
+                except TypeError as exc:
+                    raise KernelError(f"string input holds a non-string element: {exc}") from None
+            else:
+                out[target] += source
+    return out.astype(x.dtype.kind) if x.dtype.kind in "US" else out

@@ -1,0 +1,267 @@
+"""ONNX Pad (opsets 11 to 25): constant, reflect, edge and wrap padding; negative pads crop."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from customops.errors import KernelError
+
+__all__ = ["pad"]
+
+MODES: tuple[str, ...] = ("constant", "reflect", "edge", "wrap")
+
+_CHUNK_BYTES = 1 << 20  # output bytes finished per pass (about an L2 cache)
+_MAX_CHUNKS = 4096
+_CHUNK_MIN_BORDER_BYTES = 128  # last-axis border bytes per row below which one pass is as fast
+
+
+def _is_absent(value: Any) -> bool:
+    """True for an optional input that was not given: None or an empty array."""
+    return value is None or np.asarray(value).size == 0
+
+
+def _int_list(value: Any, name: str) -> list[int]:
+    """A 1-D integer tensor (or sequence of ints) as a list of Python ints."""
+    arr = np.asarray(value)
+    if arr.ndim != 1:
+        raise KernelError(f"{name} must be a 1-D tensor, got shape {arr.shape!r}")
+    if arr.size and arr.dtype.kind not in "iu":
+        raise KernelError(f"{name} must hold integers, got dtype {str(arr.dtype)!r}")
+    return [int(v) for v in arr.tolist()]
+
+
+def _normalize_axes(axes: Any, rank: int, name: str = "axes") -> list[int]:
+    """Axes in [-rank, rank-1] as non-negative ints; absent (None or empty) means every axis."""
+    if _is_absent(axes):
+        return list(range(rank))
+    raw = _int_list(axes, name)
+    out = []
+    for a in raw:
+        if not -rank <= a < rank:
+            raise KernelError(f"{name} value {a!r} is out of range [{-rank}, {rank - 1}] for rank {rank}")
+        out.append(a + rank if a < 0 else a)
+    if len(set(out)) != len(out):
+        raise KernelError(f"{name} {raw!r} refer to the same axis more than once")
+    return out
+
+
+def _default_constant(dtype: np.dtype) -> Any:
+    if dtype.kind in "OUS":
+        return "" if dtype.kind != "S" else b""
+    if dtype.kind == "b":
+        return False
+    return 0
+
+
+def _constant_scalar(constant_value: Any, dtype: np.dtype) -> np.ndarray:
+    """constant_value as a 0-d array of dtype; absent means 0, False or the empty string."""
+    if _is_absent(constant_value):
+        return np.array(_default_constant(dtype), dtype=dtype)
+    cv = np.asarray(constant_value)
+    if cv.size != 1:
+        raise KernelError(f"constant_value must be a scalar or 1-element tensor, got shape {cv.shape!r}")
+    if dtype.kind in "OUS":
+        item = cv.reshape(()).item()
+        if not isinstance(item, bytes if dtype.kind == "S" else str):
+            raise KernelError(f"constant_value {item!r} must be a str for a string tensor")
+        if dtype.kind != "O":
+            return np.array(item)  # fixed-width strings: the output widens to fit it
+        out = np.empty((), dtype=object)
+        out[()] = item
+        return out
+    if cv.dtype.kind in "OUS" or not np.can_cast(cv.dtype, dtype, casting="same_kind"):
+        raise KernelError(
+            f"constant_value of dtype {str(cv.dtype)!r} does not match data of dtype {str(dtype)!r}"
+        )
+    value = cv.reshape(())
+    converted = value.astype(dtype)
+    if dtype.kind in "iub" and converted.astype(value.dtype) != value:
+        raise KernelError(f"constant_value {value.item()!r} is out of range for dtype {str(dtype)!r}")
+    return converted
+
+
+def _per_axis_pads(pads: Any, axes: list[int], rank: int) -> tuple[list[int], list[int]]:
+    values = _int_list(pads, "pads")
+    n = len(axes)
+    if len(values) != 2 * n:
+        raise KernelError(
+            f"pads {values!r} has {len(values)} entries; expected 2 * {n} = {2 * n} "
+            f"(all begins, then all ends, for axes {axes!r})"
+        )
+    begins = [0] * rank
+    ends = [0] * rank
+    for i, a in enumerate(axes):
+        begins[a] = values[i]
+        ends[a] = values[n + i]
+    return begins, ends
+
+
+def _source_positions(mode: str, n: int, k: np.ndarray) -> np.ndarray:
+    """Source index in [0, n) for positions k (relative to the first kept element) outside [0, n)."""
+    if mode == "edge":
+        return np.clip(k, 0, n - 1)
+    if mode == "wrap":
+        return k % n
+    # reflect: mirror on the first and last element; repeats with period 2 * (n - 1)
+    if n == 1:
+        return np.zeros_like(k)
+    period = 2 * (n - 1)
+    q = k % period
+    return np.where(q < n, q, period - q)
+
+
+def _source_selector(src: np.ndarray) -> slice | np.ndarray:
+    """A basic slice selecting the absolute indices src along an axis when possible, else src."""
+    first = int(src[0])
+    if src.size == 1 or np.all(src == first):
+        return slice(first, first + 1)  # one slab, broadcast (edge, or a length-1 axis)
+    steps = np.diff(src)
+    step = int(steps[0])
+    if step in (1, -1) and np.all(steps == step):
+        stop = first + step * src.size
+        return slice(first, None if stop < 0 else stop, step)
+    return src  # repeated reflection or wrap: gather
+
+
+def _border_plan(mode: str, at: list[int], kept: list[int], out_shape: tuple[int, ...]) -> list[list[tuple]]:
+    """Per axis, the (destination, source) selectors of its borders; source None means the constant."""
+    plan: list[list[tuple]] = []
+    for a, size in enumerate(out_shape):
+        before, n = at[a], kept[a]
+        after = size - before - n
+        steps: list[tuple] = []
+        if before:
+            src = None if mode == "constant" else _source_positions(mode, n, np.arange(-before, 0)) + before
+            steps.append((slice(0, before), src if src is None else _source_selector(src)))
+        if after:
+            src = None if mode == "constant" else _source_positions(mode, n, np.arange(n, n + after)) + before
+            steps.append((slice(before + n, None), src if src is None else _source_selector(src)))
+        plan.append(steps)
+    return plan
+
+
+def _split_axis(out_shape: tuple[int, ...], kept: list[int], itemsize: int) -> int:
+    """The axis whose kept range is processed in cache-sized blocks, or -1 for a single pass.
+
+    Blocking pays off only for large outputs whose last-axis borders span whole cache lines.
+    """
+    rank = len(out_shape)
+    if rank < 2 or math.prod(out_shape) * itemsize <= 4 * _CHUNK_BYTES:
+        return -1
+    if (out_shape[-1] - kept[-1]) * itemsize < _CHUNK_MIN_BORDER_BYTES:
+        return -1
+    split = rank - 2
+    for s in range(rank - 1):
+        if math.prod(out_shape[s + 1 :]) * itemsize <= _CHUNK_BYTES:
+            split = s
+            break
+    step = max(1, _CHUNK_BYTES // max(1, math.prod(out_shape[split + 1 :]) * itemsize))
+    if math.prod(kept[:split]) * -(-kept[split] // step) > _MAX_CHUNKS:
+        return -1
+    return split
+
+
+def _fill_borders(
+    out: np.ndarray, plan: list[list[tuple]], inner: tuple, fill: Any, first: int, last: int
+) -> None:
+    """Fill the borders of axes first..last of out, in order. When an axis is filled, the axes before
+    it are complete; the ones after it are filled in their kept range (up to last) or completely."""
+    for a in range(first, last + 1):
+        if not plan[a]:
+            continue
+        head = (slice(None),) * a
+        tail = inner[a + 1 : last + 1]
+        for dest, src in plan[a]:
+            out[(*head, dest, *tail)] = fill if src is None else out[(*head, src, *tail)]
+
+
+def pad(
+    data: np.ndarray,
+    pads: np.ndarray | Sequence[int],
+    constant_value: np.ndarray | None = None,
+    axes: np.ndarray | Sequence[int] | None = None,
+    *,
+    mode: str = "constant",
+) -> np.ndarray:
+    """Pad (or, with negative pads, crop) ``data`` along ``axes``, as ONNX Pad-11 to Pad-25.
+
+    ``pads`` holds all begin counts then all end counts, one pair per axis in ``axes``
+    (default: every axis of ``data``; negative axes count from the back). ``mode`` is one of
+    ``"constant"`` (default; fills with ``constant_value``, default 0, False or the empty string),
+    ``"reflect"``, ``"edge"`` or ``"wrap"``. Returns a new C-contiguous array of ``data``'s dtype
+    whose size along each axis is its input size plus both pads. On an axis with a negative pad on
+    one side and a positive one on the other, the cropped tensor is what gets padded.
+    """
+    if isinstance(mode, bytes):
+        mode = mode.decode("utf-8", "replace")
+    if mode not in MODES:
+        raise KernelError(f"mode {mode!r} is not one of 'constant', 'reflect', 'edge', 'wrap'")
+    data = np.asarray(data)
+    rank = data.ndim
+    ax = _normalize_axes(axes, rank)
+    begins, ends = _per_axis_pads(pads, ax, rank)
+    shape = data.shape
+    out_shape = tuple(d + b + e for d, b, e in zip(shape, begins, ends, strict=True))
+    for a, size in enumerate(out_shape):
+        if size < 0:
+            raise KernelError(
+                f"pads {begins[a]!r} (begin) and {ends[a]!r} (end) would give axis {a} of length "
+                f"{shape[a]} a negative size {size}"
+            )
+    fill = _constant_scalar(constant_value, data.dtype) if mode == "constant" else None
+
+    # Per axis: the kept source range [lo, hi) and where it lands in the output.
+    lo = [max(0, -b) for b in begins]
+    hi = [d - max(0, -e) for d, e in zip(shape, ends, strict=True)]
+    kept = [h - low for low, h in zip(lo, hi, strict=True)]
+    at = [max(0, b) for b in begins]
+
+    if mode != "constant":
+        for a in range(rank):
+            if (begins[a] > 0 or ends[a] > 0) and kept[a] <= 0:
+                raise KernelError(
+                    f"cannot {mode}-pad axis {a}: it has no elements left (length {shape[a]}, "
+                    f"pads {begins[a]!r} and {ends[a]!r}); only mode 'constant' can pad an empty axis"
+                )
+
+    out_dtype = data.dtype if fill is None or data.dtype.kind not in "US" else np.result_type(data, fill)
+    out = np.empty(out_shape, dtype=out_dtype)
+    if out.size == 0:
+        return out
+    if mode == "constant" and any(k <= 0 for k in kept):
+        out[...] = fill
+        return out
+
+    # Copy the kept data and fill the borders of the inner axes chunk by chunk, so that each
+    # output row is finished while it is still in cache; then fill the borders of the outer axes.
+    split = _split_axis(out_shape, kept, out.itemsize)
+    inner = tuple(slice(p, p + k) for p, k in zip(at, kept, strict=True))
+    plan = _border_plan(mode, at, kept, out_shape)
+    outer_ranges = [range(kept[j]) for j in range(split)]
+    step = max(1, _CHUNK_BYTES // max(1, math.prod(out_shape[split + 1 :]) * out.itemsize))
+    for index in itertools.product(*outer_ranges):
+        for c in range(0, kept[split] if split >= 0 else 1, step):
+            if split >= 0:
+                block = min(step, kept[split] - c)
+                out_sel = (
+                    *(slice(at[j] + i, at[j] + i + 1) for j, i in enumerate(index)),
+                    slice(at[split] + c, at[split] + c + block),
+                )
+                src_sel = (
+                    *(slice(lo[j] + i, lo[j] + i + 1) for j, i in enumerate(index)),
+                    slice(lo[split] + c, lo[split] + c + block),
+                )
+            else:
+                out_sel = src_sel = ()
+            view = out[out_sel] if out_sel else out
+            view[(*(slice(None),) * len(out_sel), *inner[split + 1 :])] = data[
+                (*src_sel, *(slice(low, h) for low, h in zip(lo[split + 1 :], hi[split + 1 :], strict=True)))
+            ]
+            _fill_borders(view, plan, inner, fill, split + 1, rank - 1)
+    _fill_borders(out, plan, inner, fill, 0, split)
+    return out
