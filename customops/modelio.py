@@ -1,0 +1,91 @@
+"""Reading and writing models safely: clear errors for bad files, external data kept external, atomic writes."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import onnx
+from google.protobuf.message import DecodeError
+from onnx import ModelProto
+
+from customops.errors import CustomOpsError
+
+_TWO_GB = 2**31
+
+
+def load_model(path: str | os.PathLike[str]) -> ModelProto:
+    """Load a model with its external data; raise :class:`CustomOpsError` naming the problem."""
+    return load_model_info(path)[0]
+
+
+def load_model_info(path: str | os.PathLike[str]) -> tuple[ModelProto, bool]:
+    """Like :func:`load_model`; also says whether the file kept any tensor in external data."""
+    p = Path(path)
+    if not p.exists():
+        raise CustomOpsError(f"model file {str(p)!r} does not exist")
+    if p.is_dir():
+        raise CustomOpsError(f"model path {str(p)!r} is a directory, not an ONNX file")
+    try:
+        model = onnx.load_model(str(p), load_external_data=False)
+    except (DecodeError, ValueError, RuntimeError, TypeError) as exc:
+        raise CustomOpsError(
+            f"{str(p)!r} is not a readable ONNX model ({type(exc).__name__}: {exc})"
+        ) from None
+    except OSError as exc:
+        raise CustomOpsError(f"cannot read {str(p)!r}: {exc.strerror or exc}") from None
+    if not model.HasField("graph"):
+        raise CustomOpsError(f"{str(p)!r} is not an ONNX model (no graph)")
+    external = any(
+        t.data_location == onnx.TensorProto.EXTERNAL
+        for t in onnx.external_data_helper._get_all_tensors(model)
+    )
+    try:
+        onnx.external_data_helper.load_external_data_for_model(model, str(p.parent))
+    except (OSError, ValueError) as exc:
+        raise CustomOpsError(f"cannot read the external data of {str(p)!r}: {exc}") from None
+    return model, external
+
+
+def save_model(model: ModelProto, path: str | os.PathLike[str], *, external: bool | None = None) -> None:
+    """Write ``model`` to ``path`` atomically: it appears complete or not at all.
+
+    With ``external`` (default: when the model is 2 GB or more) tensors of 1 KiB and more go to
+    ``<name>.data`` beside ``path``.
+    """
+    out = Path(path)
+    parent = out.parent if str(out.parent) else Path(".")
+    if not parent.is_dir():
+        raise CustomOpsError(f"output directory {str(parent)!r} does not exist")
+    if out.is_dir():
+        raise CustomOpsError(f"output path {str(out)!r} is a directory")
+    if external is None:
+        external = model.ByteSize() >= _TWO_GB
+    tmpdir = Path(tempfile.mkdtemp(prefix=".customops-", dir=parent))
+    try:
+        tmp_model = tmpdir / out.name
+        if external:
+            data_name = out.name + ".data"
+            copy = ModelProto()
+            copy.CopyFrom(model)
+            onnx.save_model(
+                copy,
+                str(tmp_model),
+                save_as_external_data=True,
+                all_tensors_to_one_file=True,
+                location=data_name,
+                size_threshold=1024,
+            )
+            if (tmpdir / data_name).exists():
+                os.replace(tmpdir / data_name, parent / data_name)
+        else:
+            onnx.save_model(model, str(tmp_model))
+        os.replace(tmp_model, out)
+    except CustomOpsError:
+        raise
+    except (OSError, ValueError) as exc:
+        raise CustomOpsError(f"cannot write {str(out)!r}: {exc}") from None
+    finally:
+        shutil.rmtree(tmpdir, ignore_errors=True)

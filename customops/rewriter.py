@@ -1,0 +1,370 @@
+"""Model-wide passes: swap standard nodes into :data:`~customops.registry.DOMAIN` and restore them exactly.
+
+Both passes visit the main graph, every nested subgraph (If / Loop / Scan bodies, at any depth) and every
+model-local function. :func:`rewrite_model` reports, for every candidate node, whether it was swapped or
+why it was left alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+import onnx
+from onnx import AttributeProto, FunctionProto, GraphProto, ModelProto, NodeProto, helper
+
+from customops.errors import CustomOpsError
+from customops.registry import DOMAIN, OP_TYPES, lookup
+from customops.translate import HELPER_DOC, Namer, Skip, original_of, translate
+
+STANDARD_DOMAINS = ("", "ai.onnx")
+
+
+@dataclass(frozen=True)
+class NodeReport:
+    """What happened to one candidate node: ``status`` is 'swapped' or 'skipped' (then ``reason`` says why)."""
+
+    scope: str
+    node: str
+    op: str
+    status: str
+    reason: str = ""
+
+    def line(self) -> str:
+        where = f"{self.scope}: " if self.scope != "graph" else ""
+        tail = f" ({self.reason})" if self.reason else ""
+        return f"{self.status:8s} {where}{self.node} [{self.op}]{tail}"
+
+
+@dataclass
+class RewriteResult:
+    """A rewritten model and the per-node report."""
+
+    model: ModelProto
+    nodes: list[NodeReport] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return any(r.status == "swapped" for r in self.nodes)
+
+    @property
+    def swapped(self) -> list[NodeReport]:
+        return [r for r in self.nodes if r.status == "swapped"]
+
+    @property
+    def skipped(self) -> list[NodeReport]:
+        return [r for r in self.nodes if r.status == "skipped"]
+
+
+def _subgraphs(node: NodeProto) -> Iterator[tuple[str, GraphProto]]:
+    for a in node.attribute:
+        if a.type == AttributeProto.GRAPH:
+            yield a.name, a.g
+        elif a.type == AttributeProto.GRAPHS:
+            for i, g in enumerate(a.graphs):
+                yield f"{a.name}[{i}]", g
+
+
+def _walk_graph(graph: GraphProto) -> Iterator[GraphProto]:
+    yield graph
+    for node in graph.node:
+        for _, g in _subgraphs(node):
+            yield from _walk_graph(g)
+
+
+def all_nodes(model: ModelProto) -> Iterator[NodeProto]:
+    """Every node of the model: main graph, subgraphs at any depth, and model-local functions."""
+    for g in _walk_graph(model.graph):
+        yield from g.node
+    for f in model.functions:
+        for node in f.node:
+            yield node
+            for _, g in _subgraphs(node):
+                for sub in _walk_graph(g):
+                    yield from sub.node
+
+
+def _names(model: ModelProto) -> set[str]:
+    used: set[str] = set()
+    graphs = list(_walk_graph(model.graph))
+    for f in model.functions:
+        used.update(f.input)
+        used.update(f.output)
+        for node in f.node:
+            for _, g in _subgraphs(node):
+                graphs.extend(_walk_graph(g))
+    for g in graphs:
+        used.update(v.name for v in (*g.input, *g.output, *g.value_info))
+        used.update(t.name for t in g.initializer)
+    for node in all_nodes(model):
+        used.add(node.name)
+        used.update(node.input)
+        used.update(node.output)
+    used.discard("")
+    return used
+
+
+def _value_types(graph: GraphProto, into: dict[str, int]) -> None:
+    for g in _walk_graph(graph):
+        for v in (*g.input, *g.output, *g.value_info):
+            if v.type.HasField("tensor_type") and v.type.tensor_type.elem_type:
+                into.setdefault(v.name, v.type.tensor_type.elem_type)
+        for t in g.initializer:
+            into.setdefault(t.name, t.data_type)
+        for node in g.node:
+            if node.op_type == "Constant" and node.domain in STANDARD_DOMAINS and node.output:
+                for a in node.attribute:
+                    if a.name == "value" and a.type == AttributeProto.TENSOR:
+                        into.setdefault(node.output[0], a.t.data_type)
+
+
+def _infer(model: ModelProto) -> ModelProto:
+    try:
+        return onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False)
+    except Exception:
+        return model
+
+
+def _function_types(model: ModelProto, fn: FunctionProto, graph_types: dict[str, int]) -> dict[str, int]:
+    """Element types inside ``fn``, inferred from the types its call sites pass in (when they agree)."""
+    calls = [n for n in all_nodes(model) if n.op_type == fn.name and n.domain == fn.domain]
+    formal: dict[str, int] = {}
+    for call in calls:
+        for name, actual in zip(fn.input, call.input, strict=False):
+            code = graph_types.get(actual)
+            if code is None:
+                continue
+            if formal.setdefault(name, code) != code:
+                formal[name] = 0  # call sites disagree: unknown
+    formal = {k: v for k, v in formal.items() if v}
+    inputs = [helper.make_tensor_value_info(n, formal[n], None) for n in fn.input if n in formal]
+    body = helper.make_graph(
+        list(fn.node), "fn", inputs, [helper.make_value_info(n, onnx.TypeProto()) for n in fn.output]
+    )
+    probe = helper.make_model(body, opset_imports=list(fn.opset_import), functions=list(model.functions))
+    probe.ir_version = model.ir_version
+    types = dict(formal)
+    _value_types(_infer(probe).graph, types)
+    return types
+
+
+def _opset(imports: Iterable[onnx.OperatorSetIdProto]) -> int | None:
+    for o in imports:
+        if o.domain in STANDARD_DOMAINS:
+            return o.version
+    return None
+
+
+def _ensure_domain(imports: Iterable[onnx.OperatorSetIdProto], container: object) -> None:
+    if not any(o.domain == DOMAIN for o in imports):
+        container.opset_import.append(helper.make_opsetid(DOMAIN, 1))  # type: ignore[attr-defined]
+
+
+class _Rewriter:
+    def __init__(
+        self,
+        model: ModelProto,
+        ops: set[str] | None,
+        nodes: set[str] | None,
+        exclude: set[str],
+    ) -> None:
+        self.model = model
+        self.ops = ops
+        self.nodes = nodes
+        self.exclude = exclude
+        self.namer = Namer(_names(model))
+        self.reports: list[NodeReport] = []
+
+    def _selected(self, node: NodeProto) -> str | None:
+        label = node.name or (node.output[0] if node.output else "")
+        if self.ops is not None and node.op_type not in self.ops:
+            return f"op type not selected (selected: {', '.join(sorted(self.ops))})"
+        if self.nodes is not None and label not in self.nodes:
+            return "node not selected"
+        if label in self.exclude:
+            return "excluded"
+        return None
+
+    def graph(self, graph: GraphProto, scope: str, opset: int | None, types: dict[str, int]) -> bool:
+        changed = False
+        new_nodes: list[NodeProto] = []
+        for node in graph.node:
+            for attr_name, sub in _subgraphs(node):
+                sub_scope = f"{scope}/{node.name or node.op_type}.{attr_name}"
+                changed |= self.graph(sub, sub_scope, opset, types)
+            replacement = self.node(node, scope, opset, types)
+            if replacement is None:
+                new_nodes.append(node)
+            else:
+                new_nodes.extend(replacement)
+                changed = True
+        if changed:
+            del graph.node[:]
+            graph.node.extend(new_nodes)
+        return changed
+
+    def node(
+        self, node: NodeProto, scope: str, opset: int | None, types: dict[str, int]
+    ) -> list[NodeProto] | None:
+        if node.domain not in STANDARD_DOMAINS or node.op_type not in OP_TYPES:
+            return None
+        label = node.name or (node.output[0] if node.output else node.op_type)
+        opv = lookup(node.op_type, opset) if opset is not None else None
+        op_label = opv.key if opv is not None else f"{node.op_type}@opset{opset}"
+        unselected = self._selected(node)
+        if unselected:
+            self.reports.append(NodeReport(scope, label, op_label, "skipped", unselected))
+            return None
+        if opv is None:
+            self.reports.append(
+                NodeReport(
+                    scope,
+                    label,
+                    op_label,
+                    "skipped",
+                    f"no supported version of {node.op_type} at opset {opset}",
+                )
+            )
+            return None
+        try:
+            tr = translate(node, opv, opset or 0, types.get, self.namer)  # type: ignore[arg-type]
+        except Skip as why:
+            self.reports.append(NodeReport(scope, label, op_label, "skipped", str(why)))
+            return None
+        self.reports.append(NodeReport(scope, label, op_label, "swapped"))
+        return tr.nodes
+
+
+def _check_selection(
+    model: ModelProto, ops: Iterable[str] | None, nodes: Iterable[str] | None, exclude: Iterable[str]
+) -> None:
+    for op in ops or ():
+        if op not in OP_TYPES:
+            raise CustomOpsError(f"unknown op {op!r} (supported: {', '.join(OP_TYPES)})")
+    wanted = [*(nodes or ()), *exclude]
+    if wanted:
+        present = {n.name for n in all_nodes(model)} | {n.output[0] for n in all_nodes(model) if n.output}
+        for name in wanted:
+            if name not in present:
+                raise CustomOpsError(f"no node named {name!r} in the model")
+
+
+def rewrite_model(
+    model: ModelProto,
+    *,
+    ops: Iterable[str] | None = None,
+    nodes: Iterable[str] | None = None,
+    exclude: Iterable[str] | None = None,
+) -> RewriteResult:
+    """Swap every supported standard node (or only those of ``ops`` / named in ``nodes``, minus ``exclude``)
+    into :data:`DOMAIN`, everywhere in the model; returns the new model and a report per candidate node.
+
+    The input model is not modified.
+    """
+    _check_selection(model, ops, nodes, exclude or ())
+    out = ModelProto()
+    out.CopyFrom(model)
+    rw = _Rewriter(
+        out,
+        set(ops) if ops is not None else None,
+        set(nodes) if nodes is not None else None,
+        set(exclude or ()),
+    )
+    types: dict[str, int] = {}
+    _value_types(_infer(out).graph, types)
+    _value_types(out.graph, types)
+    changed = rw.graph(out.graph, "graph", _opset(out.opset_import), types)
+    for fn in out.functions:
+        fn_types = _function_types(out, fn, types)
+        fn_changed = False
+        new_nodes: list[NodeProto] = []
+        fn_opset = _opset(fn.opset_import)
+        for node in fn.node:
+            for attr_name, sub in _subgraphs(node):
+                fn_changed |= rw.graph(
+                    sub, f"function {fn.name}/{node.name or node.op_type}.{attr_name}", fn_opset, fn_types
+                )
+            replacement = rw.node(node, f"function {fn.name}", fn_opset, fn_types)
+            if replacement is None:
+                new_nodes.append(node)
+            else:
+                new_nodes.extend(replacement)
+                fn_changed = True
+        if fn_changed:
+            del fn.node[:]
+            fn.node.extend(new_nodes)
+            _ensure_domain(fn.opset_import, fn)
+            changed = True
+    if changed:
+        _ensure_domain(out.opset_import, out)
+    return RewriteResult(out, rw.reports)
+
+
+def rewrite(
+    model: ModelProto,
+    *,
+    ops: Iterable[str] | None = None,
+    nodes: Iterable[str] | None = None,
+    exclude: Iterable[str] | None = None,
+) -> ModelProto:
+    """Return a new model in which every supported standard node (or only ``ops`` op types / ``nodes`` node
+    names, minus ``exclude``) is replaced by its equivalent in :data:`DOMAIN`; see :func:`rewrite_model`."""
+    return rewrite_model(model, ops=ops, nodes=nodes, exclude=exclude).model
+
+
+def _restore_nodes(nodes: list[NodeProto]) -> tuple[list[NodeProto], bool]:
+    helpers: set[str] = set()
+    for node in nodes:
+        found = original_of(node)
+        if found is not None:
+            helpers.update(found[1])
+    out: list[NodeProto] = []
+    changed = False
+    for node in nodes:
+        for _, sub in _subgraphs(node):
+            changed |= _restore_graph(sub)
+        found = original_of(node)
+        if found is not None:
+            out.append(found[0])
+            changed = True
+        elif node.name in helpers and node.doc_string == HELPER_DOC:
+            changed = True
+        else:
+            out.append(node)
+    return out, changed
+
+
+def _restore_graph(graph: GraphProto) -> bool:
+    nodes, changed = _restore_nodes(list(graph.node))
+    if changed:
+        del graph.node[:]
+        graph.node.extend(nodes)
+    return changed
+
+
+def _drop_domain(container: object) -> None:
+    imports = container.opset_import  # type: ignore[attr-defined]
+    keep = [o for o in imports if o.domain != DOMAIN]
+    del imports[:]
+    imports.extend(keep)
+
+
+def restore(model: ModelProto) -> ModelProto:
+    """The inverse of :func:`rewrite`: every node we swapped goes back to the original standard node,
+    helpers the rewriter added are removed, and our opset import is dropped once nothing uses it."""
+    out = ModelProto()
+    out.CopyFrom(model)
+    _restore_graph(out.graph)
+    for fn in out.functions:
+        nodes, changed = _restore_nodes(list(fn.node))
+        if changed:
+            del fn.node[:]
+            fn.node.extend(nodes)
+        if not any(n.domain == DOMAIN for n in fn.node):
+            _drop_domain(fn)
+    if not any(n.domain == DOMAIN for n in all_nodes(out)):
+        _drop_domain(out)
+    return out
+
+
+__all__ = ["NodeReport", "RewriteResult", "restore", "rewrite", "rewrite_model"]

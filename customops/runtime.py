@@ -1,0 +1,262 @@
+"""The onnxruntime-extensions layer: one registration per (custom op, element type), the invocation hook,
+attribute decoding, and sessions whose ``run`` raises a failing kernel's own message.
+
+Why a hook: the stock invocation path of onnxruntime-extensions returns outputs through ``tolist()``
+(hundreds of times slower than handing back the array) and lets any Python exception abort the process.
+Our hook returns C-contiguous arrays of the declared dtype, never lets an exception escape, and hands
+calls for ops we did not register back to the stock handler.
+
+What happens when one of our kernels fails:
+
+* in :class:`InferenceSession` ``run``: the hook records the error and sets ``terminate`` on that run's
+  ``RunOptions``; ONNX Runtime stops after the node and ``run`` raises :class:`~customops.KernelError`
+  with the kernel's message.
+* in a plain ``onnxruntime.InferenceSession`` (no handle on the run): the hook cannot stop the run, so it
+  returns *empty* outputs (shape ``(0,)``) for the failing node, never plausible numbers, prints the error
+  on stderr and records it (see :func:`pop_errors`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import onnxruntime as ort
+from onnxruntime_extensions import PyCustomOpDef, _ocos, get_library_path, onnx_op
+
+from customops import attrs as attr_codec
+from customops.errors import CustomOpsError, KernelError
+from customops.registry import CUSTOM_OPS, DOMAIN, MARKER_ATTRS, NATIVE_TYPES, CustomOp
+
+_PYOP_TYPES: dict[str, int] = {
+    "float": PyCustomOpDef.dt_float,
+    "double": PyCustomOpDef.dt_double,
+    "int8": PyCustomOpDef.dt_int8,
+    "int16": PyCustomOpDef.dt_int16,
+    "int32": PyCustomOpDef.dt_int32,
+    "int64": PyCustomOpDef.dt_int64,
+    "uint8": PyCustomOpDef.dt_uint8,
+    "uint16": PyCustomOpDef.dt_uint16,
+    "uint32": PyCustomOpDef.dt_uint32,
+    "uint64": PyCustomOpDef.dt_uint64,
+    "bool": PyCustomOpDef.dt_bool,
+    "string": PyCustomOpDef.dt_string,
+}
+
+NUMPY_TYPES: dict[str, np.dtype] = {
+    "float": np.dtype(np.float32),
+    "double": np.dtype(np.float64),
+    "int8": np.dtype(np.int8),
+    "int16": np.dtype(np.int16),
+    "int32": np.dtype(np.int32),
+    "int64": np.dtype(np.int64),
+    "uint8": np.dtype(np.uint8),
+    "uint16": np.dtype(np.uint16),
+    "uint32": np.dtype(np.uint32),
+    "uint64": np.dtype(np.uint64),
+    "bool": np.dtype(np.bool_),
+    "string": np.dtype(object),
+}
+
+
+@dataclass
+class _Binding:
+    """What the hook needs to serve one registration."""
+
+    op: CustomOp
+    elem_type: str
+    out_dtype: np.dtype
+    kernel: Callable[..., Any]
+    attr_cache: dict[tuple[tuple[str, str], ...], tuple[dict[str, Any], str]] = field(default_factory=dict)
+
+
+_BINDINGS: dict[int, _Binding] = {}
+_STOCK_HOOK = _ocos._on_pyop_invocation
+_lock = threading.Lock()
+_declared = False
+
+
+@dataclass
+class _RunContext:
+    run_options: ort.RunOptions
+    errors: list[str] = field(default_factory=list)
+
+
+_ACTIVE: dict[int, _RunContext] = {}
+_UNCLAIMED: list[str] = []
+
+
+def _load_kernel(path: str) -> Callable[..., Any]:
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def _declare() -> None:
+    """Declare every (custom op, element type) with onnxruntime-extensions and install the hook, once."""
+    global _declared
+    with _lock:
+        if _declared:
+            return
+        for op in CUSTOM_OPS.values():
+            kernel = _load_kernel(op.kernel)
+            attr_types = {name: PyCustomOpDef.dt_string for name, _ in op.attributes}
+            attr_types.update({name: PyCustomOpDef.dt_string for name in MARKER_ATTRS})
+            for t in op.types:
+                inputs = [_PYOP_TYPES[t if ty == "T" else ty] for _, ty in op.inputs]
+                opdef = onnx_op(
+                    op_type=f"{DOMAIN}::{op.name}",
+                    inputs=inputs,
+                    outputs=[_PYOP_TYPES[t]],
+                    attrs=attr_types,
+                )(kernel)
+                _BINDINGS[opdef._id] = _Binding(op, t, NUMPY_TYPES[t], kernel)
+        PyCustomOpDef.install_hooker(_invoke)
+        _declared = True
+
+
+def _decode_attributes(binding: _Binding, raw: dict[str, str]) -> tuple[dict[str, Any], str]:
+    key = tuple(sorted(raw.items()))
+    hit = binding.attr_cache.get(key)
+    if hit is not None:
+        return hit
+    kwargs = {name: attr_codec.decode(kind, raw[name]) for name, kind in binding.op.attributes}
+    label = f"{raw.get('customops_origin') or binding.op.name} node {raw.get('customops_node', '')!r}"
+    binding.attr_cache[key] = (kwargs, label)
+    return kwargs, label
+
+
+def _as_output(binding: _Binding, value: Any) -> tuple[tuple[int, ...], Any]:
+    arr = np.asarray(value)
+    if binding.elem_type == "string":
+        if arr.dtype != object and arr.dtype.kind not in "US":
+            raise KernelError(f"kernel returned dtype {arr.dtype} for a string output")
+        return arr.shape, [str(s) for s in arr.ravel().tolist()]
+    if arr.dtype != binding.out_dtype:
+        raise KernelError(f"kernel returned dtype {arr.dtype}, expected {binding.out_dtype}")
+    return arr.shape, np.ascontiguousarray(arr)
+
+
+def _current_context() -> _RunContext | None:
+    ctx = _ACTIVE.get(threading.get_ident())
+    if ctx is None and len(_ACTIVE) == 1:
+        ctx = next(iter(_ACTIVE.values()))
+    return ctx
+
+
+def _invoke(k_id: int, feed: Sequence[Any], raw_attrs: dict[str, str]) -> tuple[Any, ...]:
+    binding = _BINDINGS.get(k_id)
+    if binding is None:
+        return _STOCK_HOOK(k_id, feed, raw_attrs)
+    label = binding.op.name
+    try:
+        kwargs, label = _decode_attributes(binding, raw_attrs)
+        result = binding.kernel(*feed, **kwargs)
+        shape, data = _as_output(binding, result)
+        return (k_id, shape, data)
+    except BaseException as exc:
+        message = (
+            f"{label}: {exc}" if isinstance(exc, CustomOpsError) else f"{label}: {type(exc).__name__}: {exc}"
+        )
+        _report(message)
+        empty: Any = [] if binding.elem_type == "string" else np.zeros(0, binding.out_dtype)
+        return (k_id, (0,), empty)
+
+
+def _report(message: str) -> None:
+    ctx = _current_context()
+    if ctx is not None:
+        ctx.errors.append(message)
+        ctx.run_options.terminate = True
+        return
+    _UNCLAIMED.append(message)
+    print(f"customops: kernel failed, its output is empty: {message}", file=sys.stderr, flush=True)
+
+
+def pop_errors() -> list[str]:
+    """Return and forget the kernel errors raised in runs of plain ``onnxruntime`` sessions."""
+    errors = list(_UNCLAIMED)
+    _UNCLAIMED.clear()
+    return errors
+
+
+_CONFIG_KEY = "customops.registered"
+
+
+def session_options(options: ort.SessionOptions | None = None) -> ort.SessionOptions:
+    """Return ``options`` (a new ``SessionOptions`` by default) with our custom ops registered.
+
+    Safe to call any number of times, on the same options too.
+    """
+    _declare()
+    if options is None:
+        options = ort.SessionOptions()
+    if _has_entry(options):
+        return options
+    options.register_custom_ops_library(get_library_path())
+    options.add_session_config_entry(_CONFIG_KEY, "1")
+    return options
+
+
+def _has_entry(options: ort.SessionOptions) -> bool:
+    try:
+        return options.get_session_config_entry(_CONFIG_KEY) == "1"
+    except Exception:
+        return False
+
+
+class InferenceSession(ort.InferenceSession):
+    """An ``onnxruntime.InferenceSession`` with our custom ops registered.
+
+    ``model`` is a path, serialized bytes or an ``onnx.ModelProto``. ``providers`` defaults to the CPU.
+    ``run`` raises :class:`~customops.KernelError` with the kernel's own message when one of our kernels
+    fails, and the process lives on.
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        sess_options: ort.SessionOptions | None = None,
+        providers: Sequence[str] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if hasattr(model, "SerializeToString"):
+            model = model.SerializeToString()
+        elif isinstance(model, os.PathLike):
+            model = os.fspath(model)
+        super().__init__(
+            model,
+            sess_options=session_options(sess_options),
+            providers=list(providers) if providers is not None else ["CPUExecutionProvider"],
+            **kwargs,
+        )
+
+    def run(self, output_names, input_feed, run_options=None):  # type: ignore[override]
+        """Run like ``onnxruntime.InferenceSession.run``; a failing custom kernel raises its message."""
+        if run_options is None:
+            run_options = ort.RunOptions()
+        ctx = _RunContext(run_options)
+        tid = threading.get_ident()
+        _ACTIVE[tid] = ctx
+        try:
+            outputs = super().run(output_names, input_feed, run_options)
+        except Exception:
+            if ctx.errors:
+                raise KernelError(ctx.errors[0]) from None
+            raise
+        finally:
+            _ACTIVE.pop(tid, None)
+            run_options.terminate = False
+        if ctx.errors:
+            raise KernelError(ctx.errors[0])
+        return outputs
+
+
+def registered_types() -> dict[str, tuple[str, ...]]:
+    """Element types registered for each custom op."""
+    return {name: tuple(t for t in op.types if t in NATIVE_TYPES) for name, op in CUSTOM_OPS.items()}

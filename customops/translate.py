@@ -1,0 +1,306 @@
+"""Translation of one standard node into its equivalent in :data:`~customops.registry.DOMAIN`, and back.
+
+The custom node has a fixed signature: every optional input is present (absent ones get an empty filler
+of the right type), index inputs are int64 and roi is double (a Cast is inserted where needed), every
+attribute is written out with its default, encoded losslessly as a string, and version-dependent
+semantics (Resize-10 and Upsample's coordinate rules, Pad-2's attribute form) are resolved here.
+Element types the Python op layer refuses (float16, bfloat16, float8, int4, ...) are bridged with a Cast
+to a wider type and back. The original node is stored on the custom node so restore is exact.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+import onnx
+from onnx import AttributeProto, NodeProto, TensorProto, helper
+
+from customops import attrs as attr_codec
+from customops.registry import (
+    CUSTOM_OPS,
+    DOMAIN,
+    RESTORE_ATTR,
+    OpVersion,
+    type_support,
+)
+
+HELPER_DOC = "added by customops.rewrite"
+"""doc_string of every helper node the translator adds (fillers and casts)."""
+
+_ELEM_NAME = {v: k.lower() for k, v in TensorProto.DataType.items()}
+_ELEM_CODE = {k.lower(): v for k, v in TensorProto.DataType.items()}
+
+
+def elem_type_name(code: int) -> str:
+    """The lower-case ONNX name of an element type code (1 -> 'float')."""
+    return _ELEM_NAME.get(code, f"type{code}")
+
+
+class Skip(Exception):
+    """The node stays as it is; the message says why."""
+
+
+@dataclass
+class Translation:
+    """The nodes that replace one standard node: helpers before, the custom node, casts after."""
+
+    nodes: list[NodeProto]
+    custom: NodeProto
+    helpers: list[str] = field(default_factory=list)
+
+
+class Namer:
+    """Hands out names not used anywhere in the model (values, nodes) so helpers never collide."""
+
+    def __init__(self, used: Iterable[str]) -> None:
+        self.used = set(used)
+
+    def __call__(self, base: str) -> str:
+        name = base
+        i = 1
+        while name in self.used:
+            name = f"{base}_{i}"
+            i += 1
+        self.used.add(name)
+        return name
+
+
+def _attribute_values(node: NodeProto, opv: OpVersion) -> dict[str, object]:
+    known = {a.name: a for a in opv.attributes}
+    values: dict[str, object] = {}
+    for a in node.attribute:
+        if a.ref_attr_name:
+            raise Skip(
+                f"attribute {a.name!r} refers to function attribute {a.ref_attr_name!r}; its value is unknown here"
+            )
+        spec = known.get(a.name)
+        if spec is None:
+            raise Skip(
+                f"attribute {a.name!r} is not defined for {opv.key} (defined: {', '.join(known) or 'none'})"
+            )
+        value = helper.get_attribute_value(a)
+        if isinstance(value, bytes):
+            value = value.decode("utf-8")
+        expected = {
+            "int": AttributeProto.INT,
+            "float": AttributeProto.FLOAT,
+            "string": AttributeProto.STRING,
+            "ints": AttributeProto.INTS,
+            "floats": AttributeProto.FLOATS,
+        }[spec.kind]
+        if a.type != expected:
+            raise Skip(
+                f"attribute {a.name!r} has type {AttributeProto.AttributeType.Name(a.type)}, expected {spec.kind}"
+            )
+        if spec.allowed is not None and value not in spec.allowed:
+            raise Skip(f"invalid {a.name} {value!r} for {opv.key} (allowed: {', '.join(spec.allowed)})")
+        values[a.name] = list(value) if isinstance(value, list | tuple) else value
+    for spec in opv.attributes:
+        if spec.name not in values:
+            if spec.required:
+                raise Skip(f"required attribute {spec.name!r} of {opv.key} is missing")
+            values[spec.name] = spec.default
+    return values
+
+
+@dataclass
+class _Builder:
+    node: NodeProto
+    opv: OpVersion
+    opset: int
+    type_of: Callable[[str], int | None]
+    namer: Namer
+    before: list[NodeProto] = field(default_factory=list)
+    after: list[NodeProto] = field(default_factory=list)
+    helpers: list[str] = field(default_factory=list)
+
+    @property
+    def stem(self) -> str:
+        return self.node.name or (self.node.output[0] if self.node.output else self.opv.op)
+
+    def _helper(
+        self, op_type: str, inputs: list[str], outputs: list[str], what: str, **kwargs: object
+    ) -> NodeProto:
+        name = self.namer(f"{self.stem}/customops_{what}")
+        self.helpers.append(name)
+        return helper.make_node(op_type, inputs, outputs, name=name, doc_string=HELPER_DOC, **kwargs)
+
+    def input(self, index: int) -> str:
+        return self.node.input[index] if index < len(self.node.input) else ""
+
+    def constant(self, what: str, array: np.ndarray | None, elem: str) -> str:
+        """A Constant helper holding ``array`` (an empty 1-D tensor when None) of element type ``elem``."""
+        out = self.namer(f"{self.stem}/customops_{what}")
+        code = _ELEM_CODE[elem]
+        if array is None:
+            tensor = helper.make_tensor(out, code, [0], [])
+        elif elem == "string":
+            tensor = helper.make_tensor(
+                out, code, list(array.shape), [str(v).encode() for v in array.ravel()]
+            )
+        else:
+            tensor = onnx.numpy_helper.from_array(
+                np.asarray(array, dtype=helper.tensor_dtype_to_np_dtype(code)), out
+            )
+        self.before.append(self._helper("Constant", [], [out], what, value=tensor))
+        return out
+
+    def cast(self, name: str, to: str, what: str) -> str:
+        out = self.namer(f"{self.stem}/customops_{what}")
+        code = _ELEM_CODE[to]
+        to_attr: object = code if self.opset >= 6 else TensorProto.DataType.Name(code)
+        self.before.append(self._helper("Cast", [name], [out], what, to=to_attr))
+        return out
+
+    def index_input(self, index: int, what: str) -> str | None:
+        """An int64 version of an optional index input, or None when absent."""
+        name = self.input(index)
+        if not name:
+            return None
+        if self.type_of(name) == TensorProto.INT64:
+            return name
+        return self.cast(name, "int64", what)
+
+
+def _main_type(b: _Builder, name: str) -> tuple[str, str]:
+    """(element type of the main input, type the custom node computes in)."""
+    code = b.type_of(name)
+    if code is None:
+        raise Skip(f"element type of input {name!r} is unknown (no type information reaches it)")
+    elem = elem_type_name(code)
+    how, detail = type_support(b.opv, elem)
+    if how == "no":
+        raise Skip(str(detail))
+    return elem, (detail if how == "bridged" else elem)  # type: ignore[return-value]
+
+
+def _encode(custom: str, values: dict[str, object]) -> dict[str, str]:
+    kinds = dict(CUSTOM_OPS[custom].attributes)
+    return {name: attr_codec.encode(kind, values[name]) for name, kind in kinds.items()}
+
+
+def _resize_inputs(b: _Builder, values: dict[str, object]) -> tuple[list[str], dict[str, object]]:
+    opv = b.opv
+    kernel = {
+        "antialias": 0,
+        "axes": None,
+        "coordinate_transformation_mode": "half_pixel",
+        "cubic_coeff_a": -0.75,
+        "exclude_outside": 0,
+        "extrapolation_value": 0.0,
+        "keep_aspect_ratio_policy": "stretch",
+        "mode": "nearest",
+        "nearest_mode": "round_prefer_floor",
+    }
+    roi = scales = sizes = ""
+    if opv.op == "Upsample" or opv.version == 10:
+        kernel.update(mode=values["mode"], coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+        if opv.op == "Upsample" and opv.version == 7:
+            scales = b.constant("scales", np.asarray(values["scales"], np.float32), "float")
+        else:
+            scales = b.input(1)
+    else:
+        kernel.update({k: v for k, v in values.items() if k in kernel})
+        roi, scales, sizes = b.input(1), b.input(2), b.input(3)
+    if roi and b.type_of(roi) != TensorProto.DOUBLE:
+        roi = b.cast(roi, "double", "roi")
+    inputs = [
+        roi or b.constant("roi", None, "double"),
+        scales or b.constant("scales", None, "float"),
+        sizes or b.constant("sizes", None, "int64"),
+    ]
+    return inputs, kernel
+
+
+def translate(
+    node: NodeProto,
+    opv: OpVersion,
+    opset: int,
+    type_of: Callable[[str], int | None],
+    namer: Namer,
+) -> Translation:
+    """Translate ``node`` (of standard ``opv``, in a graph importing the default domain at ``opset``).
+
+    ``type_of`` gives a value's element type code or None; ``namer`` hands out unused names.
+    Raises :class:`Skip` with the reason when the node cannot be swapped.
+    """
+    values = _attribute_values(node, opv)
+    b = _Builder(node, opv, opset, type_of, namer)
+    x = b.input(0)
+    if not x:
+        raise Skip("the main input is empty")
+    elem, compute = _main_type(b, x)
+    bridged = compute != elem
+    if bridged:
+        x = b.cast(x, compute, "cast_in")
+
+    custom = opv.custom
+    if custom == "Resize":
+        rest, kernel = _resize_inputs(b, values)
+    elif custom == "Pad":
+        kernel = {"mode": values["mode"]}
+        if opv.version == 2:
+            pads = b.constant("pads", np.asarray(values["pads"], np.int64), "int64")
+            value = np.asarray([values["value"]], np.float32).astype(
+                helper.tensor_dtype_to_np_dtype(_ELEM_CODE[compute])
+            )
+            cval = b.constant("constant_value", value, compute)
+            axes = b.constant("axes", None, "int64")
+        else:
+            pads = b.index_input(1, "pads") or b.constant("pads", None, "int64")
+            cval = b.input(2)
+            if cval and bridged:
+                cval = b.cast(cval, compute, "cast_constant_value")
+            cval = cval or b.constant("constant_value", None, compute)
+            axes = b.index_input(3, "axes") or b.constant("axes", None, "int64")
+        rest = [pads, cval, axes]
+    elif custom == "Col2Im":
+        kernel = dict(values)
+        rest = [b.index_input(1, "image_shape") or "", b.index_input(2, "block_shape") or ""]
+        if not all(rest):
+            raise Skip("Col2Im needs both image_shape and block_shape")
+    elif custom == "CenterCropPad":
+        kernel = dict(values)
+        shape = b.index_input(1, "shape")
+        if shape is None:
+            raise Skip("CenterCropPad needs its shape input")
+        rest = [shape]
+    else:  # pragma: no cover - the registry names only the customs above
+        raise Skip(f"no translation for custom op {custom!r}")
+
+    outputs = list(node.output[:1])
+    if not outputs or not outputs[0]:
+        raise Skip("the node has no output")
+    if bridged:
+        tmp = namer(f"{b.stem}/customops_out")
+        b.after.append(b._helper("Cast", [tmp], [outputs[0]], "cast_out", to=_ELEM_CODE[elem]))
+        outputs = [tmp]
+
+    encoded = _encode(custom, kernel)
+    encoded["customops_origin"] = opv.key
+    encoded["customops_node"] = node.name or node.output[0]
+    restore_info = {
+        "node": base64.b64encode(node.SerializeToString()).decode("ascii"),
+        "helpers": b.helpers,
+    }
+    encoded[RESTORE_ATTR] = json.dumps(restore_info, separators=(",", ":"))
+    new = helper.make_node(custom, [x, *rest], outputs, name=node.name, domain=DOMAIN, **encoded)
+    new.doc_string = node.doc_string
+    return Translation([*b.before, new, *b.after], new, list(b.helpers))
+
+
+def original_of(node: NodeProto) -> tuple[NodeProto, list[str]] | None:
+    """For a node the translator made: (the original node, names of the helper nodes it added)."""
+    if node.domain != DOMAIN:
+        return None
+    for a in node.attribute:
+        if a.name == RESTORE_ATTR:
+            info = json.loads(a.s.decode("utf-8"))
+            original = NodeProto()
+            original.ParseFromString(base64.b64decode(info["node"]))
+            return original, list(info["helpers"])
+    return None

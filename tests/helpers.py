@@ -1,0 +1,82 @@
+"""Small builders shared by the tests: one-node models and runs through our kernels and ORT's."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+
+import customops
+
+NP_TO_ONNX = {
+    np.dtype(np.float32): TensorProto.FLOAT,
+    np.dtype(np.float64): TensorProto.DOUBLE,
+    np.dtype(np.float16): TensorProto.FLOAT16,
+    np.dtype(np.int8): TensorProto.INT8,
+    np.dtype(np.int16): TensorProto.INT16,
+    np.dtype(np.int32): TensorProto.INT32,
+    np.dtype(np.int64): TensorProto.INT64,
+    np.dtype(np.uint8): TensorProto.UINT8,
+    np.dtype(np.uint16): TensorProto.UINT16,
+    np.dtype(np.uint32): TensorProto.UINT32,
+    np.dtype(np.uint64): TensorProto.UINT64,
+    np.dtype(np.bool_): TensorProto.BOOL,
+    np.dtype(object): TensorProto.STRING,
+}
+
+
+def one_node_model(
+    op: str,
+    inputs: dict[str, np.ndarray | None],
+    opset: int,
+    out_type: int | None = None,
+    initializers: tuple[str, ...] = (),
+    **attrs: object,
+) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    """A model with one ``op`` node; ``None`` inputs are left empty; names in ``initializers`` become
+    initializers, the rest graph inputs. Returns the model and its feed."""
+    names = [name if value is not None else "" for name, value in inputs.items()]
+    while names and names[-1] == "":
+        names.pop()
+    node = helper.make_node(op, names, ["Y"], name=f"{op}_node", **attrs)
+    graph_inputs, inits, feed = [], [], {}
+    for name, value in inputs.items():
+        if value is None:
+            continue
+        value = np.asarray(value)
+        elem = NP_TO_ONNX[value.dtype]
+        if name in initializers:
+            if value.dtype == object:
+                inits.append(helper.make_tensor(name, elem, value.shape, [s.encode() for s in value.ravel()]))
+            else:
+                inits.append(onnx.numpy_helper.from_array(value, name))
+        else:
+            graph_inputs.append(
+                helper.make_tensor_value_info(name, elem, [f"{name}_{i}" for i in range(value.ndim)])
+            )
+            feed[name] = value
+    first = np.asarray(next(v for v in inputs.values() if v is not None))
+    y_type = out_type if out_type is not None else NP_TO_ONNX[first.dtype]
+    y_dims = [f"Y_{i}" for i in range(first.ndim)]
+    graph = helper.make_graph(
+        [node], "g", graph_inputs, [helper.make_tensor_value_info("Y", y_type, y_dims)], inits
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 10 if opset >= 21 else 8
+    return model, feed
+
+
+def run_custom(model: onnx.ModelProto, feed: dict[str, np.ndarray]) -> list[np.ndarray]:
+    """Rewrite ``model`` into our domain (every node must swap) and run it with our kernels."""
+    result = customops.rewrite_model(model)
+    assert not result.skipped, [r.line() for r in result.skipped]
+    sess = customops.InferenceSession(result.model)
+    return sess.run(None, feed)
+
+
+def run_builtin(model: onnx.ModelProto, feed: dict[str, np.ndarray]) -> list[np.ndarray]:
+    """Run ``model`` with ORT's built-in CPU kernels."""
+    import onnxruntime as ort
+
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return sess.run(None, feed)

@@ -1,0 +1,87 @@
+"""The command line: subcommands, exit statuses and one-line errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import onnx
+import pytest
+
+from tests.test_rewrite import _pipeline
+
+
+def run_cli(*args: str, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "customops.cli", *args], capture_output=True, text=True, timeout=300, cwd=cwd
+    )
+
+
+def test_ops_prints_the_support_table_with_probed_builtin_coverage():
+    proc = run_cli("ops")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    resize19 = next(line for line in lines if line.split()[:2] == ["Resize", "19"])
+    assert "uint16" in resize19 and "string" in resize19 and "float16*" in resize19
+    col2im = next(line for line in lines if line.startswith("Col2Im"))
+    assert col2im.split()[-1] in ("float", "float16")  # ORT's built-in Col2Im is float-only
+    data = json.loads(run_cli("ops", "--json").stdout)
+    row = next(r for r in data if r["op"] == "Col2Im" and r["elem_type"] == "double")
+    assert row["ours"] == "native" and row["builtin"] is False
+
+
+@pytest.fixture
+def model_file(tmp_path):
+    path = tmp_path / "model.onnx"
+    onnx.save(_pipeline(), path)
+    return path
+
+
+def test_rewrite_and_restore_round_trip_through_files(model_file, tmp_path):
+    before = model_file.read_bytes()
+    out = tmp_path / "rw.onnx"
+    proc = run_cli("rewrite", str(model_file), str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "3 swapped, 0 skipped" in proc.stdout
+    assert model_file.read_bytes() == before
+    back = tmp_path / "back.onnx"
+    proc = run_cli("restore", str(out), str(back))
+    assert proc.returncode == 0, proc.stderr
+    assert back.read_bytes() == before
+
+
+def test_rewrite_dry_run_writes_nothing_and_json_is_machine_readable(model_file, tmp_path):
+    out = tmp_path / "rw.onnx"
+    proc = run_cli("rewrite", str(model_file), str(out), "--dry-run", "--json", "--ops", "Resize")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["summary"] == {"swapped": 1, "skipped": 2, "written": None}
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("make", "args", "needle"),
+    [
+        (None, ["missing.onnx", "out.onnx"], "does not exist"),
+        ("garbage", ["bad.onnx", "out.onnx"], "not a readable ONNX model"),
+        ("truncated", ["bad.onnx", "out.onnx"], "not a readable ONNX model"),
+        ("model", ["model.onnx", "out.onnx", "--ops", "Conv"], "unknown op 'Conv'"),
+        ("model", ["model.onnx", "out.onnx", "--nodes", "ghost"], "no node named 'ghost'"),
+        ("model", ["model.onnx", "nodir/out.onnx"], "output directory"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line_and_writes_nothing(tmp_path, make, args, needle):
+    if make == "garbage":
+        (tmp_path / "bad.onnx").write_bytes(b"\x00\xffthis is not protobuf" * 3)
+    elif make == "truncated":
+        (tmp_path / "bad.onnx").write_bytes(_pipeline().SerializeToString()[:-7])
+    elif make == "model":
+        onnx.save(_pipeline(), tmp_path / "model.onnx")
+    before = sorted(os.listdir(tmp_path))
+    proc = run_cli("rewrite", *args, cwd=tmp_path)
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0] and "Traceback" not in proc.stderr
+    assert sorted(os.listdir(tmp_path)) == before
