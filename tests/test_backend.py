@@ -32,7 +32,7 @@ def test_backend_case_passes_with_our_kernels(case):
     sess = customops.InferenceSession(result.model, sess_options=ort.SessionOptions())
     input_names = [i.name for i in sess.get_inputs()]
     for inputs, expected in case.data_sets:
-        got = sess.run(None, dict(zip(input_names, inputs, strict=True)))
+        got = sess.run(None, {n: np.asarray(v) for n, v in zip(input_names, inputs, strict=True)})
         assert len(got) == len(expected)
         for g, e in zip(got, expected, strict=True):
             assert g.dtype == e.dtype and g.shape == e.shape, (g.dtype, e.dtype, g.shape, e.shape)

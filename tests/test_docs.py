@@ -1,0 +1,38 @@
+"""The README's example runs, its support table matches the registry, and CI runs its test line."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from customops.cli import markdown_table
+from customops.support import support_table
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text()
+
+
+def _columns(table: str, upto: int) -> list[list[str]]:
+    rows = [line for line in table.splitlines() if line.startswith("| ") and not line.startswith("| op ")]
+    return [[c.strip() for c in line.strip("|").split("|")][:upto] for line in rows]
+
+
+def test_readme_support_table_matches_the_registry():
+    block = README.split("<!-- support-table -->")[1].split("<!-- /support-table -->")[0]
+    generated = markdown_table(support_table(probe=False), probed=False)
+    assert _columns(block, 4) == _columns(generated, 4)
+
+
+def test_readme_python_example_runs():
+    code = re.search(r"## Python API\n\n```python\n(.*?)```", README, re.S).group(1)
+    namespace: dict = {}
+    exec(compile(code, "README.md", "exec"), namespace)
+    assert namespace["result"].changed
+    assert namespace["original"].SerializeToString() == namespace["model"].SerializeToString()
+
+
+def test_ci_runs_the_readme_test_line():
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "<!-- test-command -->" in ci and "<!-- test-command -->" in README
+    line = README.split("<!-- test-command -->")[1].split("```")[1].strip()
+    assert "pip install" in line and "pytest" in line
