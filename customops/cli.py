@@ -73,10 +73,11 @@ def markdown_table(rows: list, probed: bool = True) -> str:
 
 
 def _cmd_rewrite(args: argparse.Namespace) -> int:
-    from customops.modelio import load_model_info, save_model
+    from customops.modelio import check_model_file, load_model_info, save_model
     from customops.rewriter import rewrite_model
 
     model, external = load_model_info(args.input)
+    check_model_file(args.input)
     result = rewrite_model(
         model, ops=_split(args.ops), nodes=_split(args.nodes), exclude=_split(args.exclude) or ()
     )

@@ -49,6 +49,15 @@ def load_model_info(path: str | os.PathLike[str]) -> tuple[ModelProto, bool]:
     return model, external
 
 
+def check_model_file(path: str | os.PathLike[str]) -> None:
+    """Run the ONNX checker on a model file; raise :class:`CustomOpsError` with its first line on failure."""
+    try:
+        onnx.checker.check_model(str(path))
+    except onnx.checker.ValidationError as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise CustomOpsError(f"{str(path)!r} fails the ONNX checker: {first}") from None
+
+
 def save_model(model: ModelProto, path: str | os.PathLike[str], *, external: bool | None = None) -> None:
     """Write ``model`` to ``path`` atomically: it appears complete or not at all.
 

@@ -52,6 +52,16 @@ def test_rewrite_and_restore_round_trip_through_files(model_file, tmp_path):
     assert back.read_bytes() == before
 
 
+def test_existing_output_is_replaced_only_on_success(model_file, tmp_path):
+    out = tmp_path / "out.onnx"
+    out.write_bytes(b"previous")
+    proc = run_cli("rewrite", str(model_file), str(out), "--ops", "Nope")
+    assert proc.returncode == 2 and out.read_bytes() == b"previous"
+    proc = run_cli("rewrite", str(model_file), str(out))
+    assert proc.returncode == 0 and onnx.load(out).graph.node
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.onnx", "out.onnx"]  # no temporary left
+
+
 def test_rewrite_dry_run_writes_nothing_and_json_is_machine_readable(model_file, tmp_path):
     out = tmp_path / "rw.onnx"
     proc = run_cli("rewrite", str(model_file), str(out), "--dry-run", "--json", "--ops", "Resize")
@@ -70,6 +80,7 @@ def test_rewrite_dry_run_writes_nothing_and_json_is_machine_readable(model_file,
         ("model", ["model.onnx", "out.onnx", "--ops", "Conv"], "unknown op 'Conv'"),
         ("model", ["model.onnx", "out.onnx", "--nodes", "ghost"], "no node named 'ghost'"),
         ("model", ["model.onnx", "nodir/out.onnx"], "output directory"),
+        ("invalid", ["model.onnx", "out.onnx"], "fails the ONNX checker"),
     ],
 )
 def test_bad_input_exits_2_with_one_line_and_writes_nothing(tmp_path, make, args, needle):
@@ -79,6 +90,10 @@ def test_bad_input_exits_2_with_one_line_and_writes_nothing(tmp_path, make, args
         (tmp_path / "bad.onnx").write_bytes(_pipeline().SerializeToString()[:-7])
     elif make == "model":
         onnx.save(_pipeline(), tmp_path / "model.onnx")
+    elif make == "invalid":
+        model = _pipeline()
+        model.graph.node[0].input[0] = "no_such_value"  # uses a value nothing produces
+        onnx.save(model, tmp_path / "model.onnx")
     before = sorted(os.listdir(tmp_path))
     proc = run_cli("rewrite", *args, cwd=tmp_path)
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
