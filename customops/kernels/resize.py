@@ -1,0 +1,767 @@
+"""ONNX Resize (versions 10 to 19) as a numpy kernel.
+
+One function, :func:`resize`, accepts the union of every version's attributes; the translator rejects
+attributes that a given opset version does not have. docs/_fragments/semantics_resize.md records where
+the spec text, onnx.reference and ONNX Runtime disagree and what this kernel does.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from customops.errors import KernelError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+__all__ = ["resize"]
+
+_MODES = ("nearest", "linear", "cubic")
+_COORDINATE_MODES = (
+    "half_pixel",
+    "half_pixel_symmetric",
+    "pytorch_half_pixel",
+    "align_corners",
+    "asymmetric",
+    "tf_half_pixel_for_nn",
+    "tf_crop_and_resize",
+)
+_NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
+_POLICIES = ("stretch", "not_larger", "not_smaller")
+
+# How many output positions share one dense block of the banded matrix (measured with numpy's
+# bundled OpenBLAS on a 2-core x86-64 machine): along the last axis, the fewest whose band of inputs
+# is at least _BAND_WIDTH wide (narrower products run far below peak); along other axes, a fixed
+# _MIDDLE_BLOCK (the product then spans whole rows, so narrow bands cost little).
+_BLOCK_LENGTHS = (8, 16, 32, 64, 128, 256, 512)
+_BAND_WIDTH = 16
+_MIDDLE_BLOCK = 16
+_WIDE_BAND = 256
+_GEMM_LIMIT = 1 << 18  # multiply-adds per matmul call: OpenBLAS runs calls this small on one thread
+_TILE_BYTES = 4 << 20  # intermediate results are computed in slabs of about this size
+_MAX_LENGTH = 2**53  # output lengths beyond this would lose integer exactness in the float64 coordinates
+
+
+_Block = tuple[int, int, int, int, np.ndarray]
+"""A dense piece of an axis' (out x in) interpolation matrix: (o0, o1, lo, hi, matrix[o1 - o0, hi - lo])."""
+
+
+@dataclass(frozen=True)
+class _Axis:
+    """How one resized axis maps: lengths, the exact scale, and the roi (start, end)."""
+
+    axis: int
+    in_len: int
+    out_len: int
+    scale: Fraction
+    roi: tuple[float, float]
+
+
+# ---------------------------------------------------------------------------------------------
+# Argument checking
+
+
+def _choice(name: str, value: Any, allowed: tuple[str, ...]) -> str:
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "replace")
+    if not isinstance(value, str) or value not in allowed:
+        options = ", ".join(repr(a) for a in allowed)
+        raise KernelError(f"{name} {value!r} is not one of {options}")
+    return value
+
+
+def _flag(name: str, value: Any) -> bool:
+    if isinstance(value, (bool, int, np.integer, np.bool_)) and int(value) in (0, 1):
+        return bool(value)
+    raise KernelError(f"{name} {value!r} is not 0 or 1")
+
+
+def _number(name: str, value: Any, finite: bool) -> float:
+    try:
+        result = float(value)
+    except (TypeError, ValueError):
+        raise KernelError(f"{name} {value!r} is not a number") from None
+    if finite and not math.isfinite(result):
+        raise KernelError(f"{name} {value!r} is not finite")
+    return result
+
+
+def _optional_input(name: str, value: Any) -> np.ndarray | None:
+    """None or an empty array mean absent; otherwise a 1-D array."""
+    if value is None:
+        return None
+    array = np.asarray(value)
+    if array.size == 0:
+        return None
+    if array.ndim != 1:
+        raise KernelError(f"{name} must be 1-D, got shape {array.shape!r}")
+    return array
+
+
+def _normalize_axes(axes: Any, rank: int) -> list[int]:
+    if axes is None:
+        return list(range(rank))
+    array = np.asarray(axes)
+    if array.size and array.dtype.kind not in "iu":
+        raise KernelError(f"axes {axes!r} are not integers")
+    values = [int(a) for a in array.reshape(-1)]
+    result = []
+    for a in values:
+        if not -rank <= a < rank:
+            raise KernelError(f"axis {a!r} is out of range [{-rank}, {rank - 1}] for rank {rank}")
+        result.append(a % rank if rank else a)
+    if len(set(result)) != len(result):
+        raise KernelError(f"axes {values!r} repeat an axis")
+    return result
+
+
+def _plan(
+    shape: tuple[int, ...],
+    roi: np.ndarray | None,
+    scales: np.ndarray | None,
+    sizes: np.ndarray | None,
+    axes: list[int],
+    policy: str,
+    uses_roi: bool,
+) -> list[_Axis]:
+    count = len(axes)
+    if scales is not None and sizes is not None:
+        raise KernelError("scales and sizes are both given; give exactly one")
+    if scales is None and sizes is None:
+        if count == 0:
+            return []
+        raise KernelError("neither scales nor sizes is given; give exactly one")
+    given = scales if scales is not None else sizes
+    label = "scales" if scales is not None else "sizes"
+    assert given is not None
+    if given.size != count:
+        raise KernelError(f"{label} has {given.size} entries, expected {count} (one per resized axis)")
+
+    starts, ends = [0.0] * count, [1.0] * count
+    if uses_roi and roi is not None:
+        if roi.size != 2 * count:
+            raise KernelError(
+                f"roi has {roi.size} entries, expected {2 * count} (start and end per resized axis)"
+            )
+        try:
+            values = roi.astype(np.float64)
+        except (TypeError, ValueError):
+            raise KernelError(f"roi {roi!r} is not numeric") from None
+        if not np.isfinite(values).all():
+            raise KernelError(f"roi {roi.tolist()!r} is not finite")
+        starts, ends = values[:count].tolist(), values[count:].tolist()
+
+    in_lens = [shape[a] for a in axes]
+    if scales is not None:
+        if scales.dtype.kind not in "fiu":
+            raise KernelError(f"scales have dtype {scales.dtype}, expected float")
+        fractions = []
+        for value in scales.tolist():
+            if not (math.isfinite(value) and value > 0):
+                raise KernelError(f"scale {value!r} is not a positive finite number")
+            fractions.append(Fraction(value))
+        out_lens = [math.floor(f * n) for f, n in zip(fractions, in_lens, strict=True)]
+        for f, m in zip(fractions, out_lens, strict=True):
+            if m > _MAX_LENGTH:
+                raise KernelError(
+                    f"scale {float(f)!r} asks for an output length of {m}, more than {_MAX_LENGTH}"
+                )
+    else:
+        assert sizes is not None
+        if sizes.dtype.kind not in "iu":
+            raise KernelError(f"sizes have dtype {sizes.dtype}, expected int64")
+        wanted = [int(v) for v in sizes.tolist()]
+        for v in wanted:
+            if v < 0:
+                raise KernelError(f"size {v!r} is negative")
+        if policy == "stretch":
+            out_lens = wanted
+            fractions = [Fraction(m, n) if n else Fraction(1) for m, n in zip(wanted, in_lens, strict=True)]
+        else:
+            # The policy's single scale is the smallest (not_larger) or largest (not_smaller) of
+            # sizes[i] / in_size[d]; axes of length 0 cannot constrain it.
+            ratios = [Fraction(m, n) for m, n in zip(wanted, in_lens, strict=True) if n]
+            pick = min if policy == "not_larger" else max
+            scale = pick(ratios) if ratios else Fraction(1)
+            fractions = [scale] * count
+            # round_int rounds halfway cases up.
+            out_lens = [math.floor(scale * n + Fraction(1, 2)) for n in in_lens]
+    return [
+        _Axis(a, n, m, f, (s, e))
+        for a, n, m, f, s, e in zip(axes, in_lens, out_lens, fractions, starts, ends, strict=True)
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
+# Coordinates and filter tables (1-D, float64)
+
+
+def _source_coordinates(ax: _Axis, mode: str) -> np.ndarray:
+    """x_original for every output index, computed from the exact scale with as few roundings as possible."""
+    n, length = ax.in_len, ax.out_len
+    a, b = float(ax.scale.numerator), float(ax.scale.denominator)  # scale = a / b
+    o = np.arange(length, dtype=np.float64)
+    if mode in ("half_pixel", "pytorch_half_pixel"):
+        if mode == "pytorch_half_pixel" and length <= 1:
+            return np.zeros(length)
+        return ((2 * o + 1) * b - a) / (2 * a)
+    if mode == "half_pixel_symmetric":
+        # offset + (x + 0.5) / scale - 0.5 with offset = n / 2 * (1 - length / (scale * n))
+        return (a * (n - 1) + b * (2 * o + 1 - length)) / (2 * a)
+    if mode == "asymmetric":
+        return o * b / a
+    if mode == "tf_half_pixel_for_nn":
+        return (2 * o + 1) * b / (2 * a)
+    width = ax.scale * n  # length_resized: the exact scale times the input length
+    if mode == "align_corners":
+        if length <= 1:
+            return np.zeros(length)
+        ratio = (n - 1) / (width - 1)
+        return o * float(ratio.numerator) / float(ratio.denominator)
+    # tf_crop_and_resize
+    start, end = ax.roi
+    if length <= 1:
+        return np.full(length, 0.5 * (start + end) * (n - 1))
+    return start * (n - 1) + o * ((end - start) * (n - 1) / float(width - 1))
+
+
+def _nearest_indices(x: np.ndarray, nearest_mode: str, n: int) -> np.ndarray:
+    if nearest_mode == "round_prefer_floor":
+        r = np.ceil(x - 0.5)
+    elif nearest_mode == "round_prefer_ceil":
+        r = np.floor(x + 0.5)
+    elif nearest_mode == "floor":
+        r = np.floor(x)
+    else:
+        r = np.ceil(x)
+    return np.clip(r, 0, max(n - 1, 0)).astype(np.intp)
+
+
+def _cubic_kernel(u: np.ndarray, a: float) -> np.ndarray:
+    inner = ((a + 2) * u - (a + 3)) * u * u + 1
+    outer = ((a * u - 5 * a) * u + 8 * a) * u - 4 * a
+    return np.where(u <= 1, inner, np.where(u < 2, outer, 0.0))
+
+
+def _filter_table(
+    x: np.ndarray, ax: _Axis, mode: str, a: float, antialias: bool, exclude_outside: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Taps of every output position: (positions, clamped indices, normalized weights), each (out, taps)."""
+    support = 1.0 if mode == "linear" else 2.0
+    stretch = min(float(ax.scale), 1.0) if antialias else 1.0
+    half = max(1, math.ceil(support / stretch))
+    floor = np.floor(x)
+    offsets = np.arange(1 - half, half + 1, dtype=np.float64)
+    positions = floor[:, None] + offsets
+    u = np.abs(offsets - (x - floor)[:, None])
+    if stretch != 1.0:
+        u *= stretch
+    weights = np.maximum(1.0 - u, 0.0) if mode == "linear" else _cubic_kernel(u, a)
+    n = ax.in_len
+    if exclude_outside:
+        weights[(positions < 0) | (positions > n - 1)] = 0.0
+    total = weights.sum(axis=1, keepdims=True)
+    weights /= np.where(total == 0, 1.0, total)
+    indices = np.clip(positions, 0, n - 1).astype(np.intp)
+    return positions, indices, weights
+
+
+def _single_tap(positions: np.ndarray, indices: np.ndarray, weights: np.ndarray) -> np.ndarray | None:
+    """The gather indices if every output copies exactly one input (weight 1), else None."""
+    nonzero = weights != 0
+    if not (nonzero.sum(axis=1) == 1).all():
+        return None
+    if not (weights[nonzero] == 1.0).all():
+        return None
+    return indices[nonzero]
+
+
+# ---------------------------------------------------------------------------------------------
+# Gathers (nearest, and filters that reduce to copying one input per output)
+
+
+def _take(y: np.ndarray, axis: int, idx: np.ndarray) -> np.ndarray:
+    n = y.shape[axis]
+    length = idx.size
+    if length == n and (idx == np.arange(n)).all():
+        return y
+    if length > 1:
+        step = int(idx[1] - idx[0])
+        if step > 0 and (np.diff(idx) == step).all():
+            sl = [slice(None)] * y.ndim
+            sl[axis] = slice(int(idx[0]), int(idx[-1]) + 1, step)
+            return y[tuple(sl)]
+    elif length == 1:
+        sl = [slice(None)] * y.ndim
+        sl[axis] = slice(int(idx[0]), int(idx[0]) + 1)
+        return y[tuple(sl)]
+    return np.take(y, idx, axis=axis)
+
+
+def _repeat_factor(idx: np.ndarray, n: int) -> int:
+    """k if idx == [0]*k + [1]*k + ... + [n-1]*k with k > 1, else 0."""
+    length = idx.size
+    if n == 0 or length % n or length == n:
+        return 0
+    k = length // n
+    return k if (idx == np.arange(length) // k).all() else 0
+
+
+def _gather(y: np.ndarray, tables: dict[int, np.ndarray]) -> np.ndarray:
+    """Apply index tables (axis -> indices); the result is a new C-contiguous array."""
+    repeats: dict[int, int] = {}
+    for ax in sorted(tables, key=lambda ax: tables[ax].size / max(y.shape[ax], 1)):
+        idx = tables[ax]
+        k = _repeat_factor(idx, y.shape[ax])
+        if k:
+            repeats[ax] = k
+        else:
+            y = _take(y, ax, idx)
+    # Many slots on the last axis would make each strided write below touch every cache line.
+    last = y.ndim - 1
+    if repeats.get(last, 0) > 8:
+        y = np.repeat(y, repeats.pop(last), axis=last)
+    out_shape = list(y.shape)
+    for ax, k in repeats.items():
+        out_shape[ax] *= k
+    out = np.empty(out_shape, dtype=y.dtype)
+    if out.size == 0:
+        return out
+    if not repeats:
+        out[...] = y
+        return out
+    # View the output with a (length, k) pair per repeated axis. One write per slot of the innermost
+    # repeated axis, broadcasting the input over the slots of the others.
+    view_shape: list[int] = []
+    source_shape: list[int] = []
+    inner = max(repeats)
+    inner_dim = 0
+    for ax, length in enumerate(y.shape):
+        view_shape.append(length)
+        source_shape.append(length)
+        if ax in repeats:
+            if ax == inner:
+                inner_dim = len(view_shape)
+            else:
+                source_shape.append(1)
+            view_shape.append(repeats[ax])
+    view = out.reshape(view_shape)
+    source = y.reshape(source_shape)
+    index: list[Any] = [slice(None)] * len(view_shape)
+    for j in range(repeats[inner]):
+        index[inner_dim] = j
+        view[tuple(index)] = source
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Filter passes: a banded matrix product along one axis
+
+
+def _row_spans(indices: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per output row, the first and one-past-last input index with a nonzero weight."""
+    nonzero = weights != 0
+    big = np.iinfo(np.intp).max
+    lo = np.where(nonzero, indices, big).min(axis=1)
+    hi = np.where(nonzero, indices + 1, -1).max(axis=1)
+    empty = lo == big
+    lo[empty] = 0
+    hi[empty] = 0
+    return lo, hi
+
+
+def _block_length(lo: np.ndarray, hi: np.ndarray, rows_last: bool) -> int:
+    """Output positions per block (see _BLOCK_LENGTHS)."""
+    length = lo.size
+
+    def band(c: int) -> int:
+        starts = np.arange(0, length, c)
+        return int((np.maximum.reduceat(hi, starts) - np.minimum.reduceat(lo, starts)).max())
+
+    if band(1) > _WIDE_BAND:
+        return 1  # a very wide filter: blocks of one output keep the dense pieces small
+    if not rows_last:
+        return min(_MIDDLE_BLOCK, length)
+    for c in _BLOCK_LENGTHS:
+        if c >= length:
+            return length
+        if band(c) >= _BAND_WIDTH:
+            return c
+    return _BLOCK_LENGTHS[-1]
+
+
+def _blocks(indices: np.ndarray, weights: np.ndarray, rows_last: bool, dtype: np.dtype) -> list[_Block]:
+    """Split the (out x in) interpolation matrix into dense blocks of consecutive output rows."""
+    lo_row, hi_row = _row_spans(indices, weights)
+    length, taps = indices.shape
+    c = _block_length(lo_row, hi_row, rows_last)
+    starts = np.arange(0, length, c)
+    lo = np.minimum.reduceat(lo_row, starts)
+    span = np.maximum(np.maximum.reduceat(hi_row, starts) - lo, 0)
+    width = max(int(span.max()), 1)
+    # Scatter every nonzero tap into its block; duplicates (clamped taps) add up.
+    rows = np.repeat(np.arange(length), taps)
+    flat_w = weights.reshape(-1)
+    used = flat_w != 0
+    rows = rows[used]
+    block = rows // c
+    cols = indices.reshape(-1)[used] - lo[block]
+    dense = np.bincount(rows * width + cols, weights=flat_w[used], minlength=length * width)
+    dense = dense.reshape(length, width).astype(dtype)
+    return [
+        (int(o0), min(int(o0) + c, length), int(b_lo), int(b_lo + b_span), dense[o0 : o0 + c, :b_span])
+        for o0, b_lo, b_span in zip(starts.tolist(), lo.tolist(), span.tolist(), strict=True)
+    ]
+
+
+def _layout(shape: tuple[int, ...], axis: int) -> tuple[int, int, int]:
+    return math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1 :])
+
+
+def _rows_last(pre: int, post: int) -> bool:
+    """Whether a pass runs as (signals x axis) @ band.T: the axis is last, or few values follow it."""
+    return post == 1 or (pre > 1 and post < 32)
+
+
+def _plan_blocks(
+    indices: np.ndarray, weights: np.ndarray, shape: tuple[int, ...], axis: int, compute: np.dtype
+) -> list[_Block]:
+    pre, _, post = _layout(shape, axis)
+    return _blocks(indices, weights, _rows_last(pre, post), compute)
+
+
+def _store(target: np.ndarray, values: np.ndarray, finish: Callable[[np.ndarray], np.ndarray] | None) -> None:
+    target[...] = values if finish is None else finish(values)
+
+
+def _apply(
+    y: np.ndarray,
+    axis: int,
+    blocks: list[_Block],
+    shift: int,
+    compute: np.dtype,
+    out: np.ndarray,
+    finish: Callable[[np.ndarray], np.ndarray] | None,
+) -> None:
+    """For every block, out[..., o0:o1, ...] = matrix @ y[..., lo - shift:hi - shift, ...] along ``axis``.
+
+    ``y`` is C-contiguous; bands of another type are converted to ``compute`` piece by piece and
+    results go through ``finish`` (or a plain cast) piece by piece. Each matrix product is kept under
+    _GEMM_LIMIT multiply-adds.
+    """
+    pre, n, post = _layout(y.shape, axis)
+    y3 = y.reshape(pre, n, post)
+    out3 = out.reshape(pre, out.shape[axis], post)
+    direct = finish is None and out.dtype == compute
+    if _rows_last(pre, post):
+        y2 = y3[:, :, 0] if post == 1 else np.ascontiguousarray(y3.transpose(0, 2, 1)).reshape(pre * post, n)
+        rows = y2.shape[0]
+        for o0, o1, lo, hi, matrix in blocks:
+            if hi == lo:
+                out3[:, o0:o1, :] = 0
+                continue
+            step = max(1, _GEMM_LIMIT // ((hi - lo) * (o1 - o0)))
+            if post > 1:
+                step = max(post, step - step % post)  # whole (pre) rows of the transposed layout
+            for r0 in range(0, rows, step):
+                band = y2[r0 : r0 + step, lo - shift : hi - shift]
+                if band.dtype != compute:
+                    band = band.astype(compute)
+                if direct and post == 1:
+                    np.matmul(band, matrix.T, out=out3[r0 : r0 + step, o0:o1, 0])
+                else:
+                    p0 = r0 // post
+                    result = (band @ matrix.T).reshape(-1, post, o1 - o0).transpose(0, 2, 1)
+                    _store(out3[p0 : p0 + result.shape[0], o0:o1, :], result, finish)
+    else:
+        for o0, o1, lo, hi, matrix in blocks:
+            if hi == lo:
+                out3[:, o0:o1, :] = 0
+                continue
+            step = max(1, _GEMM_LIMIT // ((hi - lo) * (o1 - o0)))
+            for c0 in range(0, post, step):
+                band = y3[:, lo - shift : hi - shift, c0 : c0 + step]
+                if band.dtype != compute:
+                    band = band.astype(compute)
+                if direct:
+                    np.matmul(matrix, band, out=out3[:, o0:o1, c0 : c0 + step])
+                else:
+                    _store(out3[:, o0:o1, c0 : c0 + step], matrix @ band, finish)
+
+
+def _gather_filter(
+    y: np.ndarray, axis: int, indices: np.ndarray, weights: np.ndarray, compute: np.dtype
+) -> np.ndarray:
+    """Tap by tap; taps with weight 0 contribute nothing even where the input is inf or NaN."""
+    pre, n, post = _layout(y.shape, axis)
+    y3 = y.reshape(pre, n, post)
+    length = indices.shape[0]
+    acc = np.zeros((pre, length, post), dtype=compute)
+    for t in range(indices.shape[1]):
+        w = weights[:, t]
+        rows = np.flatnonzero(w != 0)
+        if rows.size:
+            term = np.take(y3, indices[rows, t], axis=1).astype(compute)
+            term *= w[rows][None, :, None]
+            acc[:, rows, :] += term
+    return acc.reshape((*y.shape[:axis], length, *y.shape[axis + 1 :]))
+
+
+def _filter(
+    y: np.ndarray,
+    passes: list[tuple[int, np.ndarray, np.ndarray]],
+    compute: np.dtype,
+    out_dtype: np.dtype,
+    finish: Callable[[np.ndarray], np.ndarray] | None,
+    finite: bool,
+) -> np.ndarray:
+    """Run the filter passes in order over real, C-contiguous ``y``; a new array of ``out_dtype``.
+
+    The last pass is split into tiles along its axis: the earlier passes run on the slab of input a
+    tile needs, so the converted input and the intermediate results stay near _TILE_BYTES.
+    """
+    shapes = [y.shape]
+    for axis, indices, _ in passes:
+        shape = list(shapes[-1])
+        shape[axis] = indices.shape[0]
+        shapes.append(tuple(shape))
+    out = np.empty(shapes[-1], dtype=out_dtype)
+    if out.size == 0:
+        return out
+    if not finite:
+        for axis, indices, weights in passes:
+            y = _gather_filter(y, axis, indices, weights, compute)
+        _store(out, y, finish)
+        return out
+
+    axis, indices, weights = passes[-1]
+    final_blocks = _plan_blocks(indices, weights, shapes[-2], axis, compute)
+    if len(passes) == 1:
+        _apply(y, axis, final_blocks, 0, compute, out, finish)
+        return out
+    # Group the last pass's blocks into tiles whose input slab fits the budget.
+    row_bytes = max(math.prod(shape) // max(shape[axis], 1) for shape in shapes[:-1]) * compute.itemsize
+    budget = max(1, _TILE_BYTES // max(row_bytes, 1))
+    tiles: list[list[_Block]] = [[]]
+    for block in final_blocks:
+        group = tiles[-1]
+        if group and max(block[3], group[-1][3]) - group[0][2] > budget:
+            tiles.append([block])
+        else:
+            group.append(block)
+    earlier: list[list[_Block]] = []
+    for i, (pass_axis, pass_indices, pass_weights) in enumerate(passes[:-1]):
+        shape = list(shapes[i])
+        shape[axis] = min(shape[axis], budget + final_blocks[0][3] - final_blocks[0][2])
+        earlier.append(_plan_blocks(pass_indices, pass_weights, tuple(shape), pass_axis, compute))
+    cut: list[Any] = [slice(None)] * y.ndim
+    for group in tiles:
+        lo = min(b[2] for b in group)
+        hi = max(max(b[3] for b in group), lo + 1)
+        cut[axis] = slice(lo, hi)
+        slab = np.ascontiguousarray(y[tuple(cut)], dtype=compute)
+        for (pass_axis, pass_indices, _), blocks in zip(passes[:-1], earlier, strict=True):
+            shape = list(slab.shape)
+            shape[pass_axis] = pass_indices.shape[0]
+            result = np.empty(shape, dtype=compute)
+            _apply(slab, pass_axis, blocks, 0, compute, result, None)
+            slab = result
+        _apply(slab, axis, group, lo, compute, out, finish)
+    return out
+
+
+def _all_finite(y: np.ndarray) -> bool:
+    return y.dtype.kind != "f" or y.size == 0 or bool(np.isfinite(y.max()) and np.isfinite(y.min()))
+
+
+# ---------------------------------------------------------------------------------------------
+# Element types
+
+
+def _compute_dtype(dtype: np.dtype) -> np.dtype:
+    """Interpolation arithmetic is float64 for every type (long double keeps its width)."""
+    if dtype.kind in "fc" and dtype.itemsize > (16 if dtype.kind == "c" else 8):
+        return np.dtype(np.longdouble)
+    return np.dtype(np.float64)
+
+
+def _real_dtype(dtype: np.dtype) -> np.dtype:
+    """The type of X's real components: complex64 -> float32, complex128 -> float64, others unchanged."""
+    return np.empty(0, dtype).real.dtype if dtype.kind == "c" else dtype
+
+
+def _real_view(y: np.ndarray) -> np.ndarray:
+    """A C-contiguous real array: complex gains a trailing (real, imag) axis; bool becomes uint8."""
+    y = np.ascontiguousarray(y)
+    if y.dtype.kind == "c":
+        return y.view(_real_dtype(y.dtype)).reshape(*y.shape, 2)
+    if y.dtype.kind == "b":
+        return y.view(np.uint8)
+    return y
+
+
+def _complex_view(y: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Undo :func:`_real_view` for complex ``dtype``."""
+    return y.view(dtype).reshape(y.shape[:-1]) if dtype.kind == "c" else y
+
+
+def _finisher(dtype: np.dtype) -> Callable[[np.ndarray], np.ndarray] | None:
+    """How computed values become ``dtype`` (None: a plain cast, for float and complex components)."""
+    if dtype.kind == "b":
+        return lambda values: np.rint(values) >= 1
+    if dtype.kind in "iu":
+        return lambda values: _saturate(np.rint(values), dtype)
+    return None
+
+
+def _saturate(y: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Cast rounded float64 values to an integer type, clamping to its range."""
+    info = np.iinfo(dtype)
+    top = float(info.max)
+    if int(top) > info.max:  # 64-bit types: the float above the maximum must not reach the cast
+        top_fit = np.nextafter(top, 0.0)
+        result = np.clip(y, float(info.min), top_fit).astype(dtype)
+        result[y >= top] = info.max
+        return result
+    return np.clip(y, float(info.min), top).astype(dtype)
+
+
+def _extrapolation_scalar(value: float, dtype: np.dtype) -> Any:
+    if dtype.kind in "fc":
+        return value
+    if dtype.kind in "OSU":
+        raise KernelError(
+            f"extrapolation_value {value!r} cannot fill a {dtype} tensor; "
+            "tf_crop_and_resize with strings needs the roi inside the input"
+        )
+    if math.isnan(value):
+        raise KernelError(f"extrapolation_value {value!r} cannot fill an integer or bool tensor")
+    if dtype.kind == "b":
+        return bool(np.rint(value) >= 1)
+    return _saturate(np.rint(np.array([value])), dtype)[0]
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def resize(
+    X: np.ndarray,
+    roi: np.ndarray | None = None,
+    scales: np.ndarray | None = None,
+    sizes: np.ndarray | None = None,
+    *,
+    antialias: int = 0,
+    axes: list[int] | None = None,
+    coordinate_transformation_mode: str = "half_pixel",
+    cubic_coeff_a: float = -0.75,
+    exclude_outside: int = 0,
+    extrapolation_value: float = 0.0,
+    keep_aspect_ratio_policy: str = "stretch",
+    mode: str = "nearest",
+    nearest_mode: str = "round_prefer_floor",
+) -> np.ndarray:
+    """Resize ``X`` as ONNX Resize does (the union of versions 10 to 19).
+
+    ``roi``, ``scales`` and ``sizes`` are the optional inputs (None or empty means absent); exactly one of
+    ``scales`` and ``sizes`` must be given. ``roi`` is read only by ``tf_crop_and_resize`` (absent: the
+    whole input). The keyword arguments are the ONNX attributes with their spec defaults: antialias=0,
+    axes=None (all axes), coordinate_transformation_mode='half_pixel', cubic_coeff_a=-0.75,
+    exclude_outside=0, extrapolation_value=0.0, keep_aspect_ratio_policy='stretch', mode='nearest',
+    nearest_mode='round_prefer_floor'. antialias has no effect on 'nearest'.
+
+    ``X`` may have any rank and any element type ONNX allows, including bool, complex and strings
+    (numpy object arrays; 'nearest' only). The result has ``X``'s dtype and is a new C-contiguous
+    array. Integer and bool results of 'linear' and 'cubic' are rounded half to even and clamped to the
+    type's range (bool as 0/1). Invalid configurations raise :class:`KernelError`.
+    """
+    X = np.asarray(X)
+    mode = _choice("mode", mode, _MODES)
+    coordinate_mode = _choice(
+        "coordinate_transformation_mode", coordinate_transformation_mode, _COORDINATE_MODES
+    )
+    nearest_mode = _choice("nearest_mode", nearest_mode, _NEAREST_MODES)
+    policy = _choice("keep_aspect_ratio_policy", keep_aspect_ratio_policy, _POLICIES)
+    use_antialias = _flag("antialias", antialias)
+    exclude = _flag("exclude_outside", exclude_outside)
+    a = _number("cubic_coeff_a", cubic_coeff_a, finite=True)
+    extrapolation = _number("extrapolation_value", extrapolation_value, finite=False)
+    dtype = X.dtype
+    if dtype.kind in "OSUV" and mode != "nearest":
+        raise KernelError(f"mode {mode!r} needs a numeric tensor, got {dtype}; strings allow only 'nearest'")
+    if dtype.kind not in "biufcOSU":
+        raise KernelError(f"element type {dtype} is not supported")
+
+    cropping = coordinate_mode == "tf_crop_and_resize"
+    plan = _plan(
+        X.shape,
+        _optional_input("roi", roi) if cropping else None,
+        _optional_input("scales", scales),
+        _optional_input("sizes", sizes),
+        _normalize_axes(axes, X.ndim),
+        policy,
+        cropping,
+    )
+    out_shape = list(X.shape)
+    for ax in plan:
+        out_shape[ax.axis] = ax.out_len
+    if math.prod(out_shape) == 0:
+        return np.empty(out_shape, dtype=dtype)
+    for ax in plan:
+        if ax.in_len == 0:
+            raise KernelError(f"axis {ax.axis} has length 0 and cannot be resized to {ax.out_len}")
+
+    gathers: dict[int, np.ndarray] = {}
+    filters: list[tuple[int, np.ndarray, np.ndarray]] = []
+    outside: dict[int, np.ndarray] = {}
+    for ax in plan:
+        x = _source_coordinates(ax, coordinate_mode)
+        if cropping:
+            mask = (x < 0) | (x > ax.in_len - 1)
+            if mask.any():
+                outside[ax.axis] = mask
+        if mode == "nearest":
+            gathers[ax.axis] = _nearest_indices(x, nearest_mode, ax.in_len)
+            continue
+        positions, indices, weights = _filter_table(x, ax, mode, a, use_antialias, exclude)
+        single = _single_tap(positions, indices, weights)
+        if single is not None:
+            gathers[ax.axis] = single
+        else:
+            filters.append((ax.axis, indices, weights))
+
+    fill = _extrapolation_scalar(extrapolation, dtype) if outside else None
+
+    if not filters:
+        y = _gather(X, gathers)
+    else:
+        # Gathers that shrink go first, the ones that grow last; filter passes in between, the axis
+        # that shrinks most first.
+        shrink = {ax: t for ax, t in gathers.items() if t.size <= X.shape[ax]}
+        grow = {ax: t for ax, t in gathers.items() if ax not in shrink}
+        y = X
+        for ax, idx in sorted(shrink.items(), key=lambda item: item[1].size / X.shape[item[0]]):
+            y = _take(y, ax, idx)
+        compute = _compute_dtype(dtype)
+        y = _real_view(y)
+        finite = _all_finite(y)
+        filters.sort(key=lambda f: (f[1].shape[0] / y.shape[f[0]], -f[0]))
+        if finite and y.dtype == np.float64 and y.size and max(-y.min(), y.max()) > 1e300:
+            # float64 arithmetic could overflow between passes: run them one by one, checking
+            for ax, indices, weights in filters[:-1]:
+                y = _filter(y, [(ax, indices, weights)], compute, compute, None, finite)
+                finite = _all_finite(y)
+            filters = filters[-1:]
+        y = _filter(y, filters, compute, _real_dtype(dtype), _finisher(dtype), finite)
+        y = _complex_view(y, dtype)
+        y = _gather(y, grow) if grow else np.ascontiguousarray(y)
+
+    for ax, mask in outside.items():
+        sl: list[Any] = [slice(None)] * y.ndim
+        sl[ax] = mask
+        y[tuple(sl)] = fill
+    return y

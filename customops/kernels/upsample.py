@@ -1,0 +1,46 @@
+"""ONNX Upsample (versions 7 and 9) and Resize-10 as a numpy kernel: a thin layer over :func:`resize`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from customops.errors import KernelError
+from customops.kernels.resize import resize
+
+__all__ = ["upsample"]
+
+_MODES = ("nearest", "linear")
+
+
+def upsample(X: np.ndarray, scales: Any, *, mode: str = "nearest") -> np.ndarray:
+    """Resize ``X`` as Upsample-7, Upsample-9 and Resize-10 do.
+
+    ``scales`` (required) holds one positive factor per axis of ``X`` (a float32 tensor, or for
+    Upsample-7 the attribute's list of floats). ``mode`` is 'nearest' (default) or 'linear'. Each
+    output length is floor(input length * scale); coordinates map as x_original = x_resized / scale
+    ('asymmetric'), nearest rounds down and linear clamps at the edges. Upsample's rule that scales are
+    at least 1 belongs to the translator, not to this kernel. The result has ``X``'s dtype.
+    """
+    if isinstance(mode, bytes):
+        mode = mode.decode("utf-8", "replace")
+    if not isinstance(mode, str) or mode not in _MODES:
+        raise KernelError(f"mode {mode!r} is not one of 'nearest', 'linear'")
+    X = np.asarray(X)
+    if scales is None:
+        raise KernelError("scales is required")
+    values = np.asarray(scales)
+    if values.dtype.kind not in "fiu":
+        raise KernelError(f"scales {scales!r} are not numbers")
+    if values.ndim != 1 or values.size != X.ndim:
+        raise KernelError(f"scales has shape {values.shape!r}, expected ({X.ndim},) (one per axis of X)")
+    if values.size == 0:
+        return X.copy()
+    return resize(
+        X,
+        scales=values,
+        mode=mode,
+        coordinate_transformation_mode="asymmetric",
+        nearest_mode="floor",
+    )
