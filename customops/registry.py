@@ -142,6 +142,13 @@ CUSTOM_OPS: dict[str, CustomOp] = {
             types=_ALL_T,
         ),
         CustomOp(
+            name="Upsample",
+            kernel="customops.kernels.upsample:upsample",
+            inputs=(("X", "T"), ("scales", "float")),
+            attributes=(("mode", "string"),),
+            types=_ALL_T,
+        ),
+        CustomOp(
             name="Pad",
             kernel="customops.kernels.pad:pad",
             inputs=(("data", "T"), ("pads", "int64"), ("constant_value", "T"), ("axes", "int64")),
@@ -248,8 +255,8 @@ OPS: tuple[OpVersion, ...] = (
         (Input("X"), Input("scales", ("float",))),
         (Attr("mode", "string", "nearest", allowed=("nearest", "linear")),),
         _RESIZE_T_10,
-        "Resize",
-        notes="asymmetric coordinates; nearest rounds down (floor), as ONNX's 10->11 version converter maps it",
+        "Upsample",
+        notes="asymmetric coordinates; nearest rounds down on growing axes and up on shrinking ones",
     ),
     OpVersion(
         "Resize",
@@ -312,7 +319,7 @@ OPS: tuple[OpVersion, ...] = (
             Attr("scales", "floats", required=True),
         ),
         _RESIZE_T_10,
-        "Resize",
+        "Upsample",
         notes="asymmetric coordinates; nearest rounds down (floor); output = floor(input * scale)",
     ),
     OpVersion(
@@ -321,7 +328,7 @@ OPS: tuple[OpVersion, ...] = (
         (Input("X"), Input("scales", ("float",))),
         (Attr("mode", "string", "nearest", allowed=("nearest", "linear")),),
         _RESIZE_T_10,
-        "Resize",
+        "Upsample",
         notes="asymmetric coordinates; nearest rounds down (floor); output = floor(input * scale)",
         until=9,
     ),

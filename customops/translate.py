@@ -196,16 +196,8 @@ def _resize_inputs(b: _Builder, values: dict[str, object]) -> tuple[list[str], d
         "mode": "nearest",
         "nearest_mode": "round_prefer_floor",
     }
-    roi = scales = sizes = ""
-    if opv.op == "Upsample" or opv.version == 10:
-        kernel.update(mode=values["mode"], coordinate_transformation_mode="asymmetric", nearest_mode="floor")
-        if opv.op == "Upsample" and opv.version == 7:
-            scales = b.constant("scales", np.asarray(values["scales"], np.float32), "float")
-        else:
-            scales = b.input(1)
-    else:
-        kernel.update({k: v for k, v in values.items() if k in kernel})
-        roi, scales, sizes = b.input(1), b.input(2), b.input(3)
+    kernel.update({k: v for k, v in values.items() if k in kernel})
+    roi, scales, sizes = b.input(1), b.input(2), b.input(3)
     if roi and b.type_of(roi) != TensorProto.DOUBLE:
         roi = b.cast(roi, "double", "roi")
     inputs = [
@@ -241,6 +233,18 @@ def translate(
     custom = opv.custom
     if custom == "Resize":
         rest, kernel = _resize_inputs(b, values)
+    elif custom == "Upsample":
+        kernel = {"mode": values["mode"]}
+        if opv.version == 7:
+            factors = np.asarray(values["scales"], np.float32)
+            if (factors < 1).any():
+                raise Skip(f"invalid scales {values['scales']!r} for {opv.key} (each must be >= 1)")
+            scales = b.constant("scales", factors, "float")
+        else:
+            scales = b.input(1)
+        if not scales:
+            raise Skip(f"{opv.key} needs its scales input")
+        rest = [scales]
     elif custom == "Pad":
         kernel = {"mode": values["mode"]}
         if opv.version == 2:

@@ -139,6 +139,19 @@ def test_upsample_7_scales_attribute_becomes_an_input():
     assert customops.restore(rewritten).SerializeToString() == model.SerializeToString()
 
 
+def test_upsample_7_scales_below_one_are_invalid():
+    node = helper.make_node("Upsample", ["x"], ["y"], scales=[1.0, 0.5])
+    graph = helper.make_graph(
+        [node],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 1])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 7)])
+    (report,) = customops.rewrite_model(model).nodes
+    assert report.status == "skipped" and "must be >= 1" in report.reason
+
+
 def test_pad_2_attributes_become_inputs():
     x = np.arange(6, dtype=F32).reshape(2, 3)
     node = helper.make_node("Pad", ["x"], ["y"], pads=[0, 1, 1, 0], value=1.5, mode="constant")

@@ -39,7 +39,7 @@ def _data(shape, elem):
 def _case(opv, elem):
     """(model, feed, expected) for ``opv`` on ``elem``."""
     opset = probe_opset(opv)
-    if opv.custom == "Resize":
+    if opv.custom in ("Resize", "Upsample"):
         x = _data((1, 2, 2, 3), elem)
         scales = np.array([1, 1, 2, 1.5], F32)
         mode = "nearest" if elem == "string" else "linear"
@@ -91,14 +91,19 @@ def test_every_registration_runs_end_to_end(opv, elem):
     assert got.tolist() == expected.tolist()
 
 
-def test_resize_10_nearest_downsampling_rounds_down():
-    # x = 0..4, scale 0.6 -> 3 outputs at x_original = 0, 1.67, 3.33 -> floor -> 0, 1, 3
-    x = np.arange(5, dtype=F32).reshape(1, 5)
-    model, feed = one_node_model(
-        "Resize", {"X": x, "scales": np.array([1, 0.6], F32)}, 10, initializers=("scales",)
-    )
+def test_resize_10_nearest_rounds_down_when_growing_and_up_when_shrinking():
+    # ONNX 1.5's own Resize-10 test data: [[1,2,3,4],[5,6,7,8]] at scales (1, 1, 0.6, 0.6) -> [[1, 3]]
+    x = np.array([[[[1, 2, 3, 4], [5, 6, 7, 8]]]], F32)
+    scales = np.array([1, 1, 0.6, 0.6], F32)
+    model, feed = one_node_model("Resize", {"X": x, "scales": scales}, 10, initializers=("scales",))
     (y,) = customops.InferenceSession(customops.rewrite(model)).run(None, feed)
-    assert y.tolist() == [[0, 1, 3]]
+    assert y.tolist() == [[[[1, 3]]]]
+    # and Upsample's: [[1, 2], [3, 4]] at (1, 1, 2, 3) repeats, rounding down
+    x = np.array([[[[1, 2], [3, 4]]]], F32)
+    scales = np.array([1, 1, 2, 3], F32)
+    model, feed = one_node_model("Resize", {"X": x, "scales": scales}, 10, initializers=("scales",))
+    (y,) = customops.InferenceSession(customops.rewrite(model)).run(None, feed)
+    assert y.tolist() == [[[[1, 1, 1, 2, 2, 2], [1, 1, 1, 2, 2, 2], [3, 3, 3, 4, 4, 4], [3, 3, 3, 4, 4, 4]]]]
 
 
 def test_resize_11_roi_of_float16_is_cast_to_double():

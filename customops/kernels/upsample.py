@@ -20,7 +20,8 @@ def upsample(X: np.ndarray, scales: Any, *, mode: str = "nearest") -> np.ndarray
     ``scales`` (required) holds one positive factor per axis of ``X`` (a float32 tensor, or for
     Upsample-7 the attribute's list of floats). ``mode`` is 'nearest' (default) or 'linear'. Each
     output length is floor(input length * scale); coordinates map as x_original = x_resized / scale
-    ('asymmetric'), nearest rounds down and linear clamps at the edges. Upsample's rule that scales are
+    ('asymmetric'); nearest rounds down on axes that grow or keep their length (scale >= 1) and up on
+    axes that shrink, as ONNX's own Resize-10 test data has it; linear clamps at the edges. Upsample's rule that scales are
     at least 1 belongs to the translator, not to this kernel. The result has ``X``'s dtype.
     """
     if isinstance(mode, bytes):
@@ -37,10 +38,22 @@ def upsample(X: np.ndarray, scales: Any, *, mode: str = "nearest") -> np.ndarray
         raise KernelError(f"scales has shape {values.shape!r}, expected ({X.ndim},) (one per axis of X)")
     if values.size == 0:
         return X.copy()
-    return resize(
+    down = values < 1
+    if mode != "nearest" or not down.any():
+        return resize(
+            X, scales=values, mode=mode, coordinate_transformation_mode="asymmetric", nearest_mode="floor"
+        )
+    # Nearest is separable: enlarge (floor) the axes with scale >= 1, then shrink (ceil) the others.
+    ones = np.ones_like(values)
+    grown = resize(
         X,
-        scales=values,
-        mode=mode,
+        scales=np.where(down, ones, values),
         coordinate_transformation_mode="asymmetric",
         nearest_mode="floor",
+    )
+    return resize(
+        grown,
+        scales=np.where(down, values, ones),
+        coordinate_transformation_mode="asymmetric",
+        nearest_mode="ceil",
     )

@@ -50,9 +50,18 @@ def test_nearest_is_asymmetric_with_floor() -> None:
     X = np.arange(4)
     # x = o / 1.5 = 0, .67, 1.33, 2, 2.67, 3.33 -> floor
     assert upsample(X, np.array([1.5], np.float32)).tolist() == [0, 0, 1, 2, 2, 3]
-    # Resize-10 allows shrinking: floor(4 * 0.6) = 2 outputs at x = 0, 1.67
-    assert upsample(X, np.array([0.6], np.float32)).tolist() == [0, 1]
-    assert upsample(np.arange(5), np.array([0.6], np.float32)).tolist() == [0, 1, 3]
+    # Resize-10 allows shrinking: floor(4 * 0.6) = 2 outputs at x = 0, 1.67; shrinking axes round up,
+    # as ONNX 1.5's test_resize_downsample_nearest expects ([[1, 2, 3, 4], [5, 6, 7, 8]] -> [[1, 3]])
+    assert upsample(X, np.array([0.6], np.float32)).tolist() == [0, 2]
+    assert upsample(np.arange(5), np.array([0.6], np.float32)).tolist() == [0, 2, 4]
+    onnx_1_5 = np.array([[[[1, 2, 3, 4], [5, 6, 7, 8]]]], np.float32)
+    assert upsample(onnx_1_5, np.array([1, 1, 0.6, 0.6], np.float32)).tolist() == [[[[1, 3]]]]
+    # mixed: one axis grows (floor), the other shrinks (ceil)
+    assert upsample(np.arange(10).reshape(2, 5), np.array([1.5, 0.6], np.float32)).tolist() == [
+        [0, 2, 4],
+        [0, 2, 4],
+        [5, 7, 9],
+    ]
     # Upsample-7 passes its attribute as a list of floats
     assert upsample(np.arange(6).reshape(2, 3), [1.0, 2.0]).tolist() == [
         [0, 0, 1, 1, 2, 2],
