@@ -184,7 +184,6 @@ def _encode(custom: str, values: dict[str, object]) -> dict[str, str]:
 
 
 def _resize_inputs(b: _Builder, values: dict[str, object]) -> tuple[list[str], dict[str, object]]:
-    opv = b.opv
     kernel = {
         "antialias": 0,
         "axes": None,
