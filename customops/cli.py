@@ -141,7 +141,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("input", metavar="IN")
     p.add_argument("output", metavar="OUT")
     p.set_defaults(func=_cmd_restore)
+
+    import importlib
+
+    for name in TOOL_MODULES:
+        importlib.import_module(name).add_parser(sub)
     return parser
+
+
+TOOL_MODULES: tuple[str, ...] = ()
+"""Modules that add a subcommand: each has ``add_parser(subparsers)`` (cheap: heavy imports happen in the
+command itself) registering a parser whose ``func(args) -> int`` runs it."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:

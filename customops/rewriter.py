@@ -118,10 +118,31 @@ def _value_types(graph: GraphProto, into: dict[str, int]) -> None:
                         into.setdefault(node.output[0], a.t.data_type)
 
 
+_BIG_TENSOR = 1 << 20
+
+
+def _without_big_data(model: ModelProto) -> ModelProto:
+    """A copy whose large initializers keep their type and dims but not their data (for inference only)."""
+    from onnx.external_data_helper import _get_all_tensors
+
+    probe = ModelProto()
+    probe.CopyFrom(model)
+    for t in _get_all_tensors(probe):
+        if t.ByteSize() > _BIG_TENSOR:
+            for name in ("raw_data", "float_data", "int32_data", "int64_data", "double_data", "uint64_data"):
+                t.ClearField(name)
+            del t.external_data[:]
+            t.data_location = onnx.TensorProto.DEFAULT
+    return probe
+
+
 def _infer(model: ModelProto) -> ModelProto:
+    """The model with inferred value types (large tensor data left out, so models over 2 GB work too)."""
     try:
-        return onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False)
-    except Exception:
+        return onnx.shape_inference.infer_shapes(
+            _without_big_data(model), check_type=False, strict_mode=False
+        )
+    except Exception:  # type information is best effort
         return model
 
 

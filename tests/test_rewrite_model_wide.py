@@ -332,3 +332,24 @@ def test_untyped_values_are_skipped_with_a_reason(opset):
     model = _model([], [], [], opset=opset, functions=[fn])  # never called: no types reach the function
     result = customops.rewrite_model(model)
     assert result.skipped and "unknown" in result.skipped[0].reason
+
+
+def test_type_inference_ignores_large_tensor_data():
+    # the weights' data is dropped for inference, their type still reaches the Resize behind them
+    from customops.rewriter import _without_big_data
+
+    big = np.ones((1, 1, 600, 600), F32)  # 1.4 MB
+    model = _model(
+        [
+            helper.make_node("Add", ["x", "w"], ["s"]),
+            helper.make_node("Resize", ["s", "", "scales"], ["y"], name="r"),
+        ],
+        [_vi("x", shape=[1, 1, 600, 600])],
+        [_vi("y")],
+        inits=[
+            onnx.numpy_helper.from_array(big, "w"),
+            onnx.numpy_helper.from_array(np.array([1, 1, 0.5, 0.5], F32), "scales"),
+        ],
+    )
+    assert _without_big_data(model).ByteSize() < 10_000
+    assert [r.status for r in customops.rewrite_model(model).nodes] == ["swapped"]
