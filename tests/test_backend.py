@@ -7,7 +7,7 @@ import onnxruntime as ort
 import pytest
 
 import customops
-from tests.conftest import backend_cases
+from customops.conformance import backend_cases
 
 CASES = backend_cases()
 

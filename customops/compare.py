@@ -1,0 +1,808 @@
+"""``customops compare``: one model with ORT's built-in kernels (side A, *builtin*) and with ours (side B,
+*custom*), node by node, with onnx.reference as the third vote.
+
+For every swapped node of the main graph the report says whether its output differs inside the model,
+whether the difference starts at that node (the node alone, fed A's own inputs to it, still differs) or
+was carried in from upstream, and which side leaves the spec (the side the reference does not agree with).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import ModelProto, NodeProto, TensorProto, helper, numpy_helper
+
+from customops.errors import CustomOpsError
+from customops.metrics import DEFAULT_TOLERANCES, compare_arrays, tolerance_for
+
+REFERENCE_LIMIT = 200_000
+"""Inputs with more elements than this are not given to onnx.reference (it interpolates element by element)."""
+
+DEFAULT_DIM = 4
+"""Size given to a symbolic dimension without ``--dim``."""
+
+
+def _log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# inputs
+
+
+def _graph_inputs(model: ModelProto) -> list[onnx.ValueInfoProto]:
+    inits = {t.name for t in model.graph.initializer}
+    return [v for v in model.graph.input if v.name not in inits]
+
+
+def _np_dtype(elem: int) -> np.dtype:
+    if elem == TensorProto.STRING:
+        return np.dtype(object)
+    return np.dtype(helper.tensor_dtype_to_np_dtype(elem))
+
+
+def _declared(v: onnx.ValueInfoProto) -> tuple[int, list[int | str | None]]:
+    t = v.type.tensor_type
+    dims: list[int | str | None] = []
+    for d in t.shape.dim:
+        dims.append(d.dim_value if d.HasField("dim_value") else (d.dim_param or None))
+    return t.elem_type, dims
+
+
+def parse_dims(items: Sequence[str]) -> dict[str, int]:
+    """``["N=1", "H=224"]`` -> ``{"N": 1, "H": 224}``; raises :class:`CustomOpsError` on a malformed item."""
+    dims: dict[str, int] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name or not re.fullmatch(r"\d+", value.strip()):
+            raise CustomOpsError(f"--dim {item!r} is not NAME=VALUE with a non-negative integer VALUE")
+        dims[name.strip()] = int(value)
+    return dims
+
+
+def generate_inputs(
+    model: ModelProto, seed: int = 0, dims: dict[str, int] | None = None
+) -> dict[str, np.ndarray]:
+    """Seeded inputs from each graph input's declared type and shape; symbolic dimensions take their value
+    from ``dims``, else :data:`DEFAULT_DIM`. Floats are standard normal, integers uniform in [0, 16)."""
+    rng = np.random.default_rng(seed)
+    dims = dims or {}
+    feed: dict[str, np.ndarray] = {}
+    for v in _graph_inputs(model):
+        elem, declared = _declared(v)
+        if not elem:
+            raise CustomOpsError(f"graph input {v.name!r} has no element type; pass --inputs")
+        shape = [d if isinstance(d, int) else dims.get(d or "", DEFAULT_DIM) for d in declared]
+        dtype = _np_dtype(elem)
+        if dtype.kind == "O":
+            feed[v.name] = np.array([f"s{i}" for i in range(int(np.prod(shape)))], dtype=object).reshape(
+                shape
+            )
+        elif dtype.kind == "b":
+            feed[v.name] = rng.random(shape) < 0.5
+        elif dtype.kind in "iu":
+            feed[v.name] = rng.integers(0, 16, size=shape).astype(dtype)
+        else:
+            feed[v.name] = rng.standard_normal(shape).astype(dtype)
+    return feed
+
+
+def _read_pb_dir(directory: Path, model: ModelProto) -> dict[str, np.ndarray]:
+    files = sorted(directory.glob("input_*.pb"), key=lambda p: int(re.sub(r"\D", "", p.stem) or 0))
+    if not files:
+        raise CustomOpsError(f"no input_N.pb files in {str(directory)!r}")
+    names = [v.name for v in _graph_inputs(model)]
+    feed: dict[str, np.ndarray] = {}
+    for i, path in enumerate(files):
+        tensor = TensorProto()
+        try:
+            tensor.ParseFromString(path.read_bytes())
+            value = numpy_helper.to_array(tensor)
+        except Exception as exc:
+            raise CustomOpsError(f"{str(path)!r} is not a TensorProto ({type(exc).__name__})") from None
+        name = (
+            tensor.name
+            if tensor.name in names
+            else (names[i] if i < len(names) else tensor.name or path.stem)
+        )
+        feed[name] = value
+    return feed
+
+
+def load_inputs(path: str | os.PathLike[str], model: ModelProto) -> dict[str, np.ndarray]:
+    """Inputs from an .npz file (keys = graph input names) or an ONNX test-case directory (input_N.pb,
+    directly or in test_data_set_0/)."""
+    p = Path(path)
+    if not p.exists():
+        raise CustomOpsError(f"inputs {str(p)!r} do not exist")
+    if p.is_dir():
+        sub = p / "test_data_set_0"
+        return _read_pb_dir(sub if sub.is_dir() else p, model)
+    try:
+        with np.load(p, allow_pickle=True) as data:
+            return {k: data[k] for k in data.files}
+    except Exception as exc:
+        raise CustomOpsError(f"{str(p)!r} is not a readable .npz file ({type(exc).__name__})") from None
+
+
+def check_inputs(model: ModelProto, feed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Validate names, element types and fixed dimensions of ``feed`` against the graph inputs."""
+    expected = {v.name: v for v in _graph_inputs(model)}
+    for name in feed:
+        if name not in expected:
+            raise CustomOpsError(
+                f"input {name!r} is not a graph input (graph inputs: {', '.join(expected) or 'none'})"
+            )
+    out: dict[str, np.ndarray] = {}
+    for name, v in expected.items():
+        if name not in feed:
+            raise CustomOpsError(f"graph input {name!r} has no value in the given inputs")
+        value = np.asarray(feed[name])
+        elem, declared = _declared(v)
+        want = _np_dtype(elem) if elem else value.dtype
+        if value.dtype.kind in "US" and want.kind == "O":
+            value = value.astype(object)
+        if value.dtype != want:
+            raise CustomOpsError(f"input {name!r} has dtype {value.dtype}, the model declares {want}")
+        if v.type.tensor_type.HasField("shape"):
+            if value.ndim != len(declared):
+                raise CustomOpsError(
+                    f"input {name!r} has shape {value.shape!r}, the model declares rank {len(declared)}"
+                )
+            for axis, (got, dim) in enumerate(zip(value.shape, declared, strict=True)):
+                if isinstance(dim, int) and dim != got:
+                    raise CustomOpsError(
+                        f"input {name!r} has shape {value.shape!r}, the model declares {dim} on axis {axis}"
+                    )
+        out[name] = value
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------
+# running
+
+
+@dataclass
+class SideRun:
+    """Outputs of one run by name, or the error that stopped it; ``times`` per node name in µs."""
+
+    values: dict[str, np.ndarray] = field(default_factory=dict)
+    error: str | None = None
+    times: dict[str, float] = field(default_factory=dict)
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).strip().replace("\n", " ")
+    text = re.sub(r"^\[ONNXRuntimeError\] : \d+ : \w+ : ", "", text)
+    return text[:400]
+
+
+def _with_outputs(model: ModelProto, names: Sequence[str], types: dict[str, int]) -> ModelProto:
+    out = ModelProto()
+    out.CopyFrom(model)
+    present = {o.name for o in out.graph.output}
+    for name in names:
+        if name and name not in present:
+            elem = types.get(name)
+            if elem:
+                out.graph.output.append(helper.make_tensor_value_info(name, elem, None))
+            else:
+                out.graph.output.append(helper.make_empty_tensor_value_info(name))
+            present.add(name)
+    return out
+
+
+def _session(model: ModelProto, custom: bool, profile_dir: str | None = None) -> Any:
+    import onnxruntime as ort
+
+    from customops.runtime import InferenceSession
+
+    opts = ort.SessionOptions()
+    opts.log_severity_level = 3
+    if profile_dir is not None:
+        opts.enable_profiling = True
+        opts.profile_file_prefix = os.path.join(profile_dir, "custom" if custom else "builtin")
+    if custom:
+        return InferenceSession(model, sess_options=opts)
+    return ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+
+
+def _kernel_times(profile_file: str) -> dict[str, float]:
+    with open(profile_file) as f:
+        events = json.load(f)
+    samples: dict[str, list[float]] = {}
+    for e in events:
+        if e.get("cat") == "Node" and str(e.get("name", "")).endswith("_kernel_time"):
+            samples.setdefault(e["name"][: -len("_kernel_time")], []).append(float(e.get("dur", 0)))
+    return {k: float(np.median(v)) for k, v in samples.items()}
+
+
+def run_side(model: ModelProto, feed: dict[str, np.ndarray], custom: bool, repeats: int = 0) -> SideRun:
+    """Run ``model`` on one side; with ``repeats`` > 0 also profile that many runs for per-node times."""
+    result = SideRun()
+    with tempfile.TemporaryDirectory(prefix="customops-profile-") as tmp:
+        try:
+            sess = _session(model, custom, tmp if repeats else None)
+            names = [o.name for o in sess.get_outputs()]
+            values = sess.run(None, feed)
+            for _ in range(max(repeats - 1, 0)):
+                sess.run(None, feed)
+            result.values = dict(zip(names, values, strict=True))
+        except Exception as exc:
+            result.error = _short(exc)
+            return result
+        if repeats:
+            try:
+                result.times = _kernel_times(sess.end_profiling())
+            except Exception:  # profiling is informative only
+                result.times = {}
+    return result
+
+
+def _node_model(
+    node: NodeProto,
+    values: dict[str, np.ndarray],
+    opset_imports: Sequence[Any],
+    ir_version: int,
+    constants: frozenset[str] = frozenset(),
+) -> tuple[ModelProto, dict[str, np.ndarray]]:
+    """``node`` alone in a model fed ``values`` (by the node's input names); inputs named in ``constants``
+    (the original model's initializers) stay initializers, as runtimes treat constants differently."""
+    inputs, feed, inits = [], {}, []
+    for name in node.input:
+        if not name or name in feed or name in {t.name for t in inits}:
+            continue
+        value = np.asarray(values[name])
+        if name in constants:
+            inits.append(_tensor(value, name))
+            continue
+        elem = TensorProto.STRING if value.dtype == object else helper.np_dtype_to_tensor_dtype(value.dtype)
+        inputs.append(helper.make_tensor_value_info(name, elem, list(value.shape)))
+        feed[name] = value
+    outputs = [helper.make_empty_tensor_value_info(o) for o in node.output if o]
+    clean = NodeProto()
+    clean.CopyFrom(node)
+    graph = helper.make_graph([clean], "isolated", inputs, outputs, inits)
+    model = helper.make_model(graph, opset_imports=[o for o in opset_imports if o.domain in ("", "ai.onnx")])
+    model.ir_version = ir_version
+    return model, feed
+
+
+def _run_reference(model: ModelProto, feed: dict[str, np.ndarray]) -> np.ndarray:
+    from onnx.reference import ReferenceEvaluator
+
+    return np.asarray(ReferenceEvaluator(model).run(None, feed)[0])
+
+
+@dataclass
+class Isolated:
+    """The node alone on A's inputs: each side's output or error."""
+
+    model: ModelProto
+    feed: dict[str, np.ndarray]
+    outputs: dict[str, np.ndarray | None]
+    errors: dict[str, str | None]
+
+
+def run_isolated(
+    node: NodeProto, values: dict[str, np.ndarray], model: ModelProto, reference_limit: int = REFERENCE_LIMIT
+) -> Isolated:
+    """Run ``node`` alone on the built-in side, on ours and with onnx.reference."""
+    from customops.rewriter import rewrite_model
+
+    constants = frozenset(t.name for t in model.graph.initializer)
+    one, feed = _node_model(node, values, model.opset_import, model.ir_version, constants)
+    outputs: dict[str, np.ndarray | None] = {"builtin": None, "custom": None, "reference": None}
+    errors: dict[str, str | None] = {"builtin": None, "custom": None, "reference": None}
+    b = run_side(one, feed, custom=False)
+    if b.error:
+        errors["builtin"] = b.error
+    else:
+        outputs["builtin"] = next(iter(b.values.values()))
+    rewritten = rewrite_model(one)
+    if rewritten.skipped:
+        errors["custom"] = f"not swapped: {rewritten.skipped[0].reason}"
+    else:
+        c = run_side(rewritten.model, feed, custom=True)
+        if c.error:
+            errors["custom"] = c.error
+        else:
+            outputs["custom"] = next(iter(c.values.values()))
+    size = sum(int(np.asarray(v).size) for v in feed.values())
+    if size > reference_limit:
+        errors["reference"] = (
+            f"not run: the inputs have {size} elements, over the reference limit {reference_limit}"
+        )
+    else:
+        try:
+            outputs["reference"] = _run_reference(one, feed)
+        except Exception as exc:
+            errors["reference"] = f"{type(exc).__name__}: {_short(exc)}"
+    return Isolated(one, feed, outputs, errors)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# verdicts
+
+
+def _metrics(
+    a: np.ndarray | None, b: np.ndarray | None, rtol: float | None, atol: float | None
+) -> dict[str, Any] | None:
+    if a is None or b is None:
+        return None
+    r, t = tolerance_for(np.asarray(b).dtype, rtol, atol)
+    return compare_arrays(a, b, r, t)
+
+
+def attribute(iso: Isolated, rtol: float | None, atol: float | None) -> tuple[str, dict[str, Any]]:
+    """Who leaves the spec on the isolated node: returns (attribution, the three pairwise metrics)."""
+    o, e = iso.outputs, iso.errors
+    pairs = {
+        "builtin_vs_custom": _metrics(o["builtin"], o["custom"], rtol, atol),
+        "builtin_vs_reference": _metrics(o["builtin"], o["reference"], rtol, atol),
+        "custom_vs_reference": _metrics(o["custom"], o["reference"], rtol, atol),
+    }
+    if e["builtin"] and e["custom"]:
+        return "both-cannot-run", pairs
+    if e["builtin"]:
+        return "builtin-cannot-run", pairs
+    if e["custom"]:
+        return "custom-cannot-run", pairs
+    same = pairs["builtin_vs_custom"]["pass"]  # type: ignore[index]
+    ref_b, ref_c = pairs["builtin_vs_reference"], pairs["custom_vs_reference"]
+    if same:
+        if ref_c is not None and not ref_c["pass"] and ref_b is not None and not ref_b["pass"]:
+            return "reference-odd-one-out", pairs
+        return "agree", pairs
+    if ref_c is None:
+        return "no-third-vote", pairs
+    if ref_c["pass"] and not ref_b["pass"]:  # type: ignore[index]
+        return "builtin-leaves-spec", pairs
+    if ref_b["pass"] and not ref_c["pass"]:  # type: ignore[index]
+        return "custom-leaves-spec", pairs
+    return "three-way", pairs
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the comparison
+
+
+@dataclass
+class Comparison:
+    """The report (JSON-able), the tensors behind it (key -> (A, B)) and the isolated runs by node."""
+
+    report: dict[str, Any]
+    tensors: dict[str, tuple[np.ndarray | None, np.ndarray | None]]
+    isolated: dict[str, Isolated]
+
+    @property
+    def exit_status(self) -> int:
+        return 0 if self.report["verdict"] == "agree" else 1
+
+
+def compare_model(
+    model: ModelProto,
+    feed: dict[str, np.ndarray],
+    *,
+    ops: Sequence[str] | None = None,
+    rtol: float | None = None,
+    atol: float | None = None,
+    repeats: int = 3,
+    reference_limit: int = REFERENCE_LIMIT,
+    model_name: str = "<model>",
+    seed: int = 0,
+    progress: Callable[[str], None] | None = None,
+) -> Comparison:
+    """Compare ``model`` on ``feed`` between ORT's built-in kernels and ours; see the module docstring."""
+    import onnxruntime as ort
+
+    import customops
+    from customops.rewriter import _infer, _value_types, rewrite_model
+
+    say = progress or (lambda _m: None)
+    result = rewrite_model(model, ops=ops)
+    rewritten = result.model
+    types: dict[str, int] = {}
+    _value_types(_infer(model).graph, types)
+    main_nodes = {(n.name or (n.output[0] if n.output else "")): n for n in model.graph.node}
+
+    swapped = [r for r in result.swapped if r.scope == "graph" and r.node in main_nodes]
+    exposed: list[str] = []
+    for r in swapped:
+        node = main_nodes[r.node]
+        exposed.extend(node.output[:1])
+        exposed.extend(i for i in node.input if i)
+    inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    exposed = [n for n in dict.fromkeys(exposed) if n not in inits and n not in feed]
+
+    say("running the model with ORT's built-in kernels")
+    a_pure = run_side(model, feed, custom=False, repeats=repeats)
+    say("running the model with customops kernels")
+    b_pure = run_side(rewritten, feed, custom=True, repeats=repeats)
+    if a_pure.error and b_pure.error:
+        raise CustomOpsError(
+            f"the model runs on neither side (built-in: {a_pure.error}; custom: {b_pure.error})"
+        )
+    a_exp = (
+        run_side(_with_outputs(model, exposed, types), feed, custom=False)
+        if exposed and not a_pure.error
+        else SideRun()
+    )
+    b_exp = (
+        run_side(_with_outputs(rewritten, exposed, types), feed, custom=True)
+        if exposed and not b_pure.error
+        else SideRun()
+    )
+
+    tensors: dict[str, tuple[np.ndarray | None, np.ndarray | None]] = {}
+    outputs = []
+    for o in model.graph.output:
+        a = a_pure.values.get(o.name)
+        b = b_pure.values.get(o.name)
+        m = _metrics(b, a, rtol, atol)
+        tensors[o.name] = (a, b)
+        outputs.append(
+            {
+                "name": o.name,
+                "metrics": m,
+                "verdict": "side-failed" if m is None else ("agree" if m["pass"] else "disagree"),
+            }
+        )
+
+    nodes = []
+    isolated: dict[str, Isolated] = {}
+    known_values = {**inits, **feed, **a_exp.values}
+    if a_pure.error:  # no value from A: feed the isolated node B's values instead (said in the report)
+        known_values = {**inits, **feed, **b_exp.values}
+    for i, r in enumerate(swapped):
+        node = main_nodes[r.node]
+        say(f"node {i + 1}/{len(swapped)}: {r.node} [{r.op}] alone on three sides")
+        out_name = node.output[0]
+        a_val, b_val = a_exp.values.get(out_name), b_exp.values.get(out_name)
+        tensors[r.node] = (a_val, b_val)
+        in_model = _metrics(b_val, a_val, rtol, atol)
+        entry: dict[str, Any] = {
+            "node": r.node,
+            "op": r.op,
+            "output": out_name,
+            "scope": r.scope,
+            "in_model": in_model,
+            "isolated": None,
+            "origin": "unknown",
+            "attribution": "unknown",
+            "verdict": "agree",
+            "time_us": {"builtin": a_pure.times.get(node.name), "custom": b_pure.times.get(node.name)},
+            "fed_from": "builtin" if not a_pure.error else "custom",
+        }
+        if all(n in known_values for n in node.input if n):
+            iso = run_isolated(node, known_values, model, reference_limit)
+            isolated[r.node] = iso
+            attribution, pairs = attribute(iso, rtol, atol)
+            entry["isolated"] = {**pairs, "errors": iso.errors}
+            entry["attribution"] = attribution
+            starts = attribution not in ("agree", "reference-odd-one-out")
+            in_model_differs = in_model is not None and not in_model["pass"]
+            entry["origin"] = "starts-here" if starts else ("carried-in" if in_model_differs else "none")
+            if attribution.endswith("cannot-run"):
+                entry["verdict"] = "agree" if attribution == "both-cannot-run" else "side-failed"
+            elif starts or in_model_differs:
+                entry["verdict"] = "disagree"
+        elif in_model is not None and not in_model["pass"]:
+            entry["verdict"] = "disagree"
+        if in_model is None and (a_exp.error or b_exp.error) and entry["verdict"] == "agree":
+            entry["verdict"] = "side-failed"
+        nodes.append(entry)
+
+    inner = [
+        {
+            "node": r.node,
+            "op": r.op,
+            "scope": r.scope,
+            "note": "inside a subgraph or function: compared through the graph outputs only",
+        }
+        for r in result.swapped
+        if r not in swapped
+    ]
+    skipped = [{"node": r.node, "op": r.op, "reason": r.reason, "scope": r.scope} for r in result.skipped]
+
+    failed_side = bool(a_pure.error or b_pure.error)
+    disagreements = [n for n in nodes if n["verdict"] != "agree"] + [
+        o for o in outputs if o["verdict"] != "agree"
+    ]
+    verdict = "failed" if failed_side else ("disagree" if disagreements else "agree")
+    summary = _summary(verdict, nodes, outputs, a_pure, b_pure, len(result.swapped))
+    tolerance_doc = {k: {"rtol": v[0], "atol": v[1]} for k, v in DEFAULT_TOLERANCES.items()}
+    if rtol is not None or atol is not None:
+        tolerance_doc = {"all": {"rtol": rtol, "atol": atol}}
+    report = {
+        "model": model_name,
+        "ort_version": ort.__version__,
+        "customops_version": customops.__version__,
+        "seed": seed,
+        "verdict": verdict,
+        "summary": summary,
+        "tolerances": tolerance_doc,
+        "sides": {
+            "builtin": {"ok": not a_pure.error, "error": a_pure.error},
+            "custom": {"ok": not b_pure.error, "error": b_pure.error},
+        },
+        "outputs": outputs,
+        "nodes": nodes,
+        "inner_nodes": inner,
+        "skipped": skipped,
+    }
+    return Comparison(report, tensors, isolated)
+
+
+def _summary(
+    verdict: str, nodes: list[dict], outputs: list[dict], a: SideRun, b: SideRun, swapped: int
+) -> str:
+    if verdict == "failed":
+        side = "built-in" if a.error else "custom"
+        return f"FAILED: the model does not run on the {side} side: {a.error or b.error}"
+    bad = [n for n in nodes if n["verdict"] != "agree"]
+    bad_out = [o for o in outputs if o["verdict"] != "agree"]
+    if verdict == "agree":
+        return f"AGREE: {len(outputs)} output(s) and {len(nodes)} swapped node(s) match ({swapped} swapped in all)"
+    parts = []
+    first = next((n for n in bad if n["origin"] == "starts-here"), bad[0] if bad else None)
+    if first is not None:
+        parts.append(f"first difference starts at {first['node']!r} [{first['op']}]: {first['attribution']}")
+    return f"DISAGREE: {len(bad)} node(s), {len(bad_out)} output(s) differ; " + "; ".join(parts)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# output
+
+
+def _fmt(x: Any, spec: str = ".3g") -> str:
+    if x is None:
+        return "-"
+    if isinstance(x, float):
+        return format(x, spec)
+    return str(x)
+
+
+def format_table(report: dict[str, Any]) -> str:
+    """The human-readable table of a report, ending with the one-line verdict."""
+    rows = [
+        (
+            "node / output",
+            "op",
+            "shape",
+            "dtype",
+            "max abs",
+            "max rel",
+            "mism.",
+            "ulp",
+            "verdict",
+            "attribution",
+            "starts",
+            "A µs",
+            "B µs",
+        )
+    ]
+    for o in report["outputs"]:
+        m = o["metrics"] or {}
+        rows.append(
+            (
+                o["name"],
+                "(graph output)",
+                "x".join(map(str, m.get("shape_b", []))) or "-",
+                m.get("dtype_b", "-"),
+                _fmt(m.get("max_abs")),
+                _fmt(m.get("max_rel")),
+                _fmt(m.get("mismatches")),
+                _fmt(m.get("max_ulp")),
+                o["verdict"],
+                "",
+                "",
+                "",
+                "",
+            )
+        )
+    for n in report["nodes"]:
+        m = n["in_model"] or ((n["isolated"] or {}).get("builtin_vs_custom") or {})
+        t = n["time_us"]
+        rows.append(
+            (
+                n["node"],
+                n["op"],
+                "x".join(map(str, m.get("shape_b", []))) or "-",
+                m.get("dtype_b", "-"),
+                _fmt(m.get("max_abs")),
+                _fmt(m.get("max_rel")),
+                _fmt(m.get("mismatches")),
+                _fmt(m.get("max_ulp")),
+                n["verdict"],
+                n["attribution"],
+                n["origin"],
+                _fmt(t.get("builtin"), ".0f"),
+                _fmt(t.get("custom"), ".0f"),
+            )
+        )
+    widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    for n in report["nodes"]:
+        errors = (n["isolated"] or {}).get("errors") or {}
+        for side, err in errors.items():
+            if err and not (side == "reference" and n["verdict"] == "agree"):
+                lines.append(f"  {n['node']}: {side}: {err}")
+    for s in report["skipped"]:
+        lines.append(f"  skipped {s['node']} [{s['op']}]: {s['reason']}")
+    for side, info in report["sides"].items():
+        if info["error"]:
+            lines.append(f"  {side} side failed: {info['error']}")
+    lines.append(report["summary"])
+    return "\n".join(lines)
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "node"
+
+
+def save_repros(comparison: Comparison, directory: str | os.PathLike[str]) -> list[Path]:
+    """For each node where a disagreement starts or a side fails: an ONNX test-case directory (model.onnx with the node alone in its
+    standard domain, test_data_set_0/input_N.pb, output_0.pb with the spec side's output) and the command
+    that reproduces the comparison (in README.txt). Returns the directories written."""
+    root = Path(directory)
+    root.mkdir(parents=True, exist_ok=True)
+    written = []
+    for n in comparison.report["nodes"]:
+        iso = comparison.isolated.get(n["node"])
+        if n["verdict"] == "agree" or iso is None or n["origin"] == "carried-in":
+            continue  # a difference carried in from upstream does not reproduce on the node alone
+        spec_side = "reference" if n["attribution"] == "custom-leaves-spec" else "custom"
+        expected = iso.outputs.get(spec_side)
+        if expected is None:
+            expected = iso.outputs.get("reference")
+        case = root / _safe(n["node"])
+        data = case / "test_data_set_0"
+        data.mkdir(parents=True, exist_ok=True)
+        onnx.save(_typed_outputs(iso.model, expected), case / "model.onnx")
+        for i, inp in enumerate(iso.model.graph.input):
+            (data / f"input_{i}.pb").write_bytes(_tensor(iso.feed[inp.name], inp.name).SerializeToString())
+        if expected is not None:
+            (data / "output_0.pb").write_bytes(
+                _tensor(expected, iso.model.graph.output[0].name).SerializeToString()
+            )
+        command = f"customops compare {case / 'model.onnx'} --inputs {case}"
+        (case / "README.txt").write_text(
+            f"{n['node']} [{n['op']}]: {n['attribution']} ({n['verdict']})\n"
+            f"output_0.pb holds the {spec_side if expected is iso.outputs.get(spec_side) else 'reference'} side's output (the spec side).\n"
+            f"Reproduce:\n  {command}\n"
+        )
+        written.append(case)
+    return written
+
+
+def _typed_outputs(model: ModelProto, expected: np.ndarray | None) -> ModelProto:
+    """``model`` with its output declared (type and rank), so the saved test case passes the checker."""
+    out = ModelProto()
+    out.CopyFrom(model)
+    first = out.graph.input[0].type.tensor_type
+    if expected is not None:
+        value = np.asarray(expected)
+        elem = TensorProto.STRING if value.dtype == object else helper.np_dtype_to_tensor_dtype(value.dtype)
+        dims: list[Any] = list(value.shape)
+    else:
+        elem, dims = first.elem_type, [f"d{i}" for i in range(len(first.shape.dim))]
+    name = out.graph.output[0].name
+    del out.graph.output[:]
+    out.graph.output.append(helper.make_tensor_value_info(name, elem, dims))
+    return out
+
+
+def _tensor(value: np.ndarray, name: str) -> TensorProto:
+    value = np.asarray(value)
+    if value.dtype == object:
+        return helper.make_tensor(
+            name, TensorProto.STRING, value.shape, [str(s).encode() for s in value.ravel()]
+        )
+    return numpy_helper.from_array(value, name)
+
+
+def run_compare(args: Any) -> int:
+    """The ``customops compare`` command."""
+    from customops.modelio import check_model_file, load_model
+
+    model = load_model(args.model)
+    check_model_file(args.model)
+    dims = parse_dims(args.dim or [])
+    if args.inputs:
+        feed = load_inputs(args.inputs, model)
+    else:
+        feed = generate_inputs(model, seed=args.seed, dims=dims)
+    feed = check_inputs(model, feed)
+    if args.ops:
+        from customops.registry import OP_TYPES
+
+        for op in args.ops:
+            if op not in OP_TYPES:
+                raise CustomOpsError(f"unknown op {op!r} in --ops (supported: {', '.join(OP_TYPES)})")
+    for target in (args.json, args.html):
+        if target and not Path(target).resolve().parent.is_dir():
+            raise CustomOpsError(f"output directory of {target!r} does not exist")
+    started = time.perf_counter()
+    comparison = compare_model(
+        model,
+        feed,
+        ops=args.ops,
+        rtol=args.rtol,
+        atol=args.atol,
+        model_name=str(args.model),
+        seed=args.seed,
+        progress=_log,
+        reference_limit=args.reference_limit,
+    )
+    print(format_table(comparison.report))
+    if args.json:
+        Path(args.json).write_text(json.dumps(comparison.report, indent=1, default=_jsonable) + "\n")
+    if args.html:
+        from customops.html_report import render
+
+        Path(args.html).write_text(render(comparison.report, comparison.tensors))
+    if args.save_repro:
+        for case in save_repros(comparison, args.save_repro):
+            _log(f"reproducer: {case}")
+    _log(f"compare took {time.perf_counter() - started:.1f} s")
+    return comparison.exit_status
+
+
+def _jsonable(x: Any) -> Any:
+    if isinstance(x, np.generic):
+        return x.item()
+    return str(x)
+
+
+def add_parser(sub: Any) -> None:
+    """Register ``customops compare``."""
+    p = sub.add_parser(
+        "compare",
+        help="run a model with ORT's built-in kernels and with ours, node by node, with onnx.reference as third vote",
+        description="Exit status: 0 everything agrees, 1 a disagreement or a side failed to run, 2 bad input.",
+    )
+    p.add_argument("model", metavar="MODEL", help="the ONNX model")
+    p.add_argument(
+        "--inputs", help="inputs: an .npz file (keys = graph input names) or an ONNX test-case directory"
+    )
+    p.add_argument(
+        "--ops",
+        type=lambda s: [t.strip() for t in s.split(",") if t.strip()],
+        help="only these op types, comma separated",
+    )
+    p.add_argument(
+        "--rtol", type=float, help="relative tolerance for every float tensor (default: per dtype, see docs)"
+    )
+    p.add_argument(
+        "--atol", type=float, help="absolute tolerance for every float tensor (default: per dtype)"
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of generated inputs (default 0)")
+    p.add_argument(
+        "--dim",
+        action="append",
+        metavar="NAME=VALUE",
+        help=f"size of a symbolic dimension (default {DEFAULT_DIM})",
+    )
+    p.add_argument(
+        "--reference-limit",
+        type=int,
+        default=REFERENCE_LIMIT,
+        help=f"largest input (elements) given to onnx.reference (default {REFERENCE_LIMIT})",
+    )
+    p.add_argument("--json", metavar="PATH", help="write the full report as JSON")
+    p.add_argument("--html", metavar="PATH", help="write a self-contained HTML report with heat maps")
+    p.add_argument("--save-repro", metavar="DIR", help="write an ONNX test case for each disagreeing node")
+    p.set_defaults(func=run_compare)

@@ -1,0 +1,106 @@
+"""``customops conformance``: ONNX's own backend node tests of our operators, on both sides."""
+
+from __future__ import annotations
+
+import json
+import sys
+import warnings
+from typing import Any
+
+import numpy as np
+
+BACKEND_PREFIXES = (
+    "test_resize",
+    "test_upsample",
+    "test_constant_pad",
+    "test_edge_pad",
+    "test_reflect_pad",
+    "test_wrap_pad",
+    "test_col2im",
+    "test_center_crop_pad",
+)
+
+
+def backend_cases() -> list[Any]:
+    """The backend node test cases of our operators from the installed onnx (function expansions left out)."""
+    from onnx.backend.test.case import node
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cases = node.collect_testcases(None)
+    return [c for c in cases if c.name.startswith(BACKEND_PREFIXES) and not c.name.endswith("_expanded")]
+
+
+def _verdict(run: Any, case: Any) -> tuple[str, str]:
+    """('pass' | 'fail' | 'error', detail) for one side on every data set of ``case``."""
+    try:
+        sess = run(case.model)
+        names = [i.name for i in sess.get_inputs()]
+        worst = 0.0
+        for inputs, expected in case.data_sets:
+            got = sess.run(None, {n: np.asarray(v) for n, v in zip(names, inputs, strict=True)})
+            for g, e in zip(got, expected, strict=True):
+                if g.shape != e.shape or g.dtype != e.dtype:
+                    return "fail", f"shape/dtype {g.shape} {g.dtype} != {e.shape} {e.dtype}"
+                if not np.allclose(g, e, rtol=case.rtol, atol=case.atol):
+                    worst = max(worst, float(np.max(np.abs(g.astype(np.float64) - e.astype(np.float64)))))
+        return ("fail", f"max abs error {worst:.3g}") if worst else ("pass", "")
+    except Exception as exc:
+        return "error", str(exc).strip().splitlines()[0][:160]
+
+
+def run_conformance() -> list[dict[str, str]]:
+    """One row per backend test: its name and each side's verdict and detail."""
+    import onnxruntime as ort
+
+    import customops
+
+    def builtin(model: Any) -> Any:
+        return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+
+    def custom(model: Any) -> Any:
+        return customops.InferenceSession(customops.rewrite(model))
+
+    rows = []
+    for case in backend_cases():
+        b, b_detail = _verdict(builtin, case)
+        c, c_detail = _verdict(custom, case)
+        rows.append(
+            {
+                "test": case.name,
+                "builtin": b,
+                "builtin_detail": b_detail,
+                "custom": c,
+                "custom_detail": c_detail,
+            }
+        )
+    return rows
+
+
+def _command(args: Any) -> int:
+    rows = run_conformance()
+    if args.json:
+        json.dump(rows, sys.stdout, indent=1)
+        print()
+    else:
+        width = max(len(r["test"]) for r in rows)
+        print(f"{'test':{width}s}  built-in  custom")
+        for r in rows:
+            detail = "; ".join(
+                f"{side}: {r[side + '_detail']}" for side in ("builtin", "custom") if r[side + "_detail"]
+            )
+            print(f"{r['test']:{width}s}  {r['builtin']:8s}  {r['custom']:6s}  {detail}".rstrip())
+    passed_c = sum(r["custom"] == "pass" for r in rows)
+    passed_b = sum(r["builtin"] == "pass" for r in rows)
+    print(
+        f"custom: {passed_c}/{len(rows)} pass; built-in: {passed_b}/{len(rows)} pass",
+        file=sys.stderr if args.json else sys.stdout,
+    )
+    return 0 if passed_c == len(rows) else 1
+
+
+def add_parser(sub: Any) -> None:
+    """Register ``customops conformance``."""
+    p = sub.add_parser("conformance", help="ONNX's backend node tests of our operators on both sides")
+    p.add_argument("--json", action="store_true", help="machine-readable rows on stdout")
+    p.set_defaults(func=_command)

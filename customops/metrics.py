@@ -1,0 +1,105 @@
+"""How two tensors differ: shape and dtype match, error statistics, ULP distance, NaN/Inf placement, and
+the smallest tolerances that would let them pass."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
+    "float64": (1e-12, 1e-12),
+    "float32": (1e-5, 1e-5),
+    "float16": (1e-3, 1e-3),
+    "bfloat16": (1e-2, 1e-2),
+}
+"""(rtol, atol) per floating dtype name; integers, bool and strings compare exactly."""
+
+
+def tolerance_for(
+    dtype: np.dtype, rtol: float | None = None, atol: float | None = None
+) -> tuple[float, float]:
+    """(rtol, atol) for comparing tensors of ``dtype``: the given values, else the dtype's default (exact for
+    non-floating types)."""
+    default = DEFAULT_TOLERANCES.get(np.dtype(dtype).name, (0.0, 0.0))
+    if np.dtype(dtype).kind not in "fc":
+        default = (0.0, 0.0)
+    return (default[0] if rtol is None else rtol, default[1] if atol is None else atol)
+
+
+def _ordered(x: np.ndarray) -> np.ndarray:
+    """Floats mapped to integers that are consecutive for adjacent representable values."""
+    itype = {2: np.int16, 4: np.int32, 8: np.int64}[x.dtype.itemsize]
+    i = x.view(itype).astype(np.int64)
+    low = np.int64(np.iinfo(itype).min)
+    return np.where(i < 0, low - i, i).astype(np.float64)
+
+
+def compare_arrays(a: Any, b: Any, rtol: float, atol: float) -> dict[str, Any]:
+    """Compare ``a`` (the side under test) with ``b`` (the side compared against) at ``rtol``/``atol``
+    (an element passes when |a - b| <= atol + rtol * |b|); returns the metrics as a JSON-able dict."""
+    a = np.asarray(a)
+    b = np.asarray(b)
+    m: dict[str, Any] = {
+        "shape_a": list(a.shape),
+        "shape_b": list(b.shape),
+        "dtype_a": str(a.dtype),
+        "dtype_b": str(b.dtype),
+        "shape_match": a.shape == b.shape,
+        "dtype_match": a.dtype == b.dtype,
+        "count": int(b.size),
+        "mismatches": None,
+        "max_abs": None,
+        "max_rel": None,
+        "max_ulp": None,
+        "nan_match": True,
+        "inf_match": True,
+        "needed_atol": None,
+        "needed_rtol": None,
+        "rtol": rtol,
+        "atol": atol,
+        "pass": False,
+    }
+    if not m["shape_match"]:
+        return m
+    if a.dtype == object or b.dtype == object or a.dtype.kind in "US" or b.dtype.kind in "US":
+        equal = np.asarray(a.astype(str) == b.astype(str))
+        m["mismatches"] = int(a.size - np.count_nonzero(equal))
+        m["pass"] = m["mismatches"] == 0 and m["dtype_match"]
+        return m
+    if a.dtype.kind == "c" or b.dtype.kind == "c":
+        fa, fb = a.astype(np.complex128), b.astype(np.complex128)
+    else:
+        fa, fb = a.astype(np.float64), b.astype(np.float64)
+    nan_a, nan_b = np.isnan(fa), np.isnan(fb)
+    inf_a, inf_b = np.isinf(fa), np.isinf(fb)
+    m["nan_match"] = bool(np.array_equal(nan_a, nan_b))
+    same_inf = np.array_equal(inf_a, inf_b)
+    m["inf_match"] = bool(same_inf and np.array_equal(fa[inf_a], fb[inf_b]))
+    finite = ~(nan_a | nan_b | inf_a | inf_b)
+    with np.errstate(invalid="ignore", over="ignore"):
+        diff = np.abs(fa - fb)
+    mag = np.abs(fb)
+    special_ok = (nan_a & nan_b) | (inf_a & inf_b & (fa == fb))
+    within = np.zeros(a.shape, dtype=bool)
+    within[finite] = diff[finite] <= atol + rtol * mag[finite]
+    m["mismatches"] = int(a.size - np.count_nonzero(within | special_ok))
+    if np.any(finite):
+        d, g = diff[finite], mag[finite]
+        m["max_abs"] = float(d.max())
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rel = np.where(g > 0, d / g, np.where(d > 0, np.inf, 0.0))
+            m["max_rel"] = float(rel.max())
+            m["needed_atol"] = float(np.maximum(d - rtol * g, 0).max())
+            over = d > atol
+            need = np.where(g > 0, (d - atol) / g, np.inf)
+            m["needed_rtol"] = float(need[over].max()) if over.any() else 0.0
+        if a.dtype == b.dtype and a.dtype.kind == "f" and a.dtype.itemsize in (2, 4, 8):
+            ulp = np.abs(_ordered(a[finite]) - _ordered(b[finite]))
+            m["max_ulp"] = int(ulp.max())
+    elif a.size:
+        m["max_abs"] = 0.0 if m["mismatches"] == 0 else None
+    else:
+        m["max_abs"] = 0.0
+    m["pass"] = bool(m["mismatches"] == 0 and m["nan_match"] and m["inf_match"] and m["dtype_match"])
+    return m

@@ -1,0 +1,480 @@
+"""customops compare: known deviations of ORT's CPU kernels are flagged, attributed, and our side gives
+the spec answer; the reference is not trusted blindly; the command's inputs, outputs and exit statuses."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import dataclass, field
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from customops.compare import compare_model, generate_inputs
+from customops.metrics import compare_arrays
+from tests.helpers import one_node_model
+
+F32 = np.float32
+
+
+@dataclass
+class Deviation:
+    """One reproduced deviation (docs/ort-deviations.md): a one-node model and what compare must say."""
+
+    id: str
+    op: str
+    inputs: dict
+    opset: int
+    attrs: dict = field(default_factory=dict)
+    constants: tuple[str, ...] = ()
+    attribution: tuple[str, ...] = ("builtin-leaves-spec",)
+    spec: object = None  # the spec answer our side must give (array-like)
+
+
+DEVIATIONS = [
+    Deviation(
+        "R-ALIGN-CORNERS-INT-LENGTH",
+        "Resize",
+        {
+            "X": np.array([[[[1, 2, 3, 4], [5, 6, 7, 8]]]], F32),
+            "roi": None,
+            "scales": np.array([1, 1, 0.6, 0.6], F32),
+        },
+        19,
+        {"mode": "linear", "coordinate_transformation_mode": "align_corners"},
+        ("scales",),
+        spec=[[[[1, 3.142857]]]],
+    ),
+    Deviation(
+        "R-SAME-SHAPE-NO-OP",
+        "Resize",
+        {"X": np.array([[0, 10, 20]], F32), "roi": None, "scales": np.array([1, 1.25], F32)},
+        19,
+        {"mode": "linear"},
+        ("scales",),
+        spec=[[0, 7, 15]],
+    ),
+    Deviation(
+        "R-TFCROP-SAME-LENGTH-NO-ROI",
+        "Resize",
+        {
+            "X": np.array([[1, 2, 3, 4]], F32),
+            "roi": np.array([0, 0, 1, 0.5], F32),
+            "scales": None,
+            "sizes": np.array([1, 4], np.int64),
+        },
+        19,
+        {"mode": "linear", "coordinate_transformation_mode": "tf_crop_and_resize"},
+        ("roi", "sizes"),
+        spec=[[1, 1.5, 2, 2.5]],
+    ),
+    Deviation(
+        "R-CUBIC-INT-RUNTIME-ERROR",
+        "Resize",
+        {"X": np.array([[[[0, 255]]]], np.uint8), "roi": None, "scales": np.array([1, 1, 1, 2], F32)},
+        19,
+        {"mode": "cubic"},
+        ("scales",),
+        ("builtin-cannot-run",),
+        spec=[[[[0, 58, 197, 255]]]],
+    ),
+    Deviation(
+        "R-AA-INT8-CLAMP",
+        "Resize",
+        {"X": np.array([[[[-3, 0]]]], np.int8), "roi": None, "scales": np.array([1, 1, 1, 2], F32)},
+        19,
+        {"mode": "linear", "antialias": 1},
+        ("scales",),
+        spec=[[[[-3, -2, -1, 0]]]],
+    ),
+    Deviation(
+        "R-INT-TRUNCATION",
+        "Resize",
+        {"X": np.array([[[[0, 3]]]], np.uint8), "roi": None, "scales": np.array([1, 1, 1, 2], F32)},
+        19,
+        {"mode": "linear"},
+        ("scales",),
+        spec=[[[[0, 1, 2, 3]]]],
+    ),
+    Deviation(
+        "R-HPS-FLOAT-ROUNDING",
+        "Resize",
+        {
+            "X": np.array([[0, 1, 2, 3, 4]], F32),
+            "roi": None,
+            "scales": None,
+            "sizes": np.array([1, 3], np.int64),
+        },
+        19,
+        {
+            "mode": "nearest",
+            "coordinate_transformation_mode": "half_pixel_symmetric",
+            "nearest_mode": "floor",
+        },
+        ("sizes",),
+        spec=[[0, 2, 3]],
+    ),
+    Deviation(
+        "R-LINEAR-RANK",
+        "Resize",
+        {"X": np.array([0, 10, 20], F32), "roi": None, "scales": np.array([2], F32)},
+        19,
+        {"mode": "linear"},
+        ("scales",),
+        ("builtin-cannot-run",),
+        spec=[0, 2.5, 7.5, 12.5, 17.5, 20],
+    ),
+    Deviation(
+        "R-LINEAR-OUTER-AXIS",
+        "Resize",
+        {"X": np.array([0, 10], F32).reshape(2, 1, 1, 1), "roi": None, "scales": np.array([2, 1, 1, 1], F32)},
+        19,
+        {"mode": "linear"},
+        ("scales",),
+        ("builtin-cannot-run",),
+        spec=np.array([0, 2.5, 7.5, 10], F32).reshape(4, 1, 1, 1),
+    ),
+    Deviation(
+        "R-CUBIC-RANK",
+        "Resize",
+        {"X": np.array([[[0, 10, 20]]], F32), "roi": None, "scales": np.array([1, 1, 2], F32)},
+        19,
+        {"mode": "cubic"},
+        ("scales",),
+        ("builtin-cannot-run",),
+        spec=[[[-1.0546875, 1.9140625, 6.6796875, 13.3203125, 18.0859375, 21.0546875]]],
+    ),
+    Deviation(
+        "R-CUBIC-NHWC-DOWN",
+        "Resize",
+        {
+            "X": np.arange(16, dtype=F32).reshape(1, 4, 4, 1),
+            "roi": None,
+            "scales": np.array([1, 0.5, 0.5, 1], F32),
+        },
+        19,
+        {"mode": "cubic"},
+        ("scales",),
+        ("builtin-cannot-run",),
+        spec=np.array([[2.03125, 4.21875], [10.78125, 12.96875]], F32).reshape(1, 2, 2, 1),
+    ),
+    Deviation(
+        "U-LINEAR-RANK",
+        "Upsample",
+        {"X": np.array([0, 10, 20], F32), "scales": np.array([2], F32)},
+        9,
+        {"mode": "linear"},
+        ("scales",),
+        ("builtin-cannot-run",),
+        spec=[0, 5, 10, 15, 20, 20],
+    ),
+    Deviation(
+        "P-REFLECT-PAD-GE-DIM",
+        "Pad",
+        {
+            "data": np.array([[1.0, 1.2], [2.3, 3.4], [4.5, 5.7]], F32),
+            "pads": np.array([0, 2, 0, 0], np.int64),
+        },
+        19,
+        {"mode": "reflect"},
+        ("pads",),
+        ("builtin-cannot-run",),
+        spec=[[1.0, 1.2, 1.0, 1.2], [2.3, 3.4, 2.3, 3.4], [4.5, 5.7, 4.5, 5.7]],
+    ),
+    Deviation(
+        "P-CROP-TO-EMPTY",
+        "Pad",
+        {"data": np.array([1, 2], F32), "pads": np.array([-1, -1], np.int64)},
+        19,
+        {"mode": "edge"},
+        ("pads",),
+        ("builtin-cannot-run",),
+        spec=np.zeros(0, F32),
+    ),
+    Deviation(
+        "P-WRAP-EMPTY-TENSOR",
+        "Pad",
+        {"data": np.zeros((0, 3), F32), "pads": np.array([0, 1, 0, 1], np.int64)},
+        19,
+        {"mode": "wrap"},
+        ("pads",),
+        ("builtin-cannot-run",),
+        spec=np.zeros((0, 5), F32),
+    ),
+    Deviation(
+        "P-AXES-INT32-INIT",
+        "Pad",
+        {
+            "data": np.array([[1, 2]], F32),
+            "pads": np.array([1, 1], np.int64),
+            "constant_value": None,
+            "axes": np.array([-1], np.int32),
+        },
+        19,
+        {"mode": "constant"},
+        ("pads", "axes"),
+        ("builtin-cannot-run",),
+        spec=[[0, 1, 2, 0]],
+    ),
+    Deviation(
+        "C-3D-DILATION",
+        "Col2Im",
+        {
+            "input": np.array([1, 2, 3, 4], F32).reshape(1, 4, 1),
+            "image_shape": np.array([1, 3, 3], np.int64),
+            "block_shape": np.array([1, 2, 2], np.int64),
+        },
+        18,
+        {"dilations": [1, 2, 2]},
+        ("image_shape", "block_shape"),
+        spec=np.array([1, 0, 2, 0, 0, 0, 3, 0, 4], F32).reshape(1, 1, 1, 3, 3),
+    ),
+    Deviation(
+        "CCP-INT32-SHAPE",
+        "CenterCropPad",
+        {"input_data": np.arange(1, 16, dtype=F32).reshape(3, 5), "shape": np.array([2, 4], np.int32)},
+        18,
+        {},
+        ("shape",),
+        ("builtin-cannot-run",),
+        spec=[[1, 2, 3, 4], [6, 7, 8, 9]],
+    ),
+    Deviation(
+        "T-RESIZE-UINT16",
+        "Resize",
+        {"X": np.array([[0, 100], [200, 300]], np.uint16), "roi": None, "scales": np.array([1, 2], F32)},
+        19,
+        {"mode": "nearest"},
+        ("scales",),
+        ("builtin-cannot-run",),
+        spec=[[0, 0, 100, 100], [200, 200, 300, 300]],
+    ),
+    Deviation(
+        "T-COL2IM-DOUBLE",
+        "Col2Im",
+        {
+            "input": np.arange(4, dtype=np.float64).reshape(1, 4, 1),
+            "image_shape": np.array([2, 2], np.int64),
+            "block_shape": np.array([2, 2], np.int64),
+        },
+        18,
+        {},
+        ("image_shape", "block_shape"),
+        ("builtin-cannot-run",),
+        spec=np.arange(4, dtype=np.float64).reshape(1, 1, 2, 2),
+    ),
+    Deviation(
+        "T-PAD-STRING",
+        "Pad",
+        {"data": np.array(["a", "b"], dtype=object), "pads": np.array([1, 0], np.int64)},
+        19,
+        {"mode": "edge"},
+        ("pads",),
+        ("builtin-cannot-run",),
+        spec=np.array(["a", "a", "b"], dtype=object),
+    ),
+]
+
+
+@pytest.mark.parametrize("dev", DEVIATIONS, ids=lambda d: d.id)
+def test_known_ort_deviation_is_flagged_attributed_and_ours_gives_the_spec_answer(dev):
+    model, feed = one_node_model(dev.op, dev.inputs, dev.opset, initializers=dev.constants, **dev.attrs)
+    comparison = compare_model(model, feed, model_name=dev.id)
+    report = comparison.report
+    assert report["verdict"] in ("disagree", "failed"), report["summary"]
+    assert comparison.exit_status == 1
+    (node,) = report["nodes"]
+    assert node["attribution"] in dev.attribution, (node["attribution"], node["isolated"]["errors"])
+    assert node["origin"] == "starts-here" or node["verdict"] == "side-failed"
+    ours = comparison.isolated[node["node"]].outputs["custom"]
+    spec = np.asarray(dev.spec)
+    assert ours.shape == spec.shape and ours.dtype == (spec.dtype if spec.dtype == object else ours.dtype)
+    if spec.dtype == object:
+        assert ours.tolist() == spec.tolist()
+    else:
+        np.testing.assert_allclose(ours.astype(np.float64), spec.astype(np.float64), rtol=1e-6, atol=1e-6)
+
+
+def test_reference_that_leaves_the_spec_is_not_blamed_on_ort():
+    # pytorch_half_pixel with an output length of 1: the spec says x_original = 0, so cubic returns X[0];
+    # onnx.reference uses -0.5 and gets 0.906. ORT and ours agree: the reference is the odd one out.
+    x = np.array([[1, 2, 4, 3]], F32)
+    model, feed = one_node_model(
+        "Resize",
+        {"X": x, "roi": None, "scales": None, "sizes": np.array([1, 1], np.int64)},
+        19,
+        initializers=("sizes",),
+        mode="cubic",
+        coordinate_transformation_mode="pytorch_half_pixel",
+    )
+    comparison = compare_model(model, feed)
+    (node,) = comparison.report["nodes"]
+    assert node["attribution"] == "reference-odd-one-out"
+    assert node["verdict"] == "agree" and comparison.exit_status == 0
+    iso = comparison.isolated[node["node"]]
+    assert iso.outputs["custom"].tolist() == [[1.0]] and iso.outputs["builtin"].tolist() == [[1.0]]
+    assert abs(float(iso.outputs["reference"][0, 0]) - 1.0) > 0.05
+
+
+def _chain():
+    """x -> Mul -> Resize(align_corners, fractional scales) -> Pad(reflect) -> Add -> y."""
+    nodes = [
+        helper.make_node("Mul", ["x", "two"], ["m"], name="mul"),
+        helper.make_node(
+            "Resize",
+            ["m", "", "scales"],
+            ["r"],
+            name="resize",
+            mode="linear",
+            coordinate_transformation_mode="align_corners",
+        ),
+        helper.make_node("Pad", ["r", "pads"], ["p"], name="pad", mode="reflect"),
+        helper.make_node("Add", ["p", "two"], ["y"], name="add"),
+    ]
+    inits = [
+        onnx.numpy_helper.from_array(np.array(2, F32), "two"),
+        onnx.numpy_helper.from_array(np.array([1, 1, 0.6, 0.6], F32), "scales"),
+        onnx.numpy_helper.from_array(np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64), "pads"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "chain",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 7, 7])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 1, 6, 6])],
+        inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+    model.ir_version = 9
+    return model
+
+
+def test_difference_carried_in_from_upstream_is_told_apart_from_one_that_starts_here():
+    model = _chain()
+    feed = generate_inputs(model, seed=3, dims={"N": 1})
+    report = compare_model(model, feed).report
+    by_node = {n["node"]: n for n in report["nodes"]}
+    assert (
+        by_node["resize"]["origin"] == "starts-here"
+        and by_node["resize"]["attribution"] == "builtin-leaves-spec"
+    )
+    # the Pad itself agrees on A's own inputs, but its output in the model differs: carried in
+    assert by_node["pad"]["origin"] == "carried-in" and by_node["pad"]["attribution"] == "agree"
+    assert by_node["pad"]["in_model"]["pass"] is False
+    assert report["outputs"][0]["verdict"] == "disagree"
+    assert report["summary"].startswith("DISAGREE") and "'resize'" in report["summary"]
+
+
+def test_metrics_report_ulps_nan_placement_and_the_tolerance_needed():
+    a = np.array([1.0, np.nan, 3.0, np.inf], F32)
+    b = np.array([np.nextafter(F32(1), F32(2)), np.nan, 3.5, np.inf], F32)
+    m = compare_arrays(a, b, rtol=0.0, atol=0.0)
+    assert m["nan_match"] and m["inf_match"] and m["mismatches"] == 2
+    assert m["max_abs"] == pytest.approx(0.5) and m["needed_atol"] == pytest.approx(0.5)
+    assert m["needed_rtol"] == pytest.approx(0.5 / 3.5)
+    assert compare_arrays(a, b, rtol=0.0, atol=m["needed_atol"])["pass"]
+    assert m["max_ulp"] == (1 << 21)  # 3.0 and 3.5 are 2**21 float32 steps apart
+    moved = compare_arrays(np.array([np.nan, 1], F32), np.array([1, np.nan], F32), 1e-3, 1e-3)
+    assert not moved["nan_match"] and not moved["pass"]
+    assert compare_arrays(np.array([1, 2]), np.array([1, 3]), 0, 0)["mismatches"] == 1
+
+
+def run_cli(*args, cwd=None):
+    return subprocess.run(
+        [sys.executable, "-m", "customops.cli", *args], capture_output=True, text=True, timeout=300, cwd=cwd
+    )
+
+
+def test_cli_writes_json_html_and_reproducers_that_reproduce(tmp_path):
+    path = tmp_path / "chain.onnx"
+    onnx.save(_chain(), path)
+    proc = run_cli(
+        "compare",
+        str(path),
+        "--dim",
+        "N=2",
+        "--json",
+        str(tmp_path / "r.json"),
+        "--html",
+        str(tmp_path / "r.html"),
+        "--save-repro",
+        str(tmp_path / "repro"),
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1].startswith("DISAGREE")
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert {n["node"] for n in report["nodes"]} == {"resize", "pad"}
+    assert "<img" in (tmp_path / "r.html").read_text()
+    case = tmp_path / "repro" / "resize"
+    assert (case / "model.onnx").exists() and (case / "test_data_set_0" / "output_0.pb").exists()
+    onnx.checker.check_model(onnx.load(case / "model.onnx"), full_check=True)
+    again = run_cli("compare", str(case / "model.onnx"), "--inputs", str(case))
+    assert again.returncode == 1 and "builtin-leaves-spec" in again.stdout, again.stderr
+    assert not (tmp_path / "repro" / "pad").exists()  # the pad agrees when isolated: no reproducer
+
+
+def test_cli_agreeing_model_exits_0_and_accepts_npz_inputs(tmp_path):
+    x = np.arange(12, dtype=F32).reshape(1, 1, 3, 4)
+    model, feed = one_node_model(
+        "Pad",
+        {"data": x, "pads": np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64)},
+        19,
+        initializers=("pads",),
+        mode="edge",
+    )
+    onnx.save(model, tmp_path / "m.onnx")
+    np.savez(tmp_path / "in.npz", **feed)
+    proc = run_cli("compare", str(tmp_path / "m.onnx"), "--inputs", str(tmp_path / "in.npz"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.strip().splitlines()[-1].startswith("AGREE")
+
+
+@pytest.mark.parametrize(
+    ("setup", "extra", "needle"),
+    [
+        ("wrong_name", [], "is not a graph input"),
+        ("wrong_shape", [], "declares 3 on axis 2"),
+        ("wrong_dtype", [], "has dtype float64"),
+        (None, ["--dim", "N"], "--dim 'N' is not NAME=VALUE"),
+        (None, ["--ops", "Conv"], "unknown op 'Conv'"),
+        (None, ["--json", "nowhere/r.json"], "output directory"),
+    ],
+)
+def test_cli_bad_input_exits_2_with_one_line(tmp_path, setup, extra, needle):
+    x = np.zeros((1, 1, 3, 4), F32)
+    model, _ = one_node_model("Pad", {"data": x, "pads": np.zeros(8, np.int64)}, 19, initializers=("pads",))
+    model.graph.input[0].type.tensor_type.shape.dim[2].dim_value = 3
+    onnx.save(model, tmp_path / "m.onnx")
+    args = ["compare", str(tmp_path / "m.onnx"), *extra]
+    if setup:
+        values = {
+            "wrong_name": {"nope": x},
+            "wrong_shape": {"data": np.zeros((1, 1, 4, 4), F32)},
+            "wrong_dtype": {"data": x.astype(np.float64)},
+        }[setup]
+        np.savez(tmp_path / "in.npz", **values)
+        args += ["--inputs", str(tmp_path / "in.npz")]
+    proc = run_cli(*args, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0] and "Traceback" not in proc.stderr
+
+
+def test_model_invalid_for_both_sides_is_bad_input(tmp_path):
+    x = np.zeros((1, 2), F32)
+    model, _ = one_node_model(
+        "Resize", {"X": x, "roi": None, "scales": np.array([1, 2, 3], F32)}, 19, initializers=("scales",)
+    )
+    onnx.save(model, tmp_path / "m.onnx")
+    proc = run_cli("compare", str(tmp_path / "m.onnx"))
+    assert proc.returncode == 2 and "runs on neither side" in proc.stderr, proc.stderr
+
+
+def test_conformance_command_passes_every_custom_result():
+    proc = run_cli("conformance", "--json")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = json.loads(proc.stdout)
+    assert rows and all(r["custom"] == "pass" for r in rows)
+    assert any(r["builtin"] != "pass" for r in rows)  # ORT fails the align_corners downsampling tests
