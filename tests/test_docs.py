@@ -31,6 +31,27 @@ def test_readme_python_example_runs():
     assert namespace["original"].SerializeToString() == namespace["model"].SerializeToString()
 
 
+def test_readme_quickstart_compares_a_bundled_model_and_finds_what_it_says():
+    import subprocess
+    import sys
+
+    quick = README.split("## Quickstart")[1].split("<!-- test-command -->")[0]
+    line = quick.split("```")[1].strip()
+    assert line.count("\n") == 0 and "pip install" in line and "customops compare models/" in line
+    model = line.split("customops compare ")[1].split()[0]
+    assert (ROOT / model).exists()
+    proc = subprocess.run(
+        [sys.executable, "-m", "customops.cli", "compare", model],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 1, proc.stderr
+    verdict = proc.stdout.strip().splitlines()[-1]
+    assert verdict in README and "builtin-leaves-spec" in verdict
+
+
 def test_ci_runs_the_readme_test_line():
     ci = (ROOT / ".ci" / "run").read_text()
     assert "<!-- test-command -->" in ci and "<!-- test-command -->" in README
