@@ -576,62 +576,20 @@ def _fmt(x: Any, spec: str = ".3g") -> str:
 
 def format_table(report: dict[str, Any]) -> str:
     """The human-readable table of a report, ending with the one-line verdict."""
-    rows = [
-        (
-            "node / output",
-            "op",
-            "shape",
-            "dtype",
-            "max abs",
-            "max rel",
-            "mism.",
-            "ulp",
-            "verdict",
-            "attribution",
-            "starts",
-            "A µs",
-            "B µs",
-        )
-    ]
+    head = ("node / output", "op", "shape", "dtype", "max abs", "max rel", "mism.", "ulp", "verdict")
+    rows: list[tuple[str, ...]] = [(*head, "attribution", "starts", "A µs", "B µs")]
+
+    def row(name: str, op: str, m: dict[str, Any], verdict: str, more: tuple[str, ...], times: dict) -> None:
+        stats = (m.get("max_abs"), m.get("max_rel"), m.get("mismatches"), m.get("max_ulp"))
+        shape = "x".join(map(str, m.get("shape_b", []))) or "-"
+        timing = (_fmt(times.get("builtin"), ".0f"), _fmt(times.get("custom"), ".0f")) if times else ("", "")
+        rows.append((name, op, shape, m.get("dtype_b", "-"), *map(_fmt, stats), verdict, *more, *timing))
+
     for o in report["outputs"]:
-        m = o["metrics"] or {}
-        rows.append(
-            (
-                o["name"],
-                "(graph output)",
-                "x".join(map(str, m.get("shape_b", []))) or "-",
-                m.get("dtype_b", "-"),
-                _fmt(m.get("max_abs")),
-                _fmt(m.get("max_rel")),
-                _fmt(m.get("mismatches")),
-                _fmt(m.get("max_ulp")),
-                o["verdict"],
-                "",
-                "",
-                "",
-                "",
-            )
-        )
+        row(o["name"], "(graph output)", o["metrics"] or {}, o["verdict"], ("", ""), {})
     for n in report["nodes"]:
         m = n["in_model"] or ((n["isolated"] or {}).get("builtin_vs_custom") or {})
-        t = n["time_us"]
-        rows.append(
-            (
-                n["node"],
-                n["op"],
-                "x".join(map(str, m.get("shape_b", []))) or "-",
-                m.get("dtype_b", "-"),
-                _fmt(m.get("max_abs")),
-                _fmt(m.get("max_rel")),
-                _fmt(m.get("mismatches")),
-                _fmt(m.get("max_ulp")),
-                n["verdict"],
-                n["attribution"],
-                n["origin"],
-                _fmt(t.get("builtin"), ".0f"),
-                _fmt(t.get("custom"), ".0f"),
-            )
-        )
+        row(n["node"], n["op"], m, n["verdict"], (n["attribution"], n["origin"]), n["time_us"])
     widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))

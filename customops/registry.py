@@ -403,6 +403,17 @@ def lookup(op: str, opset: int) -> OpVersion | None:
     return best
 
 
+def custom_defaults(custom: str) -> dict[str, object]:
+    """The spec default of every attribute of custom op ``custom``, from the newest version defining it."""
+    defaults: dict[str, object] = {}
+    for opv in sorted(OPS, key=lambda o: o.version, reverse=True):
+        if opv.custom != custom:
+            continue
+        for a in opv.attributes:
+            defaults.setdefault(a.name, a.default)
+    return {name: defaults[name] for name, _ in CUSTOM_OPS[custom].attributes}
+
+
 def type_support(opv: OpVersion, elem_type: str) -> tuple[str, str | None]:
     """How we run ``elem_type`` for ``opv``: ('native', None), ('bridged', via-type) or ('no', reason)."""
     if elem_type not in opv.types:

@@ -206,13 +206,17 @@ class _Rewriter:
             return "excluded"
         return None
 
-    def graph(self, graph: GraphProto, scope: str, opset: int | None, types: dict[str, int]) -> bool:
+    def rewrite_nodes(
+        self, container: GraphProto | FunctionProto, scope: str, opset: int | None, types: dict[str, int]
+    ) -> bool:
+        """Rewrite the nodes of a graph or function (and their subgraphs) in place; whether anything changed."""
         changed = False
         new_nodes: list[NodeProto] = []
-        for node in graph.node:
+        for node in container.node:
             for attr_name, sub in _subgraphs(node):
-                sub_scope = f"{scope}/{node.name or node.op_type}.{attr_name}"
-                changed |= self.graph(sub, sub_scope, opset, types)
+                changed |= self.rewrite_nodes(
+                    sub, f"{scope}/{node.name or node.op_type}.{attr_name}", opset, types
+                )
             replacement = self.node(node, scope, opset, types)
             if replacement is None:
                 new_nodes.append(node)
@@ -220,8 +224,8 @@ class _Rewriter:
                 new_nodes.extend(replacement)
                 changed = True
         if changed:
-            del graph.node[:]
-            graph.node.extend(new_nodes)
+            del container.node[:]
+            container.node.extend(new_nodes)
         return changed
 
     def node(
@@ -294,26 +298,11 @@ def rewrite_model(
     types: dict[str, int] = {}
     _value_types(_infer(out).graph, types)
     _value_types(out.graph, types)
-    changed = rw.graph(out.graph, "graph", _opset(out.opset_import), types)
+    changed = rw.rewrite_nodes(out.graph, "graph", _opset(out.opset_import), types)
     for fn in out.functions:
-        fn_types = _function_types(out, fn, types)
-        fn_changed = False
-        new_nodes: list[NodeProto] = []
-        fn_opset = _opset(fn.opset_import)
-        for node in fn.node:
-            for attr_name, sub in _subgraphs(node):
-                fn_changed |= rw.graph(
-                    sub, f"function {fn.name}/{node.name or node.op_type}.{attr_name}", fn_opset, fn_types
-                )
-            replacement = rw.node(node, f"function {fn.name}", fn_opset, fn_types)
-            if replacement is None:
-                new_nodes.append(node)
-            else:
-                new_nodes.extend(replacement)
-                fn_changed = True
-        if fn_changed:
-            del fn.node[:]
-            fn.node.extend(new_nodes)
+        if rw.rewrite_nodes(
+            fn, f"function {fn.name}", _opset(fn.opset_import), _function_types(out, fn, types)
+        ):
             _ensure_domain(fn.opset_import, fn)
             changed = True
     if changed:

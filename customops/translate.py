@@ -25,6 +25,7 @@ from customops.registry import (
     DOMAIN,
     RESTORE_ATTR,
     OpVersion,
+    custom_defaults,
     type_support,
 )
 
@@ -184,17 +185,7 @@ def _encode(custom: str, values: dict[str, object]) -> dict[str, str]:
 
 
 def _resize_inputs(b: _Builder, values: dict[str, object]) -> tuple[list[str], dict[str, object]]:
-    kernel = {
-        "antialias": 0,
-        "axes": None,
-        "coordinate_transformation_mode": "half_pixel",
-        "cubic_coeff_a": -0.75,
-        "exclude_outside": 0,
-        "extrapolation_value": 0.0,
-        "keep_aspect_ratio_policy": "stretch",
-        "mode": "nearest",
-        "nearest_mode": "round_prefer_floor",
-    }
+    kernel = custom_defaults("Resize")
     kernel.update({k: v for k, v in values.items() if k in kernel})
     roi, scales, sizes = b.input(1), b.input(2), b.input(3)
     if roi and b.type_of(roi) != TensorProto.DOUBLE:
