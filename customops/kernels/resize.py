@@ -649,6 +649,331 @@ def _extrapolation_scalar(value: float, dtype: np.dtype) -> Any:
 # ---------------------------------------------------------------------------------------------
 
 
+@dataclass
+class _Prepared:
+    """Everything about one resize that does not depend on the values of X: validated once, reused."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    out_shape: tuple[int, ...]
+    gathers: dict[int, np.ndarray]
+    filters: list[tuple[int, np.ndarray, np.ndarray]]
+    outside: dict[int, np.ndarray]
+    fill: Any
+    fast: Callable[[np.ndarray], np.ndarray] | None = None
+
+
+def _prepare(
+    shape: tuple[int, ...],
+    dtype: np.dtype,
+    roi: Any,
+    scales: Any,
+    sizes: Any,
+    antialias: Any,
+    axes: Any,
+    coordinate_transformation_mode: Any,
+    cubic_coeff_a: Any,
+    exclude_outside: Any,
+    extrapolation_value: Any,
+    keep_aspect_ratio_policy: Any,
+    mode: Any,
+    nearest_mode: Any,
+) -> _Prepared:
+    """Check the arguments and compute the index and weight tables; raises KernelError."""
+    mode = _choice("mode", mode, _MODES)
+    coordinate_mode = _choice(
+        "coordinate_transformation_mode", coordinate_transformation_mode, _COORDINATE_MODES
+    )
+    nearest_mode = _choice("nearest_mode", nearest_mode, _NEAREST_MODES)
+    policy = _choice("keep_aspect_ratio_policy", keep_aspect_ratio_policy, _POLICIES)
+    use_antialias = _flag("antialias", antialias)
+    exclude = _flag("exclude_outside", exclude_outside)
+    a = _number("cubic_coeff_a", cubic_coeff_a, finite=True)
+    extrapolation = _number("extrapolation_value", extrapolation_value, finite=False)
+    if dtype.kind in "OSUV" and mode != "nearest":
+        raise KernelError(f"mode {mode!r} needs a numeric tensor, got {dtype}; strings allow only 'nearest'")
+    if dtype.kind not in "biufcOSU":
+        raise KernelError(f"element type {dtype} is not supported")
+
+    cropping = coordinate_mode == "tf_crop_and_resize"
+    plan = _plan(
+        shape,
+        _optional_input("roi", roi) if cropping else None,
+        _optional_input("scales", scales),
+        _optional_input("sizes", sizes),
+        _normalize_axes(axes, len(shape)),
+        policy,
+        cropping,
+    )
+    out_shape = list(shape)
+    for ax in plan:
+        out_shape[ax.axis] = ax.out_len
+    prepared = _Prepared(tuple(shape), dtype, tuple(out_shape), {}, [], {}, None)
+    if math.prod(out_shape) == 0:
+        return prepared
+    for ax in plan:
+        if ax.in_len == 0:
+            raise KernelError(f"axis {ax.axis} has length 0 and cannot be resized to {ax.out_len}")
+
+    gathers = prepared.gathers
+    filters = prepared.filters
+    outside = prepared.outside
+    for ax in plan:
+        x = _source_coordinates(ax, coordinate_mode)
+        if cropping:
+            mask = (x < 0) | (x > ax.in_len - 1)
+            if mask.any():
+                outside[ax.axis] = mask
+        if mode == "nearest":
+            gathers[ax.axis] = _nearest_indices(x, nearest_mode, ax.in_len)
+            continue
+        positions, indices, weights = _filter_table(x, ax, mode, a, use_antialias, exclude)
+        single = _single_tap(positions, indices, weights)
+        if single is not None:
+            gathers[ax.axis] = single
+        else:
+            filters.append((ax.axis, indices, weights))
+
+    prepared.fill = _extrapolation_scalar(extrapolation, dtype) if outside else None
+    prepared.fast = _fast_path(prepared)
+    return prepared
+
+
+def _execute(prepared: _Prepared, X: np.ndarray) -> np.ndarray:
+    """Resize X (of the prepared shape and dtype) with the prepared tables."""
+    dtype = prepared.dtype
+    if math.prod(prepared.out_shape) == 0:
+        return np.empty(prepared.out_shape, dtype=dtype)
+    gathers, filters = prepared.gathers, prepared.filters
+    if prepared.fast is not None:
+        y = prepared.fast(X if X.flags.c_contiguous else np.ascontiguousarray(X))
+    elif not filters:
+        y = _gather(X, gathers)
+    else:
+        # Gathers that shrink go first, the ones that grow last; filter passes in between, the axis
+        # that shrinks most first.
+        shrink = {ax: t for ax, t in gathers.items() if t.size <= X.shape[ax]}
+        grow = {ax: t for ax, t in gathers.items() if ax not in shrink}
+        y = X
+        for ax, idx in sorted(shrink.items(), key=lambda item: item[1].size / X.shape[item[0]]):
+            y = _take(y, ax, idx)
+        compute = _compute_dtype(dtype)
+        y = _real_view(y)
+        finite = _all_finite(y)
+        passes = sorted(filters, key=lambda f: (f[1].shape[0] / y.shape[f[0]], -f[0]))
+        if finite and y.dtype == np.float64 and y.size and max(-y.min(), y.max()) > 1e300:
+            # float64 arithmetic could overflow between passes: run them one by one, checking
+            for ax, indices, weights in passes[:-1]:
+                y = _filter(y, [(ax, indices, weights)], compute, compute, None, finite)
+                finite = _all_finite(y)
+            passes = passes[-1:]
+        y = _filter(y, passes, compute, _real_dtype(dtype), _finisher(dtype), finite)
+        y = _complex_view(y, dtype)
+        y = _gather(y, grow) if grow else np.ascontiguousarray(y)
+
+    if prepared.outside:
+        for ax, mask in prepared.outside.items():
+            sl: list[Any] = [slice(None)] * y.ndim
+            sl[ax] = mask
+            y[tuple(sl)] = prepared.fill
+    return y
+
+
+# ---------------------------------------------------------------------------------------------
+# Compiled fast paths (customops.kernels._jit): float32 / float64 filters, numeric nearest gathers.
+
+_SCRATCH_BYTES = 1 << 19
+_BITS = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.uint32), 8: np.dtype(np.uint64)}
+"""Gathers copy bits: any numeric type moves as the unsigned integer of its width."""  # filtered input rows kept per block of output rows (about an L2 cache)
+
+
+def _is_identity(idx: np.ndarray, n: int) -> bool:
+    return idx.size == n and bool((idx == np.arange(n)).all())
+
+
+def _tap_tables(indices: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The (2T + 1, L) index table [indices | compacted indices | nonzero count] and the (2T, L) weight
+    table [weights | compacted weights], tap-major; compacted: the nonzero taps first, in table order."""
+    nonzero = weights != 0
+    order = np.argsort(~nonzero, axis=1, kind="stable")
+    ti = np.concatenate(
+        [indices, np.take_along_axis(indices, order, axis=1), nonzero.sum(axis=1, keepdims=True)], axis=1
+    )
+    tw = np.concatenate([weights, np.take_along_axis(weights, order, axis=1)], axis=1)
+    return np.ascontiguousarray(ti.T, dtype=np.intp), np.ascontiguousarray(tw.T, dtype=np.float64)
+
+
+def _block_rows(iy: np.ndarray, width: int) -> tuple[int, int]:
+    """(output rows per block, input rows a block needs) keeping the scratch near _SCRATCH_BYTES."""
+    length = iy.shape[0]
+    low, high = iy.min(axis=1), iy.max(axis=1) + 1
+    rows = 1
+    for block in (64, 32, 16, 8, 4, 2, 1):
+        starts = np.arange(0, length, block)
+        rows = int((np.maximum.reduceat(high, starts) - np.minimum.reduceat(low, starts)).max())
+        if rows * width * 8 <= _SCRATCH_BYTES or block == 1:
+            return block, rows
+    return 1, rows  # pragma: no cover
+
+
+def _fast_path(prepared: _Prepared) -> Callable[[np.ndarray], np.ndarray] | None:
+    """A compiled implementation of this resize, or None (the numpy passes run)."""
+    from customops.kernels import _jit
+
+    dtype = prepared.dtype
+    shape = prepared.shape
+    rank = len(shape)
+    if rank == 0 or not _jit.enabled():
+        return None
+    ops: dict[int, tuple[np.ndarray, ...]] = {}
+    for ax, idx in prepared.gathers.items():
+        if not _is_identity(idx, shape[ax]):
+            ops[ax] = (idx.reshape(-1, 1), np.ones((idx.size, 1)))
+    for ax, indices, weights in prepared.filters:
+        ops[ax] = (indices, weights)
+    if not ops:
+        return None
+    out_shape = prepared.out_shape
+    last = rank - 1
+    if not prepared.filters:
+        # nearest (or filters that reduce to copies): a gather of the last two axes
+        view = _BITS.get(dtype.itemsize) if dtype.kind in "biufc" else None
+        if view is None or not set(ops) <= {last - 1, last} or rank < 2:
+            return None
+        iy = ops[last - 1][0][:, 0] if last - 1 in ops else np.arange(shape[last - 1])
+        ix = ops[last][0][:, 0] if last in ops else np.arange(shape[last])
+        iy = np.ascontiguousarray(iy, dtype=np.intp)
+        ix = np.ascontiguousarray(ix, dtype=np.intp)
+        kernel = _jit.get("gather_last2")
+        in3 = (math.prod(shape[:-2]), shape[-2], shape[-1])
+        out3 = (in3[0], out_shape[-2], out_shape[-1])
+
+        def gather(X: np.ndarray) -> np.ndarray:
+            out = np.empty(out_shape, dtype=dtype)
+            kernel(X.view(view).reshape(in3), out.view(view).reshape(out3), iy, ix)
+            return out
+
+        return gather
+
+    if dtype not in (np.float32, np.float64):
+        return None
+    tables = {ax: _tap_tables(indices, weights) for ax, (indices, weights) in ops.items()}
+    if rank >= 2 and set(ops) == {last - 1, last}:
+        block, rows = _block_rows(ops[last - 1][0], out_shape[last])
+        # Filtering along the last axis gathers; down the columns it streams whole rows. Columns first
+        # when that makes the gathering pass the smaller one.
+        ty, tx = ops[last - 1][0], ops[last][0]
+        height, width, out_h, out_w = shape[-2], shape[-1], out_shape[-2], out_shape[-1]
+        rows_first_cost = 2 * height * out_w * tx.shape[1] + out_h * out_w * ty.shape[1]
+        columns_first_cost = out_h * width * ty.shape[1] + 2 * out_h * out_w * tx.shape[1]
+        columns_first = columns_first_cost < rows_first_cost
+        kernel2 = _jit.get("resize_last2")
+        in3 = (math.prod(shape[:-2]), shape[-2], shape[-1])
+        out3 = (in3[0], out_shape[-2], out_shape[-1])
+        (tyi, tyw), (txi, txw) = tables[last - 1], tables[last]
+
+        def last2(X: np.ndarray) -> np.ndarray:
+            out = np.empty(out_shape, dtype=dtype)
+            kernel2(X.reshape(in3), out.reshape(out3), tyi, tyw, txi, txw, block, rows, columns_first)
+            return out
+
+        return last2
+
+    # One pass per axis, in the numpy order (the axis that shrinks most first); float64 in between.
+    order = sorted(ops, key=lambda ax: (ops[ax][0].shape[0] / shape[ax], -ax))
+    steps = []
+    current = list(shape)
+    for i, ax in enumerate(order):
+        pre, n, post = math.prod(current[:ax]), current[ax], math.prod(current[ax + 1 :])
+        current[ax] = out_shape[ax]
+        step_dtype = dtype if i == len(order) - 1 else np.dtype(np.float64)
+        steps.append((ax, pre, n, post, tuple(current), step_dtype, *tables[ax]))
+    rows_kernel = _jit.get("resize_rows")
+    middle_kernel = _jit.get("resize_middle")
+
+    def passes(X: np.ndarray) -> np.ndarray:
+        y = X
+        for ax, pre, n, post, step_shape, step_dtype, ti, tw in steps:
+            out = np.empty(step_shape, dtype=step_dtype)
+            length = step_shape[ax]
+            if post == 1:
+                rows_kernel(y.reshape(pre, n), out.reshape(pre, length), ti, tw)
+            else:
+                middle_kernel(y.reshape(pre, n, post), out.reshape(pre, length, post), ti, tw)
+            y = out
+        return y
+
+    return passes
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+_CACHE_SIZE = 64
+
+
+class _Uncacheable(Exception):
+    pass
+
+
+def _input_key(value: Any) -> Any:
+    """A hashable key for a small optional input (None or a numeric ndarray), else _Uncacheable."""
+    if value is None:
+        return None
+    if type(value) is np.ndarray and value.dtype.kind in "biuf":
+        size = value.size
+        if size == 0:
+            return (value.dtype, value.shape)
+        if size <= 4096:
+            return (value.dtype, value.shape, value.tobytes())
+    raise _Uncacheable
+
+
+def _bind(**attributes: Any) -> Callable[..., np.ndarray]:
+    """``resize`` with its attributes fixed, for repeated calls (the ONNX Runtime hook).
+
+    Equivalent to ``lambda X, roi=None, scales=None, sizes=None: resize(X, roi, scales, sizes,
+    **attributes)``; the tables of each input shape, dtype and roi/scales/sizes are kept (at most
+    _CACHE_SIZE of them). Errors are raised on every call, as ``resize`` raises them.
+    """
+    unknown = set(attributes) - set(_ATTRIBUTE_DEFAULTS)
+    if unknown:
+        raise TypeError(f"resize() got unexpected keyword arguments {sorted(unknown)!r}")
+    values = {**_ATTRIBUTE_DEFAULTS, **attributes}
+    ordered = tuple(values[name] for name in _ATTRIBUTE_DEFAULTS)
+    plans: dict[Any, _Prepared] = {}
+
+    def bound(X: Any, roi: Any = None, scales: Any = None, sizes: Any = None) -> np.ndarray:
+        if type(X) is not np.ndarray:
+            X = np.asarray(X)
+        try:
+            key = (X.shape, X.dtype, _input_key(roi), _input_key(scales), _input_key(sizes))
+        except _Uncacheable:
+            return _execute(_prepare(X.shape, X.dtype, roi, scales, sizes, *ordered), X)
+        prepared = plans.get(key)
+        if prepared is None:
+            prepared = _prepare(X.shape, X.dtype, roi, scales, sizes, *ordered)
+            if len(plans) >= _CACHE_SIZE:
+                plans.clear()
+            plans[key] = prepared
+        return _execute(prepared, X)
+
+    return bound
+
+
+_ATTRIBUTE_DEFAULTS: dict[str, Any] = {
+    "antialias": 0,
+    "axes": None,
+    "coordinate_transformation_mode": "half_pixel",
+    "cubic_coeff_a": -0.75,
+    "exclude_outside": 0,
+    "extrapolation_value": 0.0,
+    "keep_aspect_ratio_policy": "stretch",
+    "mode": "nearest",
+    "nearest_mode": "round_prefer_floor",
+}
+
+
 def resize(
     X: np.ndarray,
     roi: np.ndarray | None = None,
@@ -680,88 +1005,23 @@ def resize(
     type's range (bool as 0/1). Invalid configurations raise :class:`KernelError`.
     """
     X = np.asarray(X)
-    mode = _choice("mode", mode, _MODES)
-    coordinate_mode = _choice(
-        "coordinate_transformation_mode", coordinate_transformation_mode, _COORDINATE_MODES
-    )
-    nearest_mode = _choice("nearest_mode", nearest_mode, _NEAREST_MODES)
-    policy = _choice("keep_aspect_ratio_policy", keep_aspect_ratio_policy, _POLICIES)
-    use_antialias = _flag("antialias", antialias)
-    exclude = _flag("exclude_outside", exclude_outside)
-    a = _number("cubic_coeff_a", cubic_coeff_a, finite=True)
-    extrapolation = _number("extrapolation_value", extrapolation_value, finite=False)
-    dtype = X.dtype
-    if dtype.kind in "OSUV" and mode != "nearest":
-        raise KernelError(f"mode {mode!r} needs a numeric tensor, got {dtype}; strings allow only 'nearest'")
-    if dtype.kind not in "biufcOSU":
-        raise KernelError(f"element type {dtype} is not supported")
-
-    cropping = coordinate_mode == "tf_crop_and_resize"
-    plan = _plan(
+    prepared = _prepare(
         X.shape,
-        _optional_input("roi", roi) if cropping else None,
-        _optional_input("scales", scales),
-        _optional_input("sizes", sizes),
-        _normalize_axes(axes, X.ndim),
-        policy,
-        cropping,
+        X.dtype,
+        roi,
+        scales,
+        sizes,
+        antialias,
+        axes,
+        coordinate_transformation_mode,
+        cubic_coeff_a,
+        exclude_outside,
+        extrapolation_value,
+        keep_aspect_ratio_policy,
+        mode,
+        nearest_mode,
     )
-    out_shape = list(X.shape)
-    for ax in plan:
-        out_shape[ax.axis] = ax.out_len
-    if math.prod(out_shape) == 0:
-        return np.empty(out_shape, dtype=dtype)
-    for ax in plan:
-        if ax.in_len == 0:
-            raise KernelError(f"axis {ax.axis} has length 0 and cannot be resized to {ax.out_len}")
+    return _execute(prepared, X)
 
-    gathers: dict[int, np.ndarray] = {}
-    filters: list[tuple[int, np.ndarray, np.ndarray]] = []
-    outside: dict[int, np.ndarray] = {}
-    for ax in plan:
-        x = _source_coordinates(ax, coordinate_mode)
-        if cropping:
-            mask = (x < 0) | (x > ax.in_len - 1)
-            if mask.any():
-                outside[ax.axis] = mask
-        if mode == "nearest":
-            gathers[ax.axis] = _nearest_indices(x, nearest_mode, ax.in_len)
-            continue
-        positions, indices, weights = _filter_table(x, ax, mode, a, use_antialias, exclude)
-        single = _single_tap(positions, indices, weights)
-        if single is not None:
-            gathers[ax.axis] = single
-        else:
-            filters.append((ax.axis, indices, weights))
 
-    fill = _extrapolation_scalar(extrapolation, dtype) if outside else None
-
-    if not filters:
-        y = _gather(X, gathers)
-    else:
-        # Gathers that shrink go first, the ones that grow last; filter passes in between, the axis
-        # that shrinks most first.
-        shrink = {ax: t for ax, t in gathers.items() if t.size <= X.shape[ax]}
-        grow = {ax: t for ax, t in gathers.items() if ax not in shrink}
-        y = X
-        for ax, idx in sorted(shrink.items(), key=lambda item: item[1].size / X.shape[item[0]]):
-            y = _take(y, ax, idx)
-        compute = _compute_dtype(dtype)
-        y = _real_view(y)
-        finite = _all_finite(y)
-        filters.sort(key=lambda f: (f[1].shape[0] / y.shape[f[0]], -f[0]))
-        if finite and y.dtype == np.float64 and y.size and max(-y.min(), y.max()) > 1e300:
-            # float64 arithmetic could overflow between passes: run them one by one, checking
-            for ax, indices, weights in filters[:-1]:
-                y = _filter(y, [(ax, indices, weights)], compute, compute, None, finite)
-                finite = _all_finite(y)
-            filters = filters[-1:]
-        y = _filter(y, filters, compute, _real_dtype(dtype), _finisher(dtype), finite)
-        y = _complex_view(y, dtype)
-        y = _gather(y, grow) if grow else np.ascontiguousarray(y)
-
-    for ax, mask in outside.items():
-        sl: list[Any] = [slice(None)] * y.ndim
-        sl[ax] = mask
-        y[tuple(sl)] = fill
-    return y
+resize.bind = _bind  # type: ignore[attr-defined]

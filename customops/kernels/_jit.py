@@ -1,0 +1,324 @@
+"""Compiled inner loops (numba) for the hot paths of the kernels, with a numpy fallback.
+
+The functions below are plain Python; :func:`get` compiles one with ``numba.njit`` on first use, with an
+on-disk cache (``cache=True``: ``__pycache__`` beside this file when it is writable, else numba's
+user-wide cache directory; where neither is writable the function is compiled in memory on every process
+start). Callers pass every output buffer; the only allocations here are scratch rows, bounded by the
+caller (a few hundred KiB), which ``tracemalloc`` does not see.
+
+Arithmetic: interpolation accumulates in float64, tap by tap in table order, and rounds once when it
+stores a float32 result; no ``fastmath`` (no reassociation, no FMA contraction), so results do not
+depend on vector width. Col2Im sums in the element type in increasing kernel-offset order.
+
+Threads: the loops are serial. The kernels run inside ONNX Runtime's ``Compute`` with the GIL held; on
+the 2-core machines we measured, a parallel numba region competed with ORT's own intra-op threads and
+gained nothing (docs/performance.md).
+
+``CUSTOMOPS_JIT=0`` in the environment disables the compiled paths (the numpy implementations run).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+_lock = threading.Lock()
+_compiled: dict[str, Callable[..., Any]] = {}
+_state: dict[str, Any] = {"checked": False, "numba": None, "error": None, "cache": None}
+
+
+def _numba() -> Any:
+    """The numba module, or None when it is missing, broken, or disabled by CUSTOMOPS_JIT=0."""
+    if _state["checked"]:
+        return _state["numba"]
+    with _lock:
+        if not _state["checked"]:
+            if os.environ.get("CUSTOMOPS_JIT", "1").strip().lower() in ("0", "false", "no", "off"):
+                _state["error"] = "disabled by CUSTOMOPS_JIT=0"
+            else:
+                try:
+                    import numba
+
+                    _state["numba"] = numba
+                except Exception as exc:  # ImportError, or a numba that rejects this numpy
+                    _state["error"] = f"numba unavailable: {type(exc).__name__}: {exc}"
+            _state["checked"] = True
+    return _state["numba"]
+
+
+def enabled() -> bool:
+    """Whether the compiled paths are used."""
+    return _numba() is not None
+
+
+def get(name: str) -> Callable[..., Any] | None:
+    """The compiled version of the function ``name`` of this module, or None without numba."""
+    fn = _compiled.get(name)
+    if fn is not None:
+        return fn
+    numba = _numba()
+    if numba is None:
+        return None
+    with _lock:
+        if not _state.get("helpers"):
+            _state["helpers"] = True
+            # helpers called from compiled code must be compiled functions themselves
+            for helper in _HELPERS:
+                globals()[helper] = _njit(numba, globals()[helper])
+        fn = _compiled.get(name)
+        if fn is None:
+            fn = _njit(numba, globals()[name])
+            _compiled[name] = fn
+    return fn
+
+
+def _njit(numba: Any, py_func: Callable[..., Any]) -> Callable[..., Any]:
+    try:
+        fn = numba.njit(cache=True, boundscheck=False)(py_func)
+        _state["cache"] = _state["cache"] or "on disk"
+    except RuntimeError:  # "cannot cache function ...: no locator available" (read-only directories)
+        fn = numba.njit(cache=False, boundscheck=False)(py_func)
+        _state["cache"] = "in memory only (no writable cache directory)"
+    return fn
+
+
+def describe() -> dict[str, Any]:
+    """For reports: whether the compiled paths are on, with which numba."""
+    numba = _numba()
+    if numba is None:
+        return {"jit": f"numpy only ({_state['error']})", "numba": None}
+    return {"jit": f"numba {numba.__version__}", "numba": numba.__version__, "jit_cache": _state["cache"]}
+
+
+_HELPERS = ("_row_finite", "_h_row", "_v_row", "_store", "_split")
+
+# ---------------------------------------------------------------------------------------------
+# Resize: separable filter passes. Tables per axis: full (L, T) indices and weights (zero weights
+# included, fixed tap count), and compacted ones (the nonzero taps first, in table order, with their
+# count): taps with weight 0 must not touch a non-finite input, so rows that hold inf or NaN take the
+# compacted loop; finite rows take the fixed-count loop (adding 0 * x changes nothing there).
+
+
+def _row_finite(row: Any) -> bool:
+    bad = False
+    for v in row:
+        bad |= not math.isfinite(v)
+    return not bad
+
+
+def _h_row(src: Any, dst: Any, idx: Any, w: Any, idx_c: Any, w_c: Any, n_c: Any, finite: bool) -> None:
+    """dst[j] = sum_t w[t, j] * src[idx[t, j]] in float64, for one row (tables are (taps, L))."""
+    taps, length = idx.shape
+    if finite:
+        # tap by tap over the whole row: independent sums, in the same order for every output
+        i0 = idx[0]
+        w0 = w[0]
+        for j in range(length):
+            dst[j] = w0[j] * np.float64(src[i0[j]])
+        for t in range(1, taps):
+            it = idx[t]
+            wt = w[t]
+            for j in range(length):
+                dst[j] += wt[j] * np.float64(src[it[j]])
+        return
+    for j in range(length):
+        n = n_c[j]
+        acc = 0.0
+        if n:
+            acc = w_c[0, j] * np.float64(src[idx_c[0, j]])
+            for t in range(1, n):
+                acc += w_c[t, j] * np.float64(src[idx_c[t, j]])
+        dst[j] = acc
+
+
+def _v_row(
+    rows: Any, lo: int, o: int, dst: Any, idx: Any, w: Any, idx_c: Any, w_c: Any, n_c: Any, finite: Any
+) -> None:
+    """dst[:] = sum_t w[t, o] * rows[idx[t, o] - lo, :] in float64 (dst is float64), one output row."""
+    taps = idx.shape[0]
+    ok = True
+    for t in range(taps):
+        ok &= finite[idx[t, o] - lo]
+    width = dst.shape[0]
+    if ok:
+        n = taps
+        ti = idx
+        tw = w
+    else:
+        n = n_c[o]
+        ti = idx_c
+        tw = w_c
+    if n == 0:
+        for j in range(width):
+            dst[j] = 0.0
+        return
+    r = rows[ti[0, o] - lo]
+    c = tw[0, o]
+    for j in range(width):
+        dst[j] = c * np.float64(r[j])
+    for t in range(1, n):
+        r = rows[ti[t, o] - lo]
+        c = tw[t, o]
+        for j in range(width):
+            dst[j] += c * np.float64(r[j])
+
+
+def _store(src: Any, dst: Any) -> None:
+    for j in range(src.shape[0]):
+        dst[j] = src[j]
+
+
+def _split(ti: Any, tw: Any) -> tuple[Any, Any, Any, Any, Any]:
+    """Unpack a table pair, both (rows, L): ti = [indices (T) | compacted indices (T) | count (1)],
+    tw = [weights (T) | compacted weights (T)]."""
+    taps = tw.shape[0] // 2
+    return ti[:taps], tw[:taps], ti[taps : 2 * taps], tw[taps:], ti[2 * taps]
+
+
+def resize_last2(
+    x: Any, out: Any, tyi: Any, tyw: Any, txi: Any, txw: Any, block: int, rows: int, columns_first: bool
+) -> None:
+    """Filter the last two axes of x (P, H, W) into out (P, Ho, Wo).
+
+    Rows first: blocks of ``block`` output rows, each needing at most ``rows`` input rows filtered along
+    the last axis into a float64 scratch, then combined down the columns. Columns first: each output
+    row combines input rows into a float64 row, then filters it along the last axis.
+    """
+    iy, wy, iy_c, wy_c, ny_c = _split(tyi, tyw)
+    ix, wx, ix_c, wx_c, nx_c = _split(txi, txw)
+    planes, height, width = x.shape
+    out_h = out.shape[1]
+    out_w = out.shape[2]
+    line = np.empty(out_w)
+    if columns_first:
+        column = np.empty(width)
+        finite = np.empty(height, dtype=np.bool_)
+        for p in range(planes):
+            for r in range(height):
+                finite[r] = _row_finite(x[p, r])
+            for o in range(out_h):
+                _v_row(x[p], 0, o, column, iy, wy, iy_c, wy_c, ny_c, finite)
+                _h_row(column, line, ix, wx, ix_c, wx_c, nx_c, _row_finite(column))
+                _store(line, out[p, o])
+        return
+    scratch = np.empty((rows, out_w))
+    finite = np.empty(rows, dtype=np.bool_)
+    taps = iy.shape[0]
+    for p in range(planes):
+        for o0 in range(0, out_h, block):
+            o1 = min(o0 + block, out_h)
+            lo = height
+            hi = 0
+            for o in range(o0, o1):
+                for t in range(taps):
+                    r = iy[t, o]
+                    lo = min(lo, r)
+                    hi = max(hi, r + 1)
+            for r in range(lo, hi):
+                src = x[p, r]
+                ok = _row_finite(src)
+                dst = scratch[r - lo]
+                _h_row(src, dst, ix, wx, ix_c, wx_c, nx_c, ok)
+                finite[r - lo] = _row_finite(dst) if ok else False
+            for o in range(o0, o1):
+                _v_row(scratch, lo, o, line, iy, wy, iy_c, wy_c, ny_c, finite)
+                _store(line, out[p, o])
+
+
+def resize_rows(x: Any, out: Any, txi: Any, txw: Any) -> None:
+    """Filter the last axis: x (R, W) into out (R, Wo)."""
+    ix, wx, ix_c, wx_c, nx_c = _split(txi, txw)
+    line = np.empty(out.shape[1])
+    for r in range(x.shape[0]):
+        src = x[r]
+        _h_row(src, line, ix, wx, ix_c, wx_c, nx_c, _row_finite(src))
+        _store(line, out[r])
+
+
+def resize_middle(x: Any, out: Any, tyi: Any, tyw: Any) -> None:
+    """Filter the middle axis: x (P, H, Q) into out (P, Ho, Q)."""
+    iy, wy, iy_c, wy_c, ny_c = _split(tyi, tyw)
+    line = np.empty(x.shape[2])
+    finite = np.empty(x.shape[1], dtype=np.bool_)
+    for p in range(x.shape[0]):
+        rows = x[p]
+        for r in range(rows.shape[0]):
+            finite[r] = _row_finite(rows[r])
+        for o in range(out.shape[1]):
+            _v_row(rows, 0, o, line, iy, wy, iy_c, wy_c, ny_c, finite)
+            _store(line, out[p, o])
+
+
+# ---------------------------------------------------------------------------------------------
+# Nearest: a gather of the last two axes. Consecutive output rows that read the same input row are
+# copies of the previous output row.
+
+
+def gather_last2(x: Any, out: Any, iy: Any, ix: Any) -> None:
+    planes = x.shape[0]
+    out_h = out.shape[1]
+    out_w = out.shape[2]
+    for p in range(planes):
+        for o in range(out_h):
+            dst = out[p, o]
+            if o > 0 and iy[o] == iy[o - 1]:
+                prev = out[p, o - 1]
+                for j in range(out_w):
+                    dst[j] = prev[j]
+            else:
+                src = x[p, iy[o]]
+                for j in range(out_w):
+                    dst[j] = src[ix[j]]
+
+
+def gather_last(x: Any, out: Any, ix: Any) -> None:
+    """out[r, j] = x[r, ix[j]] for x (R, W)."""
+    for r in range(x.shape[0]):
+        src = x[r]
+        dst = out[r]
+        for j in range(ix.shape[0]):
+            dst[j] = src[ix[j]]
+
+
+# ---------------------------------------------------------------------------------------------
+# Col2Im, 2-D images: per channel, one accumulation per kernel offset in increasing order, so every
+# pixel sums its blocks in that order, rounding to the element type after each add (as numpy's +=).
+
+
+def col2im_2d(
+    cols: Any,
+    out: Any,
+    block_h: int,
+    block_w: int,
+    dil_h: int,
+    dil_w: int,
+    pad_h: int,
+    pad_w: int,
+    stride_h: int,
+    stride_w: int,
+    nb_h: int,
+    nb_w: int,
+) -> None:
+    """cols (N, C, block_h * block_w, nb_h * nb_w) into out (N, C, H, W), which holds zeros."""
+    n, channels, height, width = out.shape
+    for b in range(n):
+        for c in range(channels):
+            img = out[b, c]
+            for ky in range(block_h):
+                for kx in range(block_w):
+                    src = cols[b, c, ky * block_w + kx]
+                    for by in range(nb_h):
+                        y = by * stride_h + ky * dil_h - pad_h
+                        if y < 0 or y >= height:
+                            continue
+                        row = img[y]
+                        base = by * nb_w
+                        for bx in range(nb_w):
+                            xx = bx * stride_w + kx * dil_w - pad_w
+                            if 0 <= xx < width:
+                                row[xx] += src[base + bx]
