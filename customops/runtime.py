@@ -18,6 +18,7 @@ What happens when one of our kernels fails:
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import sys
@@ -73,7 +74,12 @@ class _Binding:
     elem_type: str
     out_dtype: np.dtype
     kernel: Callable[..., Any]
-    attr_cache: dict[tuple[tuple[str, str], ...], tuple[dict[str, Any], str]] = field(default_factory=dict)
+    attr_cache: dict[tuple[tuple[str, str], ...], tuple[dict[str, Any], str, Callable[..., Any]]] = field(
+        default_factory=dict
+    )
+    """Raw attributes (in the order onnxruntime-extensions passes them) -> (kwargs, label, the kernel
+    with those attributes bound: ``kernel.bind(**kwargs)`` where the kernel offers one, which keeps its
+    tables per input shape, else a partial)."""
 
 
 _BINDINGS: dict[int, _Binding] = {}
@@ -120,18 +126,30 @@ def _declare() -> None:
         _declared = True
 
 
-def _decode_attributes(binding: _Binding, raw: dict[str, str]) -> tuple[dict[str, Any], str]:
-    key = tuple(sorted(raw.items()))
+def _decode_attributes(
+    binding: _Binding, raw: dict[str, str]
+) -> tuple[dict[str, Any], str, Callable[..., Any]]:
+    # onnxruntime-extensions builds the dict from a sorted map: its order is stable, no sort needed
+    key = tuple(raw.items())
     hit = binding.attr_cache.get(key)
     if hit is not None:
         return hit
     kwargs = {name: attr_codec.decode(kind, raw[name]) for name, kind in binding.op.attributes}
     label = f"{raw.get('customops_origin') or binding.op.name} node {raw.get('customops_node', '')!r}"
-    binding.attr_cache[key] = (kwargs, label)
-    return kwargs, label
+    bind = getattr(binding.kernel, "bind", None)
+    call = bind(**kwargs) if bind is not None else functools.partial(binding.kernel, **kwargs)
+    binding.attr_cache[key] = (kwargs, label, call)
+    return kwargs, label, call
 
 
 def _as_output(binding: _Binding, value: Any) -> tuple[tuple[int, ...], Any]:
+    if (
+        type(value) is np.ndarray
+        and value.dtype is binding.out_dtype
+        and value.flags.c_contiguous
+        and binding.elem_type != "string"
+    ):
+        return value.shape, value  # the common case, checked cheaply; the general rules follow
     arr = np.asarray(value)
     if binding.elem_type == "string":
         if arr.dtype != object and arr.dtype.kind not in "US":
@@ -155,8 +173,8 @@ def _invoke(k_id: int, feed: Sequence[Any], raw_attrs: dict[str, str]) -> tuple[
         return _STOCK_HOOK(k_id, feed, raw_attrs)
     label = binding.op.name
     try:
-        kwargs, label = _decode_attributes(binding, raw_attrs)
-        result = binding.kernel(*feed, **kwargs)
+        _, label, call = _decode_attributes(binding, raw_attrs)
+        result = call(*feed)
         shape, data = _as_output(binding, result)
         return (k_id, shape, data)
     except BaseException as exc:
