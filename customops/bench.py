@@ -1,0 +1,606 @@
+"""``customops bench``: our kernels against ONNX Runtime's built-in ones on a fixed suite of workloads.
+
+Each workload is a one-node model. The built-in side runs the standard model in a plain
+``onnxruntime.InferenceSession``; the custom side runs ``customops.rewrite`` of it in
+``customops.InferenceSession``. Both are timed alternately in one process (warm-up first, then the
+median of repeats), so that their ratio holds on a noisy machine. The stock invocation path of
+onnxruntime-extensions (outputs handed back through ``tolist()``) is timed on the same kernel for
+comparison, and so is our invocation hook alone (a 1M-float identity). stdout carries the table, stderr
+the progress; ``--json`` writes everything machine-readable.
+
+This module is cheap to import: onnx, onnxruntime and numpy are imported by the command itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from customops.errors import CustomOpsError
+
+# Per-call overhead target, for the summary line (docs/performance.md).
+OVERHEAD_TARGET_US = 20.0
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One benchmark case: a one-node standard model and its input, at full or --quick size."""
+
+    name: str
+    op: str
+    build: Callable[[bool], tuple[Any, dict[str, Any], str]]
+    """quick -> (model, feed, shape text)."""
+    small: bool = False
+    """A tiny tensor: the case measures per-call overhead."""
+
+
+@dataclass
+class Result:
+    name: str
+    op: str
+    shape: str
+    small: bool
+    builtin_ms: float
+    custom_ms: float
+    ratio: float
+    stock_ms: float | None
+    first_call_ms: float
+    peak_over_output: float | None
+    output_mb: float
+    max_abs_diff: float | None
+    samples: int
+    inner: int
+    builtin_samples_ms: list[float] = field(default_factory=list)
+    custom_samples_ms: list[float] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------------------------
+# The suite
+
+
+def _model(node: Any, inputs: list[tuple[str, Any]], inits: dict[str, Any], opset: int) -> Any:
+    from onnx import helper, numpy_helper
+
+    def elem(a: Any) -> int:
+        return helper.np_dtype_to_tensor_dtype(a.dtype)
+
+    graph = helper.make_graph(
+        [node],
+        "bench",
+        [helper.make_tensor_value_info(name, elem(a), list(a.shape)) for name, a in inputs],
+        [helper.make_tensor_value_info(node.output[0], elem(inputs[0][1]), None)],
+        [numpy_helper.from_array(v, k) for k, v in inits.items()],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def _image(shape: tuple[int, ...], seed: int = 0) -> Any:
+    import numpy as np
+
+    return np.random.default_rng(seed).standard_normal(shape, dtype=np.float32)
+
+
+def _resize(
+    mode: str, full: tuple[int, ...], quick_shape: tuple[int, ...], factor: float, **attrs: Any
+) -> Callable[[bool], tuple[Any, dict[str, Any], str]]:
+    def build(quick: bool) -> tuple[Any, dict[str, Any], str]:
+        import numpy as np
+        from onnx import helper
+
+        shape = quick_shape if quick else full
+        x = _image(shape)
+        scales = np.array([1, 1, factor, factor], np.float32)
+        node = helper.make_node("Resize", ["x", "", "scales"], ["y"], mode=mode, **attrs)
+        out = [*shape[:2], *(math.floor(s * factor) for s in shape[2:])]
+        text = "x".join(map(str, shape)) + " -> " + "x".join(map(str, out))
+        return _model(node, [("x", x)], {"scales": scales}, 19), {"x": x}, text
+
+    return build
+
+
+def _pad(
+    mode: str, full: tuple[int, ...], quick_shape: tuple[int, ...], width: int
+) -> Callable[[bool], tuple[Any, dict[str, Any], str]]:
+    def build(quick: bool) -> tuple[Any, dict[str, Any], str]:
+        import numpy as np
+        from onnx import helper
+
+        shape = quick_shape if quick else full
+        x = _image(shape)
+        pads = np.array([0, 0, width, width, 0, 0, width, width], np.int64)
+        node = helper.make_node("Pad", ["x", "pads"], ["y"], mode=mode)
+        text = "x".join(map(str, shape)) + f" pad {width}"
+        return _model(node, [("x", x)], {"pads": pads}, 19), {"x": x}, text
+
+    return build
+
+
+def _col2im(
+    channels: int, image: int, quick_image: int, block: int
+) -> Callable[[bool], tuple[Any, dict[str, Any], str]]:
+    def build(quick: bool) -> tuple[Any, dict[str, Any], str]:
+        import numpy as np
+        from onnx import helper
+
+        size = quick_image if quick else image
+        pad = block // 2
+        x = _image((1, channels * block * block, size * size))
+        node = helper.make_node(
+            "Col2Im", ["x", "image_shape", "block_shape"], ["y"], pads=[pad] * 4, strides=[1, 1]
+        )
+        inits = {
+            "image_shape": np.array([size, size], np.int64),
+            "block_shape": np.array([block, block], np.int64),
+        }
+        text = f"{channels}ch {block}x{block} blocks -> {size}x{size}"
+        return _model(node, [("x", x)], inits, 18), {"x": x}, text
+
+    return build
+
+
+def _center_crop_pad(
+    full: tuple[int, ...], quick_shape: tuple[int, ...], factor: float
+) -> Callable[[bool], tuple[Any, dict[str, Any], str]]:
+    def build(quick: bool) -> tuple[Any, dict[str, Any], str]:
+        import numpy as np
+        from onnx import helper
+
+        shape = quick_shape if quick else full
+        x = _image(shape)
+        target = [round(s * factor) for s in shape[2:]]
+        node = helper.make_node("CenterCropPad", ["x", "shape"], ["y"], axes=[2, 3])
+        text = "x".join(map(str, shape)) + " -> " + "x".join(map(str, [*shape[:2], *target]))
+        return _model(node, [("x", x)], {"shape": np.array(target, np.int64)}, 18), {"x": x}, text
+
+    return build
+
+
+def suite() -> list[Workload]:
+    """The fixed benchmark suite, in table order."""
+    img, img_q = (1, 3, 512, 512), (1, 3, 96, 96)
+    big, big_q = (1, 3, 1024, 1024), (1, 3, 128, 128)
+    feat, feat_q = (1, 64, 256, 256), (1, 8, 48, 48)
+    tiny = (1, 3, 8, 8)
+    return [
+        Workload("resize-nearest-x2", "Resize", _resize("nearest", img, img_q, 2)),
+        Workload("resize-linear-x2", "Resize", _resize("linear", img, img_q, 2)),
+        Workload("resize-cubic-x2", "Resize", _resize("cubic", img, img_q, 2)),
+        Workload("resize-linear-antialias-div4", "Resize", _resize("linear", big, big_q, 0.25, antialias=1)),
+        Workload("resize-cubic-antialias-div4", "Resize", _resize("cubic", big, big_q, 0.25, antialias=1)),
+        Workload(
+            "resize-nearest-x2-asymmetric-floor",
+            "Resize",
+            _resize(
+                "nearest",
+                (1, 128, 80, 80),
+                (1, 16, 20, 20),
+                2,
+                coordinate_transformation_mode="asymmetric",
+                nearest_mode="floor",
+            ),
+        ),
+        Workload("pad-constant", "Pad", _pad("constant", feat, feat_q, 3)),
+        Workload("pad-reflect", "Pad", _pad("reflect", feat, feat_q, 3)),
+        Workload("pad-edge", "Pad", _pad("edge", feat, feat_q, 3)),
+        Workload("pad-wrap", "Pad", _pad("wrap", feat, feat_q, 3)),
+        Workload("col2im-16ch-3x3", "Col2Im", _col2im(16, 256, 32, 3)),
+        Workload("centercroppad-crop", "CenterCropPad", _center_crop_pad(big, big_q, 0.75)),
+        Workload("centercroppad-pad", "CenterCropPad", _center_crop_pad(big, big_q, 1.25)),
+        Workload("small-resize-nearest-x2", "Resize", _resize("nearest", tiny, tiny, 2), small=True),
+        Workload("small-resize-linear-x2", "Resize", _resize("linear", tiny, tiny, 2), small=True),
+        Workload("small-resize-cubic-x2", "Resize", _resize("cubic", tiny, tiny, 2), small=True),
+        Workload("small-pad-reflect", "Pad", _pad("reflect", tiny, tiny, 1), small=True),
+        Workload("small-col2im", "Col2Im", _col2im(2, 8, 8, 3), small=True),
+        Workload("small-centercroppad", "CenterCropPad", _center_crop_pad(tiny, tiny, 0.75), small=True),
+    ]
+
+
+def select(filter_text: str | None) -> list[Workload]:
+    """The workloads whose name contains ``filter_text`` (case-insensitive); all of them by default."""
+    workloads = suite()
+    if not filter_text:
+        return workloads
+    wanted = filter_text.lower()
+    chosen = [w for w in workloads if wanted in w.name]
+    if not chosen:
+        names = ", ".join(w.name for w in workloads)
+        raise CustomOpsError(f"--filter {filter_text!r} matches no workload; the workloads are: {names}")
+    return chosen
+
+
+# ---------------------------------------------------------------------------------------------
+# Timing
+
+
+def _time_once(run: Callable[[], Any], inner: int) -> float:
+    start = time.perf_counter()
+    for _ in range(inner):
+        run()
+    return (time.perf_counter() - start) / inner
+
+
+def _inner_count(run: Callable[[], Any], target_s: float) -> int:
+    """How many back-to-back runs make one sample of about ``target_s`` (1 for slow runs)."""
+    once = _time_once(run, 1)
+    if once >= target_s:
+        return 1
+    return max(1, min(10_000, int(target_s / max(once, 1e-7))))
+
+
+def _alternate(
+    builtin: Callable[[], Any], custom: Callable[[], Any], samples: int, target_s: float
+) -> tuple[list[float], list[float], int]:
+    """Alternate samples of both sides; returns their per-run seconds and the runs per sample."""
+    inner = min(_inner_count(builtin, target_s), _inner_count(custom, target_s))
+    times_b: list[float] = []
+    times_c: list[float] = []
+    for i in range(samples):
+        # Alternate which side goes first, so neither always runs on a cache the other warmed.
+        if i % 2:
+            times_c.append(_time_once(custom, inner))
+            times_b.append(_time_once(builtin, inner))
+        else:
+            times_b.append(_time_once(builtin, inner))
+            times_c.append(_time_once(custom, inner))
+    return times_b, times_c, inner
+
+
+class _Hooks:
+    """Swap onnxruntime-extensions' invocation hook: ours, the stock path, or ours under a probe."""
+
+    def __init__(self) -> None:
+        from onnxruntime_extensions import PyCustomOpDef
+
+        from customops import runtime
+
+        self.runtime = runtime
+        self.install = PyCustomOpDef.install_hooker
+        self.peak: list[tuple[int, int]] = []
+
+    def ours(self) -> None:
+        self.install(self.runtime._invoke)
+
+    def stock(self) -> None:
+        """The stock path of onnxruntime-extensions on our kernel: the result goes back as a list."""
+        runtime = self.runtime
+
+        def stock_path(k_id: int, feed: Any, raw: dict[str, str]) -> tuple[Any, ...]:
+            binding = runtime._BINDINGS[k_id]
+            kwargs = runtime._decode_attributes(binding, raw)[0]
+            rv = binding.kernel(*feed, **kwargs)
+            return (k_id, rv.shape, rv.flatten().tolist())
+
+        self.install(stock_path)
+
+    def probe_memory(self) -> None:
+        """Our hook, recording (peak bytes numpy allocated during the call, output bytes)."""
+        import tracemalloc
+
+        invoke = self.runtime._invoke
+
+        def probed(k_id: int, feed: Any, raw: dict[str, str]) -> tuple[Any, ...]:
+            tracemalloc.start()
+            try:
+                base = tracemalloc.get_traced_memory()[0]
+                result = invoke(k_id, feed, raw)
+                peak = tracemalloc.get_traced_memory()[1] - base
+            finally:
+                tracemalloc.stop()
+            self.peak.append((peak, getattr(result[2], "nbytes", 0)))
+            return result
+
+        self.install(probed)
+
+
+def _replace_kernels(runtime: Any, op: str, kernel: Callable[..., Any]) -> list[tuple[Any, Any]]:
+    saved = []
+    for binding in runtime._BINDINGS.values():
+        if binding.op.name == op:
+            saved.append((binding, binding.kernel))
+            binding.kernel = kernel
+            binding.attr_cache.clear()  # it holds the kernel bound to its attributes
+    return saved
+
+
+def _measure_hook(hooks: _Hooks, samples: int, elements: int) -> dict[str, Any]:
+    """Our invocation hook against the stock path on a float identity of ``elements`` values."""
+    import numpy as np
+    from onnx import helper
+
+    import customops
+
+    x = _image((1, elements))
+    node = helper.make_node("Pad", ["x", "pads"], ["y"], mode="constant")
+    model = customops.rewrite(_model(node, [("x", x)], {"pads": np.zeros(4, np.int64)}, 19))
+    session = customops.InferenceSession(model)
+    saved = _replace_kernels(hooks.runtime, "Pad", lambda data, *args, **kwargs: data)
+    try:
+        run = lambda: session.run(None, {"x": x})  # noqa: E731
+        run()
+        hook = statistics.median(_time_once(run, 1) for _ in range(max(samples, 5)))
+        hooks.stock()
+        try:
+            run()
+            stock = statistics.median(_time_once(run, 1) for _ in range(max(1, samples // 3)))
+        finally:
+            hooks.ours()
+    finally:
+        for binding, kernel in saved:
+            binding.kernel = kernel
+            binding.attr_cache.clear()
+    return {
+        "elements": elements,
+        "hook_ms": hook * 1e3,
+        "stock_ms": stock * 1e3,
+        "speedup": stock / hook,
+    }
+
+
+def _run_workload(w: Workload, quick: bool, samples: int, hooks: _Hooks) -> Result:
+    import numpy as np
+    import onnxruntime as ort
+
+    import customops
+
+    model, feed, shape_text = w.build(quick)
+    builtin_session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    custom_session = customops.InferenceSession(customops.rewrite(model))
+
+    start = time.perf_counter()
+    custom_out = custom_session.run(None, feed)[0]
+    first_call = time.perf_counter() - start
+    builtin_out = builtin_session.run(None, feed)[0]
+    diff = None
+    if builtin_out.shape == custom_out.shape and builtin_out.size:
+        diff = float(np.max(np.abs(builtin_out.astype(np.float64) - custom_out.astype(np.float64))))
+
+    def run_builtin() -> None:
+        builtin_session.run(None, feed)
+
+    def run_custom() -> None:
+        custom_session.run(None, feed)
+
+    for _ in range(2):
+        run_builtin()
+        run_custom()
+    target = 0.02 if w.small else 0.002
+    times_b, times_c, inner = _alternate(run_builtin, run_custom, samples, target)
+    builtin_ms = statistics.median(times_b) * 1e3
+    custom_ms = statistics.median(times_c) * 1e3
+
+    hooks.stock()
+    try:
+        stock_samples = [_time_once(run_custom, inner) for _ in range(max(1, samples // 5))]
+    finally:
+        hooks.ours()
+    stock_ms = statistics.median(stock_samples) * 1e3
+
+    hooks.peak.clear()
+    hooks.probe_memory()
+    try:
+        run_custom()
+    finally:
+        hooks.ours()
+    peak_ratio = None
+    if hooks.peak and hooks.peak[-1][1]:
+        peak_ratio = hooks.peak[-1][0] / hooks.peak[-1][1]
+    return Result(
+        name=w.name,
+        op=w.op,
+        shape=shape_text,
+        small=w.small,
+        builtin_ms=builtin_ms,
+        custom_ms=custom_ms,
+        ratio=custom_ms / builtin_ms,
+        stock_ms=stock_ms,
+        first_call_ms=first_call * 1e3,
+        peak_over_output=peak_ratio,
+        output_mb=custom_out.nbytes / 2**20,
+        max_abs_diff=diff,
+        samples=samples,
+        inner=inner,
+        builtin_samples_ms=[t * 1e3 for t in times_b],
+        custom_samples_ms=[t * 1e3 for t in times_c],
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Report
+
+
+def machine() -> dict[str, Any]:
+    """What the numbers were measured on."""
+    import numpy as np
+    import onnxruntime as ort
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    info: dict[str, Any] = {
+        "nproc": os.cpu_count(),
+        "cpu": cpu,
+        "python": platform.python_version(),
+        "onnxruntime": ort.__version__,
+        "numpy": np.__version__,
+    }
+    try:
+        import onnxruntime_extensions
+
+        info["onnxruntime_extensions"] = onnxruntime_extensions.__version__
+    except ImportError:  # pragma: no cover
+        pass
+    from customops.kernels import _jit
+
+    info.update(_jit.describe())
+    return info
+
+
+def summarize(results: list[Result]) -> dict[str, Any]:
+    """Geometric mean and worst of custom/built-in, and the per-call overhead on tiny tensors."""
+    if not results:
+        return {}
+    ratios = [r.ratio for r in results]
+    worst = max(results, key=lambda r: r.ratio)
+    small = [r for r in results if r.small]
+    summary: dict[str, Any] = {
+        "geomean_ratio": math.exp(sum(math.log(x) for x in ratios) / len(ratios)),
+        "worst_ratio": worst.ratio,
+        "worst": worst.name,
+        "workloads": len(results),
+    }
+    if small:
+        over = max(small, key=lambda r: r.custom_ms - r.builtin_ms)
+        summary["max_overhead_us"] = (over.custom_ms - over.builtin_ms) * 1e3
+        summary["max_overhead_workload"] = over.name
+    peaks = [r.peak_over_output for r in results if r.op == "Resize" and r.peak_over_output is not None]
+    if peaks:
+        summary["resize_peak_over_output"] = max(peaks)
+    return summary
+
+
+def _fmt(value: float | None, digits: int = 2) -> str:
+    if value is None:
+        return "-"
+    if value >= 100:
+        return f"{value:.0f}"
+    if value >= 10:
+        return f"{value:.1f}"
+    return f"{value:.{digits}f}"
+
+
+def table(results: list[Result]) -> str:
+    """The results as a Markdown table."""
+    lines = [
+        "| workload | shape | built-in ms | custom ms | custom/built-in | stock path ms | peak mem / output |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        small = r.small
+        digits = 4 if small else 2
+        lines.append(
+            f"| {r.name} | {r.shape} | {_fmt(r.builtin_ms, digits)} | {_fmt(r.custom_ms, digits)} | "
+            f"{r.ratio:.2f} | {_fmt(r.stock_ms, digits)} | "
+            f"{'-' if r.peak_over_output is None else f'{r.peak_over_output:.2f}'} |"
+        )
+    return "\n".join(lines)
+
+
+def summary_lines(summary: dict[str, Any], hook: dict[str, Any] | None) -> list[str]:
+    lines = []
+    if summary:
+        lines.append(
+            f"geometric mean custom/built-in {summary['geomean_ratio']:.2f} over {summary['workloads']} "
+            f"workloads; worst {summary['worst_ratio']:.2f} ({summary['worst']})"
+        )
+        if "max_overhead_us" in summary:
+            lines.append(
+                f"per-call overhead on tiny tensors: at most {summary['max_overhead_us']:+.1f} us against the "
+                f"built-in node ({summary['max_overhead_workload']}; target {OVERHEAD_TARGET_US:.0f} us)"
+            )
+        if "resize_peak_over_output" in summary:
+            lines.append(
+                f"peak memory of a custom Resize: at most {summary['resize_peak_over_output']:.2f}x its output"
+            )
+    if hook:
+        lines.append(
+            f"invocation hook, {hook['elements']:,}-float identity: {hook['hook_ms']:.2f} ms, stock path "
+            f"{hook['stock_ms']:.1f} ms ({hook['speedup']:.0f}x faster)"
+        )
+    return lines
+
+
+# ---------------------------------------------------------------------------------------------
+# Command
+
+
+def _check_json_path(path: str | None) -> None:
+    if path is None:
+        return
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise CustomOpsError(f"--json {path!r}: directory {parent!r} does not exist")
+    if os.path.isdir(path):
+        raise CustomOpsError(f"--json {path!r} is a directory")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the benchmark; 0 when it ran (the targets are reported, not enforced)."""
+    workloads = select(args.filter)
+    _check_json_path(args.json)
+    if args.repeat is not None and args.repeat < 1:
+        raise CustomOpsError(f"--repeat {args.repeat} must be at least 1")
+    samples = args.repeat or (3 if args.quick else 15)
+
+    import json
+
+    hooks = _Hooks()
+    results: list[Result] = []
+    for i, w in enumerate(workloads, 1):
+        print(f"bench [{i}/{len(workloads)}] {w.name} ...", file=sys.stderr, flush=True)
+        results.append(_run_workload(w, args.quick, samples, hooks))
+        r = results[-1]
+        print(
+            f"bench [{i}/{len(workloads)}] {w.name}: built-in {r.builtin_ms:.3f} ms, custom "
+            f"{r.custom_ms:.3f} ms ({r.ratio:.2f}x)",
+            file=sys.stderr,
+            flush=True,
+        )
+    hook = None
+    if not args.filter:
+        print("bench: invocation hook against the stock path ...", file=sys.stderr, flush=True)
+        hook = _measure_hook(hooks, samples, 1_000 if args.quick else 1_000_000)
+    summary = summarize(results)
+    info = machine()
+    print(
+        f"machine: {info['nproc']} cores ({info['cpu']}); onnxruntime {info['onnxruntime']}, "
+        f"onnxruntime-extensions {info.get('onnxruntime_extensions', '?')}, numpy {info['numpy']}, "
+        f"{info['jit']}; {'quick' if args.quick else 'full'} run, median of {samples}"
+    )
+    print()
+    print(table(results))
+    print()
+    for line in summary_lines(summary, hook):
+        print(line)
+    if args.json:
+        payload = {
+            "machine": info,
+            "settings": {"quick": bool(args.quick), "samples": samples, "filter": args.filter},
+            "results": [r.__dict__ for r in results],
+            "summary": summary,
+            "hook": hook,
+        }
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(payload, f, indent=1)
+            f.write("\n")
+    return 0
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register ``customops bench``."""
+    p = subparsers.add_parser(
+        "bench",
+        help="time our kernels against ORT's built-in ones on a fixed suite of workloads",
+        description=(
+            "Time each workload as a one-node model, built-in and rewritten, alternately in one process. "
+            "stdout: a Markdown table and a summary; stderr: progress."
+        ),
+    )
+    p.add_argument("--json", metavar="PATH", help="also write every number, machine-readable, to PATH")
+    p.add_argument("--quick", action="store_true", help="smaller sizes and fewer repeats: a smoke run")
+    p.add_argument("--filter", metavar="TEXT", help="only the workloads whose name contains TEXT")
+    p.add_argument("--repeat", type=int, metavar="N", help="samples per workload (default 15, --quick 3)")
+    p.set_defaults(func=run)
