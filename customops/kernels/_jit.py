@@ -98,7 +98,8 @@ def describe() -> dict[str, Any]:
 _HELPERS = ("_row_finite", "_h_row", "_v_row", "_store", "_split")
 
 # ---------------------------------------------------------------------------------------------
-# Resize: separable filter passes. Tables per axis: full (L, T) indices and weights (zero weights
+# Resize: separable filter passes. Index tables are unsigned (np.uintp): numba then indexes without
+# the negative-index wrap-around check, which otherwise keeps the gathers from running fast. Tables per axis: full (L, T) indices and weights (zero weights
 # included, fixed tap count), and compacted ones (the nonzero taps first, in table order, with their
 # count): taps with weight 0 must not touch a non-finite input, so rows that hold inf or NaN take the
 # compacted loop; finite rows take the fixed-count loop (adding 0 * x changes nothing there).
@@ -143,7 +144,7 @@ def _v_row(
     taps = idx.shape[0]
     ok = True
     for t in range(taps):
-        ok &= finite[idx[t, o] - lo]
+        ok &= finite[np.intp(idx[t, o]) - lo]
     width = dst.shape[0]
     if ok:
         n = taps
@@ -157,12 +158,12 @@ def _v_row(
         for j in range(width):
             dst[j] = 0.0
         return
-    r = rows[ti[0, o] - lo]
+    r = rows[np.intp(ti[0, o]) - lo]
     c = tw[0, o]
     for j in range(width):
         dst[j] = c * np.float64(r[j])
     for t in range(1, n):
-        r = rows[ti[t, o] - lo]
+        r = rows[np.intp(ti[t, o]) - lo]
         c = tw[t, o]
         for j in range(width):
             dst[j] += c * np.float64(r[j])
@@ -216,7 +217,7 @@ def resize_last2(
             hi = 0
             for o in range(o0, o1):
                 for t in range(taps):
-                    r = iy[t, o]
+                    r = np.intp(iy[t, o])
                     lo = min(lo, r)
                     hi = max(hi, r + 1)
             for r in range(lo, hi):
@@ -266,7 +267,7 @@ def gather_last2(x: Any, out: Any, iy: Any, ix: Any) -> None:
     for p in range(planes):
         for o in range(out_h):
             dst = out[p, o]
-            if o > 0 and iy[o] == iy[o - 1]:
+            if o > 0 and iy[o] == iy[o - 1]:  # tables are unsigned: no negative-index wrap checks
                 prev = out[p, o - 1]
                 for j in range(out_w):
                     dst[j] = prev[j]
@@ -290,35 +291,36 @@ def gather_last(x: Any, out: Any, ix: Any) -> None:
 # pixel sums its blocks in that order, rounding to the element type after each add (as numpy's +=).
 
 
-def col2im_2d(
-    cols: Any,
-    out: Any,
-    block_h: int,
-    block_w: int,
-    dil_h: int,
-    dil_w: int,
-    pad_h: int,
-    pad_w: int,
-    stride_h: int,
-    stride_w: int,
-    nb_h: int,
-    nb_w: int,
-) -> None:
-    """cols (N, C, block_h * block_w, nb_h * nb_w) into out (N, C, H, W), which holds zeros."""
+def col2im_2d(cols: Any, out: Any, geometry: Any) -> None:
+    """cols (N, C, kh * kw, nb_h * nb_w) into out (N, C, H, W), which holds zeros. ``geometry`` holds
+    (kh, kw, dilation_h, dilation_w, pad_h, pad_w, stride_h, stride_w, nb_h, nb_w)."""
+    kh, kw, dil_h, dil_w, pad_h, pad_w, stride_h, stride_w, nb_h, nb_w = geometry
     n, channels, height, width = out.shape
     for b in range(n):
         for c in range(channels):
             img = out[b, c]
-            for ky in range(block_h):
-                for kx in range(block_w):
-                    src = cols[b, c, ky * block_w + kx]
+            for ky in range(kh):
+                y0 = ky * dil_h - pad_h
+                for kx in range(kw):
+                    src = cols[b, c, ky * kw + kx]
+                    x0 = kx * dil_w - pad_w
+                    # blocks bx whose element lands inside: 0 <= bx * stride_w + x0 < width
+                    bx_lo = max(0, (-x0 + stride_w - 1) // stride_w)
+                    bx_hi = min(nb_w, (width - 1 - x0) // stride_w + 1) if width - 1 - x0 >= 0 else 0
+                    if bx_hi <= bx_lo:
+                        continue
+                    count = bx_hi - bx_lo
                     for by in range(nb_h):
-                        y = by * stride_h + ky * dil_h - pad_h
+                        y = by * stride_h + y0
                         if y < 0 or y >= height:
                             continue
-                        row = img[y]
-                        base = by * nb_w
-                        for bx in range(nb_w):
-                            xx = bx * stride_w + kx * dil_w - pad_w
-                            if 0 <= xx < width:
-                                row[xx] += src[base + bx]
+                        part = src[by * nb_w + bx_lo : by * nb_w + bx_hi]
+                        if stride_w == 1:
+                            dst = img[y, bx_lo + x0 : bx_lo + x0 + count]
+                            for i in range(count):
+                                dst[i] += part[i]
+                        else:
+                            row = img[y]
+                            first = bx_lo * stride_w + x0
+                            for i in range(count):
+                                row[first + i * stride_w] += part[i]

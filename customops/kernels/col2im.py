@@ -5,11 +5,13 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from customops.errors import KernelError
+from customops.kernels import _jit
 
 __all__ = ["col2im"]
 
@@ -64,6 +66,18 @@ def col2im(
     C-contiguous array of the input's dtype.
     """
     x = np.asarray(input)
+    return _execute(_prepare(x, image_shape, block_shape, dilations, pads, strides), x)
+
+
+def _prepare(
+    x: np.ndarray,
+    image_shape: Any,
+    block_shape: Any,
+    dilations: Any,
+    pads: Any,
+    strides: Any,
+) -> _Prepared:
+    """Check the arguments against x's shape; raises KernelError."""
     if x.ndim != 3:
         raise KernelError(f"input must be 3-D [N, C * prod(block_shape), L], got shape {x.shape!r}")
     image = _int_list(image_shape, "image_shape")
@@ -110,25 +124,46 @@ def col2im(
             f"strides {stride!r}, dilations {dil!r}"
         )
 
-    strings = x.dtype.kind in "OUS"
-    out_shape = (n, channels, *image)
-    if strings:
-        out = np.empty(out_shape, dtype=object)
-        out[...] = ""
-    else:
-        out = np.zeros(out_shape, dtype=x.dtype)
-    if out.size == 0:
-        return out.astype(x.dtype.kind) if x.dtype.kind in "US" else out
-    cols = x.reshape(n, channels, *block, *blocks)
-    if strings:
-        cols = cols.astype(object)
+    return _Prepared(
+        x.shape,
+        x.dtype,
+        (n, channels, *image),
+        (n, channels, *block, *blocks),
+        _operations(block, blocks, image, dil, stride, begin, x.dtype.kind in "OUS"),
+        _geometry(x.dtype, block, blocks, dil, stride, begin),
+    )
 
-    # One strided slice-add per kernel offset, covering every block at once. Numbers are
-    # accumulated in increasing kernel-offset order; strings in decreasing order, which puts
-    # the contributions to one pixel in increasing block order.
+
+@dataclass(frozen=True)
+class _Prepared:
+    """A validated Col2Im of one input shape and dtype: the slice-adds, or the compiled loop's geometry."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    out_shape: tuple[int, ...]
+    cols_shape: tuple[int, ...]
+    operations: tuple[tuple[tuple[Any, ...], tuple[Any, ...]], ...]
+    geometry: np.ndarray | None
+
+
+def _operations(
+    block: list[int],
+    blocks: list[int],
+    image: list[int],
+    dil: list[int],
+    stride: list[int],
+    begin: list[int],
+    strings: bool,
+) -> tuple[tuple[tuple[Any, ...], tuple[Any, ...]], ...]:
+    """(target, source) index pairs: one strided slice-add per kernel offset, covering every block.
+
+    Numbers are accumulated in increasing kernel-offset order; strings in decreasing order, which puts
+    the contributions to one pixel in increasing block order.
+    """
     offsets = list(itertools.product(*(range(b) for b in block)))
     if strings:
         offsets.reverse()
+    operations = []
     for offset in offsets:
         dest = []
         src = []
@@ -141,13 +176,92 @@ def col2im(
             dest.append(slice(first, first + (hi - lo - 1) * stride[i] + 1, stride[i]))
             src.append(slice(lo, hi))
         else:
-            target = (slice(None), slice(None), *dest)
-            source = cols[(slice(None), slice(None), *offset, *src)]
-            if strings:
-                try:
-                    out[target] = out[target] + source
-                except TypeError as exc:
-                    raise KernelError(f"string input holds a non-string element: {exc}") from None
-            else:
-                out[target] += source
-    return out.astype(x.dtype.kind) if x.dtype.kind in "US" else out
+            operations.append(((slice(None), slice(None), *dest), (slice(None), slice(None), *offset, *src)))
+    return tuple(operations)
+
+
+_JIT_TYPES = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.int32), np.dtype(np.int64))
+
+
+def _geometry(
+    dtype: np.dtype, block: list[int], blocks: list[int], dil: list[int], stride: list[int], begin: list[int]
+) -> np.ndarray | None:
+    """The compiled loop's parameters for 2-D images of a type it handles, else None."""
+    from customops.kernels import _jit
+
+    if len(block) != 2 or dtype not in _JIT_TYPES or not _jit.enabled():
+        return None
+    return np.array(
+        [block[0], block[1], dil[0], dil[1], begin[0], begin[1], stride[0], stride[1], blocks[0], blocks[1]],
+        dtype=np.int64,
+    )
+
+
+def _execute(prepared: _Prepared, x: np.ndarray) -> np.ndarray:
+    dtype = prepared.dtype
+    strings = dtype.kind in "OUS"
+    if strings:
+        out = np.empty(prepared.out_shape, dtype=object)
+        out[...] = ""
+    else:
+        out = np.zeros(prepared.out_shape, dtype=dtype)
+    if out.size == 0:
+        return out.astype(dtype.kind) if dtype.kind in "US" else out
+    if prepared.geometry is not None:
+        n, c = prepared.out_shape[:2]
+        cols = np.ascontiguousarray(x).reshape(n, c, -1, x.shape[2])
+        _jit.get("col2im_2d")(cols, out, prepared.geometry)
+        return out
+    cols = x.reshape(prepared.cols_shape)
+    if strings:
+        cols = cols.astype(object)
+    for target, source in prepared.operations:
+        if strings:
+            try:
+                out[target] = out[target] + cols[source]
+            except TypeError as exc:
+                raise KernelError(f"string input holds a non-string element: {exc}") from None
+        else:
+            out[target] += cols[source]
+    return out.astype(dtype.kind) if dtype.kind in "US" else out
+
+
+def _key(value: Any) -> Any:
+    if value is None:
+        return None
+    if type(value) is np.ndarray and value.dtype.kind in "iu" and value.size <= 64:
+        return (value.dtype, value.shape, value.tobytes())
+    raise _Uncacheable
+
+
+class _Uncacheable(Exception):
+    pass
+
+
+def _bind(
+    dilations: Sequence[int] | None = None,
+    pads: Sequence[int] | None = None,
+    strides: Sequence[int] | None = None,
+) -> Any:
+    """``col2im`` with its attributes fixed, for repeated calls (the ONNX Runtime hook): the validated
+    geometry is kept per input shape, dtype, image_shape and block_shape. Errors are raised on every call."""
+    plans: dict[Any, _Prepared] = {}
+
+    def bound(input: Any, image_shape: Any, block_shape: Any) -> np.ndarray:
+        x = input if type(input) is np.ndarray else np.asarray(input)
+        try:
+            key = (x.shape, x.dtype, _key(image_shape), _key(block_shape))
+        except _Uncacheable:
+            return _execute(_prepare(x, image_shape, block_shape, dilations, pads, strides), x)
+        prepared = plans.get(key)
+        if prepared is None:
+            prepared = _prepare(x, image_shape, block_shape, dilations, pads, strides)
+            if len(plans) >= 64:
+                plans.clear()
+            plans[key] = prepared
+        return _execute(prepared, x)
+
+    return bound
+
+
+col2im.bind = _bind  # type: ignore[attr-defined]

@@ -800,7 +800,7 @@ def _tap_tables(indices: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, n
         [indices, np.take_along_axis(indices, order, axis=1), nonzero.sum(axis=1, keepdims=True)], axis=1
     )
     tw = np.concatenate([weights, np.take_along_axis(weights, order, axis=1)], axis=1)
-    return np.ascontiguousarray(ti.T, dtype=np.intp), np.ascontiguousarray(tw.T, dtype=np.float64)
+    return np.ascontiguousarray(ti.T, dtype=np.uintp), np.ascontiguousarray(tw.T, dtype=np.float64)
 
 
 def _block_rows(iy: np.ndarray, width: int) -> tuple[int, int]:
@@ -842,8 +842,8 @@ def _fast_path(prepared: _Prepared) -> Callable[[np.ndarray], np.ndarray] | None
             return None
         iy = ops[last - 1][0][:, 0] if last - 1 in ops else np.arange(shape[last - 1])
         ix = ops[last][0][:, 0] if last in ops else np.arange(shape[last])
-        iy = np.ascontiguousarray(iy, dtype=np.intp)
-        ix = np.ascontiguousarray(ix, dtype=np.intp)
+        iy = np.ascontiguousarray(iy, dtype=np.uintp)
+        ix = np.ascontiguousarray(ix, dtype=np.uintp)
         kernel = _jit.get("gather_last2")
         in3 = (math.prod(shape[:-2]), shape[-2], shape[-1])
         out3 = (in3[0], out_shape[-2], out_shape[-1])
