@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from customops.errors import KernelError
-from customops.kernels.pad import _int_list, _normalize_axes, pad
+from customops.kernels.pad import (
+    _execute,
+    _input_key,
+    _int_list,
+    _normalize_axes,
+    _prepare,
+    _Uncacheable,
+    pad,
+)
 
 __all__ = ["center_crop_pad"]
 
@@ -27,7 +36,13 @@ def center_crop_pad(
     of the input's dtype.
     """
     data = np.asarray(input_data)
-    rank = data.ndim
+    pads, axes_array = _pads(data.shape, shape, axes)
+    return pad(data, pads, None, axes_array, mode="constant")
+
+
+def _pads(data_shape: tuple[int, ...], shape: Any, axes: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The Pad arguments (pads, axes) that crop or pad ``data_shape`` to ``shape``; raises KernelError."""
+    rank = len(data_shape)
     ax = _normalize_axes(axes, rank)
     target = _int_list(shape, "shape")
     if len(target) != len(ax):
@@ -39,7 +54,7 @@ def center_crop_pad(
     for a, size in zip(ax, target, strict=True):
         if size < 0:
             raise KernelError(f"shape value {size!r} for axis {a} is negative; sizes must be >= 0")
-        diff = size - data.shape[a]
+        diff = size - data_shape[a]
         if diff >= 0:  # pad: the odd element goes to the end
             begins.append(diff // 2)
             ends.append(diff - diff // 2)
@@ -47,5 +62,30 @@ def center_crop_pad(
             excess = -diff
             begins.append(-(excess // 2))
             ends.append(-(excess - excess // 2))
-    pads = np.array(begins + ends, dtype=np.int64)
-    return pad(data, pads, None, np.array(ax, dtype=np.int64), mode="constant")
+    return np.array(begins + ends, dtype=np.int64), np.array(ax, dtype=np.int64)
+
+
+def _bind(axes: Sequence[int] | None = None) -> Any:
+    """``center_crop_pad`` with its axes fixed, for repeated calls (the ONNX Runtime hook): the copy
+    plan is kept per input shape, dtype and target shape. Errors are raised on every call."""
+    plans: dict[Any, Any] = {}
+
+    def bound(input_data: Any, shape: Any) -> np.ndarray:
+        data = input_data if type(input_data) is np.ndarray else np.asarray(input_data)
+        try:
+            key = (data.shape, data.dtype, _input_key(shape))
+        except _Uncacheable:
+            return center_crop_pad(data, shape, axes=axes)
+        prepared = plans.get(key)
+        if prepared is None:
+            pads, axes_array = _pads(data.shape, shape, axes)
+            prepared = _prepare(data.shape, data.dtype, pads, None, axes_array, "constant")
+            if len(plans) >= 64:
+                plans.clear()
+            plans[key] = prepared
+        return _execute(prepared, data)
+
+    return bound
+
+
+center_crop_pad.bind = _bind  # type: ignore[attr-defined]

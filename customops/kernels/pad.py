@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -197,15 +198,41 @@ def pad(
     whose size along each axis is its input size plus both pads. On an axis with a negative pad on
     one side and a positive one on the other, the cropped tensor is what gets padded.
     """
+    data = np.asarray(data)
+    return _execute(_prepare(data.shape, data.dtype, pads, constant_value, axes, mode), data)
+
+
+@dataclass
+class _Prepared:
+    """A validated Pad of one input shape and dtype: the copies that build the output."""
+
+    out_shape: tuple[int, ...]
+    out_dtype: np.dtype
+    fill: Any
+    only_fill: bool
+    source: tuple[slice, ...]
+    inner: tuple[slice, ...]
+    plan: list[list[tuple]]
+    split: int
+    at: list[int]
+    lo: list[int]
+    hi: list[int]
+    kept: list[int]
+    steps: list[tuple[tuple, Any]] | None
+    """Without chunks: every border fill as (destination index, source index or None for the constant)."""
+
+
+def _prepare(
+    shape: tuple[int, ...], dtype: np.dtype, pads: Any, constant_value: Any, axes: Any, mode: Any
+) -> _Prepared:
+    """Check the arguments against the input's shape and dtype; raises KernelError."""
     if isinstance(mode, bytes):
         mode = mode.decode("utf-8", "replace")
     if mode not in MODES:
         raise KernelError(f"mode {mode!r} is not one of 'constant', 'reflect', 'edge', 'wrap'")
-    data = np.asarray(data)
-    rank = data.ndim
+    rank = len(shape)
     ax = _normalize_axes(axes, rank)
     begins, ends = _per_axis_pads(pads, ax, rank)
-    shape = data.shape
     out_shape = tuple(d + b + e for d, b, e in zip(shape, begins, ends, strict=True))
     for a, size in enumerate(out_shape):
         if size < 0:
@@ -213,7 +240,7 @@ def pad(
                 f"pads {begins[a]!r} (begin) and {ends[a]!r} (end) would give axis {a} of length "
                 f"{shape[a]} a negative size {size}"
             )
-    fill = _constant_scalar(constant_value, data.dtype) if mode == "constant" else None
+    fill = _constant_scalar(constant_value, dtype) if mode == "constant" else None
 
     # Per axis: the kept source range [lo, hi) and where it lands in the output.
     lo = [max(0, -b) for b in begins]
@@ -229,39 +256,106 @@ def pad(
                     f"pads {begins[a]!r} and {ends[a]!r}); only mode 'constant' can pad an empty axis"
                 )
 
-    out_dtype = data.dtype if fill is None or data.dtype.kind not in "US" else np.result_type(data, fill)
-    out = np.empty(out_shape, dtype=out_dtype)
+    out_dtype = dtype if fill is None or dtype.kind not in "US" else np.result_type(np.empty(0, dtype), fill)
+    only_fill = mode == "constant" and any(k <= 0 for k in kept)
+    itemsize = np.dtype(out_dtype).itemsize
+    split = _split_axis(out_shape, kept, itemsize)
+    inner = tuple(slice(p, p + k) for p, k in zip(at, kept, strict=True))
+    source = tuple(slice(low, h) for low, h in zip(lo, hi, strict=True))
+    plan = _border_plan(mode, at, kept, out_shape)
+    steps = None
+    if split < 0:
+        steps = []
+        for a in range(rank):
+            head = (slice(None),) * a
+            tail = inner[a + 1 :]
+            for dest, src in plan[a]:
+                steps.append(((*head, dest, *tail), None if src is None else (*head, src, *tail)))
+    return _Prepared(
+        out_shape, out_dtype, fill, only_fill, source, inner, plan, split, at, lo, hi, kept, steps
+    )
+
+
+def _execute(prepared: _Prepared, data: np.ndarray) -> np.ndarray:
+    out = np.empty(prepared.out_shape, dtype=prepared.out_dtype)
     if out.size == 0:
         return out
-    if mode == "constant" and any(k <= 0 for k in kept):
+    fill = prepared.fill
+    if prepared.only_fill:
         out[...] = fill
+        return out
+    if prepared.steps is not None:
+        out[prepared.inner] = data[prepared.source]
+        for dest, src in prepared.steps:
+            out[dest] = fill if src is None else out[src]
         return out
 
     # Copy the kept data and fill the borders of the inner axes chunk by chunk, so that each
     # output row is finished while it is still in cache; then fill the borders of the outer axes.
-    split = _split_axis(out_shape, kept, out.itemsize)
-    inner = tuple(slice(p, p + k) for p, k in zip(at, kept, strict=True))
-    plan = _border_plan(mode, at, kept, out_shape)
+    split, inner, plan = prepared.split, prepared.inner, prepared.plan
+    at, lo, hi, kept = prepared.at, prepared.lo, prepared.hi, prepared.kept
+    out_shape = prepared.out_shape
+    rank = len(out_shape)
     outer_ranges = [range(kept[j]) for j in range(split)]
     step = max(1, _CHUNK_BYTES // max(1, math.prod(out_shape[split + 1 :]) * out.itemsize))
     for index in itertools.product(*outer_ranges):
-        for c in range(0, kept[split] if split >= 0 else 1, step):
-            if split >= 0:
-                block = min(step, kept[split] - c)
-                out_sel = (
-                    *(slice(at[j] + i, at[j] + i + 1) for j, i in enumerate(index)),
-                    slice(at[split] + c, at[split] + c + block),
-                )
-                src_sel = (
-                    *(slice(lo[j] + i, lo[j] + i + 1) for j, i in enumerate(index)),
-                    slice(lo[split] + c, lo[split] + c + block),
-                )
-            else:
-                out_sel = src_sel = ()
-            view = out[out_sel] if out_sel else out
+        for c in range(0, kept[split], step):
+            block = min(step, kept[split] - c)
+            out_sel = (
+                *(slice(at[j] + i, at[j] + i + 1) for j, i in enumerate(index)),
+                slice(at[split] + c, at[split] + c + block),
+            )
+            src_sel = (
+                *(slice(lo[j] + i, lo[j] + i + 1) for j, i in enumerate(index)),
+                slice(lo[split] + c, lo[split] + c + block),
+            )
+            view = out[out_sel]
             view[(*(slice(None),) * len(out_sel), *inner[split + 1 :])] = data[
                 (*src_sel, *(slice(low, h) for low, h in zip(lo[split + 1 :], hi[split + 1 :], strict=True)))
             ]
             _fill_borders(view, plan, inner, fill, split + 1, rank - 1)
     _fill_borders(out, plan, inner, fill, 0, split)
     return out
+
+
+class _Uncacheable(Exception):
+    pass
+
+
+def _input_key(value: Any) -> Any:
+    """A hashable key for a small input (None or an ndarray), else _Uncacheable."""
+    if value is None:
+        return None
+    if type(value) is np.ndarray and value.size <= 256:
+        if value.dtype.kind != "O":
+            return (value.dtype, value.shape, value.tobytes())
+        items = tuple(value.flat)
+        if all(type(v) is str for v in items):
+            return (value.dtype, value.shape, items)
+    raise _Uncacheable
+
+
+def _bind(mode: str = "constant") -> Any:
+    """``pad`` with its mode fixed, for repeated calls (the ONNX Runtime hook): the validated copy plan
+    is kept per input shape, dtype, pads, constant_value and axes. Errors are raised on every call."""
+    plans: dict[Any, _Prepared] = {}
+
+    def bound(data: Any, pads: Any, constant_value: Any = None, axes: Any = None) -> np.ndarray:
+        if type(data) is not np.ndarray:
+            data = np.asarray(data)
+        try:
+            key = (data.shape, data.dtype, _input_key(pads), _input_key(constant_value), _input_key(axes))
+        except _Uncacheable:
+            return _execute(_prepare(data.shape, data.dtype, pads, constant_value, axes, mode), data)
+        prepared = plans.get(key)
+        if prepared is None:
+            prepared = _prepare(data.shape, data.dtype, pads, constant_value, axes, mode)
+            if len(plans) >= 64:
+                plans.clear()
+            plans[key] = prepared
+        return _execute(prepared, data)
+
+    return bound
+
+
+pad.bind = _bind  # type: ignore[attr-defined]

@@ -24,6 +24,11 @@ def upsample(X: np.ndarray, scales: Any, *, mode: str = "nearest") -> np.ndarray
     axes that shrink, as ONNX's own Resize-10 test data has it; linear clamps at the edges. Upsample's rule that scales are
     at least 1 belongs to the translator, not to this kernel. The result has ``X``'s dtype.
     """
+    return _upsample(X, scales, mode, None)
+
+
+def _upsample(X: Any, scales: Any, mode: Any, bound: dict[str, Any] | None) -> np.ndarray:
+    """upsample(), resizing through the bound resize functions in ``bound`` when given."""
     if isinstance(mode, bytes):
         mode = mode.decode("utf-8", "replace")
     if not isinstance(mode, str) or mode not in _MODES:
@@ -40,11 +45,16 @@ def upsample(X: np.ndarray, scales: Any, *, mode: str = "nearest") -> np.ndarray
         return X.copy()
     down = values < 1
     if mode != "nearest" or not down.any():
+        if bound is not None:
+            return bound[mode](X, None, values, None)
         return resize(
             X, scales=values, mode=mode, coordinate_transformation_mode="asymmetric", nearest_mode="floor"
         )
     # Nearest is separable: enlarge (floor) the axes with scale >= 1, then shrink (ceil) the others.
     ones = np.ones_like(values)
+    if bound is not None:
+        grown = bound["nearest"](X, None, np.where(down, ones, values), None)
+        return bound["shrink"](grown, None, np.where(down, values, ones), None)
     grown = resize(
         X,
         scales=np.where(down, ones, values),
@@ -57,3 +67,21 @@ def upsample(X: np.ndarray, scales: Any, *, mode: str = "nearest") -> np.ndarray
         coordinate_transformation_mode="asymmetric",
         nearest_mode="ceil",
     )
+
+
+def _bind(mode: str = "nearest") -> Any:
+    """``upsample`` with its mode fixed, for repeated calls (the ONNX Runtime hook): the resizes go
+    through :func:`resize`'s bound form, which keeps its tables per input shape."""
+    bound = {
+        name: resize.bind(mode=name, coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+        for name in _MODES
+    }
+    bound["shrink"] = resize.bind(coordinate_transformation_mode="asymmetric", nearest_mode="ceil")
+
+    def call(X: Any, scales: Any) -> np.ndarray:
+        return _upsample(X, scales, mode, bound)
+
+    return call
+
+
+upsample.bind = _bind  # type: ignore[attr-defined]
