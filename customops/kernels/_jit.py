@@ -95,7 +95,7 @@ def describe() -> dict[str, Any]:
     return {"jit": f"numba {numba.__version__}", "numba": numba.__version__, "jit_cache": _state["cache"]}
 
 
-_HELPERS = ("_row_finite", "_h_row", "_v_row", "_store", "_split")
+_HELPERS = ("_row_finite", "_h_row", "_v_row", "_split")
 
 # ---------------------------------------------------------------------------------------------
 # Resize: separable filter passes. Index tables are unsigned (np.uintp): numba then indexes without
@@ -112,35 +112,63 @@ def _row_finite(row: Any) -> bool:
     return not bad
 
 
-def _h_row(src: Any, dst: Any, idx: Any, w: Any, idx_c: Any, w_c: Any, n_c: Any, finite: bool) -> None:
-    """dst[j] = sum_t w[t, j] * src[idx[t, j]] in float64, for one row (tables are (taps, L))."""
+def _h_row(
+    src: Any, dst: Any, acc: Any, idx: Any, w: Any, idx_c: Any, w_c: Any, n_c: Any, finite: bool
+) -> None:
+    """dst[j] = sum_t w[t, j] * src[idx[t, j]], summed in float64 in tap order and stored once (dst may
+    be float32); ``acc`` is a float64 scratch row. Tables are (taps, L)."""
     taps, length = idx.shape
-    if finite:
-        # tap by tap over the whole row: independent sums, in the same order for every output
-        i0 = idx[0]
-        w0 = w[0]
+    if not finite:
+        for j in range(length):
+            n = np.intp(n_c[j])
+            total = 0.0
+            if n:
+                total = w_c[0, j] * np.float64(src[idx_c[0, j]])
+                for t in range(1, n):
+                    total += w_c[t, j] * np.float64(src[idx_c[t, j]])
+            dst[j] = total
+        return
+    i0 = idx[0]
+    w0 = w[0]
+    if taps == 1:
         for j in range(length):
             dst[j] = w0[j] * np.float64(src[i0[j]])
-        for t in range(1, taps):
-            it = idx[t]
-            wt = w[t]
-            for j in range(length):
-                dst[j] += wt[j] * np.float64(src[it[j]])
         return
+    if taps == 2:
+        i1 = idx[1]
+        w1 = w[1]
+        for j in range(length):
+            dst[j] = w0[j] * np.float64(src[i0[j]]) + w1[j] * np.float64(src[i1[j]])
+        return
+    # tap by tap over the whole row: independent sums, each in tap order
     for j in range(length):
-        n = n_c[j]
-        acc = 0.0
-        if n:
-            acc = w_c[0, j] * np.float64(src[idx_c[0, j]])
-            for t in range(1, n):
-                acc += w_c[t, j] * np.float64(src[idx_c[t, j]])
-        dst[j] = acc
+        acc[j] = w0[j] * np.float64(src[i0[j]])
+    for t in range(1, taps - 1):
+        it = idx[t]
+        wt = w[t]
+        for j in range(length):
+            acc[j] += wt[j] * np.float64(src[it[j]])
+    it = idx[taps - 1]
+    wt = w[taps - 1]
+    for j in range(length):
+        dst[j] = acc[j] + wt[j] * np.float64(src[it[j]])
 
 
 def _v_row(
-    rows: Any, lo: int, o: int, dst: Any, idx: Any, w: Any, idx_c: Any, w_c: Any, n_c: Any, finite: Any
+    rows: Any,
+    lo: int,
+    o: int,
+    dst: Any,
+    acc: Any,
+    idx: Any,
+    w: Any,
+    idx_c: Any,
+    w_c: Any,
+    n_c: Any,
+    finite: Any,
 ) -> None:
-    """dst[:] = sum_t w[t, o] * rows[idx[t, o] - lo, :] in float64 (dst is float64), one output row."""
+    """dst[:] = sum_t w[t, o] * rows[idx[t, o] - lo, :], summed in float64 in tap order and stored once
+    (dst may be float32); ``acc`` is a float64 scratch row."""
     taps = idx.shape[0]
     ok = True
     for t in range(taps):
@@ -151,27 +179,36 @@ def _v_row(
         ti = idx
         tw = w
     else:
-        n = n_c[o]
+        n = np.intp(n_c[o])
         ti = idx_c
         tw = w_c
     if n == 0:
         for j in range(width):
             dst[j] = 0.0
         return
-    r = rows[np.intp(ti[0, o]) - lo]
-    c = tw[0, o]
+    r0 = rows[np.intp(ti[0, o]) - lo]
+    c0 = tw[0, o]
+    if n == 1:
+        for j in range(width):
+            dst[j] = c0 * np.float64(r0[j])
+        return
+    if n == 2:
+        r1 = rows[np.intp(ti[1, o]) - lo]
+        c1 = tw[1, o]
+        for j in range(width):
+            dst[j] = c0 * np.float64(r0[j]) + c1 * np.float64(r1[j])
+        return
     for j in range(width):
-        dst[j] = c * np.float64(r[j])
-    for t in range(1, n):
+        acc[j] = c0 * np.float64(r0[j])
+    for t in range(1, n - 1):
         r = rows[np.intp(ti[t, o]) - lo]
         c = tw[t, o]
         for j in range(width):
-            dst[j] += c * np.float64(r[j])
-
-
-def _store(src: Any, dst: Any) -> None:
-    for j in range(src.shape[0]):
-        dst[j] = src[j]
+            acc[j] += c * np.float64(r[j])
+    r = rows[np.intp(ti[n - 1, o]) - lo]
+    c = tw[n - 1, o]
+    for j in range(width):
+        dst[j] = acc[j] + c * np.float64(r[j])
 
 
 def _split(ti: Any, tw: Any) -> tuple[Any, Any, Any, Any, Any]:
@@ -195,19 +232,19 @@ def resize_last2(
     planes, height, width = x.shape
     out_h = out.shape[1]
     out_w = out.shape[2]
-    line = np.empty(out_w)
     if columns_first:
         column = np.empty(width)
+        acc = np.empty(max(width, out_w))
         finite = np.empty(height, dtype=np.bool_)
         for p in range(planes):
             for r in range(height):
                 finite[r] = _row_finite(x[p, r])
             for o in range(out_h):
-                _v_row(x[p], 0, o, column, iy, wy, iy_c, wy_c, ny_c, finite)
-                _h_row(column, line, ix, wx, ix_c, wx_c, nx_c, _row_finite(column))
-                _store(line, out[p, o])
+                _v_row(x[p], 0, o, column, acc, iy, wy, iy_c, wy_c, ny_c, finite)
+                _h_row(column, out[p, o], acc, ix, wx, ix_c, wx_c, nx_c, _row_finite(column))
         return
     scratch = np.empty((rows, out_w))
+    acc = np.empty(out_w)
     finite = np.empty(rows, dtype=np.bool_)
     taps = iy.shape[0]
     for p in range(planes):
@@ -224,35 +261,32 @@ def resize_last2(
                 src = x[p, r]
                 ok = _row_finite(src)
                 dst = scratch[r - lo]
-                _h_row(src, dst, ix, wx, ix_c, wx_c, nx_c, ok)
+                _h_row(src, dst, acc, ix, wx, ix_c, wx_c, nx_c, ok)
                 finite[r - lo] = _row_finite(dst) if ok else False
             for o in range(o0, o1):
-                _v_row(scratch, lo, o, line, iy, wy, iy_c, wy_c, ny_c, finite)
-                _store(line, out[p, o])
+                _v_row(scratch, lo, o, out[p, o], acc, iy, wy, iy_c, wy_c, ny_c, finite)
 
 
 def resize_rows(x: Any, out: Any, txi: Any, txw: Any) -> None:
     """Filter the last axis: x (R, W) into out (R, Wo)."""
     ix, wx, ix_c, wx_c, nx_c = _split(txi, txw)
-    line = np.empty(out.shape[1])
+    acc = np.empty(out.shape[1])
     for r in range(x.shape[0]):
         src = x[r]
-        _h_row(src, line, ix, wx, ix_c, wx_c, nx_c, _row_finite(src))
-        _store(line, out[r])
+        _h_row(src, out[r], acc, ix, wx, ix_c, wx_c, nx_c, _row_finite(src))
 
 
 def resize_middle(x: Any, out: Any, tyi: Any, tyw: Any) -> None:
     """Filter the middle axis: x (P, H, Q) into out (P, Ho, Q)."""
     iy, wy, iy_c, wy_c, ny_c = _split(tyi, tyw)
-    line = np.empty(x.shape[2])
+    acc = np.empty(x.shape[2])
     finite = np.empty(x.shape[1], dtype=np.bool_)
     for p in range(x.shape[0]):
         rows = x[p]
         for r in range(rows.shape[0]):
             finite[r] = _row_finite(rows[r])
         for o in range(out.shape[1]):
-            _v_row(rows, 0, o, line, iy, wy, iy_c, wy_c, ny_c, finite)
-            _store(line, out[p, o])
+            _v_row(rows, 0, o, out[p, o], acc, iy, wy, iy_c, wy_c, ny_c, finite)
 
 
 # ---------------------------------------------------------------------------------------------

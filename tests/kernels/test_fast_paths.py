@@ -1,0 +1,225 @@
+"""The fast paths agree with the plain numpy kernels.
+
+Compiled loops (customops.kernels._jit, numba) against the numpy passes they replace, run in a child
+process with CUSTOMOPS_JIT=0; and each kernel's ``bind(**attributes)`` (what the ONNX Runtime hook
+calls, with its per-shape plan cache) against the plain function, including errors.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import os
+import pickle
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from customops.errors import KernelError
+from customops.kernels import _jit
+from customops.kernels.center_crop_pad import center_crop_pad
+from customops.kernels.col2im import col2im
+from customops.kernels.pad import pad
+from customops.kernels.resize import resize
+from customops.kernels.upsample import upsample
+
+# Every case is (kernel name, args, kwargs); inputs are made from a fixed seed in both processes.
+_CASES_SOURCE = textwrap.dedent(
+    """
+    import itertools
+    import numpy as np
+
+    def cases():
+        rng = np.random.default_rng(5)
+        out = []
+        for dtype in (np.float32, np.float64):
+            x = rng.standard_normal((2, 3, 11, 9)).astype(dtype)
+            bad = x.copy()
+            bad[0, 1, 3, 4] = np.inf
+            bad[1, 2, 7, 2] = np.nan
+            bad[0, 0, 5, :] = -np.inf
+            for mode, scales, aa, exclude, coord in itertools.product(
+                ("linear", "cubic"),
+                ([1, 1, 2, 2], [1, 1, 0.25, 0.3], [1, 1, 1.7, 0.6], [1, 2, 1.5, 1], [1, 1, 1, 3], [1, 1, 3, 1]),
+                (0, 1),
+                (0, 1),
+                ("half_pixel", "align_corners", "tf_crop_and_resize", "asymmetric"),
+            ):
+                kwargs = dict(
+                    roi=np.array([0, 0, 0.1, -0.2, 1, 1, 0.8, 1.3]),
+                    scales=np.array(scales, np.float32),
+                    mode=mode,
+                    antialias=aa,
+                    exclude_outside=exclude,
+                    coordinate_transformation_mode=coord,
+                    extrapolation_value=-3.0,
+                )
+                out.append(("resize", (x,), kwargs))
+                if aa == 0 and exclude == 0:
+                    out.append(("resize", (bad,), kwargs))
+            if dtype == np.float64:  # sums that overflow between passes
+                big = x * 1e307
+                out.append(("resize", (big,), dict(scales=np.array([1, 1, 2.5, 0.5], np.float32), mode="cubic")))
+        for dtype in (np.float32, np.float16, np.int8, np.uint16, np.int64, np.bool_, np.complex64):
+            x = (rng.standard_normal((2, 3, 7, 5)) * 20).astype(dtype)
+            for scales, nearest_mode in itertools.product(
+                ([1, 1, 2, 2], [1, 1, 0.6, 1.5], [1, 1, 3, 1], [1, 1, 1, 0.5], [2, 1, 1, 2]), ("floor", "round_prefer_ceil")
+            ):
+                out.append(("resize", (x,), dict(scales=np.array(scales, np.float32), nearest_mode=nearest_mode)))
+        for dtype in (np.float32, np.float64, np.int32, np.int64, np.int8):
+            cols = (rng.standard_normal((2, 2 * 6, 4 * 3)) * 20).astype(dtype)
+            for pads, strides, dilations in (
+                ([0, 0, 0, 0], [1, 1], [1, 1]),
+                ([1, 0, 2, 1], [1, 2], [1, 1]),
+                ([2, 1, 0, 3], [2, 1], [2, 1]),
+            ):
+                # image sizes that give 4 x 3 blocks of 2 x 3
+                h = (4 - 1) * strides[0] + dilations[0] * (2 - 1) + 1 - pads[0] - pads[2]
+                w = (3 - 1) * strides[1] + dilations[1] * (3 - 1) + 1 - pads[1] - pads[3]
+                out.append(
+                    (
+                        "col2im",
+                        (cols, np.array([h, w]), np.array([2, 3])),
+                        dict(pads=pads, strides=strides, dilations=dilations),
+                    )
+                )
+        return out
+    """
+)
+namespace: dict = {}
+exec(_CASES_SOURCE, namespace)
+CASES = namespace["cases"]()
+
+ROOT = Path(__file__).resolve().parents[2]
+KERNELS = {"resize": resize, "col2im": col2im}
+
+
+def _run_all() -> list[np.ndarray]:
+    return [KERNELS[name](*args, **kwargs) for name, args, kwargs in CASES]
+
+
+@pytest.fixture(scope="module")
+def numpy_results(tmp_path_factory) -> list[np.ndarray]:
+    """The same cases computed by the numpy kernels, in a process with CUSTOMOPS_JIT=0."""
+    path = tmp_path_factory.mktemp("nojit") / "results.pkl"
+    script = textwrap.dedent(
+        f"""
+        import pickle, sys
+        sys.path.insert(0, {str(ROOT)!r})
+        from tests.kernels.test_fast_paths import _run_all
+        from customops.kernels import _jit
+        assert not _jit.enabled()
+        with open({str(path)!r}, "wb") as f:
+            pickle.dump(_run_all(), f)
+        """
+    )
+    env = {**os.environ, "CUSTOMOPS_JIT": "0"}
+    proc = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr
+    with open(path, "rb") as f:
+        return pickle.load(f)
+
+
+@pytest.mark.skipif(not _jit.enabled(), reason="numba is not available")
+def test_compiled_paths_agree_with_the_numpy_kernels(numpy_results) -> None:
+    compiled = _run_all()
+    assert len(compiled) == len(numpy_results)
+    for (name, _args, kwargs), got, want in zip(CASES, compiled, numpy_results, strict=True):
+        assert got.dtype == want.dtype and got.shape == want.shape and got.flags.c_contiguous, (name, kwargs)
+        if got.dtype.kind in "fc" and name == "resize" and kwargs.get("mode", "nearest") != "nearest":
+            # float64 arithmetic in another order: the same float32 result up to 1 ulp, float64 to 1e-12
+            both_nan = np.isnan(got) & np.isnan(want)
+            assert (np.isinf(got) == np.isinf(want)).all(), kwargs
+            tol = 2e-7 if got.dtype == np.float32 else 1e-12
+            np.testing.assert_allclose(
+                np.where(both_nan, 0, got),
+                np.where(both_nan, 0, want),
+                rtol=tol,
+                atol=tol,
+                err_msg=str(kwargs),
+            )
+        else:  # gathers and Col2Im's sums are bit-identical
+            np.testing.assert_array_equal(got, want, err_msg=f"{name} {kwargs}")
+
+
+@pytest.mark.skipif(not _jit.enabled(), reason="numba is not available")
+def test_float32_filters_round_once_from_float64() -> None:
+    rng = np.random.default_rng(9)
+    X = (rng.standard_normal((1, 2, 40, 33)) * 1e3).astype(np.float32)
+    for mode, scales, aa in (
+        ("linear", [1, 1, 2, 2], 0),
+        ("cubic", [1, 1, 0.3, 2.5], 1),
+        ("cubic", [1, 1, 2, 2], 0),
+    ):
+        s = np.array(scales, np.float32)
+        got = resize(X, scales=s, mode=mode, antialias=aa)
+        exact = resize(X.astype(np.float64), scales=s, mode=mode, antialias=aa)
+        np.testing.assert_array_equal(got, exact.astype(np.float32))
+
+
+def _same(bound, plain, *args) -> None:
+    """bound(*args) returns what plain(*args) returns, or raises the same KernelError."""
+    try:
+        want = plain(*args)
+    except KernelError as exc:
+        with pytest.raises(KernelError) as info:
+            bound(*args)
+        assert str(info.value) == str(exc)
+        return
+    for _ in range(2):  # the second call runs from the kept plan
+        got = bound(*args)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+
+
+def test_bound_resize_matches_resize() -> None:
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((1, 2, 6, 5)).astype(np.float32)
+    empty_roi, empty_sizes = np.zeros(0), np.zeros(0, np.int64)
+    for attrs, scales, sizes in (
+        ({"mode": "linear"}, np.array([1, 1, 2, 2], np.float32), empty_sizes),
+        ({"mode": "cubic", "antialias": 1}, np.array([1, 1, 0.5, 0.5], np.float32), empty_sizes),
+        ({"mode": "nearest", "axes": [2, 3]}, np.zeros(0, np.float32), np.array([9, 4])),
+        ({"mode": "bogus"}, np.array([1, 1, 2, 2], np.float32), empty_sizes),
+        ({"mode": "linear"}, np.array([1, 1, 2, 2], np.float32), np.array([1, 2, 3, 4])),  # both given
+        ({"mode": "linear", "antialias": 1.0}, np.array([1, 1, 2, 2], np.float32), empty_sizes),
+    ):
+        _same(resize.bind(**attrs), functools.partial(resize, **attrs), x, empty_roi, scales, sizes)
+    strings = np.array([["a", "b"], ["c", "d"]], dtype=object)
+    _same(resize.bind(mode="nearest"), resize, strings, None, np.array([2, 1.5], np.float32))
+
+
+def test_bound_pad_and_center_crop_pad_match() -> None:
+    x = np.arange(24, dtype=np.int16).reshape(2, 3, 4)
+    for mode, pads, value, axes in itertools.product(
+        ("constant", "reflect", "edge", "wrap"),
+        (np.array([1, 0, 2, 0, 1, 1]), np.array([-1, 2, 0, 3, 0, -2]), np.array([0, 0, 9, 0, 0, 0])),
+        (None, np.array([7], np.int16), np.zeros(0, np.int16)),
+        (None, np.zeros(0, np.int64)),
+    ):
+        _same(pad.bind(mode=mode), functools.partial(pad, mode=mode), x, pads, value, axes)
+    words = np.array([["a", "b"], ["c", "d"]], dtype=object)
+    _same(pad.bind(), pad, words, np.array([1, 0, 0, 1]), np.array(["z"], dtype=object))
+    for shape, axes in (([3, 6], [1, 2]), ([1, 2, 7], None), ([-1, 3], [0, 1]), ([2], [0, 0])):
+        bound = center_crop_pad.bind(axes=axes)
+        _same(bound, functools.partial(center_crop_pad, axes=axes), x, np.array(shape, np.int64))
+
+
+def test_bound_col2im_and_upsample_match() -> None:
+    cols = np.arange(2 * 4 * 6, dtype=np.float32).reshape(2, 4, 6)
+    for attrs, image, block in (
+        ({}, np.array([3, 4]), np.array([2, 2])),
+        ({"strides": [1, 2]}, np.array([3, 5]), np.array([2, 2])),
+        ({"pads": [0, 0, 0]}, np.array([3, 4]), np.array([2, 2])),
+    ):
+        _same(col2im.bind(**attrs), functools.partial(col2im, **attrs), cols, image, block)
+    x = np.arange(12, dtype=np.float32).reshape(1, 1, 3, 4)
+    for mode, scales in (("nearest", [1, 1, 2, 0.5]), ("linear", [1, 1, 2, 3]), ("cubic", [1, 1, 2, 2])):
+        s = np.array(scales, np.float32)
+        _same(upsample.bind(mode=mode), functools.partial(upsample, mode=mode), x, s)
