@@ -66,7 +66,9 @@ class Result:
 # The suite
 
 
-def _model(node: Any, inputs: list[tuple[str, Any]], inits: dict[str, Any], opset: int) -> Any:
+def _model(
+    node: Any, inputs: list[tuple[str, Any]], inits: dict[str, Any], opset: int, out_rank: int | None = None
+) -> Any:
     from onnx import helper, numpy_helper
 
     def elem(a: Any) -> int:
@@ -76,7 +78,11 @@ def _model(node: Any, inputs: list[tuple[str, Any]], inits: dict[str, Any], opse
         [node],
         "bench",
         [helper.make_tensor_value_info(name, elem(a), list(a.shape)) for name, a in inputs],
-        [helper.make_tensor_value_info(node.output[0], elem(inputs[0][1]), None)],
+        [
+            helper.make_tensor_value_info(
+                node.output[0], elem(inputs[0][1]), [None] * (out_rank or inputs[0][1].ndim)
+            )
+        ],
         [numpy_helper.from_array(v, k) for k, v in inits.items()],
     )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
@@ -141,7 +147,7 @@ def _col2im(
             "block_shape": np.array([block, block], np.int64),
         }
         text = f"{channels}ch {block}x{block} blocks -> {size}x{size}"
-        return _model(node, [("x", x)], inits, 18), {"x": x}, text
+        return _model(node, [("x", x)], inits, 18, out_rank=4), {"x": x}, text
 
     return build
 

@@ -1,0 +1,128 @@
+"""``customops bench``: the command's output and arguments (no timing assertions)."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+
+from customops import bench
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "customops.cli", "bench", *args], capture_output=True, text=True, timeout=600
+    )
+
+
+def test_quick_filtered_run_prints_a_table_and_writes_json(tmp_path) -> None:
+    out = tmp_path / "bench.json"
+    proc = run_cli("--quick", "--filter", "small-pad", "--json", str(out))
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("machine: ") and "onnxruntime" in lines[0]
+    header = next(i for i, line in enumerate(lines) if line.startswith("| workload |"))
+    assert lines[header + 1].startswith("|---")
+    rows = [line for line in lines[header + 2 :] if line.startswith("|")]
+    assert len(rows) == 1 and rows[0].startswith("| small-pad-reflect |")
+    cells = [c.strip() for c in rows[0].strip("|").split("|")]
+    assert len(cells) == 7
+    float(cells[2]), float(cells[3]), float(cells[4]), float(cells[5])  # numbers, not placeholders
+    assert any(line.startswith("geometric mean custom/built-in") for line in lines)
+    assert any(line.startswith("per-call overhead on tiny tensors") for line in lines)
+    assert "small-pad-reflect" in proc.stderr  # progress goes to stderr
+
+    data = json.loads(out.read_text())
+    assert set(data) == {"machine", "settings", "results", "summary", "hook"}
+    assert data["settings"] == {"quick": True, "samples": 3, "filter": "small-pad"}
+    (result,) = data["results"]
+    assert result["name"] == "small-pad-reflect" and result["op"] == "Pad" and result["small"] is True
+    for key in ("builtin_ms", "custom_ms", "ratio", "stock_ms", "first_call_ms"):
+        assert result[key] > 0
+    assert len(result["builtin_samples_ms"]) == len(result["custom_samples_ms"]) == 3
+    assert result["max_abs_diff"] == 0.0  # Pad agrees with ORT exactly
+    assert math.isclose(data["summary"]["geomean_ratio"], result["ratio"])
+    assert data["summary"]["worst"] == "small-pad-reflect"
+    assert data["machine"]["nproc"] >= 1 and data["machine"]["onnxruntime"]
+    assert data["hook"] is None  # measured only on unfiltered runs
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--filter", "no-such-workload"], "matches no workload"),
+        (["--quick", "--json", "/nonexistent-dir/out.json"], "does not exist"),
+        (["--repeat", "0"], "must be at least 1"),
+    ],
+)
+def test_bad_arguments_exit_2_with_one_line(args, message) -> None:
+    proc = run_cli(*args)
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    err = proc.stderr.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("customops bench: error:") and message in err[0]
+
+
+def test_suite_covers_the_required_workloads() -> None:
+    names = [w.name for w in bench.suite()]
+    assert len(names) == len(set(names))
+    for required in (
+        "resize-nearest-x2",
+        "resize-linear-x2",
+        "resize-cubic-x2",
+        "resize-linear-antialias-div4",
+        "resize-cubic-antialias-div4",
+        "resize-nearest-x2-asymmetric-floor",
+        "pad-constant",
+        "pad-reflect",
+        "pad-edge",
+        "pad-wrap",
+        "col2im-16ch-3x3",
+        "centercroppad-crop",
+        "centercroppad-pad",
+    ):
+        assert required in names
+    assert any(w.small for w in bench.suite())
+    assert [w.name for w in bench.select("WRAP")] == ["pad-wrap"]
+
+
+def test_every_workload_builds_a_valid_model_at_quick_size() -> None:
+    import onnx
+
+    for w in bench.suite():
+        model, feed, text = w.build(True)
+        onnx.checker.check_model(model)
+        assert set(feed) == {"x"} and text
+
+
+def test_summary_and_table_from_results() -> None:
+    def result(name: str, ratio: float, small: bool = False, op: str = "Resize") -> bench.Result:
+        return bench.Result(
+            name=name,
+            op=op,
+            shape="1x1",
+            small=small,
+            builtin_ms=1.0,
+            custom_ms=ratio,
+            ratio=ratio,
+            stock_ms=None,
+            first_call_ms=1.0,
+            peak_over_output=1.5,
+            output_mb=1.0,
+            max_abs_diff=0.0,
+            samples=3,
+            inner=1,
+        )
+
+    results = [result("a", 0.25), result("b", 4.0), result("c", 1.0, small=True, op="Pad")]
+    summary = bench.summarize(results)
+    assert math.isclose(summary["geomean_ratio"], 1.0)
+    assert summary["worst"] == "b" and summary["worst_ratio"] == 4.0
+    assert summary["max_overhead_workload"] == "c" and summary["max_overhead_us"] == 0.0
+    assert summary["resize_peak_over_output"] == 1.5
+    text = bench.table(results)
+    assert text.count("\n") == 4 and "| b | 1x1 |" in text and "| - |" in text
+    assert bench.summarize([]) == {}
