@@ -149,7 +149,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-TOOL_MODULES: tuple[str, ...] = ("customops.compare", "customops.conformance", "customops.bench")
+TOOL_MODULES: tuple[str, ...] = (
+    "customops.compare",
+    "customops.conformance",
+    "customops.bench",
+    "customops.fuzz",
+)
 """Modules that add a subcommand: each has ``add_parser(subparsers)`` (cheap: heavy imports happen in the
 command itself) registering a parser whose ``func(args) -> int`` runs it."""
 

@@ -1,0 +1,355 @@
+"""One fuzz case: a standard node of one (op, version) with its inputs, as data, and as an ONNX model.
+
+A :class:`Case` keeps the node's inputs by their registry names (``X``, ``roi``, ``scales``, ...) so that
+the generator, the validity oracle and the shrinker can reason about them; :func:`build_model` turns it
+into the one-node model every side runs. Element types ONNX Runtime's Python API cannot pass in or out
+(bfloat16, float8, int4, ...) travel as a wider *carrier* type through Cast nodes around the node; the
+casts are exact for every value of the narrow type.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import zlib
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+from onnx import ModelProto, TensorProto, helper, numpy_helper
+
+from customops.registry import NATIVE_TYPES, OPS, OpVersion, type_support
+
+ELEM_CODE: dict[str, int] = {k.lower(): v for k, v in TensorProto.DataType.items()}
+"""ONNX element type name (lower case) -> TensorProto code."""
+
+ELEM_NAME: dict[int, str] = {v: k for k, v in ELEM_CODE.items()}
+
+FEEDABLE = (*NATIVE_TYPES, "float16")
+"""Element types ONNX Runtime's Python API passes in and out as numpy arrays."""
+
+CARRIER: dict[str, str] = {"int4": "int8", "int2": "int8", "uint4": "uint8", "uint2": "uint8"}
+"""Carrier of the narrow integer types; every other narrow type travels as float32."""
+
+MAIN_OUTPUT = "Y"
+
+
+def np_dtype(elem: str) -> np.dtype:
+    """The numpy dtype of an ONNX element type name (ml_dtypes types for the narrow ones)."""
+    if elem == "string":
+        return np.dtype(object)
+    return np.dtype(helper.tensor_dtype_to_np_dtype(ELEM_CODE[elem]))
+
+
+def elem_of(array: np.ndarray) -> str:
+    """The ONNX element type name of a numpy array."""
+    if array.dtype == object or array.dtype.kind in "US":
+        return "string"
+    return ELEM_NAME[helper.np_dtype_to_tensor_dtype(array.dtype)]
+
+
+def carrier_of(elem: str) -> str:
+    """The type ``elem`` travels as at the graph boundary (itself when ORT's Python API takes it)."""
+    if elem in FEEDABLE:
+        return elem
+    return CARRIER.get(elem, "float")
+
+
+def opv_of(op: str, version: int) -> OpVersion:
+    """The registry entry of (op, version)."""
+    for o in OPS:
+        if o.op == op and o.version == version:
+            return o
+    raise KeyError(f"{op}-{version}")
+
+
+def opset_of(opv: OpVersion) -> int:
+    """The opset a case of ``opv`` imports: its own version, at least 7 (ORT loads nothing older)."""
+    from customops.support import probe_opset
+
+    return probe_opset(opv)
+
+
+def ir_version_of(opset: int) -> int:
+    """IR version of a case model (what the tests of this project use, and ORT 1.32 loads)."""
+    return 10 if opset >= 21 else 8
+
+
+@dataclass
+class Tensor:
+    """An input value: the array (of its logical element type) and whether it is an initializer."""
+
+    value: np.ndarray
+    const: bool = False
+
+    @property
+    def elem(self) -> str:
+        return elem_of(self.value)
+
+
+@dataclass
+class Case:
+    """One node of (op, version): element type of T, inputs by registry name (None: absent, the name is
+    left empty), and the attributes written on the node (absent ones take the spec default)."""
+
+    op: str
+    version: int
+    dtype: str
+    inputs: dict[str, Tensor | None]
+    attrs: dict[str, Any] = field(default_factory=dict)
+    seed: int | None = None
+    index: int | None = None
+
+    @property
+    def opv(self) -> OpVersion:
+        return opv_of(self.op, self.version)
+
+    @property
+    def key(self) -> str:
+        return f"{self.op}-{self.version}"
+
+    @property
+    def main(self) -> np.ndarray:
+        """The value of the main input (X, data, input, input_data)."""
+        t = self.inputs[self.opv.inputs[0].name]
+        assert t is not None
+        return t.value
+
+    def clone(self, **changes: Any) -> Case:
+        """A copy sharing no mutable containers with this case (arrays are never mutated in place)."""
+        changes.setdefault("inputs", self.inputs)
+        changes.setdefault("attrs", self.attrs)
+        changes["inputs"] = {
+            k: (None if v is None else Tensor(v.value, v.const)) for k, v in changes["inputs"].items()
+        }
+        changes["attrs"] = {k: (list(v) if isinstance(v, list) else v) for k, v in changes["attrs"].items()}
+        return replace(self, **changes)
+
+    def with_input(self, name: str, value: np.ndarray | None, const: bool | None = None) -> Case:
+        """A copy with input ``name`` set to ``value`` (None: absent); keeps its const flag by default."""
+        out = self.clone()
+        old = out.inputs.get(name)
+        if value is None:
+            out.inputs[name] = None
+        else:
+            out.inputs[name] = Tensor(
+                value, old.const if (old is not None and const is None) else bool(const)
+            )
+        return out
+
+    def with_attrs(self, **attrs: Any) -> Case:
+        """A copy with these attributes set (a value of None removes the attribute)."""
+        out = self.clone()
+        for k, v in attrs.items():
+            if v is None:
+                out.attrs.pop(k, None)
+            else:
+                out.attrs[k] = v
+        return out
+
+    def size(self) -> int:
+        """Total number of elements over all inputs."""
+        return sum(int(t.value.size) for t in self.inputs.values() if t is not None)
+
+    def describe(self) -> str:
+        """One line: op-version, dtype, shapes and attributes."""
+        parts = [f"{self.key} {self.dtype}"]
+        for name, t in self.inputs.items():
+            if t is None:
+                continue
+            v = t.value
+            shown = "x".join(map(str, v.shape)) if v.size > 8 or v.ndim > 1 else _short_list(v)
+            parts.append(f"{name}{'(init)' if t.const else ''}={shown}")
+        parts.extend(f"{k}={_fmt_attr(v)}" for k, v in sorted(self.attrs.items()))
+        return " ".join(parts)
+
+
+def _short_list(v: np.ndarray) -> str:
+    if v.dtype == object:
+        return "[" + ",".join(repr(s) for s in v.ravel().tolist()) + "]"
+    return "[" + ",".join(_fmt_num(x) for x in v.ravel().astype(np.float64).tolist()) + "]"
+
+
+def _fmt_num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() and abs(x) < 1e15 else f"{x:.6g}"
+
+
+def _fmt_attr(v: Any) -> str:
+    if isinstance(v, list):
+        return "[" + ",".join(_fmt_num(float(x)) if not isinstance(x, str) else x for x in v) + "]"
+    if isinstance(v, float):
+        return _fmt_num(v)
+    return str(v)
+
+
+def carriable(case: Case) -> tuple[bool, str]:
+    """Whether every side can run ``case`` at all: (True, '') or (False, why it is skipped)."""
+    how, why = type_support(case.opv, case.dtype)
+    if how == "no":
+        return False, why or f"element type {case.dtype} is not supported"
+    for t in case.inputs.values():
+        if t is not None and t.elem not in FEEDABLE and not cast_available(t.elem, opset_of(case.opv)):
+            return False, f"ONNX Runtime {_ort_version()} cannot Cast to or from {t.elem}"
+    return True, ""
+
+
+def _ort_version() -> str:
+    import onnxruntime as ort
+
+    return ort.__version__
+
+
+@functools.cache
+def cast_available(elem: str, opset: int) -> bool:
+    """Whether ONNX Runtime can Cast between ``elem`` and its carrier at ``opset`` (probed once)."""
+    import onnxruntime as ort
+
+    carrier = ELEM_CODE[carrier_of(elem)]
+    nodes = [
+        helper.make_node("Cast", ["x"], ["n"], to=ELEM_CODE[elem]),
+        helper.make_node("Cast", ["n"], ["y"], to=carrier),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "probe",
+        [helper.make_tensor_value_info("x", carrier, [1])],
+        [helper.make_tensor_value_info("y", carrier, [1])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", max(opset, 19))])
+    model.ir_version = ir_version_of(max(opset, 19))
+    options = ort.SessionOptions()
+    options.log_severity_level = 4
+    try:
+        ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    except Exception:
+        return False
+    return True
+
+
+def tensor_proto(value: np.ndarray, name: str) -> TensorProto:
+    """A TensorProto of ``value`` (strings included)."""
+    value = np.asarray(value)
+    if value.dtype == object:
+        return helper.make_tensor(
+            name, TensorProto.STRING, value.shape, [str(s).encode("utf-8") for s in value.ravel()]
+        )
+    return numpy_helper.from_array(value, name)
+
+
+@dataclass
+class Built:
+    """The one-node model of a case and its feed (carrier arrays, by graph input name)."""
+
+    model: ModelProto
+    feed: dict[str, np.ndarray]
+    output_elem: str
+    """Element type of the node's output (the logical one; the graph output may be its carrier)."""
+
+
+def build_model(case: Case, declare_output_shape: list[int] | None = None) -> Built:
+    """The model with the node alone in its standard domain (plus carrier Casts for narrow types)."""
+    opv = case.opv
+    opset = opset_of(opv)
+    names = []
+    graph_inputs, inits, feed, nodes = [], [], {}, []
+    for inp in opv.inputs:
+        t = case.inputs.get(inp.name)
+        if t is None:
+            names.append("")
+            continue
+        names.append(inp.name)
+        elem = t.elem
+        carrier = carrier_of(elem)
+        if t.const:
+            if elem == carrier:
+                inits.append(tensor_proto(t.value, inp.name))
+            else:  # a constant of a narrow type: stored as its carrier and cast, so any ORT loads it
+                inits.append(tensor_proto(t.value.astype(np_dtype(carrier)), f"{inp.name}_carrier"))
+                nodes.append(
+                    helper.make_node(
+                        "Cast",
+                        [f"{inp.name}_carrier"],
+                        [inp.name],
+                        name=f"cast_{inp.name}",
+                        to=ELEM_CODE[elem],
+                    )
+                )
+            continue
+        if elem == carrier:
+            graph_inputs.append(helper.make_tensor_value_info(inp.name, ELEM_CODE[elem], list(t.value.shape)))
+            feed[inp.name] = t.value
+        else:
+            graph_inputs.append(
+                helper.make_tensor_value_info(f"{inp.name}_carrier", ELEM_CODE[carrier], list(t.value.shape))
+            )
+            feed[f"{inp.name}_carrier"] = t.value.astype(np_dtype(carrier))
+            nodes.append(
+                helper.make_node(
+                    "Cast", [f"{inp.name}_carrier"], [inp.name], name=f"cast_{inp.name}", to=ELEM_CODE[elem]
+                )
+            )
+    while names and names[-1] == "":
+        names.pop()
+    out_elem = case.dtype
+    out_carrier = carrier_of(out_elem)
+    node_out = MAIN_OUTPUT if out_carrier == out_elem else f"{MAIN_OUTPUT}_{out_elem}"
+    nodes.append(helper.make_node(case.op, names, [node_out], name=f"{case.op}_node", **case.attrs))
+    if node_out != MAIN_OUTPUT:
+        nodes.append(
+            helper.make_node("Cast", [node_out], [MAIN_OUTPUT], name="cast_Y", to=ELEM_CODE[out_carrier])
+        )
+    out_info = helper.make_tensor_value_info(MAIN_OUTPUT, ELEM_CODE[out_carrier], declare_output_shape)
+    graph = helper.make_graph(nodes, f"fuzz_{case.key}", graph_inputs, [out_info], inits)
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="customops fuzz"
+    )
+    model.ir_version = ir_version_of(opset)
+    return Built(model, feed, out_elem)
+
+
+# ---------------------------------------------------------------------------------------------
+# JSON form (summary examples, replays)
+
+
+def _array_json(a: np.ndarray) -> dict[str, Any]:
+    elem = elem_of(a)
+    if elem == "string":
+        data: Any = [str(s) for s in a.ravel().tolist()]
+    else:
+        raw = np.ascontiguousarray(a).tobytes()
+        data = base64.b64encode(zlib.compress(raw)).decode("ascii")
+    return {"elem": elem, "shape": list(a.shape), "data": data}
+
+
+def _array_from_json(d: dict[str, Any]) -> np.ndarray:
+    dtype = np_dtype(d["elem"])
+    if d["elem"] == "string":
+        return np.array(d["data"], dtype=object).reshape(d["shape"])
+    raw = zlib.decompress(base64.b64decode(d["data"]))
+    return np.frombuffer(raw, dtype=dtype).reshape(d["shape"]).copy()
+
+
+def case_to_json(case: Case) -> dict[str, Any]:
+    """A JSON-able form of ``case`` that :func:`case_from_json` restores exactly."""
+    return {
+        "op": case.op,
+        "version": case.version,
+        "dtype": case.dtype,
+        "seed": case.seed,
+        "index": case.index,
+        "attrs": case.attrs,
+        "inputs": {
+            k: (None if t is None else {"const": t.const, **_array_json(t.value)})
+            for k, t in case.inputs.items()
+        },
+    }
+
+
+def case_from_json(d: dict[str, Any]) -> Case:
+    """Inverse of :func:`case_to_json`."""
+    inputs: dict[str, Tensor | None] = {}
+    for k, t in d["inputs"].items():
+        inputs[k] = None if t is None else Tensor(_array_from_json(t), bool(t["const"]))
+    return Case(
+        d["op"], int(d["version"]), d["dtype"], inputs, dict(d["attrs"]), d.get("seed"), d.get("index")
+    )

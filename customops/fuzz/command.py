@@ -1,0 +1,397 @@
+"""The ``customops fuzz`` command: campaign, ``merge`` and ``replay``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from customops.errors import CustomOpsError
+
+DEFAULT_OUT = "customops-fuzz"
+DEFAULT_CASES = 1000
+DEFAULT_CASE_TIMEOUT = 30.0
+DEFAULT_SHRINK_BUDGET = 60
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line on stderr (exit status 2), unknown arguments
+    included."""
+
+    def error(self, message: str) -> Any:  # type: ignore[override]
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:  # type: ignore[override]
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed, extras
+
+
+def add_parser(sub: Any) -> None:
+    """Register ``customops fuzz`` (and its ``merge`` and ``replay`` actions)."""
+    p = sub.add_parser(
+        "fuzz",
+        help="differential fuzzing of ORT's kernels, ours and onnx.reference, with shrunk reproducers",
+        description=(
+            "Generate cases from the registry, run each on ORT's built-in kernel, ours and onnx.reference "
+            "(each in a worker process), group disagreements by signature, shrink one per group and write it "
+            "as an ONNX test case. Exit status: 0 no finding, 1 findings, 2 bad input or usage. "
+            "'customops fuzz merge DIR...' merges campaign directories (e.g. shards); "
+            "'customops fuzz replay GROUP_DIR...' reruns reproducers."
+        ),
+    )
+    p.__class__ = OneLineParser
+    p.add_argument(
+        "--op",
+        action="append",
+        metavar="OP",
+        help="operator(s) to fuzz, repeatable or comma separated (default: all)",
+    )
+    p.add_argument(
+        "--opset",
+        metavar="V",
+        help="only the version of each op in force at opset V (default: every version)",
+    )
+    p.add_argument(
+        "--cases", metavar="N", help=f"number of cases, spread over the targets (default {DEFAULT_CASES})"
+    )
+    p.add_argument(
+        "--time-budget", metavar="SECONDS", help="stop starting cases after this long (default: none)"
+    )
+    p.add_argument(
+        "--seed", metavar="S", help="seed; case i is drawn from (seed, i, op, version) alone (default 0)"
+    )
+    p.add_argument("--jobs", metavar="J", help="lanes of three worker processes run in parallel (default 1)")
+    p.add_argument(
+        "--shard", metavar="I/N", help="run only the cases whose index is I modulo N (default 0/1)"
+    )
+    p.add_argument("--index", metavar="I[,I...]", help="run only these case indices (e.g. a group's example)")
+    p.add_argument(
+        "--out", metavar="DIR", help=f"where reproducers and summary.json go (default ./{DEFAULT_OUT})"
+    )
+    p.add_argument("--json", action="store_true", help="print the summary as JSON instead of the table")
+    p.add_argument("--markdown", metavar="PATH", help="also write the findings page (docs/findings.md) there")
+    p.add_argument(
+        "--case-timeout",
+        metavar="SECONDS",
+        help=f"per-case time limit of a side (default {DEFAULT_CASE_TIMEOUT:g})",
+    )
+    p.add_argument(
+        "--shrink-budget",
+        metavar="RUNS",
+        help=f"runs spent shrinking one group (default {DEFAULT_SHRINK_BUDGET})",
+    )
+    actions = p.add_subparsers(dest="action", metavar="[merge|replay]", parser_class=OneLineParser)
+    m = actions.add_parser("merge", help="merge campaign directories (e.g. shards) into one summary")
+    m.add_argument("dirs", nargs="+", metavar="DIR")
+    m.add_argument(
+        "--out",
+        dest="merge_out",
+        metavar="DIR",
+        help=f"where the merged summary and reproducers go (default ./{DEFAULT_OUT})",
+    )
+    m.add_argument("--json", dest="merge_json", action="store_true", help="print the merged summary as JSON")
+    m.add_argument(
+        "--markdown", dest="merge_markdown", metavar="PATH", help="also write the findings page there"
+    )
+    r = actions.add_parser("replay", help="rerun reproducers; exit 1 while one still reproduces")
+    r.add_argument("groups", nargs="+", metavar="GROUP_DIR")
+    r.add_argument("--case-timeout", dest="replay_timeout", metavar="SECONDS")
+    p.set_defaults(func=run)
+
+
+# ---------------------------------------------------------------------------------------------
+# argument checking
+
+
+def _int(value: str | None, name: str, default: int, minimum: int) -> int:
+    if value is None:
+        return default
+    try:
+        n = int(value)
+    except ValueError:
+        raise CustomOpsError(f"{name} {value!r} is not an integer") from None
+    if n < minimum:
+        raise CustomOpsError(f"{name} {value!r} must be at least {minimum}")
+    return n
+
+
+def _seconds(value: str | None, name: str, default: float | None) -> float | None:
+    if value is None:
+        return default
+    try:
+        x = float(value)
+    except ValueError:
+        raise CustomOpsError(f"{name} {value!r} is not a number of seconds") from None
+    if not x > 0 or x == float("inf"):
+        raise CustomOpsError(f"{name} {value!r} must be a positive number of seconds")
+    return x
+
+
+def _targets(ops_arg: list[str] | None, opset_arg: str | None) -> list[Any]:
+    from customops.registry import OP_TYPES, OPS, lookup
+
+    ops = [o.strip() for item in ops_arg or [] for o in item.split(",") if o.strip()] or list(OP_TYPES)
+    for op in ops:
+        if op not in OP_TYPES:
+            raise CustomOpsError(f"unknown op {op!r} in --op (supported: {', '.join(OP_TYPES)})")
+    ops = [o for o in OP_TYPES if o in ops]
+    if opset_arg is None:
+        return [o for o in OPS if o.op in ops]
+    opset = _int(opset_arg, "--opset", 0, 1)
+    targets = [t for t in (lookup(op, opset) for op in ops) if t is not None]
+    if not targets:
+        raise CustomOpsError(f"no version of {', '.join(ops)} is in force at opset {opset}")
+    return targets
+
+
+def _shard(value: str | None) -> tuple[int, int]:
+    if value is None:
+        return 0, 1
+    m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", value)
+    if not m or int(m.group(2)) < 1 or int(m.group(1)) >= int(m.group(2)):
+        raise CustomOpsError(f"--shard {value!r} is not I/N with 0 <= I < N")
+    return int(m.group(1)), int(m.group(2))
+
+
+def _indices(value: str | None) -> list[int] | None:
+    if value is None:
+        return None
+    items = [v.strip() for v in value.split(",") if v.strip()]
+    if not items or not all(re.fullmatch(r"\d+", v) for v in items):
+        raise CustomOpsError(f"--index {value!r} is not a comma-separated list of case indices")
+    return sorted({int(v) for v in items})
+
+
+def _out_dir(value: str | None) -> Path:
+    out = Path(value or DEFAULT_OUT)
+    if out.exists() and not out.is_dir():
+        raise CustomOpsError(f"--out {str(out)!r} exists and is not a directory")
+    if not out.resolve().parent.is_dir():
+        raise CustomOpsError(f"the parent directory of --out {str(out)!r} does not exist")
+    return out
+
+
+def _markdown_path(value: str | None) -> Path | None:
+    if value is None:
+        return None
+    path = Path(value)
+    if not path.resolve().parent.is_dir():
+        raise CustomOpsError(f"the directory of --markdown {value!r} does not exist")
+    return path
+
+
+# ---------------------------------------------------------------------------------------------
+# the command
+
+
+def run(args: argparse.Namespace) -> int:
+    """``customops fuzz``: dispatch to the campaign, merge or replay."""
+    if args.action == "merge":
+        return run_merge(args)
+    if args.action == "replay":
+        return run_replay(args)
+    return run_campaign(args)
+
+
+def _versions() -> dict[str, str]:
+    import numpy
+    import onnx
+    import onnxruntime
+
+    import customops
+
+    return {
+        "tool": "customops fuzz",
+        "ort_version": onnxruntime.__version__,
+        "onnx_version": onnx.__version__,
+        "customops_version": customops.__version__,
+        "numpy_version": numpy.__version__,
+    }
+
+
+def campaign_command(args: argparse.Namespace, out: Path) -> str:
+    parts = ["customops", "fuzz"]
+    for op in args.op or []:
+        parts += ["--op", op]
+    for flag, value in (
+        ("--opset", args.opset),
+        ("--cases", args.cases),
+        ("--seed", args.seed),
+        ("--shard", args.shard),
+        ("--index", args.index),
+        ("--time-budget", args.time_budget),
+    ):
+        if value is not None:
+            parts += [flag, str(value)]
+    parts += ["--out", str(out)]
+    return shlex.join(parts)
+
+
+def run_campaign(args: argparse.Namespace) -> int:
+    """Run a campaign; see the module docstring of customops.fuzz.campaign."""
+    from customops.fuzz.campaign import Plan
+
+    targets = _targets(args.op, args.opset)
+    plan = Plan(
+        targets,
+        seed=_int(args.seed, "--seed", 0, 0),
+        cases=_int(args.cases, "--cases", DEFAULT_CASES, 1),
+        shard=_shard(args.shard),
+        indices=_indices(args.index),
+    )
+    jobs = _int(args.jobs, "--jobs", 1, 1)
+    budget = _seconds(args.time_budget, "--time-budget", None)
+    timeout = _seconds(args.case_timeout, "--case-timeout", DEFAULT_CASE_TIMEOUT)
+    shrink_budget = _int(args.shrink_budget, "--shrink-budget", DEFAULT_SHRINK_BUDGET, 1)
+    out = _out_dir(args.out)
+    md = _markdown_path(args.markdown)
+    assert timeout is not None
+    summary = campaign(plan, jobs, budget, timeout, shrink_budget, out, campaign_command(args, out))
+    _report(summary, out, args.json, md, campaign_command(args, out))
+    return 1 if summary["groups"] else 0
+
+
+def campaign(
+    plan: Any, jobs: int, budget: float | None, timeout: float, shrink_budget: int, out: Path, command: str
+) -> dict[str, Any]:
+    """Run ``plan``, triage, write the reproducers and summary.json under ``out``; returns the summary."""
+    from customops.fuzz.campaign import case_counts, group_json, log, run_cases, triage
+    from customops.fuzz.known import known_labels
+    from customops.fuzz.output import (
+        SUMMARY,
+        group_dirname,
+        remove_stale,
+        rerun_commands,
+        write_group,
+        write_json,
+    )
+    from customops.fuzz.runner import Pool
+
+    started = time.monotonic()
+    work = plan.work()
+    log(
+        f"fuzz: {len(work)} case(s) of {', '.join(t.key for t in plan.targets)}, seed {plan.seed}, "
+        f"shard {plan.shard[0]}/{plan.shard[1]}, {jobs} job(s)"
+    )
+    with Pool(jobs, timeout) as pool:
+        records = run_cases(plan, pool, jobs, budget)
+        ran = time.monotonic() - started
+        groups, notes = triage(records, pool, jobs, shrink_budget)
+    out.mkdir(exist_ok=True)
+    previous = None
+    if (out / SUMMARY).is_file():
+        try:
+            previous = json.loads((out / SUMMARY).read_text())
+        except ValueError:
+            previous = None
+    entries = []
+    for group in groups:
+        group.dirname = group_dirname(group.signature)
+        example = group.members[0].index
+        rerun = rerun_commands(group.signature, str(out / group.dirname), example, plan.seed)
+        entry = group_json(group, plan.seed, rerun)
+        entry["known"] = known_labels(entry)
+        if group.shrunk is not None:
+            write_group(out, group.dirname, group.signature, group.shrunk.evaluation, entry)
+        entries.append(entry)
+    note_entries = [group_json(n, plan.seed, []) for n in notes]
+    counts = case_counts(records)
+    total = time.monotonic() - started
+    summary = {
+        **_versions(),
+        "campaigns": [
+            {
+                "command": command,
+                "targets": [t.key for t in plan.targets],
+                "seed": plan.seed,
+                "cases": plan.cases,
+                "shard": f"{plan.shard[0]}/{plan.shard[1]}",
+                "indices": plan.indices,
+                "run": counts["run"],
+                "skipped": sum(counts["skipped"].values()),
+                "skipped_reasons": counts["skipped"],
+                "not_run": counts["not_run"],
+                "groups": len(entries),
+                "findings": sum(e["count"] for e in entries),
+                "seconds": round(total, 1),
+                "seconds_cases": round(ran, 1),
+                "jobs": jobs,
+            }
+        ],
+        "cases": counts,
+        "groups": entries,
+        "reference_notes": [
+            {k: n[k] for k in ("id", "signature", "text", "count", "examples", "dtypes")}
+            for n in note_entries
+        ],
+    }
+    write_json(out / SUMMARY, summary)
+    remove_stale(out, previous, {e["dir"] for e in entries})
+    log(f"fuzz: done in {total:.1f} s ({ran:.1f} s running cases)")
+    return summary
+
+
+def _report(summary: dict[str, Any], out: Path, as_json: bool, md: Path | None, command: str) -> None:
+    from customops.fuzz.output import format_table, markdown
+
+    if as_json:
+        json.dump(summary, sys.stdout, indent=1)
+        print()
+    else:
+        print(format_table(summary, str(out)))
+    if md is not None:
+        md.write_text(markdown(summary, str(out), command))
+
+
+def run_merge(args: argparse.Namespace) -> int:
+    """``customops fuzz merge DIR...``."""
+    from customops.fuzz.known import known_labels
+    from customops.fuzz.output import SUMMARY, merge, read_summary, write_json
+
+    dirs = [Path(d) for d in args.dirs]
+    for d in dirs:
+        if not d.is_dir():
+            raise CustomOpsError(f"{str(d)!r} is not a directory")
+    summaries = [(d, read_summary(d)) for d in dirs]
+    out = _out_dir(args.merge_out)
+    md = _markdown_path(args.merge_markdown)
+    merged = merge(summaries, out)
+    for g in merged["groups"]:
+        g["known"] = known_labels(g)
+    write_json(out / SUMMARY, merged)
+    command = shlex.join(["customops", "fuzz", "merge", *map(str, dirs), "--out", str(out)])
+    _report(merged, out, args.merge_json, md, command)
+    return 1 if merged["groups"] else 0
+
+
+def run_replay(args: argparse.Namespace) -> int:
+    """``customops fuzz replay GROUP_DIR...``: exit 1 while any still reproduces."""
+    from customops.fuzz.output import load_finding
+    from customops.fuzz.runner import Pool
+    from customops.fuzz.triage import evaluate, holds
+
+    timeout = _seconds(args.replay_timeout, "--case-timeout", DEFAULT_CASE_TIMEOUT)
+    assert timeout is not None
+    loaded = [(Path(g), *load_finding(Path(g))) for g in args.groups]
+    status = 0
+    with Pool(1, timeout) as pool:
+        for path, sig, case, _record in loaded:
+            ev = evaluate(pool, case)
+            found = (
+                "; ".join(f"{f.side} {f.kind}" + (f" ({f.detail})" if f.detail else "") for f in ev.findings)
+                or "agree"
+            )
+            if holds(sig, ev):
+                status = 1
+                print(f"REPRODUCES {path}: {sig.text()}")
+            else:
+                print(f"GONE {path}: {sig.text()}; now: {found}")
+    return status

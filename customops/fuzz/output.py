@@ -1,0 +1,373 @@
+"""What a campaign leaves behind: one ONNX test-case directory per group, summary.json, the table on
+stdout, the Markdown page (docs/findings.md), and merging of campaign directories.
+
+Each directory is written under a temporary name and renamed into place, so an interrupted campaign
+leaves no half-written case directory; summary.json is replaced in one rename too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from customops.errors import CustomOpsError
+from customops.fuzz.case import build_model, case_from_json, case_to_json, tensor_proto
+from customops.fuzz.triage import Evaluation, Signature
+
+SUMMARY = "summary.json"
+FINDING = "finding.json"
+
+
+def group_dirname(sig: Signature) -> str:
+    """``Resize-19-builtin-value-ab12cd``: op-version, side, kind and a short id of the signature."""
+    side = sig.side.replace("+", "-")
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{sig.op}-{sig.version}-{side}-{sig.kind}-{sig.id[:6]}")
+
+
+def spec_side(sig: Signature, ev: Evaluation) -> str | None:
+    """Which side's output stands for the spec in output_0.pb (None: the spec rejects the case, or no
+    side that agrees with the spec ran)."""
+    if not ev.verdict.valid:
+        return None
+    ok = {s: o.status == "ok" for s, o in ev.outcomes.items()}
+    if sig.side in ("custom", "builtin+custom"):
+        order = ["reference", "builtin"] if sig.side == "custom" else ["reference"]
+    else:
+        order = ["custom", "reference"]
+    return next((s for s in order if ok.get(s)), None)
+
+
+def rerun_commands(sig: Signature, path: str, example: int, seed: int) -> list[str]:
+    """The commands that reproduce a group: replay of the reproducer, compare where it applies, and the
+    campaign run of the original (unshrunk) example."""
+    out = [f"customops fuzz replay {path}"]
+    if sig.kind not in ("crash", "hang") and sig.side in ("builtin", "custom", "three-way", "unknown"):
+        out.append(f"customops compare {path}/model.onnx --inputs {path}")
+    out.append(f"customops fuzz --op {sig.op} --opset {sig.version} --seed {seed} --index {example}")
+    return out
+
+
+def write_group(root: Path, name: str, sig: Signature, ev: Evaluation, info: dict[str, Any]) -> Path:
+    """Write the reproducer of one group atomically; returns its directory."""
+    final = root / name
+    tmp = root / f".tmp-{name}-{os.getpid()}"
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    data = tmp / "test_data_set_0"
+    data.mkdir(parents=True)
+    side = spec_side(sig, ev)
+    expected = np.asarray(ev.outcomes[side].value) if side else None
+    built = build_model(ev.case, declare_output_shape=list(expected.shape) if expected is not None else None)
+    (tmp / "model.onnx").write_bytes(built.model.SerializeToString())
+    for i, inp in enumerate(built.model.graph.input):
+        (data / f"input_{i}.pb").write_bytes(tensor_proto(built.feed[inp.name], inp.name).SerializeToString())
+    if expected is not None:
+        (data / "output_0.pb").write_bytes(
+            tensor_proto(expected, built.model.graph.output[0].name).SerializeToString()
+        )
+    record = {
+        **info,
+        "signature": sig.to_json(),
+        "text": sig.text(),
+        "spec_side": side,
+        "valid": ev.verdict.valid,
+        "invalid_reason": ev.verdict.reason,
+        "case": case_to_json(ev.case),
+    }
+    (tmp / FINDING).write_text(json.dumps(record, indent=1, default=_jsonable) + "\n")
+    (tmp / "README.txt").write_text(_readme(sig, ev, side, info))
+    _replace_dir(tmp, final)
+    return final
+
+
+def _readme(sig: Signature, ev: Evaluation, side: str | None, info: dict[str, Any]) -> str:
+    lines = [
+        sig.text(),
+        "",
+        f"case: {ev.case.describe()}",
+        "valid configuration" if ev.verdict.valid else f"invalid configuration: {ev.verdict.reason}",
+    ]
+    for s, o in ev.outcomes.items():
+        what = o.message if o.status != "ok" else f"output shape {list(np.asarray(o.value).shape)}"
+        lines.append(f"{s}: {o.status}: {what}")
+    lines.append(
+        f"output_0.pb holds the {side} side's output (the spec side)."
+        if side
+        else "no output_0.pb: the spec rejects this case."
+    )
+    lines.append(
+        "model.onnx holds the node alone in its standard domain (Cast nodes carry types ORT's Python API cannot)."
+    )
+    lines.append("Reproduce:")
+    lines.extend(f"  {c}" for c in info.get("rerun", []))
+    return "\n".join(lines) + "\n"
+
+
+def _replace_dir(tmp: Path, final: Path) -> None:
+    old = None
+    if final.exists():
+        old = final.with_name(f".old-{final.name}-{os.getpid()}")
+        final.rename(old)
+    tmp.rename(final)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Write JSON through a temporary file and one rename."""
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(json.dumps(data, indent=1, default=_jsonable) + "\n")
+    os.replace(tmp, path)
+
+
+def _jsonable(x: Any) -> Any:
+    if isinstance(x, np.generic):
+        return x.item()
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    return str(x)
+
+
+def remove_stale(root: Path, previous: dict[str, Any] | None, keep: set[str]) -> None:
+    """Remove group directories an earlier summary in ``root`` listed and the new one does not."""
+    if not previous:
+        return
+    for g in previous.get("groups", []):
+        name = g.get("dir")
+        if name and name not in keep and (root / name / FINDING).exists():
+            shutil.rmtree(root / name, ignore_errors=True)
+
+
+def read_summary(directory: Path) -> dict[str, Any]:
+    path = directory / SUMMARY
+    if not path.is_file():
+        raise CustomOpsError(f"{str(directory)!r} holds no {SUMMARY} (not a fuzz campaign directory)")
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise CustomOpsError(f"{str(path)!r} is not readable JSON ({type(exc).__name__})") from None
+
+
+# ---------------------------------------------------------------------------------------------
+# table and Markdown
+
+
+def format_table(summary: dict[str, Any], root: str) -> str:
+    """The summary table printed on stdout."""
+    cases = summary["cases"]
+    head = (
+        f"customops fuzz: {cases['total']} cases ({cases['run']} run: {cases['valid']} valid, {cases['invalid']} invalid; "
+        f"{sum(cases['skipped'].values())} skipped; {cases['not_run']} not run), ORT {summary['ort_version']}"
+    )
+    rows = [("group", "count", "side", "kind", "detail / features that matter", "known")]
+    for g in summary["groups"]:
+        sig = g["signature"]
+        detail = sig["detail"] or ", ".join(sig["features"]) or "-"
+        rows.append(
+            (
+                g["dir"] or g["id"],
+                str(g["count"]),
+                sig["side"],
+                sig["kind"],
+                detail[:70],
+                ", ".join(g.get("known", [])) or "-",
+            )
+        )
+    lines = [head]
+    if len(rows) > 1:
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+        for j, r in enumerate(rows):
+            lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+            if j == 0:
+                lines.append("  ".join("-" * w for w in widths))
+    notes = summary.get("reference_notes", [])
+    findings = sum(g["count"] for g in summary["groups"])
+    lines.append(
+        f"{len(summary['groups'])} group(s), {findings} finding(s); {len(notes)} group(s) of reference notes "
+        f"({sum(n['count'] for n in notes)} cases where only onnx.reference differs); reproducers under {root}"
+    )
+    return "\n".join(lines)
+
+
+def markdown(summary: dict[str, Any], root: str, command: str) -> str:
+    """docs/findings.md: the campaigns, then one row per group with its reproducer."""
+    out = [
+        "# Findings of `customops fuzz`",
+        "",
+        f"Current findings of the differential fuzzer against onnxruntime {summary['ort_version']} "
+        f"(onnx {summary.get('onnx_version', '?')}), one row per group of findings with the same signature. "
+        f"Each group's reproducer (shrunk) is committed under `{root}/` (`model.onnx`, `test_data_set_0/`, "
+        "`finding.json`, `README.txt`); `customops fuzz replay <dir>` reruns it on the three sides and exits 1 "
+        "while it still reproduces.",
+        "",
+        "Regenerate (reproducers, summary and this page):",
+        "",
+        "```",
+        command,
+        "```",
+        "",
+        "## Campaigns",
+        "",
+        "| targets | seed | cases | run | skipped | time (s) | groups | findings |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for c in summary["campaigns"]:
+        out.append(
+            f"| {', '.join(c['targets'])} | {c['seed']} | {c['cases']} | {c['run']} | {c['skipped']} | "
+            f"{c['seconds']:.0f} | {c['groups']} | {c['findings']} |"
+        )
+    out += [
+        "",
+        "Side: the odd one out (`builtin` = ORT's CPU kernel, `custom` = ours, `unknown` = the two differ and "
+        "onnx.reference could not vote). Known: the id in docs/ort-deviations.md or the row of docs/semantics.md.",
+        "",
+        "## Groups",
+        "",
+        "| op | side | kind | detail / features that matter | count | known | reproducer |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for g in summary["groups"]:
+        sig = g["signature"]
+        detail = (sig["detail"] or ", ".join(sig["features"]) or "-").replace("|", "\\|")
+        known = ", ".join(g.get("known", [])) or "new"
+        where = f"[{g['dir']}]({_rel(root)}/{g['dir']})" if g.get("dir") else "-"
+        out.append(
+            f"| {sig['op']}-{sig['version']} | {sig['side']} | {sig['kind']} | {detail} | {g['count']} | {known} | {where} |"
+        )
+    notes = summary.get("reference_notes", [])
+    if notes:
+        out += [
+            "",
+            "## onnx.reference alone differs (notes, not findings)",
+            "",
+            "| op | kind | detail | count |",
+            "|---|---|---|---|",
+        ]
+        for n in notes:
+            sig = n["signature"]
+            detail = (sig["detail"] or "-").replace("|", "\\|")
+            out.append(f"| {sig['op']}-{sig['version']} | {sig['kind']} | {detail} | {n['count']} |")
+    skipped: Counter[str] = Counter()
+    for c in summary["campaigns"]:
+        skipped.update(c.get("skipped_reasons", {}))
+    if skipped:
+        out += ["", "## Skipped cases", ""]
+        out += [f"- {reason}: {n}" for reason, n in sorted(skipped.items())]
+    return "\n".join(out) + "\n"
+
+
+def _rel(root: str) -> str:
+    return "../" + root.strip("/") if not root.startswith(("/", ".")) else root
+
+
+# ---------------------------------------------------------------------------------------------
+# merging
+
+
+def merge(summaries: list[tuple[Path, dict[str, Any]]], out: Path) -> dict[str, Any]:
+    """One summary from several campaign directories (e.g. shards); copies each group's representative
+    (the one whose first example has the lowest index) into ``out``."""
+    first = summaries[0][1]
+    groups: dict[str, dict[str, Any]] = {}
+    sources: dict[str, Path] = {}
+    notes: dict[str, dict[str, Any]] = {}
+    cases: dict[str, Any] = {}
+    campaigns: list[dict[str, Any]] = []
+    for directory, s in summaries:
+        campaigns.extend(s["campaigns"])
+        _add_counts(cases, s["cases"])
+        for g in s["groups"]:
+            key = json.dumps(g["signature"], sort_keys=True)
+            merged = groups.get(key)
+            if merged is None:
+                groups[key] = json.loads(json.dumps(g))
+                sources[key] = directory
+                continue
+            if g["examples"] and (not merged["examples"] or g["examples"][0] < merged["examples"][0]):
+                keep = {k: merged[k] for k in ("count", "examples", "dtypes")}
+                groups[key] = merged = {**json.loads(json.dumps(g)), **keep}
+                sources[key] = directory
+            _combine(merged, g)
+        for n in s.get("reference_notes", []):
+            key = json.dumps(n["signature"], sort_keys=True)
+            if key in notes:
+                _combine(notes[key], n)
+            else:
+                notes[key] = json.loads(json.dumps(n))
+    out.mkdir(parents=True, exist_ok=True)
+    for key, g in groups.items():
+        src = sources[key] / g["dir"] if g.get("dir") else None
+        if src is not None and src.is_dir() and src.resolve() != (out / g["dir"]).resolve():
+            tmp = out / f".tmp-{g['dir']}-{os.getpid()}"
+            if tmp.exists():
+                shutil.rmtree(tmp)
+            shutil.copytree(src, tmp)
+            _rewrite_paths(tmp, str(sources[key] / g["dir"]), str(out / g["dir"]))
+            _replace_dir(tmp, out / g["dir"])
+        if g.get("dir"):
+            g["rerun"] = [
+                c.replace(str(sources[key] / g["dir"]), str(out / g["dir"])) for c in g.get("rerun", [])
+            ]
+    ordered = sorted(
+        groups.values(),
+        key=lambda g: (g["signature"]["op"], g["signature"]["version"], -g["count"], g["examples"][:1]),
+    )
+    return {
+        **{
+            k: first[k]
+            for k in ("tool", "ort_version", "onnx_version", "customops_version", "numpy_version")
+            if k in first
+        },
+        "campaigns": campaigns,
+        "cases": cases,
+        "groups": ordered,
+        "reference_notes": sorted(
+            notes.values(), key=lambda n: (n["signature"]["op"], n["signature"]["version"], -n["count"])
+        ),
+    }
+
+
+def _combine(into: dict[str, Any], other: dict[str, Any]) -> None:
+    into["count"] += other["count"]
+    from customops.fuzz.campaign import EXAMPLES
+
+    into["examples"] = sorted(set(into["examples"]) | set(other["examples"]))[:EXAMPLES]
+    dtypes = Counter(into.get("dtypes", {}))
+    dtypes.update(other.get("dtypes", {}))
+    into["dtypes"] = dict(sorted(dtypes.items()))
+
+
+def _add_counts(into: dict[str, Any], other: dict[str, Any]) -> None:
+    for k, v in other.items():
+        if isinstance(v, dict):
+            _add_counts(into.setdefault(k, {}), v)
+        else:
+            into[k] = into.get(k, 0) + v
+
+
+def _rewrite_paths(directory: Path, old: str, new: str) -> None:
+    for name in ("README.txt", FINDING):
+        p = directory / name
+        if p.exists():
+            p.write_text(p.read_text().replace(old, new))
+
+
+def load_finding(directory: Path) -> tuple[Signature, Any, dict[str, Any]]:
+    """The signature, the case and the record of a reproducer directory."""
+    path = directory / FINDING
+    if not path.is_file():
+        raise CustomOpsError(
+            f"{str(directory)!r} holds no {FINDING} (not a reproducer written by customops fuzz)"
+        )
+    try:
+        record = json.loads(path.read_text())
+        return Signature.from_json(record["signature"]), case_from_json(record["case"]), record
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise CustomOpsError(f"{str(path)!r} is not a readable finding ({type(exc).__name__})") from None

@@ -1,0 +1,387 @@
+"""Triage: what each case's three outcomes mean, the signature of each finding, grouping, shrinking.
+
+A *finding* says which side is the odd one out (``builtin``, ``custom``, both, ``three-way``, ``unknown``
+when the reference could not vote, ``reference`` for the reference's own deviations, which are notes,
+not findings) and its kind: ``value``, ``shape``, ``dtype`` (both ran, outputs differ), ``rejects-valid``,
+``accepts-invalid``, ``crash``, ``hang``. Its *detail* is the normalized error (rejections, crashes) or the
+rule an invalid case breaks. For the three output kinds the signature also names the features of the case
+that matter: each non-default attribute, T, the special values and the optional inputs is set to its
+simplest form in turn, and the ones whose simplification makes the finding go away are kept.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from customops.fuzz import values as V
+from customops.fuzz.case import Case, build_model
+from customops.fuzz.runner import Outcome, Pool
+from customops.fuzz.space import OUT_LIMIT, Space, Verdict, space_of
+from customops.fuzz.worker import SIDES, Request
+from customops.metrics import DEFAULT_TOLERANCES, compare_arrays
+
+OUTPUT_KINDS = ("value", "shape", "dtype")
+KINDS = (*OUTPUT_KINDS, "rejects-valid", "accepts-invalid", "crash", "hang")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One disagreement on one case (see the module docstring)."""
+
+    side: str
+    kind: str
+    detail: str = ""
+
+    @property
+    def counts(self) -> bool:
+        """False for the reference's own deviations (kept as notes)."""
+        return self.side != "reference"
+
+    @property
+    def coarse(self) -> tuple[str, str, str]:
+        return (self.side, self.kind, self.detail)
+
+
+@dataclass(frozen=True)
+class Signature:
+    """What a group of findings shares: (op, version), the odd side, the kind, the detail and the
+    features that matter."""
+
+    op: str
+    version: int
+    side: str
+    kind: str
+    detail: str = ""
+    features: tuple[str, ...] = ()
+
+    @property
+    def key(self) -> str:
+        return json.dumps([self.op, self.version, self.side, self.kind, self.detail, list(self.features)])
+
+    @property
+    def id(self) -> str:
+        return hashlib.sha1(self.key.encode()).hexdigest()[:10]
+
+    @property
+    def finding(self) -> Finding:
+        return Finding(self.side, self.kind, self.detail)
+
+    def text(self) -> str:
+        parts = [f"{self.op}-{self.version}", self.side, self.kind]
+        if self.detail:
+            parts.append(f"({self.detail})")
+        if self.features:
+            parts.append("[" + ", ".join(self.features) + "]")
+        return " ".join(parts)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "op": self.op,
+            "version": self.version,
+            "side": self.side,
+            "kind": self.kind,
+            "detail": self.detail,
+            "features": list(self.features),
+        }
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> Signature:
+        return Signature(d["op"], int(d["version"]), d["side"], d["kind"], d["detail"], tuple(d["features"]))
+
+
+# ---------------------------------------------------------------------------------------------
+# classification
+
+
+def tolerance(elem: str) -> tuple[float, float]:
+    """(rtol, atol) for outputs of element type ``elem``: compare's defaults, the type's epsilon for the
+    narrow floats, exact for the rest."""
+    names = {"float": "float32", "double": "float64", "float16": "float16", "bfloat16": "bfloat16"}
+    if elem in names:
+        return DEFAULT_TOLERANCES[names[elem]]
+    if V.is_float(elem):
+        import ml_dtypes
+
+        from customops.fuzz.case import np_dtype
+
+        eps = float(ml_dtypes.finfo(np_dtype(elem)).eps)
+        return eps, eps
+    return 0.0, 0.0
+
+
+def _agree(a: Any, b: Any, elem: str, magnitude: float = 0.0) -> dict[str, Any]:
+    rtol, atol = tolerance(elem)
+    return compare_arrays(a, b, rtol, atol + rtol * magnitude)
+
+
+def magnitude(case: Case) -> float:
+    """For interpolating Resize and Upsample on floats: a bound on what the input values add up to in one
+    output (4 times the largest finite |x|). Rounding errors of a weighted sum scale with it, not with
+    the result, so the absolute tolerance grows by rtol times this (cancellation is not a deviation)."""
+    if case.op not in ("Resize", "Upsample") or not V.is_float(case.dtype):
+        return 0.0
+    mode = case.attrs.get("mode", "nearest")
+    if mode not in ("linear", "cubic"):
+        return 0.0
+    x = case.main.astype(np.float64)
+    finite = x[np.isfinite(x)]
+    return 4.0 * float(np.abs(finite).max()) if finite.size else 0.0
+
+
+def _kind(m: dict[str, Any]) -> str:
+    if not m["shape_match"]:
+        return "shape"
+    if not m["dtype_match"]:
+        return "dtype"
+    return "value"
+
+
+_NUMBER = re.compile(r"(?<![A-Za-z_])-?(?:\d+(?:\.\d*)?(?:e[-+]?\d+)?|inf|nan)(?![A-Za-z_])")
+_SOURCE = re.compile(r"\S*\.(?:cc|h|cpp|hpp):\d+ ")
+
+
+def error_key(message: str) -> str:
+    """The stable part of an error message: stage, then the message without source locations, C++
+    signatures, node names and numbers, at most 110 characters."""
+    stage, _, text = message.partition(": ")
+    if stage not in ("load", "run", "rewrite"):
+        stage, text = "", message
+    text = re.sub(r"^\w+: ", "", text)  # exception class
+    text = re.sub(r"^[A-Z_]+ : ", "", text)  # ORT status code
+    text = re.sub(
+        r"^Non-zero status code returned while running \w+ node\. Name:'[^']*' Status Message: ", "", text
+    )
+    text = re.sub(r"^Exception during initialization: ", "", text)
+    text = re.sub(r"^\S+-\d+ node '[^']*': ", "", text)  # customops KernelError prefix
+    pieces = _SOURCE.split(text)
+    if len(pieces) > 1:
+        tail = pieces[-1]
+        if "was false." in tail:
+            tail = tail.rsplit("was false.", 1)[1]
+        else:
+            tail = re.sub(r"^[^()]*::[^()]*\([^)]*\)(?: const)?(?: \[with [^\]]*\])? ", "", tail)
+            tail = re.sub(r"^[A-Z][A-Za-z]+ ", "", tail)
+        text = tail
+    text = re.sub(r"\[ONNXRuntimeError\] : \d+ : [A-Z_]+ : ", "", text)
+    text = re.sub(r"\bN\d+onnxruntime\w+", "<type>", text)  # mangled C++ type names
+    text = re.sub(r"\{[\d,\s]*\}", "{…}", text)
+    text = _NUMBER.sub("#", text)
+    text = " ".join(text.split()).strip(" .")
+    text = text[:110]
+    return f"{stage}: {text}" if stage else text
+
+
+def classify(dtype: str, verdict: Verdict, outcomes: dict[str, Outcome], scale: float = 0.0) -> list[Finding]:
+    """The findings of one case (several when several sides crash or hang); ``scale`` widens the absolute
+    tolerance (see :func:`magnitude`)."""
+    found = [
+        Finding(s, o.status, error_key(o.message))
+        for s, o in outcomes.items()
+        if o.status in ("crash", "hang")
+    ]
+    if found:
+        return found
+    b, c, r = (outcomes[s] for s in SIDES)
+    ok_b, ok_c, ok_r = (o.status == "ok" for o in (b, c, r))
+    if verdict.valid:
+        if ok_b and ok_c:
+            m = _agree(b.value, c.value, dtype, scale)
+            if m["pass"]:
+                if ok_r:
+                    mr = _agree(r.value, c.value, dtype, scale)
+                    return [] if mr["pass"] else [Finding("reference", _kind(mr))]
+                return [Finding("reference", "rejects-valid", error_key(r.message))]
+            kind = _kind(m)
+            if not ok_r:
+                return [Finding("unknown", kind)]
+            rb = _agree(b.value, r.value, dtype, scale)["pass"]
+            rc = _agree(c.value, r.value, dtype, scale)["pass"]
+            side = (
+                "builtin"
+                if rc and not rb
+                else "custom"
+                if rb and not rc
+                else "three-way"
+                if not (rb or rc)
+                else "unknown"
+            )
+            return [Finding(side, kind)]
+        if ok_c:
+            return [Finding("builtin", "rejects-valid", error_key(b.message))]
+        if ok_b:
+            return [Finding("custom", "rejects-valid", error_key(c.message))]
+        side = "builtin+custom" if ok_r else "all"
+        return [Finding(side, "rejects-valid", f"{error_key(b.message)} | {error_key(c.message)}")]
+    out = []
+    reason = verdict.reason or ""
+    if ok_b and ok_c:
+        out.append(Finding("builtin+custom", "accepts-invalid", reason))
+    elif ok_b:
+        out.append(Finding("builtin", "accepts-invalid", reason))
+    elif ok_c:
+        out.append(Finding("custom", "accepts-invalid", reason))
+    if ok_r:
+        out.append(Finding("reference", "accepts-invalid", reason))
+    return out
+
+
+@dataclass
+class Evaluation:
+    """A case run on the three sides: the oracle's verdict, the outcomes and the findings."""
+
+    case: Case
+    verdict: Verdict
+    outcomes: dict[str, Outcome]
+    findings: list[Finding]
+
+
+def evaluate(pool: Pool, case: Case, verdict: Verdict | None = None, tag: str = "triage") -> Evaluation:
+    """Run ``case`` on the three sides and classify."""
+    verdict = verdict or space_of(case.op).validate(case)
+    built = build_model(case)
+    request = Request(
+        case.index if case.index is not None else -1, tag, built.model.SerializeToString(), built.feed
+    )
+    outcomes = pool.run(request)
+    return Evaluation(case, verdict, outcomes, classify(case.dtype, verdict, outcomes, magnitude(case)))
+
+
+# ---------------------------------------------------------------------------------------------
+# signatures
+
+
+def feature_labels(case: Case) -> set[str]:
+    """Labels of the case's features (as :meth:`Space.features` names them), without running anything."""
+    return {label for label, _ in space_of(case.op).features(case)}
+
+
+def signature_of(pool: Pool, ev: Evaluation, finding: Finding) -> Signature:
+    """The signature of ``finding`` on ``ev.case``: for output kinds, the features it needs."""
+    case = ev.case
+    features: tuple[str, ...] = ()
+    if finding.kind in OUTPUT_KINDS:
+        space = space_of(case.op)
+        needed = []
+        for label, simpler in space.features(case):
+            verdict = space.validate(simpler)
+            if not verdict.valid or math.prod(verdict.out_shape or ()) > OUT_LIMIT:
+                needed.append(label)  # cannot be tested alone: keep it
+                continue
+            again = evaluate(pool, simpler, verdict)
+            if finding not in again.findings:
+                needed.append(label)
+        features = tuple(sorted(needed))
+    return Signature(case.op, case.version, finding.side, finding.kind, finding.detail, features)
+
+
+def holds(sig: Signature, ev: Evaluation) -> bool:
+    """Whether ``ev`` still shows the finding of ``sig`` with every feature it needs."""
+    if sig.finding not in ev.findings:
+        return False
+    return set(sig.features) <= feature_labels(ev.case)
+
+
+# ---------------------------------------------------------------------------------------------
+# shrinking
+
+
+def cost(case: Case) -> int:
+    """How big and how unusual a case is; every accepted simplification lowers it."""
+    total = 0
+    main_name = case.opv.inputs[0].name
+    for name, t in case.inputs.items():
+        if t is None:
+            continue
+        total += 8 * int(t.value.size)
+        if name == main_name:
+            total += 16 * int(V.special_mask(t.value, case.dtype).sum()) + V.value_complexity(
+                t.value, case.dtype
+            )
+        elif t.value.dtype.kind in "iu":
+            total += int(np.abs(t.value.astype(np.int64)).sum())
+        elif t.value.dtype.kind == "f" or V.is_float(t.elem):
+            f = t.value.astype(np.float64)
+            total += 4 * int(np.count_nonzero(~np.isin(f, (0.0, 1.0)))) + 4 * int(
+                np.count_nonzero(~np.isin(f, (0.0, 0.5, 1.0, 2.0)))
+            )
+    for value in case.attrs.values():
+        total += 40
+        if isinstance(value, list):
+            total += int(
+                sum(abs(float(v)) for v in value if isinstance(v, int | float) and math.isfinite(float(v)))
+            )
+    if case.dtype != "float":
+        total += 30
+    return total
+
+
+@dataclass
+class Shrunk:
+    """The result of shrinking: the smallest case found that keeps the signature, and how."""
+
+    evaluation: Evaluation
+    steps: list[str] = field(default_factory=list)
+    runs: int = 0
+    reproduced: bool = True
+
+
+def shrink(pool: Pool, sig: Signature, case: Case, budget: int, space: Space | None = None) -> Shrunk:
+    """Greedy shrinking: try the space's simplifications in order, keep the first that lowers the cost,
+    stays in the same validity class and keeps the signature; repeat until none does or ``budget`` runs
+    are spent. The first run checks that the original still shows the finding."""
+    space = space or space_of(case.op)
+    current = evaluate(pool, case)
+    runs = 1
+    if not holds(sig, current):
+        return Shrunk(current, [], runs, reproduced=False)
+    steps: list[str] = []
+    reason = current.verdict.reason
+    seen: set[str] = set()
+    progress = True
+    while progress and runs < budget:
+        progress = False
+        here = cost(current.case)
+        for label, candidate in space.simplifications(current.case):
+            if cost(candidate) >= here:
+                continue
+            verdict = space.validate(candidate)
+            if verdict.reason != reason or (verdict.valid and math.prod(verdict.out_shape or ()) > OUT_LIMIT):
+                continue
+            fingerprint = json.dumps(_fingerprint(candidate))
+            if fingerprint in seen:
+                continue
+            seen.add(fingerprint)
+            again = evaluate(pool, candidate, verdict)
+            runs += 1
+            if holds(sig, again):
+                current = again
+                steps.append(label)
+                progress = True
+                break
+            if runs >= budget:
+                break
+    return Shrunk(current, steps, runs)
+
+
+def _fingerprint(case: Case) -> Any:
+    from customops.fuzz.case import case_to_json
+
+    d = case_to_json(case)
+    d.pop("index", None)
+    d.pop("seed", None)
+    return d
+
+
+def map_parallel(items: list[Any], fn: Callable[[Any], Any], threads: int) -> list[Any]:
+    """``fn`` over ``items`` on ``threads`` threads, in order."""
+    from customops.fuzz.runner import parallel
+
+    return parallel(items, fn, threads)

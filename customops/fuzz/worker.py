@@ -1,0 +1,179 @@
+"""The worker process of one side: it runs one-node models as ORT's built-in kernels, ours (rewritten into
+the customops domain) or onnx.reference does, one request at a time, and answers with the output or the
+error. A crash or a hang takes only this process down; the coordinator records it and starts another.
+
+Test hook: the environment variable ``CUSTOMOPS_FUZZ_INJECT`` holds comma-separated ``ACTION:SIDE:INDEX``
+items (ACTION ``abort``, ``exit`` or ``hang``); the worker of SIDE then calls ``os.abort()``, ``os._exit(3)``
+or sleeps for an hour when it is asked to run campaign case INDEX (not when the triage reruns it).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+INJECT_ENV = "CUSTOMOPS_FUZZ_INJECT"
+
+SIDES = ("builtin", "custom", "reference")
+
+
+@dataclass
+class Request:
+    """What a worker runs: the model (serialized), its feed, and which case it is (for the test hook)."""
+
+    index: int
+    tag: str
+    """'case' for a campaign run, 'triage' for reruns by the triage and the shrinker."""
+    model: bytes
+    feed: dict[str, Any]
+
+
+def _injections() -> dict[tuple[str, int], str]:
+    out: dict[tuple[str, int], str] = {}
+    for item in os.environ.get(INJECT_ENV, "").split(","):
+        parts = item.strip().split(":")
+        if len(parts) == 3 and parts[2].strip().lstrip("-").isdigit():
+            out[(parts[1].strip(), int(parts[2]))] = parts[0].strip()
+    return out
+
+
+def _inject(action: str) -> None:
+    if action == "abort":
+        os.abort()
+    if action == "exit":
+        os._exit(3)
+    if action == "hang":
+        time.sleep(3600)
+
+
+def short_error(exc: BaseException) -> str:
+    """One line: the exception's type and message (ORT's status prefix removed, at most 600 characters)."""
+    text = " ".join(str(exc).split())
+    text = re.sub(r"^\[ONNXRuntimeError\] : \d+ : ", "", text)
+    return f"{type(exc).__name__}: {text}"[:600]
+
+
+class _Runner:
+    """Runs requests for one side (imports happen once, in the worker)."""
+
+    def __init__(self, side: str) -> None:
+        import warnings
+
+        import numpy as np
+        import onnxruntime as ort
+
+        warnings.simplefilter("ignore")
+        np.seterr(all="ignore")
+        self.side = side
+        self.ort = ort
+        if side == "custom":
+            import customops  # noqa: F401  (registers nothing yet; sessions do)
+
+    def options(self) -> Any:
+        opts = self.ort.SessionOptions()
+        opts.log_severity_level = 4
+        opts.intra_op_num_threads = 1
+        opts.inter_op_num_threads = 1
+        return opts
+
+    def run(self, request: Request) -> Any:
+        import numpy as np
+        import onnx
+
+        if self.side == "builtin":
+            try:
+                sess = self.ort.InferenceSession(
+                    request.model, self.options(), providers=["CPUExecutionProvider"]
+                )
+            except Exception as exc:
+                raise _Stage("load", exc) from None
+            try:
+                return np.asarray(sess.run(None, request.feed)[0])
+            except Exception as exc:
+                raise _Stage("run", exc) from None
+        model = onnx.ModelProto.FromString(request.model)
+        if self.side == "reference":
+            from onnx.reference import ReferenceEvaluator
+
+            try:
+                evaluator = ReferenceEvaluator(model)
+            except Exception as exc:
+                raise _Stage("load", exc) from None
+            try:
+                return np.asarray(evaluator.run(None, request.feed)[0])
+            except Exception as exc:
+                raise _Stage("run", exc) from None
+        import customops
+
+        result = customops.rewrite_model(model)
+        if result.skipped or not result.swapped:
+            reason = result.skipped[0].reason if result.skipped else "no node to swap"
+            raise _Stage("rewrite", RuntimeError(f"not swapped: {reason}"))
+        try:
+            sess = customops.InferenceSession(result.model, sess_options=self.options())
+        except Exception as exc:
+            raise _Stage("load", exc) from None
+        try:
+            return np.asarray(sess.run(None, request.feed)[0])
+        except Exception as exc:
+            raise _Stage("run", exc) from None
+
+
+class _Stage(Exception):
+    def __init__(self, stage: str, exc: BaseException) -> None:
+        super().__init__(f"{stage}: {short_error(exc)}")
+
+
+def worker_main(conn: Any, side: str) -> None:
+    """Answer requests on ``conn`` until it closes (stderr is the coordinator's log of this worker,
+    emptied before each request, so a crash leaves its last words there)."""
+    runner = _Runner(side)
+    injections = _injections()
+    conn.send(("ready", os.getpid()))
+    while True:
+        try:
+            message = conn.recv()
+        except (EOFError, OSError):
+            return
+        if message is None:
+            return
+        job, request = message
+        for fd in (1, 2):
+            try:
+                os.ftruncate(fd, 0)
+                os.lseek(fd, 0, os.SEEK_SET)
+            except OSError:
+                pass
+        action = injections.get((side, request.index)) if request.tag == "case" else None
+        if action:
+            _inject(action)
+        started = time.perf_counter()
+        try:
+            value = runner.run(request)
+            reply = ("ok", job, value, "", time.perf_counter() - started)
+        except _Stage as exc:
+            reply = ("error", job, None, str(exc), time.perf_counter() - started)
+        except BaseException as exc:  # the side failed in a way that is not ORT's nor the kernel's
+            reply = ("error", job, None, f"run: {short_error(exc)}", time.perf_counter() - started)
+        try:
+            conn.send(reply)
+        except Exception as exc:  # an output pickle cannot carry
+            conn.send(("error", job, None, f"run: output not transferable: {short_error(exc)}", 0.0))
+
+
+def main(argv: list[str]) -> None:
+    """``python -m customops.fuzz.worker SIDE FD``: serve the connection on file descriptor FD."""
+    from multiprocessing.connection import Connection
+
+    side, fd = argv[0], int(argv[1])
+    if side not in SIDES:
+        raise SystemExit(f"unknown side {side!r}")
+    worker_main(Connection(fd), side)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,245 @@
+"""customops fuzz: cases depend on (seed, index) alone, findings do not depend on --jobs, shards merge into
+the whole, a crashing or hanging side is recorded and the campaign goes on, shrinking keeps the signature,
+reproducers reproduce, bad arguments exit 2 with one line, and a small Resize campaign rediscovers known
+deviations."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from customops.fuzz.case import Case, Tensor, case_to_json
+from customops.fuzz.space import make_case
+from customops.registry import lookup
+
+RESIZE_DEVIATIONS = {
+    "T-RESIZE",
+    "R-LINEAR-RANK",
+    "R-LINEAR-OUTER-AXIS",
+    "R-CUBIC-RANK",
+    "R-CUBIC-NHWC-DOWN",
+    "R-CUBIC-INT-RUNTIME-ERROR",
+    "R-SAME-SHAPE-NO-OP",
+    "R-INT-TRUNCATION",
+    "R-ALIGN-CORNERS-INT-LENGTH",
+}
+"""Ids of docs/ort-deviations.md (pinned by hand in tests/test_compare.py) a Resize-19 campaign can find."""
+
+
+def run_cli(
+    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "customops.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, **(env or {})},
+        cwd=cwd,
+    )
+
+
+def _groups(summary: dict) -> list:
+    """The parts of a summary that must not depend on --jobs or sharding."""
+    return sorted(
+        (g["id"], g["count"], g["examples"], g["dtypes"], g["dir"], g["representative"]["case"])
+        for g in summary["groups"]
+    )
+
+
+def _counts(summary: dict) -> dict:
+    return {k: v for k, v in summary["cases"].items()}
+
+
+def test_a_case_depends_on_seed_and_index_alone():
+    opv = lookup("Resize", 19)
+    assert opv is not None
+    a = [make_case(opv, 7, i) for i in range(30)]
+    b = [make_case(opv, 7, i) for i in reversed(range(30))][::-1]
+    for x, y in zip(a, b, strict=True):
+        assert x.dtype == y.dtype and x.skipped == y.skipped
+        if x.case is not None:
+            assert json.dumps(case_to_json(x.case)) == json.dumps(case_to_json(y.case))
+    assert any(
+        json.dumps(case_to_json(x.case)) != json.dumps(case_to_json(y.case))
+        for x, y in zip(a, [make_case(opv, 8, i) for i in range(30)], strict=True)
+        if x.case is not None and y.case is not None
+    )
+
+
+def test_same_findings_for_any_jobs_and_shards_merge_into_the_whole(tmp_path):
+    base = [
+        "fuzz",
+        "--op",
+        "Pad",
+        "--opset",
+        "19",
+        "--cases",
+        "30",
+        "--seed",
+        "5",
+        "--shrink-budget",
+        "4",
+        "--json",
+    ]
+    whole = run_cli(*base, "--jobs", "1", "--out", str(tmp_path / "whole"))
+    assert whole.returncode in (0, 1), whole.stderr
+    two = run_cli(*base, "--jobs", "2", "--out", str(tmp_path / "two"))
+    shards = [run_cli(*base, "--shard", f"{i}/2", "--out", str(tmp_path / f"s{i}")) for i in range(2)]
+    assert all(p.returncode in (0, 1) for p in (two, *shards)), [p.stderr[-500:] for p in (two, *shards)]
+    s_whole, s_two = json.loads(whole.stdout), json.loads(two.stdout)
+    assert s_whole["groups"], "the campaign should find something on Pad-19"
+    assert _groups(s_whole) == _groups(s_two) and _counts(s_whole) == _counts(s_two)
+    merged = run_cli(
+        "fuzz",
+        "merge",
+        str(tmp_path / "s0"),
+        str(tmp_path / "s1"),
+        "--out",
+        str(tmp_path / "merged"),
+        "--json",
+    )
+    assert merged.returncode == whole.returncode, merged.stderr
+    s_merged = json.loads(merged.stdout)
+    assert _groups(s_merged) == _groups(s_whole) and _counts(s_merged) == _counts(s_whole)
+    for g in s_merged["groups"]:
+        assert (tmp_path / "merged" / g["dir"] / "model.onnx").is_file()
+    assert "fuzz: " in whole.stderr  # progress goes to stderr
+
+
+def _runnable_indices(op: str, version: int, count: int) -> list[int]:
+    opv = lookup(op, version)
+    assert opv is not None
+    out = []
+    for i in range(200):
+        drawn = make_case(opv, 0, i)
+        if drawn.case is not None and drawn.verdict is not None and drawn.verdict.valid:
+            out.append(i)
+        if len(out) == count:
+            return out
+    raise AssertionError("not enough runnable cases")
+
+
+def test_a_crashing_and_a_hanging_side_are_recorded_and_the_campaign_goes_on(tmp_path):
+    crash, hang, after = _runnable_indices("Pad", 19, 3)
+    indices = ",".join(map(str, (crash, hang, after)))
+    args = f"fuzz --op Pad --opset 19 --index {indices} --case-timeout 4 --shrink-budget 3 --json".split()
+    inject = {"CUSTOMOPS_FUZZ_INJECT": f"abort:builtin:{crash},hang:custom:{hang}"}
+    proc = run_cli(*args, "--out", str(tmp_path / "out"), env=inject)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    summary = json.loads(proc.stdout)
+    assert summary["cases"]["run"] == 3
+    by_kind = {g["signature"]["kind"]: g for g in summary["groups"]}
+    assert by_kind["crash"]["signature"]["side"] == "builtin" and by_kind["crash"]["examples"] == [crash]
+    assert "SIGABRT" in by_kind["crash"]["signature"]["detail"]
+    assert by_kind["hang"]["signature"]["side"] == "custom" and by_kind["hang"]["examples"] == [hang]
+    # the injected faults fire only in campaign runs: the triage's rerun says they do not reproduce
+    assert by_kind["crash"]["representative"]["reproduced"] is False
+
+
+def test_shrinking_keeps_the_signature_and_makes_the_case_smaller():
+    from customops.fuzz.runner import Pool
+    from customops.fuzz.triage import cost, evaluate, holds, shrink, signature_of
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 3, 5, 7)).astype(np.float32)
+    case = Case(
+        "Resize",
+        19,
+        "float",
+        {
+            "X": Tensor(x),
+            "roi": None,
+            "scales": Tensor(np.array([1, 1, 0.6, 0.75], np.float32), const=True),
+            "sizes": None,
+        },
+        {
+            "mode": "linear",
+            "coordinate_transformation_mode": "align_corners",
+            "extrapolation_value": 2.5,
+            "nearest_mode": "floor",
+        },
+    )
+    with Pool(1, 60) as pool:
+        ev = evaluate(pool, case)
+        (finding,) = [f for f in ev.findings if f.counts]
+        assert (finding.side, finding.kind) == ("builtin", "value")
+        sig = signature_of(pool, ev, finding)
+        assert "coordinate_transformation_mode=align_corners" in sig.features
+        assert "extrapolation_value" not in sig.features and "nearest_mode=floor" not in sig.features
+        result = shrink(pool, sig, case, budget=80)
+        small = result.evaluation.case
+        assert result.reproduced and holds(sig, evaluate(pool, small))
+    assert cost(small) < cost(case) and small.size() < case.size() and result.steps
+    assert "extrapolation_value" not in small.attrs
+    assert small.attrs["coordinate_transformation_mode"] == "align_corners"
+
+
+def test_small_resize_campaign_rediscovers_known_deviations_with_reproducers_that_reproduce(tmp_path):
+    out = tmp_path / "resize"
+    args = [
+        "fuzz",
+        "--op",
+        "Resize",
+        "--opset",
+        "19",
+        "--cases",
+        "60",
+        "--seed",
+        "0",
+        "--shrink-budget",
+        "40",
+    ]
+    proc = run_cli(*args, "--out", str(out), "--markdown", str(tmp_path / "findings.md"))
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    summary = json.loads((out / "summary.json").read_text())
+    known = {label for g in summary["groups"] for label in g["known"]}
+    assert len(known & RESIZE_DEVIATIONS) >= 2, known
+    assert proc.stdout.strip().splitlines()[-1].startswith(f"{len(summary['groups'])} group(s)")
+    assert "| Resize-19 | builtin |" in (tmp_path / "findings.md").read_text()
+    for g in summary["groups"]:
+        case_dir = out / g["dir"]
+        assert (case_dir / "model.onnx").is_file() and (case_dir / "test_data_set_0" / "input_0.pb").is_file()
+        assert not list(out.glob(".tmp-*"))
+    # every reproducer replays; one that ORT rejects also fails `customops compare` on its own
+    replay = run_cli("fuzz", "replay", *(str(out / g["dir"]) for g in summary["groups"]))
+    assert replay.returncode == 1, replay.stdout + replay.stderr
+    assert replay.stdout.count("REPRODUCES") == len(summary["groups"]), replay.stdout
+    rejected = next(
+        g for g in summary["groups"] if "R-CUBIC-INT-RUNTIME-ERROR" in g["known"] or "T-RESIZE" in g["known"]
+    )
+    compare = run_cli(
+        "compare", str(out / rejected["dir"] / "model.onnx"), "--inputs", str(out / rejected["dir"])
+    )
+    assert compare.returncode == 1, compare.stdout + compare.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--cases", "0"], "--cases '0' must be at least 1"),
+        (["--cases", "many"], "is not an integer"),
+        (["--op", "Conv"], "unknown op 'Conv'"),
+        (["--op", "Col2Im", "--opset", "11"], "no version of Col2Im is in force at opset 11"),
+        (["--shard", "2/2"], "is not I/N"),
+        (["--jobs", "0"], "--jobs '0' must be at least 1"),
+        (["--time-budget", "-3"], "must be a positive number of seconds"),
+        (["--out", "no/such/dir"], "parent directory of --out"),
+        (["--bogus"], "unrecognized arguments: --bogus"),
+        (["merge", "nowhere"], "'nowhere' is not a directory"),
+        (["merge"], "the following arguments are required: DIR"),
+        (["replay", "."], "holds no finding.json"),
+    ],
+)
+def test_bad_arguments_exit_2_with_one_line(tmp_path, args, needle):
+    proc = run_cli("fuzz", *args, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0] and "Traceback" not in proc.stderr, proc.stderr
+    assert not list(tmp_path.iterdir())  # nothing written
