@@ -218,31 +218,17 @@ def _split(ti: Any, tw: Any) -> tuple[Any, Any, Any, Any, Any]:
     return ti[:taps], tw[:taps], ti[taps : 2 * taps], tw[taps:], ti[2 * taps]
 
 
-def resize_last2(
-    x: Any, out: Any, tyi: Any, tyw: Any, txi: Any, txw: Any, block: int, rows: int, columns_first: bool
+def resize_rows_first(
+    x: Any, out: Any, tyi: Any, tyw: Any, txi: Any, txw: Any, block: int, rows: int
 ) -> None:
-    """Filter the last two axes of x (P, H, W) into out (P, Ho, Wo).
-
-    Rows first: blocks of ``block`` output rows, each needing at most ``rows`` input rows filtered along
-    the last axis into a float64 scratch, then combined down the columns. Columns first: each output
-    row combines input rows into a float64 row, then filters it along the last axis.
-    """
+    """Filter the last two axes of x (P, H, W) into out (P, Ho, Wo), rows first: blocks of ``block``
+    output rows, each needing at most ``rows`` input rows filtered along the last axis into a float64
+    scratch, then combined down the columns."""
     iy, wy, iy_c, wy_c, ny_c = _split(tyi, tyw)
     ix, wx, ix_c, wx_c, nx_c = _split(txi, txw)
-    planes, height, width = x.shape
+    planes, height, _ = x.shape
     out_h = out.shape[1]
     out_w = out.shape[2]
-    if columns_first:
-        column = np.empty(width)
-        acc = np.empty(max(width, out_w))
-        finite = np.empty(height, dtype=np.bool_)
-        for p in range(planes):
-            for r in range(height):
-                finite[r] = _row_finite(x[p, r])
-            for o in range(out_h):
-                _v_row(x[p], 0, o, column, acc, iy, wy, iy_c, wy_c, ny_c, finite)
-                _h_row(column, out[p, o], acc, ix, wx, ix_c, wx_c, nx_c, _row_finite(column))
-        return
     scratch = np.empty((rows, out_w))
     acc = np.empty(out_w)
     finite = np.empty(rows, dtype=np.bool_)
@@ -265,6 +251,25 @@ def resize_last2(
                 finite[r - lo] = _row_finite(dst) if ok else False
             for o in range(o0, o1):
                 _v_row(scratch, lo, o, out[p, o], acc, iy, wy, iy_c, wy_c, ny_c, finite)
+
+
+def resize_columns_first(x: Any, out: Any, tyi: Any, tyw: Any, txi: Any, txw: Any) -> None:
+    """Filter the last two axes of x (P, H, W) into out (P, Ho, Wo), columns first: each output row
+    combines input rows into a float64 row, then filters it along the last axis."""
+    iy, wy, iy_c, wy_c, ny_c = _split(tyi, tyw)
+    ix, wx, ix_c, wx_c, nx_c = _split(txi, txw)
+    planes, height, width = x.shape
+    out_h = out.shape[1]
+    out_w = out.shape[2]
+    column = np.empty(width)
+    acc = np.empty(max(width, out_w))
+    finite = np.empty(height, dtype=np.bool_)
+    for p in range(planes):
+        for r in range(height):
+            finite[r] = _row_finite(x[p, r])
+        for o in range(out_h):
+            _v_row(x[p], 0, o, column, acc, iy, wy, iy_c, wy_c, ny_c, finite)
+            _h_row(column, out[p, o], acc, ix, wx, ix_c, wx_c, nx_c, _row_finite(column))
 
 
 def resize_rows(x: Any, out: Any, txi: Any, txw: Any) -> None:

@@ -867,14 +867,15 @@ def _fast_path(prepared: _Prepared) -> Callable[[np.ndarray], np.ndarray] | None
         rows_first_cost = 2 * height * out_w * tx.shape[1] + out_h * out_w * ty.shape[1]
         columns_first_cost = out_h * width * ty.shape[1] + 2 * out_h * out_w * tx.shape[1]
         columns_first = columns_first_cost < rows_first_cost
-        kernel2 = _jit.get("resize_last2")
+        kernel2 = _jit.get("resize_columns_first" if columns_first else "resize_rows_first")
         in3 = (math.prod(shape[:-2]), shape[-2], shape[-1])
         out3 = (in3[0], out_shape[-2], out_shape[-1])
         (tyi, tyw), (txi, txw) = tables[last - 1], tables[last]
+        extra = () if columns_first else (block, rows)
 
         def last2(X: np.ndarray) -> np.ndarray:
             out = np.empty(out_shape, dtype=dtype)
-            kernel2(X.reshape(in3), out.reshape(out3), tyi, tyw, txi, txw, block, rows, columns_first)
+            kernel2(X.reshape(in3), out.reshape(out3), tyi, tyw, txi, txw, *extra)
             return out
 
         return last2
