@@ -11,8 +11,8 @@ stores a float32 result; no ``fastmath`` (no reassociation, no FMA contraction),
 depend on vector width. Col2Im sums in the element type in increasing kernel-offset order.
 
 Threads: the loops are serial. The kernels run inside ONNX Runtime's ``Compute`` with the GIL held; on
-the 2-core machines we measured, a parallel numba region competed with ORT's own intra-op threads and
-gained nothing (docs/performance.md).
+the 2-core machine we measured, parallel numba regions gained nothing on memory-bound passes, gave mixed
+results on the others and compete with ORT's own intra-op threads (docs/performance.md).
 
 ``CUSTOMOPS_JIT=0`` in the environment disables the compiled paths (the numpy implementations run).
 """
@@ -92,7 +92,8 @@ def describe() -> dict[str, Any]:
     numba = _numba()
     if numba is None:
         return {"jit": f"numpy only ({_state['error']})", "numba": None}
-    return {"jit": f"numba {numba.__version__}", "numba": numba.__version__, "jit_cache": _state["cache"]}
+    cache = _state["cache"] or "no loop compiled yet in this process"
+    return {"jit": f"numba {numba.__version__}", "numba": numba.__version__, "jit_cache": cache}
 
 
 _HELPERS = ("_row_finite", "_h_row", "_v_row", "_split")
