@@ -88,13 +88,18 @@ _lock = threading.Lock()
 _declared = False
 
 
-@dataclass
 class _RunContext:
-    run_options: ort.RunOptions
-    errors: list[str] = field(default_factory=list)
+    """The run in progress on one thread: its RunOptions and the kernel errors it met."""
+
+    __slots__ = ("errors", "run_options")
+
+    def __init__(self, run_options: ort.RunOptions) -> None:
+        self.run_options = run_options
+        self.errors: list[str] = []
 
 
 _ACTIVE: dict[int, _RunContext] = {}
+_THREAD = threading.local()
 _UNCLAIMED: list[str] = []
 
 
@@ -256,10 +261,16 @@ class InferenceSession(ort.InferenceSession):
 
     def run(self, output_names, input_feed, run_options=None):  # type: ignore[override]
         """Run like ``onnxruntime.InferenceSession.run``; a failing custom kernel raises its message."""
-        if run_options is None:
-            run_options = ort.RunOptions()
-        ctx = _RunContext(run_options)
         tid = threading.get_ident()
+        if run_options is None:
+            # one RunOptions per thread, reused (creating one costs about as much as our whole hook on a
+            # tiny tensor); a run nested in another on the same thread gets its own
+            run_options = None if tid in _ACTIVE else getattr(_THREAD, "run_options", None)
+            if run_options is None:
+                run_options = ort.RunOptions()
+                if tid not in _ACTIVE:
+                    _THREAD.run_options = run_options
+        ctx = _RunContext(run_options)
         _ACTIVE[tid] = ctx
         try:
             outputs = super().run(output_names, input_feed, run_options)
