@@ -220,6 +220,27 @@ def test_small_resize_campaign_rediscovers_known_deviations_with_reproducers_tha
     assert compare.returncode == 1, compare.stdout + compare.stderr
 
 
+def test_recorded_decisions_found_by_the_fuzzer():
+    # docs/semantics.md, "Found by the fuzzer": the oracle's reading and what our kernel does
+    from customops.errors import KernelError
+    from customops.fuzz.space import space_of
+    from customops.kernels.resize import resize
+
+    x = np.array([[1, 2, 3]], np.float32)
+    scales = np.array([1, 2], np.float32)
+    base = Case("Resize", 19, "float", {"X": Tensor(x), "roi": None, "scales": Tensor(scales), "sizes": None})
+    oracle = space_of("Resize")
+    assert (
+        oracle.validate(base.with_attrs(keep_aspect_ratio_policy="not_larger")).reason == "scales-with-policy"
+    )
+    assert resize(x, scales=scales, keep_aspect_ratio_policy="not_larger").shape == (1, 6)  # policy ignored
+    cubic = base.with_attrs(mode="cubic", cubic_coeff_a=float("inf"))
+    assert oracle.validate(cubic).reason == "cubic_coeff_a-nonfinite"
+    assert oracle.validate(base.with_attrs(cubic_coeff_a=float("inf"))).valid  # nearest does not use it
+    with pytest.raises(KernelError, match="cubic_coeff_a"):
+        resize(x, scales=scales, mode="cubic", cubic_coeff_a=float("inf"))
+
+
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
@@ -237,9 +258,16 @@ def test_small_resize_campaign_rediscovers_known_deviations_with_reproducers_tha
         (["replay", "."], "holds no finding.json"),
     ],
 )
-def test_bad_arguments_exit_2_with_one_line(tmp_path, args, needle):
-    proc = run_cli("fuzz", *args, cwd=tmp_path)
-    assert proc.returncode == 2, proc.stdout + proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and needle in lines[0] and "Traceback" not in proc.stderr, proc.stderr
+def test_bad_arguments_exit_2_with_one_line(tmp_path, monkeypatch, capsys, args, needle):
+    from customops.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    try:
+        status = main(["fuzz", *args])
+    except SystemExit as exc:  # argparse's own errors
+        status = exc.code
+    err = capsys.readouterr().err
+    assert status == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0] and "Traceback" not in err, err
     assert not list(tmp_path.iterdir())  # nothing written

@@ -261,6 +261,9 @@ def group_json(group: Group, seed: int, rerun: list[str]) -> dict[str, Any]:
         "count": group.count,
         "examples": [r.index for r in group.members[:EXAMPLES]],
         "dtypes": dict(sorted(Counter(r.dtype for r in group.members).items())),
+        "ranks": sorted(
+            {int(r.evaluation.case.main.ndim) for r in group.members if r.evaluation is not None}
+        ),
         "seed": seed,
         "rerun": rerun,
     }

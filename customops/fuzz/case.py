@@ -159,7 +159,9 @@ class Case:
                 continue
             v = t.value
             shown = "x".join(map(str, v.shape)) if v.size > 8 or v.ndim > 1 else _short_list(v)
-            parts.append(f"{name}{'(init)' if t.const else ''}={shown}")
+            typed = any(i.name == name and len(i.types) > 1 for i in self.opv.inputs)
+            label = f"{name}:{t.elem}" if typed else name
+            parts.append(f"{label}{'(init)' if t.const else ''}={shown}")
         parts.extend(f"{k}={_fmt_attr(v)}" for k, v in sorted(self.attrs.items()))
         return " ".join(parts)
 

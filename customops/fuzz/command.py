@@ -296,7 +296,8 @@ def campaign(
     for group in groups:
         group.dirname = group_dirname(group.signature)
         example = group.members[0].index
-        rerun = rerun_commands(group.signature, str(out / group.dirname), example, plan.seed)
+        shrunk = group.shrunk.evaluation if group.shrunk is not None else None
+        rerun = rerun_commands(group.signature, str(out / group.dirname), example, plan.seed, shrunk)
         entry = group_json(group, plan.seed, rerun)
         entry["known"] = known_labels(entry)
         if group.shrunk is not None:
@@ -367,7 +368,8 @@ def run_merge(args: argparse.Namespace) -> int:
     for g in merged["groups"]:
         g["known"] = known_labels(g)
     write_json(out / SUMMARY, merged)
-    command = shlex.join(["customops", "fuzz", "merge", *map(str, dirs), "--out", str(out)])
+    parts = ["customops", "fuzz", "merge", *map(str, dirs), "--out", str(out)]
+    command = shlex.join([*parts, "--markdown", str(md)] if md is not None else parts)
     _report(merged, out, args.merge_json, md, command)
     return 1 if merged["groups"] else 0
 

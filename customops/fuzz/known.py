@@ -1,5 +1,6 @@
-"""Labels for groups that match a documented deviation: an id of docs/ort-deviations.md, or a row of
-docs/semantics.md ("semantics: <row>") where the difference is a recorded decision.
+"""Labels for groups that match a documented deviation: an id of docs/ort-deviations.md, a row of
+docs/semantics.md ("semantics: <row>") where the difference is a recorded decision, or an ``F-`` id of a
+deviation this fuzzer found (:data:`FOUND`; docs/findings.md lists them).
 
 The labels only name what a group is; they play no part in generating cases or in the signatures. Each
 rule looks at the signature and at facts of the shrunk representative (:func:`facts`).
@@ -11,6 +12,32 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+
+FOUND: dict[str, str] = {
+    "F-EXCLUDE-OUTSIDE-NEAREST": "Resize 11-19: exclude_outside=1 is refused at load unless the mode is cubic, "
+    "or linear with antialias (the spec sets no such condition)",
+    "F-SIZES-ZERO": "Resize 11-19: a size of 0 (an empty output axis) fails: 'Scale value should be greater than 0'",
+    "F-ROI-TYPE": "Resize 11-19: with tf_crop_and_resize a roi of type float16 or double fails: 'Tensor type "
+    "mismatch' (the spec allows float16, float and double)",
+    "F-POLICY-NEGATIVE-AXES": "Resize 18-19: keep_aspect_ratio_policy with negative axes gives a wrong output shape "
+    "(X 1x1, sizes [2], axes [-1], not_larger: 1x1 instead of 1x2; with axes [1] it is right)",
+    "F-AA-INT32-NARROWING": "Resize 18-19: antialias on int32 near the type's limits fails: 'narrowing_error'",
+    "F-PAD-WRAP-BEFORE-19": "Pad 2-18: mode 'wrap' (added in Pad-19) is accepted",
+    "F-COL2IM-ZERO-IMAGE": "Col2Im-18: an image_shape value of 0 fails ('All image_shape values must be positive') "
+    "although the padded image holds the block",
+    "F-COL2IM-NEGATIVE-PADS": "Col2Im-18: negative pads are accepted",
+    "F-UNUSED-ATTRIBUTE-UNCHECKED": "Resize: an invalid value of an attribute the case does not use "
+    "(e.g. nearest_mode with linear, keep_aspect_ratio_policy with scales) is accepted",
+}
+"""Deviations of ONNX Runtime found by this fuzzer (not in docs/ort-deviations.md), by id."""
+
+OURS: dict[str, str] = {
+    "K-CUBIC-COEFF-NONFINITE": "our Resize kernel rejects a non-finite cubic_coeff_a whatever the mode; "
+    "nearest and linear do not use it (ORT and the reference run such nodes)",
+    "K-PAD-EMPTY-OUTPUT": "our Pad kernel rejects edge/reflect/wrap padding of an axis left with no elements even "
+    "when another axis makes the output empty (no value is needed; ORT returns the empty tensor)",
+}
+"""Disagreements where our kernel leaves the spec without a recorded decision (reported, not fixed here)."""
 
 _INT_TYPES = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")
 
@@ -70,44 +97,52 @@ def _ort_side(entry: dict[str, Any]) -> bool:
     return entry["signature"]["side"] in ("builtin", "unknown", "three-way")
 
 
+def _op(e: dict[str, Any], *ops: str) -> bool:
+    return e["signature"]["op"] in ops
+
+
+def _detail_is(e: dict[str, Any], detail: str) -> bool:
+    return e["signature"]["detail"] == detail
+
+
+def _ranks(e: dict[str, Any], *ranks: int) -> bool:
+    """Whether a member of the group (before shrinking) has one of these ranks (6: 6 or more)."""
+    return any(min(r, 6) in ranks for r in e.get("ranks") or [_fact(e, "rank")] if r is not None)
+
+
+def _linear_rejected(e: dict[str, Any], op: str) -> bool:
+    return _op(e, op) and _has(e, "'Linear' mode only supports")
+
+
+def _ort_output(e: dict[str, Any]) -> bool:
+    """Both ran and ORT's output is the odd one (or the reference could not tell)."""
+    return _output_kind(e) and _ort_side(e)
+
+
+def _coord(e: dict[str, Any]) -> Any:
+    return _attr(e, "coordinate_transformation_mode")
+
+
+def _missing_type(e: dict[str, Any]) -> bool:
+    return (
+        e["signature"]["side"] == "builtin"
+        and e["signature"]["kind"] == "rejects-valid"
+        and (_has(e, "Could not find an implementation") or _has(e, "Failed to find kernel"))
+    )
+
+
 _RULES: list[tuple[str, Callable[[dict[str, Any]], bool]]] = [
-    # missing element types (NOT_IMPLEMENTED at load)
-    *[
-        (
-            f"T-{op.upper()}",
-            (
-                lambda e, op=op: (
-                    e["signature"]["op"] == op
-                    and e["signature"]["side"] in ("builtin", "builtin+custom", "all")
-                    and e["signature"]["kind"] == "rejects-valid"
-                    and (_has(e, "Could not find an implementation") or _has(e, "Failed to find kernel"))
-                )
-            ),
-        )
-        for op in ("Resize", "Upsample", "Pad", "Col2Im", "CenterCropPad")
-    ],
-    (
-        "R-LINEAR-RANK",
-        lambda e: (
-            e["signature"]["op"] == "Resize"
-            and _has(e, "'Linear' mode only supports")
-            and _fact(e, "rank") in (1, 6)
-        ),
-    ),
-    (
-        "R-LINEAR-OUTER-AXIS",
-        lambda e: (
-            e["signature"]["op"] == "Resize"
-            and _has(e, "'Linear' mode only supports")
-            and _fact(e, "rank") in (2, 3, 4, 5)
-        ),
-    ),
-    (
-        "U-LINEAR-RANK",
-        lambda e: e["signature"]["op"] == "Upsample" and _has(e, "'Linear' mode only supports"),
-    ),
-    ("R-CUBIC-NHWC-DOWN", lambda e: _has(e, "'Cubic' mode only supports") and _fact(e, "rank") == 4),
-    ("R-CUBIC-RANK", lambda e: _has(e, "'Cubic' mode only supports") and _fact(e, "rank") != 4),
+    # docs/ort-deviations.md
+    ("T-RESIZE", lambda e: _op(e, "Resize") and _missing_type(e)),
+    ("T-UPSAMPLE", lambda e: _op(e, "Upsample") and _missing_type(e)),
+    ("T-PAD", lambda e: _op(e, "Pad") and _missing_type(e)),
+    ("T-COL2IM", lambda e: _op(e, "Col2Im") and _missing_type(e)),
+    ("T-CENTERCROPPAD", lambda e: _op(e, "CenterCropPad") and _missing_type(e)),
+    ("R-LINEAR-RANK", lambda e: _linear_rejected(e, "Resize") and _ranks(e, 1, 6)),
+    ("R-LINEAR-OUTER-AXIS", lambda e: _linear_rejected(e, "Resize") and _ranks(e, 4, 5)),
+    ("U-LINEAR-RANK", lambda e: _linear_rejected(e, "Upsample")),
+    ("R-CUBIC-NHWC-DOWN", lambda e: _has(e, "'Cubic' mode only supports") and _ranks(e, 4)),
+    ("R-CUBIC-RANK", lambda e: _has(e, "'Cubic' mode only supports") and _ranks(e, 1, 3, 5, 6)),
     (
         "R-CUBIC-INT-RUNTIME-ERROR",
         lambda e: (
@@ -116,51 +151,29 @@ _RULES: list[tuple[str, Callable[[dict[str, Any]], bool]]] = [
             and _fact(e, "dtype") in _INT_TYPES
         ),
     ),
-    (
-        "R-ALIGN-CORNERS-INT-LENGTH",
-        lambda e: (
-            _output_kind(e) and _ort_side(e) and _feature(e, "coordinate_transformation_mode=align_corners")
-        ),
-    ),
-    (
-        "R-HPS-FLOAT-ROUNDING",
-        lambda e: (
-            _output_kind(e)
-            and _ort_side(e)
-            and _feature(e, "coordinate_transformation_mode=half_pixel_symmetric")
-        ),
-    ),
+    ("R-ALIGN-CORNERS-INT-LENGTH", lambda e: _ort_output(e) and _coord(e) == "align_corners"),
+    ("R-HPS-FLOAT-ROUNDING", lambda e: _ort_output(e) and _coord(e) == "half_pixel_symmetric"),
     (
         "R-TFCROP-SAME-LENGTH-NO-ROI",
-        lambda e: (
-            _output_kind(e)
-            and _ort_side(e)
-            and _attr(e, "coordinate_transformation_mode") == "tf_crop_and_resize"
-            and (_fact(e, "kept_axes") or 0) > 0
-        ),
+        lambda e: _ort_output(e) and _coord(e) == "tf_crop_and_resize" and (_fact(e, "kept_axes") or 0) > 0,
     ),
     (
         "R-SAME-SHAPE-NO-OP",
         lambda e: (
-            _output_kind(e)
-            and _ort_side(e)
+            _ort_output(e)
             and bool(_fact(e, "same_shape"))
             and bool(_fact(e, "builtin_returns_input"))
-            and _attr(e, "coordinate_transformation_mode")
-            not in ("tf_crop_and_resize", "tf_half_pixel_for_nn")
+            and _coord(e) not in ("tf_crop_and_resize", "tf_half_pixel_for_nn")
         ),
     ),
     (
         "R-AA-INT8-CLAMP",
-        lambda e: (
-            _output_kind(e) and _ort_side(e) and _fact(e, "dtype") == "int8" and _attr(e, "antialias") == 1
-        ),
+        lambda e: _ort_output(e) and _fact(e, "dtype") == "int8" and _attr(e, "antialias") == 1,
     ),
     (
         "R-INT-TRUNCATION",
         lambda e: (
-            _output_kind(e)
-            and _ort_side(e)
+            _ort_output(e)
             and _fact(e, "dtype") in _INT_TYPES
             and _attr(e, "mode") == "linear"
             and _attr(e, "antialias") != 1
@@ -174,24 +187,13 @@ _RULES: list[tuple[str, Callable[[dict[str, Any]], bool]]] = [
     ("P-CROP-TO-EMPTY", lambda e: _has(e, "zero effective input extent")),
     ("P-WRAP-EMPTY-TENSOR", lambda e: _has(e, "Unexpected mode of")),
     ("P-AXES-INT32-INIT", lambda e: _has(e, "ParseData type mismatch for tensor: axes")),
-    (
-        "C-3D-DILATION",
-        lambda e: (
-            e["signature"]["op"] == "Col2Im"
-            and _output_kind(e)
-            and _ort_side(e)
-            and _feature(e, "dilations")
-            and _fact(e, "spatial") == 3
-        ),
-    ),
+    ("C-3D-DILATION", lambda e: _op(e, "Col2Im") and _ort_output(e) and _feature(e, "dilations")),
     ("CCP-INT32-SHAPE", lambda e: _has(e, "bound to different types")),
     # recorded decisions (docs/semantics.md)
     (
         "semantics: scale-1 axes",
         lambda e: (
-            _output_kind(e)
-            and _attr(e, "coordinate_transformation_mode") == "tf_half_pixel_for_nn"
-            and (_fact(e, "kept_axes") or 0) > 0
+            _output_kind(e) and _coord(e) == "tf_half_pixel_for_nn" and (_fact(e, "kept_axes") or 0) > 0
         ),
     ),
     (
@@ -201,40 +203,120 @@ _RULES: list[tuple[str, Callable[[dict[str, Any]], bool]]] = [
         ),
     ),
     (
+        "semantics: integer types, linear / cubic",
+        lambda e: (
+            _output_kind(e) and _fact(e, "dtype") in _INT_TYPES and _attr(e, "mode") in ("linear", "cubic")
+        ),
+    ),
+    (
+        "semantics: coordinate arithmetic",
+        lambda e: (
+            _ort_output(e)
+            and _attr(e, "mode") in (None, "nearest")
+            and not _fact(e, "builtin_returns_input")
+            and _coord(e) in (None, "half_pixel", "pytorch_half_pixel", "asymmetric")
+        ),
+    ),
+    (
+        "semantics: `length_resized` in `align_corners` / `tf_crop_and_resize` denominators",
+        lambda e: _ort_output(e) and _coord(e) == "tf_crop_and_resize" and not _fact(e, "kept_axes"),
+    ),
+    (
         "semantics: `antialias=1` with `nearest`",
         lambda e: _has(e, "when anti-aliasing is set, Resize only supports"),
     ),
     (
-        "semantics: Col2Im: dilation > 1 with blocks in the end padding, C > 1, 1-D or 3-D images",
+        "semantics: resizing an axis of length 0 to length > 0",
+        lambda e: _has(e, "Input dim is zero but required output dim is non-zero"),
+    ),
+    (
+        "semantics: `tf_half_pixel_for_nn` in Resize-18/19",
         lambda e: (
-            e["signature"]["op"] == "Col2Im"
-            and _output_kind(e)
-            and _ort_side(e)
-            and _feature(e, "dilations")
-            and _fact(e, "spatial") == 1
+            _detail_is(e, "attr-value:coordinate_transformation_mode") and _coord(e) == "tf_half_pixel_for_nn"
         ),
+    ),
+    (
+        "semantics: `half_pixel_symmetric` before Resize-19",
+        lambda e: (
+            _detail_is(e, "attr-value:coordinate_transformation_mode") and _coord(e) == "half_pixel_symmetric"
+        ),
+    ),
+    (
+        "semantics: `cubic` in Resize-10 / Upsample",
+        lambda e: _detail_is(e, "attr-value:mode") and _attr(e, "mode") == "cubic",
+    ),
+    (
+        "semantics: Col2Im: dilation > 1 with blocks in the end padding, C > 1, 1-D or 3-D images",
+        lambda e: _op(e, "Col2Im") and _ort_output(e) and _feature(e, "dilations"),
     ),
     (
         "semantics: Col2Im: C = 0 (input dim 1 = 0) or N = 0",
         lambda e: _has(e, "must be a positive multiple of prod(block_shape"),
     ),
-    (
-        "semantics: Pad: repeated axis in `axes`",
-        lambda e: e["signature"]["op"] == "Pad" and e["signature"]["detail"] == "axes-repeated",
-    ),
+    ("semantics: Pad: repeated axis in `axes`", lambda e: _op(e, "Pad") and _detail_is(e, "axes-repeated")),
     (
         "semantics: CenterCropPad: negative target size",
-        lambda e: e["signature"]["op"] == "CenterCropPad" and e["signature"]["detail"] == "shape-negative",
+        lambda e: _op(e, "CenterCropPad") and _detail_is(e, "shape-negative"),
     ),
     (
         "semantics: CenterCropPad: `shape` length ≠ number of axes",
-        lambda e: e["signature"]["op"] == "CenterCropPad" and e["signature"]["detail"] == "shape-length",
+        lambda e: _op(e, "CenterCropPad") and _detail_is(e, "shape-length"),
+    ),
+    ("semantics: Upsample-7/9", lambda e: _op(e, "Upsample") and _detail_is(e, "upsample-scale-below-1")),
+    ("semantics: scales with `keep_aspect_ratio_policy`", lambda e: _detail_is(e, "scales-with-policy")),
+    ("semantics: non-finite `cubic_coeff_a`", lambda e: _detail_is(e, "cubic_coeff_a-nonfinite")),
+    # found by this fuzzer
+    ("F-EXCLUDE-OUTSIDE-NEAREST", lambda e: _has(e, "exclude_outside can be set to # when")),
+    ("F-SIZES-ZERO", lambda e: _has(e, "Scale value should be greater than #")),
+    (
+        "F-ROI-TYPE",
+        lambda e: _has(e, "Tensor type mismatch") and _fact(e, "roi_elem") in ("float16", "double"),
     ),
     (
-        "semantics: Upsample-7/9",
-        lambda e: e["signature"]["op"] == "Upsample" and e["signature"]["detail"] == "upsample-scale-below-1",
+        "F-POLICY-NEGATIVE-AXES",
+        lambda e: (
+            _output_kind(e)
+            and _attr(e, "keep_aspect_ratio_policy") in ("not_larger", "not_smaller")
+            and any(a < 0 for a in _attr(e, "axes") or [])
+        ),
+    ),
+    ("F-AA-INT32-NARROWING", lambda e: _has(e, "narrowing_error")),
+    (
+        "F-PAD-WRAP-BEFORE-19",
+        lambda e: _op(e, "Pad") and _detail_is(e, "attr-value:mode") and _attr(e, "mode") == "wrap",
+    ),
+    ("F-COL2IM-ZERO-IMAGE", lambda e: _has(e, "All 'image_shape' values must be positive")),
+    ("F-COL2IM-NEGATIVE-PADS", lambda e: _op(e, "Col2Im") and _detail_is(e, "attr-value:pads")),
+    # our kernels
+    (
+        "K-CUBIC-COEFF-NONFINITE",
+        lambda e: (
+            e["signature"]["side"] == "custom"
+            and _has(e, "cubic_coeff_a # is not finite")
+            and _attr(e, "mode") != "cubic"
+        ),
+    ),
+    (
+        "K-PAD-EMPTY-OUTPUT",
+        lambda e: (
+            _op(e, "Pad", "CenterCropPad")
+            and e["signature"]["side"] == "custom"
+            and _has(e, "has no elements left")
+        ),
+    ),
+    (
+        "F-UNUSED-ATTRIBUTE-UNCHECKED",
+        lambda e: (
+            e["signature"]["kind"] == "accepts-invalid"
+            and e["signature"]["detail"] in ("attr-value:nearest_mode", "attr-value:keep_aspect_ratio_policy")
+        ),
     ),
 ]
+
+
+def documented_ids() -> list[str]:
+    """The ids of docs/ort-deviations.md the rules recognize, in rule order."""
+    return [name for name, _ in _RULES if not name.startswith(("semantics:", "F-", "K-"))]
 
 
 def known_labels(entry: dict[str, Any]) -> list[str]:

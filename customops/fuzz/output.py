@@ -37,19 +37,21 @@ def spec_side(sig: Signature, ev: Evaluation) -> str | None:
     if not ev.verdict.valid:
         return None
     ok = {s: o.status == "ok" for s, o in ev.outcomes.items()}
-    if sig.side in ("custom", "builtin+custom"):
-        order = ["reference", "builtin"] if sig.side == "custom" else ["reference"]
-    else:
-        order = ["custom", "reference"]
+    order = ["reference", "builtin"] if sig.side == "custom" else ["custom", "reference"]
     return next((s for s in order if ok.get(s)), None)
 
 
-def rerun_commands(sig: Signature, path: str, example: int, seed: int) -> list[str]:
-    """The commands that reproduce a group: replay of the reproducer, compare where it applies, and the
-    campaign run of the original (unshrunk) example."""
+def rerun_commands(
+    sig: Signature, path: str, example: int, seed: int, ev: Evaluation | None = None
+) -> list[str]:
+    """The commands that reproduce a group: replay of the reproducer, ``customops compare`` where it exits 1
+    on it (exactly one of ORT and ours fails, or both run and differ), and the campaign run of the original
+    (unshrunk) example."""
     out = [f"customops fuzz replay {path}"]
-    if sig.kind not in ("crash", "hang") and sig.side in ("builtin", "custom", "three-way", "unknown"):
-        out.append(f"customops compare {path}/model.onnx --inputs {path}")
+    if ev is not None and sig.kind not in ("crash", "hang"):
+        ok_b, ok_c = (ev.outcomes[s].status == "ok" for s in ("builtin", "custom"))
+        if ok_b != ok_c or (ok_b and ok_c and sig.kind in ("value", "shape", "dtype")):
+            out.append(f"customops compare {path}/model.onnx --inputs {path}")
     out.append(f"customops fuzz --op {sig.op} --opset {sig.version} --seed {seed} --index {example}")
     return out
 
@@ -197,20 +199,40 @@ def format_table(summary: dict[str, Any], root: str) -> str:
 
 
 def markdown(summary: dict[str, Any], root: str, command: str) -> str:
-    """docs/findings.md: the campaigns, then one row per group with its reproducer."""
+    """docs/findings.md: how to regenerate it, the campaigns, which documented deviations were found
+    again, the deviations new to the catalogue, then one row per group with its reproducer."""
+    from customops.fuzz.known import FOUND, OURS, documented_ids
+
+    groups = summary["groups"]
+    by_label: dict[str, list[dict[str, Any]]] = {}
+    for g in groups:
+        for label in g.get("known", []):
+            by_label.setdefault(label, []).append(g)
+    commands = [c["command"] for c in summary["campaigns"]]
+    if command not in commands:
+        commands.append(command)
     out = [
         "# Findings of `customops fuzz`",
         "",
-        f"Current findings of the differential fuzzer against onnxruntime {summary['ort_version']} "
-        f"(onnx {summary.get('onnx_version', '?')}), one row per group of findings with the same signature. "
-        f"Each group's reproducer (shrunk) is committed under `{root}/` (`model.onnx`, `test_data_set_0/`, "
-        "`finding.json`, `README.txt`); `customops fuzz replay <dir>` reruns it on the three sides and exits 1 "
-        "while it still reproduces.",
+        f"Current findings of the differential fuzzer (`customops fuzz`) against onnxruntime "
+        f"{summary['ort_version']} (onnx {summary.get('onnx_version', '?')}, numpy "
+        f"{summary.get('numpy_version', '?')}). The fuzzer draws cases from the registry (every attribute "
+        "domain, element type, rank 1 to 6 with empty and unit axes, special values, about 10% invalid "
+        "configurations on purpose), runs each on ORT's built-in CPU kernel, ours and onnx.reference in worker "
+        "processes, groups the disagreements by signature (op and version, the side that is the odd one out, "
+        "the kind, the normalized error or broken rule, and the features the finding needs), and shrinks one "
+        "case per group.",
         "",
-        "Regenerate (reproducers, summary and this page):",
+        f"One row per group below. Each group's shrunk reproducer is committed under `{root}/<group>/` "
+        "(`model.onnx` with the node in its standard domain, `test_data_set_0/input_N.pb` and `output_0.pb` with "
+        "the spec side's output, `finding.json`, `README.txt`). `customops fuzz replay <dir>` reruns one on the "
+        "three sides and exits 1 while it still reproduces; for groups where one side fails or the outputs "
+        "differ, `customops compare <dir>/model.onnx --inputs <dir>` exits 1 too.",
+        "",
+        "Regenerate (campaigns from a scratch directory, then the merge from the repository root):",
         "",
         "```",
-        command,
+        *commands,
         "```",
         "",
         "## Campaigns",
@@ -225,18 +247,60 @@ def markdown(summary: dict[str, Any], root: str, command: str) -> str:
         )
     out += [
         "",
-        "Side: the odd one out (`builtin` = ORT's CPU kernel, `custom` = ours, `unknown` = the two differ and "
-        "onnx.reference could not vote). Known: the id in docs/ort-deviations.md or the row of docs/semantics.md.",
+        "## Documented deviations found again",
+        "",
+        "Ids of docs/ort-deviations.md (the ones tests/test_compare.py pins by hand), from random cases alone.",
+        "",
+        "| id | groups | findings |",
+        "|---|---|---|",
+    ]
+    for ident in documented_ids():
+        hits = by_label.get(ident, [])
+        found = f"{len(hits)} | {sum(g['count'] for g in hits)}" if hits else "not found | -"
+        out.append(f"| {ident} | {found} |")
+    new_ids = [i for i in FOUND if i in by_label]
+    if new_ids:
+        out += [
+            "",
+            "## Deviations of ONNX Runtime new to the catalogue",
+            "",
+            "| id | what | groups | findings |",
+            "|---|---|---|---|",
+        ]
+        for ident in new_ids:
+            hits = by_label[ident]
+            out.append(f"| {ident} | {FOUND[ident]} | {len(hits)} | {sum(g['count'] for g in hits)} |")
+    ours = [i for i in OURS if i in by_label]
+    if ours:
+        out += [
+            "",
+            "## Our kernels",
+            "",
+            "Groups where our side is the odd one out and docs/semantics.md records no decision: reported to the "
+            "kernels' owner, not fixed here.",
+            "",
+            "| id | what | groups | findings |",
+            "|---|---|---|---|",
+        ]
+        for ident in ours:
+            hits = by_label[ident]
+            out.append(f"| {ident} | {OURS[ident]} | {len(hits)} | {sum(g['count'] for g in hits)} |")
+    out += [
         "",
         "## Groups",
+        "",
+        "Side: the odd one out (`builtin` = ORT's CPU kernel, `custom` = ours, `three-way` = all three "
+        "differ, `unknown` = the two differ and onnx.reference could not vote; a side that rejects a valid "
+        "case, or accepts an invalid one, is a finding on its own). Known: an id of docs/ort-deviations.md, "
+        "a row of docs/semantics.md, or an id above.",
         "",
         "| op | side | kind | detail / features that matter | count | known | reproducer |",
         "|---|---|---|---|---|---|---|",
     ]
-    for g in summary["groups"]:
+    for g in groups:
         sig = g["signature"]
         detail = (sig["detail"] or ", ".join(sig["features"]) or "-").replace("|", "\\|")
-        known = ", ".join(g.get("known", [])) or "new"
+        known = ", ".join(g.get("known", [])) or "**new**"
         where = f"[{g['dir']}]({_rel(root)}/{g['dir']})" if g.get("dir") else "-"
         out.append(
             f"| {sig['op']}-{sig['version']} | {sig['side']} | {sig['kind']} | {detail} | {g['count']} | {known} | {where} |"
@@ -258,7 +322,7 @@ def markdown(summary: dict[str, Any], root: str, command: str) -> str:
     for c in summary["campaigns"]:
         skipped.update(c.get("skipped_reasons", {}))
     if skipped:
-        out += ["", "## Skipped cases", ""]
+        out += ["", "## Skipped cases (element types no side can carry)", ""]
         out += [f"- {reason}: {n}" for reason, n in sorted(skipped.items())]
     return "\n".join(out) + "\n"
 
@@ -342,6 +406,8 @@ def _combine(into: dict[str, Any], other: dict[str, Any]) -> None:
     dtypes = Counter(into.get("dtypes", {}))
     dtypes.update(other.get("dtypes", {}))
     into["dtypes"] = dict(sorted(dtypes.items()))
+    if "ranks" in into or "ranks" in other:
+        into["ranks"] = sorted(set(into.get("ranks", [])) | set(other.get("ranks", [])))
 
 
 def _add_counts(into: dict[str, Any], other: dict[str, Any]) -> None:

@@ -124,7 +124,7 @@ def draw_float_attr(rng: np.random.Generator, attr: Attr) -> float:
     u = rng.random()
     if u < 0.3 and attr.default is not None:
         value = float(attr.default)
-    elif u < 0.94:
+    elif u < 0.97:
         value = round(float(rng.uniform(-2.0, 2.0)), int(rng.integers(0, 3)))
     else:
         value = float(rng.choice([math.nan, math.inf, -math.inf]))

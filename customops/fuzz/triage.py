@@ -1,8 +1,8 @@
 """Triage: what each case's three outcomes mean, the signature of each finding, grouping, shrinking.
 
-A *finding* says which side is the odd one out (``builtin``, ``custom``, both, ``three-way``, ``unknown``
-when the reference could not vote, ``reference`` for the reference's own deviations, which are notes,
-not findings) and its kind: ``value``, ``shape``, ``dtype`` (both ran, outputs differ), ``rejects-valid``,
+A *finding* says which side is the odd one out (``builtin``, ``custom``, ``three-way``, ``unknown`` when
+the reference could not vote, ``reference`` for the reference's own deviations, which are notes, not
+findings) and its kind: ``value``, ``shape``, ``dtype`` (both ran, outputs differ), ``rejects-valid``,
 ``accepts-invalid``, ``crash``, ``hang``. Its *detail* is the normalized error (rejections, crashes) or the
 rule an invalid case breaks. For the three output kinds the signature also names the features of the case
 that matter: each non-default attribute, T, the special values and the optional inputs is set to its
@@ -149,11 +149,12 @@ _SOURCE = re.compile(r"\S*\.(?:cc|h|cpp|hpp):\d+ ")
 
 
 def error_key(message: str) -> str:
-    """The stable part of an error message: stage, then the message without source locations, C++
-    signatures, node names and numbers, at most 110 characters."""
+    """The stable part of an error message: without the stage (load or run: ORT checks constant inputs
+    at load and the same inputs fed at run time), source locations, C++ signatures, node names and
+    numbers; at most 110 characters."""
     stage, _, text = message.partition(": ")
     if stage not in ("load", "run", "rewrite"):
-        stage, text = "", message
+        text = message
     text = re.sub(r"^\w+: ", "", text)  # exception class
     text = re.sub(r"^[A-Z_]+ : ", "", text)  # ORT status code
     text = re.sub(
@@ -175,8 +176,7 @@ def error_key(message: str) -> str:
     text = re.sub(r"\{[\d,\s]*\}", "{…}", text)
     text = _NUMBER.sub("#", text)
     text = " ".join(text.split()).strip(" .")
-    text = text[:110]
-    return f"{stage}: {text}" if stage else text
+    return text[:110]
 
 
 def classify(dtype: str, verdict: Verdict, outcomes: dict[str, Outcome], scale: float = 0.0) -> list[Finding]:
@@ -214,23 +214,17 @@ def classify(dtype: str, verdict: Verdict, outcomes: dict[str, Outcome], scale: 
                 else "unknown"
             )
             return [Finding(side, kind)]
-        if ok_c:
-            return [Finding("builtin", "rejects-valid", error_key(b.message))]
-        if ok_b:
-            return [Finding("custom", "rejects-valid", error_key(c.message))]
-        side = "builtin+custom" if ok_r else "all"
-        return [Finding(side, "rejects-valid", f"{error_key(b.message)} | {error_key(c.message)}")]
-    out = []
+        # each side that rejects a valid case is a finding of its own (both may, for different reasons)
+        out = [
+            Finding(s, "rejects-valid", error_key(o.message))
+            for s, o in (("builtin", b), ("custom", c))
+            if o.status != "ok"
+        ]
+        if not ok_r:
+            out.append(Finding("reference", "rejects-valid", error_key(r.message)))
+        return out
     reason = verdict.reason or ""
-    if ok_b and ok_c:
-        out.append(Finding("builtin+custom", "accepts-invalid", reason))
-    elif ok_b:
-        out.append(Finding("builtin", "accepts-invalid", reason))
-    elif ok_c:
-        out.append(Finding("custom", "accepts-invalid", reason))
-    if ok_r:
-        out.append(Finding("reference", "accepts-invalid", reason))
-    return out
+    return [Finding(s, "accepts-invalid", reason) for s, o in outcomes.items() if o.status == "ok"]
 
 
 @dataclass
