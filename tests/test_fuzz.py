@@ -239,6 +239,8 @@ def test_recorded_decisions_found_by_the_fuzzer():
     assert oracle.validate(base.with_attrs(cubic_coeff_a=float("inf"))).valid  # nearest does not use it
     with pytest.raises(KernelError, match="cubic_coeff_a"):
         resize(x, scales=scales, mode="cubic", cubic_coeff_a=float("inf"))
+    empty = np.zeros((4, 0), np.float32)
+    assert resize(empty, sizes=np.array([8, 0]), keep_aspect_ratio_policy="not_larger").shape == (8, 0)
 
 
 @pytest.mark.parametrize(

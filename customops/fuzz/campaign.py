@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import sys
+import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -121,6 +122,7 @@ def run_cases(plan: Plan, pool: Pool, jobs: int, budget: float | None) -> list[C
     started = time.monotonic()
     progress = Progress(len(work), "fuzz")
     done = [0, 0]
+    lock = threading.Lock()
 
     def one(g: int) -> CaseRecord:
         opv = plan.target(g)
@@ -143,9 +145,11 @@ def run_cases(plan: Plan, pool: Pool, jobs: int, budget: float | None) -> list[C
                     ev.findings,
                     ev if ev.findings else None,
                 )
-                done[1] += len(counted)
-        done[0] += 1
-        progress.update(done[0], f"cases, {done[1]} findings")
+                with lock:
+                    done[1] += len(counted)
+        with lock:
+            done[0] += 1
+            progress.update(done[0], f"cases, {done[1]} findings")
         return record
 
     records = parallel(work, one, jobs)
@@ -176,13 +180,15 @@ def triage(
     notes = [(r, f) for r, f in items if not f.counts]
     progress = Progress(len(counted), "triage")
     done = [0]
+    lock = threading.Lock()
 
     def sign(item: tuple[CaseRecord, Finding]) -> Signature:
         r, f = item
         assert r.evaluation is not None
         sig = signature_of(pool, r.evaluation, f)
-        done[0] += 1
-        progress.update(done[0], "signatures")
+        with lock:
+            done[0] += 1
+            progress.update(done[0], "signatures")
         return sig
 
     sigs = parallel(counted, sign, jobs)
@@ -202,8 +208,9 @@ def triage(
             first = group.members[0].evaluation
             assert first is not None
             result = shrink(pool, group.signature, first.case, shrink_budget)
-            done[0] += 1
-            progress.update(done[0], "groups")
+            with lock:
+                done[0] += 1
+                progress.update(done[0], "groups")
             return result
 
         for group, result in zip(groups, parallel(groups, shrink_group, jobs), strict=True):
@@ -280,7 +287,6 @@ def group_json(group: Group, seed: int, rerun: list[str]) -> dict[str, Any]:
             "steps": group.shrunk.steps,
             "shrink_runs": group.shrunk.runs,
             "reproduced": group.shrunk.reproduced,
-            "outcomes": outcome_summary(ev),
         }
     return entry
 

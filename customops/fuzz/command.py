@@ -63,7 +63,9 @@ def add_parser(sub: Any) -> None:
         "--cases", metavar="N", help=f"number of cases, spread over the targets (default {DEFAULT_CASES})"
     )
     p.add_argument(
-        "--time-budget", metavar="SECONDS", help="stop starting cases after this long (default: none)"
+        "--time-budget",
+        metavar="SECONDS",
+        help="start no case after this long; triage and shrinking follow (default: none)",
     )
     p.add_argument(
         "--seed", metavar="S", help="seed; case i is drawn from (seed, i, op, version) alone (default 0)"

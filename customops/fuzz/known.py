@@ -26,16 +26,14 @@ FOUND: dict[str, str] = {
     "F-COL2IM-ZERO-IMAGE": "Col2Im-18: an image_shape value of 0 fails ('All image_shape values must be positive') "
     "although the padded image holds the block",
     "F-COL2IM-NEGATIVE-PADS": "Col2Im-18: negative pads are accepted",
-    "F-UNUSED-ATTRIBUTE-UNCHECKED": "Resize: an invalid value of an attribute the case does not use "
-    "(e.g. nearest_mode with linear, keep_aspect_ratio_policy with scales) is accepted",
+    "F-UNUSED-ATTRIBUTE-UNCHECKED": "Resize 11-19: an invalid nearest_mode is accepted when the mode is linear or "
+    "cubic, which do not use it",
 }
 """Deviations of ONNX Runtime found by this fuzzer (not in docs/ort-deviations.md), by id."""
 
 OURS: dict[str, str] = {
     "K-CUBIC-COEFF-NONFINITE": "our Resize kernel rejects a non-finite cubic_coeff_a whatever the mode; "
     "nearest and linear do not use it (ORT and the reference run such nodes)",
-    "K-PAD-EMPTY-OUTPUT": "our Pad kernel rejects edge/reflect/wrap padding of an axis left with no elements even "
-    "when another axis makes the output empty (no value is needed; ORT returns the empty tensor)",
 }
 """Disagreements where our kernel leaves the spec without a recorded decision (reported, not fixed here)."""
 
@@ -49,6 +47,7 @@ def facts(ev: Any) -> dict[str, Any]:
     case = ev.case
     x = case.main
     out: dict[str, Any] = {"rank": int(x.ndim), "dtype": case.dtype, "attrs": dict(case.attrs)}
+    out["zero_axes"] = sum(1 for d in x.shape if d == 0)
     shape = ev.verdict.out_shape
     if shape is not None:
         out["same_shape"] = tuple(shape) == tuple(x.shape)
@@ -218,6 +217,23 @@ _RULES: list[tuple[str, Callable[[dict[str, Any]], bool]]] = [
         ),
     ),
     (
+        "semantics: coordinate arithmetic",
+        lambda e: (
+            _output_kind(e)
+            and e["signature"]["side"] == "custom"
+            and _attr(e, "mode") in (None, "nearest")
+            and _attr(e, "nearest_mode") in ("floor", "ceil", None, "round_prefer_floor", "round_prefer_ceil")
+        ),
+    ),
+    (
+        "semantics: `keep_aspect_ratio_policy` with an axis of length 0",
+        lambda e: (
+            _output_kind(e)
+            and _attr(e, "keep_aspect_ratio_policy") in ("not_larger", "not_smaller")
+            and (_fact(e, "zero_axes") or 0) > 0
+        ),
+    ),
+    (
         "semantics: `length_resized` in `align_corners` / `tf_crop_and_resize` denominators",
         lambda e: _ort_output(e) and _coord(e) == "tf_crop_and_resize" and not _fact(e, "kept_axes"),
     ),
@@ -253,6 +269,11 @@ _RULES: list[tuple[str, Callable[[dict[str, Any]], bool]]] = [
         "semantics: Col2Im: C = 0 (input dim 1 = 0) or N = 0",
         lambda e: _has(e, "must be a positive multiple of prod(block_shape"),
     ),
+    (
+        "semantics: Pad reflect/edge/wrap when the axis has no elements left (length 0, or cropped to 0) and a "
+        "positive pad",
+        lambda e: _op(e, "Pad") and _detail_is(e, "pad-empty-axis"),
+    ),
     ("semantics: Pad: repeated axis in `axes`", lambda e: _op(e, "Pad") and _detail_is(e, "axes-repeated")),
     (
         "semantics: CenterCropPad: negative target size",
@@ -275,7 +296,7 @@ _RULES: list[tuple[str, Callable[[dict[str, Any]], bool]]] = [
     (
         "F-POLICY-NEGATIVE-AXES",
         lambda e: (
-            _output_kind(e)
+            _ort_side(e)
             and _attr(e, "keep_aspect_ratio_policy") in ("not_larger", "not_smaller")
             and any(a < 0 for a in _attr(e, "axes") or [])
         ),
@@ -297,18 +318,11 @@ _RULES: list[tuple[str, Callable[[dict[str, Any]], bool]]] = [
         ),
     ),
     (
-        "K-PAD-EMPTY-OUTPUT",
-        lambda e: (
-            _op(e, "Pad", "CenterCropPad")
-            and e["signature"]["side"] == "custom"
-            and _has(e, "has no elements left")
-        ),
-    ),
-    (
         "F-UNUSED-ATTRIBUTE-UNCHECKED",
         lambda e: (
-            e["signature"]["kind"] == "accepts-invalid"
-            and e["signature"]["detail"] in ("attr-value:nearest_mode", "attr-value:keep_aspect_ratio_policy")
+            e["signature"]["side"] == "builtin"
+            and _detail_is(e, "attr-value:nearest_mode")
+            and _attr(e, "mode") in ("linear", "cubic")
         ),
     ),
 ]

@@ -58,6 +58,8 @@ def rerun_commands(
 
 def write_group(root: Path, name: str, sig: Signature, ev: Evaluation, info: dict[str, Any]) -> Path:
     """Write the reproducer of one group atomically; returns its directory."""
+    from customops.fuzz.campaign import outcome_summary
+
     final = root / name
     tmp = root / f".tmp-{name}-{os.getpid()}"
     if tmp.exists():
@@ -82,6 +84,7 @@ def write_group(root: Path, name: str, sig: Signature, ev: Evaluation, info: dic
         "valid": ev.verdict.valid,
         "invalid_reason": ev.verdict.reason,
         "case": case_to_json(ev.case),
+        "outcomes": outcome_summary(ev),
     }
     (tmp / FINDING).write_text(json.dumps(record, indent=1, default=_jsonable) + "\n")
     (tmp / "README.txt").write_text(_readme(sig, ev, side, info))

@@ -125,7 +125,7 @@ class PadSpace(Space):
         out = tuple(n + b + e for n, b, e in zip(x.shape, begins, ends, strict=True))
         if any(m < 0 for m in out):
             return Verdict("pads-negative-size")
-        if attr_value(case, "mode") != "constant" and math.prod(out) > 0:  # no value needed otherwise
+        if attr_value(case, "mode") != "constant":  # docs/semantics.md: even when the output is empty
             for n, b, e in zip(x.shape, begins, ends, strict=True):
                 kept = n - max(0, -b) - max(0, -e)
                 if (b > 0 or e > 0) and kept <= 0:

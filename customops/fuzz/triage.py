@@ -15,7 +15,6 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -144,14 +143,14 @@ def _kind(m: dict[str, Any]) -> str:
     return "value"
 
 
-_NUMBER = re.compile(r"(?<![A-Za-z_])-?(?:\d+(?:\.\d*)?(?:e[-+]?\d+)?|inf|nan)(?![A-Za-z_])")
+_NUMBER = re.compile(r"(?<![A-Za-z_\d.])-?(?:\d+(?:\.\d*)?(?:e[-+]?\d+)?|inf|nan)(?![A-Za-z_])")
 _SOURCE = re.compile(r"\S*\.(?:cc|h|cpp|hpp):\d+ ")
 
 
 def error_key(message: str) -> str:
     """The stable part of an error message: without the stage (load or run: ORT checks constant inputs
     at load and the same inputs fed at run time), source locations, C++ signatures, node names and
-    numbers; at most 110 characters."""
+    numbers; at most 120 characters."""
     stage, _, text = message.partition(": ")
     if stage not in ("load", "run", "rewrite"):
         text = message
@@ -161,6 +160,7 @@ def error_key(message: str) -> str:
         r"^Non-zero status code returned while running \w+ node\. Name:'[^']*' Status Message: ", "", text
     )
     text = re.sub(r"^Exception during initialization: ", "", text)
+    text = re.sub(r"^Node \(\w*\) Op \(\w+\) ", "", text)  # ORT's shape inference prefix
     text = re.sub(r"^\S+-\d+ node '[^']*': ", "", text)  # customops KernelError prefix
     pieces = _SOURCE.split(text)
     if len(pieces) > 1:
@@ -176,7 +176,7 @@ def error_key(message: str) -> str:
     text = re.sub(r"\{[\d,\s]*\}", "{…}", text)
     text = _NUMBER.sub("#", text)
     text = " ".join(text.split()).strip(" .")
-    return text[:110]
+    return text[:120]
 
 
 def classify(dtype: str, verdict: Verdict, outcomes: dict[str, Outcome], scale: float = 0.0) -> list[Finding]:
@@ -372,10 +372,3 @@ def _fingerprint(case: Case) -> Any:
     d.pop("index", None)
     d.pop("seed", None)
     return d
-
-
-def map_parallel(items: list[Any], fn: Callable[[Any], Any], threads: int) -> list[Any]:
-    """``fn`` over ``items`` on ``threads`` threads, in order."""
-    from customops.fuzz.runner import parallel
-
-    return parallel(items, fn, threads)
