@@ -248,7 +248,7 @@ class Built:
     """Element type of the node's output (the logical one; the graph output may be its carrier)."""
 
 
-def build_model(case: Case, declare_output_shape: list[int] | None = None) -> Built:
+def build_model(case: Case, declare_output_shape: list[Any] | None = None) -> Built:
     """The model with the node alone in its standard domain (plus carrier Casts for narrow types)."""
     opv = case.opv
     opset = opset_of(opv)

@@ -210,7 +210,9 @@ _RULES: list[tuple[str, Callable[[dict[str, Any]], bool]]] = [
     (
         "semantics: coordinate arithmetic",
         lambda e: (
-            _ort_output(e)
+            _op(e, "Resize", "Upsample")
+            and e["signature"]["kind"] == "value"
+            and _ort_output(e)
             and _attr(e, "mode") in (None, "nearest")
             and not _fact(e, "builtin_returns_input")
             and _coord(e) in (None, "half_pixel", "pytorch_half_pixel", "asymmetric")
@@ -219,10 +221,21 @@ _RULES: list[tuple[str, Callable[[dict[str, Any]], bool]]] = [
     (
         "semantics: coordinate arithmetic",
         lambda e: (
-            _output_kind(e)
+            _op(e, "Resize", "Upsample")
+            and e["signature"]["kind"] == "value"
             and e["signature"]["side"] == "custom"
             and _attr(e, "mode") in (None, "nearest")
             and _attr(e, "nearest_mode") in ("floor", "ceil", None, "round_prefer_floor", "round_prefer_ceil")
+        ),
+    ),
+    (
+        "semantics: output length from scales",
+        lambda e: (
+            _op(e, "Resize", "Upsample")
+            and e["signature"]["kind"] == "shape"
+            and _ort_output(e)
+            and _coord(e) != "tf_crop_and_resize"
+            and _attr(e, "keep_aspect_ratio_policy") in (None, "stretch")
         ),
     ),
     (
