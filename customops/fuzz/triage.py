@@ -174,7 +174,10 @@ def error_key(message: str) -> str:
     text = re.sub(r"\[ONNXRuntimeError\] : \d+ : [A-Z_]+ : ", "", text)
     text = re.sub(r"\bN\d+onnxruntime\w+", "<type>", text)  # mangled C++ type names
     text = re.sub(r"\{[\d,\s]*\}", "{…}", text)
+    text = re.sub(r"array\([^()]*\)", "array(…)", text)  # numpy reprs in Python errors
     text = _NUMBER.sub("#", text)
+    text = re.sub(r"\[[#\s,]*\]", "[…]", text)  # lists of numbers
+    text = re.sub(r"\((?:#\s*,\s*)+#?\s*\)", "(…)", text)  # tuples of numbers
     text = " ".join(text.split()).strip(" .")
     return text[:120]
 
