@@ -1,0 +1,2 @@
+B
+input_dataJıÿ
