@@ -276,3 +276,20 @@ def test_bad_arguments_exit_2_with_one_line(tmp_path, monkeypatch, capsys, args,
     lines = err.strip().splitlines()
     assert len(lines) == 1 and needle in lines[0] and "Traceback" not in err, err
     assert not list(tmp_path.iterdir())  # nothing written
+
+
+def test_committed_findings_page_is_what_the_merge_writes():
+    from customops.fuzz.output import markdown
+
+    root = Path(__file__).resolve().parent.parent
+    page = (root / "docs" / "findings.md").read_text()
+    summary = json.loads((root / "findings" / "summary.json").read_text())
+    block = page.split("```\n", 2)[1]
+    merge_command = block.strip().splitlines()[-1]
+    assert merge_command.startswith("customops fuzz merge") and "--markdown docs/findings.md" in merge_command
+    assert markdown(summary, "findings", merge_command) == page
+    for g in summary["groups"]:
+        assert (root / "findings" / g["dir"] / "model.onnx").is_file(), g["dir"]
+        assert (root / "findings" / g["dir"] / "test_data_set_0" / "input_0.pb").is_file(), g["dir"]
+        assert f"(../findings/{g['dir']})" in page
+    assert "| not found |" not in page  # every documented deviation was found again
