@@ -36,7 +36,6 @@ BRIDGED_TYPES = {
     "float8e5m2": "float",
     "float8e5m2fnuz": "float",
     "float8e8m0": "float",
-    "float4e2m1": "float",
     "int4": "int8",
     "uint4": "uint8",
     "int2": "int8",
@@ -49,6 +48,7 @@ exact; the cast back rounds the kernel's result (which only matters for interpol
 """
 
 UNSUPPORTED_TYPES = {
+    "float4e2m1": "ONNX Runtime has no Cast for float4e2m1, so it cannot be bridged to float",
     "complex64": "ONNX Runtime's custom-op layer rejects complex element types at model load",
     "complex128": "ONNX Runtime's custom-op layer rejects complex element types at model load",
 }

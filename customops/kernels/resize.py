@@ -223,10 +223,15 @@ def _source_coordinates(ax: _Axis, mode: str) -> np.ndarray:
             return np.zeros(length)
         ratio = (n - 1) / (width - 1)
         return o * float(ratio.numerator) / float(ratio.denominator)
-    # tf_crop_and_resize
+    # tf_crop_and_resize: x = (start (n-1) (width-1) + o (end-start) (n-1)) / (width-1), one rounding
     start, end = ax.roi
     if length <= 1:
         return np.full(length, 0.5 * (start + end) * (n - 1))
+    terms = [Fraction(start) * (n - 1) * (width - 1), (Fraction(end) - Fraction(start)) * (n - 1), width - 1]
+    common = math.lcm(*(t.denominator for t in terms))
+    p, q, r = (int(t * common) for t in terms)
+    if max(abs(p) + (length - 1) * abs(q), abs(r)) < 2**53:
+        return (p + o * q) / r  # the numerator is exact in float64
     return start * (n - 1) + o * ((end - start) * (n - 1) / float(width - 1))
 
 
@@ -688,7 +693,8 @@ def _prepare(
     policy = _choice("keep_aspect_ratio_policy", keep_aspect_ratio_policy, _POLICIES)
     use_antialias = _flag("antialias", antialias)
     exclude = _flag("exclude_outside", exclude_outside)
-    a = _number("cubic_coeff_a", cubic_coeff_a, finite=True)
+    # cubic_coeff_a "is valid only if mode is cubic": other modes ignore it, whatever its value
+    a = _number("cubic_coeff_a", cubic_coeff_a, finite=mode == "cubic")
     extrapolation = _number("extrapolation_value", extrapolation_value, finite=False)
     if dtype.kind in "OSUV" and mode != "nearest":
         raise KernelError(f"mode {mode!r} needs a numeric tensor, got {dtype}; strings allow only 'nearest'")

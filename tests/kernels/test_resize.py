@@ -807,7 +807,7 @@ def test_any_rank_and_axis_subset() -> None:
         ({"keep_aspect_ratio_policy": "fit"}, "keep_aspect_ratio_policy 'fit' is not one of"),
         ({"antialias": 2}, "antialias 2 is not 0 or 1"),
         ({"exclude_outside": -1}, "exclude_outside -1 is not 0 or 1"),
-        ({"cubic_coeff_a": float("nan")}, "cubic_coeff_a nan is not finite"),
+        ({"cubic_coeff_a": float("nan"), "mode": "cubic"}, "cubic_coeff_a nan is not finite"),
         ({"extrapolation_value": "x"}, "extrapolation_value 'x' is not a number"),
         ({"sizes": i64([4, 4])}, "scales and sizes are both given"),
         ({"scales": None}, "neither scales nor sizes is given"),
@@ -839,3 +839,25 @@ def test_invalid_configurations(kwargs, message) -> None:
     args = {"scales": f32([2, 2])} | kwargs
     with pytest.raises(KernelError, match=message):
         resize(X, **args)
+
+
+def test_tf_crop_and_resize_lands_exactly_on_the_last_input_element() -> None:
+    # x = -1.25 + 11 * 6.25 / 11 = 5 exactly; evaluated naively it is 5.000000000000001 (outside: extrapolated)
+    x = np.arange(6, dtype=np.float32)
+    roi = np.array([-0.25, 1.0])
+    y = resize(
+        x,
+        roi,
+        np.array([2], np.float32),
+        mode="linear",
+        coordinate_transformation_mode="tf_crop_and_resize",
+        extrapolation_value=-1,
+    )
+    assert y[-1] == 5.0 and y[0] == -1.0
+
+
+def test_cubic_coeff_a_is_ignored_outside_cubic_mode() -> None:
+    x = np.array([1.0, 2.0], np.float32)
+    assert resize(x, scales=np.array([1], np.float32), cubic_coeff_a=float("inf")).tolist() == [1.0, 2.0]
+    with pytest.raises(KernelError, match="cubic_coeff_a"):
+        resize(x, scales=np.array([2], np.float32), mode="cubic", cubic_coeff_a=float("inf"))
