@@ -58,7 +58,24 @@ class Space:
     op: str = ""
 
     def generate(self, rng: np.random.Generator, opv: OpVersion, dtype: str) -> Case:
+        """A valid case whose output fits OUT_LIMIT, drawn with input budgets that shrink every four
+        attempts; after 40 misses, :meth:`_fallback` of the last draw."""
+        case = None
+        for attempt in range(40):
+            case = self._draw(rng, opv, dtype, IN_LIMIT >> min(attempt // 4, 4))
+            verdict = self.validate(case)
+            if verdict.valid and math.prod(verdict.out_shape or ()) <= OUT_LIMIT:
+                return case
+        assert case is not None
+        return self._fallback(case)
+
+    def _draw(self, rng: np.random.Generator, opv: OpVersion, dtype: str, limit: int) -> Case:
+        """One case whose main input has at most ``limit`` elements (valid or not)."""
         raise NotImplementedError
+
+    def _fallback(self, case: Case) -> Case:
+        """What :meth:`generate` returns when no draw fitted: the last draw."""
+        return case
 
     def validate(self, case: Case) -> Verdict:
         raise NotImplementedError

@@ -11,8 +11,6 @@ import numpy as np
 from customops.fuzz import values as V
 from customops.fuzz.case import Case, Tensor
 from customops.fuzz.space import (
-    IN_LIMIT,
-    OUT_LIMIT,
     Candidate,
     Space,
     Verdict,
@@ -94,17 +92,7 @@ class ResizeSpace(Space):
 
     op = "Resize"
 
-    def generate(self, rng: np.random.Generator, opv: OpVersion, dtype: str) -> Case:
-        case = None
-        for attempt in range(40):
-            case = self._draw(rng, opv, dtype, IN_LIMIT >> min(attempt // 4, 4))
-            verdict = self.validate(case)
-            if verdict.valid and math.prod(verdict.out_shape or ()) <= OUT_LIMIT:
-                return case
-        assert case is not None
-        return self._identity(case)
-
-    def _identity(self, case: Case) -> Case:
+    def _fallback(self, case: Case) -> Case:
         """Fallback draw: scales of 1 on a small input."""
         x = case.main.reshape(-1)[:4]
         out = case.clone(attrs={k: v for k, v in case.attrs.items() if k != "axes"})
@@ -580,25 +568,18 @@ class UpsampleSpace(Space):
 
     op = "Upsample"
 
-    def generate(self, rng: np.random.Generator, opv: OpVersion, dtype: str) -> Case:
-        case = None
-        for attempt in range(40):
-            rank = draw_rank(rng)
-            shape = draw_shape(rng, rank, IN_LIMIT >> min(attempt // 4, 4))
-            x = draw_values(rng, dtype, shape)
-            attrs = draw_registry_attrs(rng, opv)
-            scales = [_draw_scale(rng, up_only=True) for _ in range(rank)]
-            inputs: dict[str, Tensor | None] = {"X": Tensor(x)}
-            if opv.version == 7:
-                attrs["scales"] = scales
-            else:
-                inputs["scales"] = Tensor(_f32(scales), bool(rng.random() < 0.6))
-            case = Case(opv.op, opv.version, dtype, inputs, attrs)
-            verdict = self.validate(case)
-            if verdict.valid and math.prod(verdict.out_shape or ()) <= OUT_LIMIT:
-                return case
-        assert case is not None
-        return case
+    def _draw(self, rng: np.random.Generator, opv: OpVersion, dtype: str, limit: int) -> Case:
+        rank = draw_rank(rng)
+        shape = draw_shape(rng, rank, limit)
+        x = draw_values(rng, dtype, shape)
+        attrs = draw_registry_attrs(rng, opv)
+        scales = [_draw_scale(rng, up_only=True) for _ in range(rank)]
+        inputs: dict[str, Tensor | None] = {"X": Tensor(x)}
+        if opv.version == 7:
+            attrs["scales"] = scales
+        else:
+            inputs["scales"] = Tensor(_f32(scales), bool(rng.random() < 0.6))
+        return Case(opv.op, opv.version, dtype, inputs, attrs)
 
     def _scales(self, case: Case) -> np.ndarray | None:
         if case.version == 7:
