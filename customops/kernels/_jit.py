@@ -56,9 +56,11 @@ def enabled() -> bool:
     return _numba() is not None
 
 
-def get(name: str) -> Callable[..., Any] | None:
-    """The compiled version of the function ``name`` of this module, or None without numba."""
-    fn = _compiled.get(name)
+def get(name: str, module: Any = None) -> Callable[..., Any] | None:
+    """The compiled version of the function ``name`` of this module (or of ``module``, a module whose
+    loops call no helper of this one), or None without numba."""
+    key = name if module is None else f"{module.__name__}.{name}"
+    fn = _compiled.get(key)
     if fn is not None:
         return fn
     numba = _numba()
@@ -71,19 +73,19 @@ def get(name: str) -> Callable[..., Any] | None:
             # per-row calls passing a dozen array views cost ~2 us of the ~10 us of a tiny Resize
             for helper in _HELPERS:
                 globals()[helper] = _njit(numba, globals()[helper], inline="always")
-        fn = _compiled.get(name)
+        fn = _compiled.get(key)
         if fn is None:
-            fn = _njit(numba, globals()[name])
-            _compiled[name] = fn
+            fn = _njit(numba, globals()[name] if module is None else getattr(module, name))
+            _compiled[key] = fn
     return fn
 
 
 def _njit(numba: Any, py_func: Callable[..., Any], inline: str = "never") -> Callable[..., Any]:
     try:
-        fn = numba.njit(cache=True, boundscheck=False, inline=inline)(py_func)
+        fn = numba.njit(cache=True, boundscheck=False, nogil=True, inline=inline)(py_func)
         _state["cache"] = _state["cache"] or "on disk"
     except RuntimeError:  # "cannot cache function ...: no locator available" (read-only directories)
-        fn = numba.njit(cache=False, boundscheck=False, inline=inline)(py_func)
+        fn = numba.njit(cache=False, boundscheck=False, nogil=True, inline=inline)(py_func)
         _state["cache"] = "in memory only (no writable cache directory)"
     return fn
 
