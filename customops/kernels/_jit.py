@@ -99,7 +99,7 @@ def describe() -> dict[str, Any]:
     return {"jit": f"numba {numba.__version__}", "numba": numba.__version__, "jit_cache": cache}
 
 
-_HELPERS = ("_row_finite", "_h_row", "_v_row", "_split")
+_HELPERS = ("_row_finite", "_h_row", "_v_row", "_split", "_rows_read")
 
 # ---------------------------------------------------------------------------------------------
 # Resize: separable filter passes. Index tables are unsigned (np.uintp): numba then indexes without
@@ -215,6 +215,18 @@ def _v_row(
         dst[j] = acc[j] + c * np.float64(r[j])
 
 
+def _rows_read(iy: Any, start: int, stop: int, height: int) -> tuple[int, int]:
+    """The input rows [lo, hi) that output rows [start, stop) read through the index table iy (T, L)."""
+    lo = height
+    hi = 0
+    for o in range(start, stop):
+        for t in range(iy.shape[0]):
+            r = np.intp(iy[t, o])
+            lo = min(lo, r)
+            hi = max(hi, r + 1)
+    return lo, max(lo, hi)
+
+
 def _split(ti: Any, tw: Any) -> tuple[Any, Any, Any, Any, Any]:
     """Unpack a table pair, both (rows, L): ti = [indices (T) | compacted indices (T) | count (1)],
     tw = [weights (T) | compacted weights (T)]."""
@@ -223,23 +235,22 @@ def _split(ti: Any, tw: Any) -> tuple[Any, Any, Any, Any, Any]:
 
 
 def resize_rows_first(
-    x: Any, out: Any, tyi: Any, tyw: Any, txi: Any, txw: Any, block: int, rows: int
+    x: Any, out: Any, tyi: Any, tyw: Any, txi: Any, txw: Any, block: int, rows: int, start: int, stop: int
 ) -> None:
-    """Filter the last two axes of x (P, H, W) into out (P, Ho, Wo), rows first: blocks of ``block``
-    output rows, each needing at most ``rows`` input rows filtered along the last axis into a float64
-    scratch, then combined down the columns."""
+    """Filter the last two axes of x (P, H, W) into output rows [start, stop) of out (P, Ho, Wo), rows
+    first: blocks of ``block`` output rows (start a multiple of it), each needing at most ``rows`` input
+    rows filtered along the last axis into a float64 scratch, then combined down the columns."""
     iy, wy, iy_c, wy_c, ny_c = _split(tyi, tyw)
     ix, wx, ix_c, wx_c, nx_c = _split(txi, txw)
     planes, height, _ = x.shape
-    out_h = out.shape[1]
     out_w = out.shape[2]
     scratch = np.empty((rows, out_w))
     acc = np.empty(out_w)
     finite = np.empty(rows, dtype=np.bool_)
     taps = iy.shape[0]
     for p in range(planes):
-        for o0 in range(0, out_h, block):
-            o1 = min(o0 + block, out_h)
+        for o0 in range(start, stop, block):
+            o1 = min(o0 + block, stop)
             lo = height
             hi = 0
             for o in range(o0, o1):
@@ -257,44 +268,47 @@ def resize_rows_first(
                 _v_row(scratch, lo, o, out[p, o], acc, iy, wy, iy_c, wy_c, ny_c, finite)
 
 
-def resize_columns_first(x: Any, out: Any, tyi: Any, tyw: Any, txi: Any, txw: Any) -> None:
-    """Filter the last two axes of x (P, H, W) into out (P, Ho, Wo), columns first: each output row
-    combines input rows into a float64 row, then filters it along the last axis."""
+def resize_columns_first(
+    x: Any, out: Any, tyi: Any, tyw: Any, txi: Any, txw: Any, start: int, stop: int
+) -> None:
+    """Filter the last two axes of x (P, H, W) into output rows [start, stop) of out (P, Ho, Wo), columns
+    first: each output row combines input rows into a float64 row, then filters it along the last axis."""
     iy, wy, iy_c, wy_c, ny_c = _split(tyi, tyw)
     ix, wx, ix_c, wx_c, nx_c = _split(txi, txw)
     planes, height, width = x.shape
-    out_h = out.shape[1]
     out_w = out.shape[2]
     column = np.empty(width)
     acc = np.empty(max(width, out_w))
     finite = np.empty(height, dtype=np.bool_)
+    lo, hi = _rows_read(iy, start, stop, height)
     for p in range(planes):
-        for r in range(height):
+        for r in range(lo, hi):
             finite[r] = _row_finite(x[p, r])
-        for o in range(out_h):
+        for o in range(start, stop):
             _v_row(x[p], 0, o, column, acc, iy, wy, iy_c, wy_c, ny_c, finite)
             _h_row(column, out[p, o], acc, ix, wx, ix_c, wx_c, nx_c, _row_finite(column))
 
 
-def resize_rows(x: Any, out: Any, txi: Any, txw: Any) -> None:
-    """Filter the last axis: x (R, W) into out (R, Wo)."""
+def resize_rows(x: Any, out: Any, txi: Any, txw: Any, start: int, stop: int) -> None:
+    """Filter the last axis: rows [start, stop) of x (R, W) into out (R, Wo)."""
     ix, wx, ix_c, wx_c, nx_c = _split(txi, txw)
     acc = np.empty(out.shape[1])
-    for r in range(x.shape[0]):
+    for r in range(start, stop):
         src = x[r]
         _h_row(src, out[r], acc, ix, wx, ix_c, wx_c, nx_c, _row_finite(src))
 
 
-def resize_middle(x: Any, out: Any, tyi: Any, tyw: Any) -> None:
-    """Filter the middle axis: x (P, H, Q) into out (P, Ho, Q)."""
+def resize_middle(x: Any, out: Any, tyi: Any, tyw: Any, start: int, stop: int) -> None:
+    """Filter the middle axis: x (P, H, Q) into output rows [start, stop) of out (P, Ho, Q)."""
     iy, wy, iy_c, wy_c, ny_c = _split(tyi, tyw)
     acc = np.empty(x.shape[2])
     finite = np.empty(x.shape[1], dtype=np.bool_)
+    lo, hi = _rows_read(iy, start, stop, x.shape[1])
     for p in range(x.shape[0]):
         rows = x[p]
-        for r in range(rows.shape[0]):
+        for r in range(lo, hi):
             finite[r] = _row_finite(rows[r])
-        for o in range(out.shape[1]):
+        for o in range(start, stop):
             _v_row(rows, 0, o, out[p, o], acc, iy, wy, iy_c, wy_c, ny_c, finite)
 
 
@@ -303,14 +317,14 @@ def resize_middle(x: Any, out: Any, tyi: Any, tyw: Any) -> None:
 # copies of the previous output row.
 
 
-def gather_last2(x: Any, out: Any, iy: Any, ix: Any) -> None:
+def gather_last2(x: Any, out: Any, iy: Any, ix: Any, start: int, stop: int) -> None:
+    """out[p, o, j] = x[p, iy[o], ix[j]] for the output rows o in [start, stop)."""
     planes = x.shape[0]
-    out_h = out.shape[1]
     out_w = out.shape[2]
     for p in range(planes):
-        for o in range(out_h):
+        for o in range(start, stop):
             dst = out[p, o]
-            if o > 0 and iy[o] == iy[o - 1]:  # tables are unsigned: no negative-index wrap checks
+            if o > start and iy[o] == iy[o - 1]:  # tables are unsigned: no negative-index wrap checks
                 prev = out[p, o - 1]
                 for j in range(out_w):
                     dst[j] = prev[j]
@@ -320,50 +334,41 @@ def gather_last2(x: Any, out: Any, iy: Any, ix: Any) -> None:
                     dst[j] = src[ix[j]]
 
 
-def gather_last(x: Any, out: Any, ix: Any) -> None:
-    """out[r, j] = x[r, ix[j]] for x (R, W)."""
-    for r in range(x.shape[0]):
-        src = x[r]
-        dst = out[r]
-        for j in range(ix.shape[0]):
-            dst[j] = src[ix[j]]
-
-
 # ---------------------------------------------------------------------------------------------
 # Col2Im, 2-D images: per channel, one accumulation per kernel offset in increasing order, so every
 # pixel sums its blocks in that order, rounding to the element type after each add (as numpy's +=).
 
 
-def col2im_2d(cols: Any, out: Any, geometry: Any) -> None:
-    """cols (N, C, kh * kw, nb_h * nb_w) into out (N, C, H, W), which holds zeros. ``geometry`` holds
-    (kh, kw, dilation_h, dilation_w, pad_h, pad_w, stride_h, stride_w, nb_h, nb_w)."""
+def col2im_2d(cols: Any, out: Any, geometry: Any, start: int, stop: int) -> None:
+    """Images [start, stop) of cols (N, kh * kw, nb_h * nb_w) into out (N, H, W), which holds zeros.
+    ``geometry`` holds (kh, kw, dilation_h, dilation_w, pad_h, pad_w, stride_h, stride_w, nb_h, nb_w)."""
     kh, kw, dil_h, dil_w, pad_h, pad_w, stride_h, stride_w, nb_h, nb_w = geometry
-    n, channels, height, width = out.shape
-    for b in range(n):
-        for c in range(channels):
-            img = out[b, c]
-            for ky in range(kh):
-                y0 = ky * dil_h - pad_h
-                for kx in range(kw):
-                    src = cols[b, c, ky * kw + kx]
-                    x0 = kx * dil_w - pad_w
-                    # blocks bx whose element lands inside: 0 <= bx * stride_w + x0 < width
-                    bx_lo = max(0, (-x0 + stride_w - 1) // stride_w)
-                    bx_hi = min(nb_w, (width - 1 - x0) // stride_w + 1) if width - 1 - x0 >= 0 else 0
-                    if bx_hi <= bx_lo:
+    height = out.shape[1]
+    width = out.shape[2]
+    for b in range(start, stop):
+        img = out[b]
+        for ky in range(kh):
+            y0 = ky * dil_h - pad_h
+            for kx in range(kw):
+                src = cols[b, ky * kw + kx]
+                x0 = kx * dil_w - pad_w
+                # blocks bx whose element lands inside: 0 <= bx * stride_w + x0 < width
+                bx_lo = max(0, (-x0 + stride_w - 1) // stride_w)
+                bx_hi = min(nb_w, (width - 1 - x0) // stride_w + 1) if width - 1 - x0 >= 0 else 0
+                if bx_hi <= bx_lo:
+                    continue
+                count = bx_hi - bx_lo
+                for by in range(nb_h):
+                    y = by * stride_h + y0
+                    if y < 0 or y >= height:
                         continue
-                    count = bx_hi - bx_lo
-                    for by in range(nb_h):
-                        y = by * stride_h + y0
-                        if y < 0 or y >= height:
-                            continue
-                        part = src[by * nb_w + bx_lo : by * nb_w + bx_hi]
-                        if stride_w == 1:
-                            dst = img[y, bx_lo + x0 : bx_lo + x0 + count]
-                            for i in range(count):
-                                dst[i] += part[i]
-                        else:
-                            row = img[y]
-                            first = bx_lo * stride_w + x0
-                            for i in range(count):
-                                row[first + i * stride_w] += part[i]
+                    part = src[by * nb_w + bx_lo : by * nb_w + bx_hi]
+                    if stride_w == 1:
+                        dst = img[y, bx_lo + x0 : bx_lo + x0 + count]
+                        for i in range(count):
+                            dst[i] += part[i]
+                    else:
+                        row = img[y]
+                        first = bx_lo * stride_w + x0
+                        for i in range(count):
+                            row[first + i * stride_w] += part[i]

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from customops.errors import KernelError
-from customops.kernels import _jit
+from customops.kernels import _jit, _threads
 
 __all__ = ["col2im"]
 
@@ -208,9 +208,10 @@ def _execute(prepared: _Prepared, x: np.ndarray) -> np.ndarray:
     if out.size == 0:
         return out.astype(dtype.kind) if dtype.kind in "US" else out
     if prepared.geometry is not None:
-        n, c = prepared.out_shape[:2]
-        cols = np.ascontiguousarray(x).reshape(n, c, -1, x.shape[2])
-        _jit.get("col2im_2d")(cols, out, prepared.geometry)
+        images = prepared.out_shape[0] * prepared.out_shape[1]
+        cols = np.ascontiguousarray(x).reshape(images, -1, x.shape[2])
+        out3 = out.reshape(images, *prepared.out_shape[2:])
+        _threads.run(_jit.get("col2im_2d"), images, x.size, cols, out3, prepared.geometry)
         return out
     cols = x.reshape(prepared.cols_shape)
     if strings:

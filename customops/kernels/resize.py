@@ -824,7 +824,7 @@ def _block_rows(iy: np.ndarray, width: int) -> tuple[int, int]:
 
 def _fast_path(prepared: _Prepared) -> Callable[[np.ndarray], np.ndarray] | None:
     """A compiled implementation of this resize, or None (the numpy passes run)."""
-    from customops.kernels import _jit
+    from customops.kernels import _jit, _threads
 
     dtype = prepared.dtype
     shape = prepared.shape
@@ -854,9 +854,13 @@ def _fast_path(prepared: _Prepared) -> Callable[[np.ndarray], np.ndarray] | None
         in3 = (math.prod(shape[:-2]), shape[-2], shape[-1])
         out3 = (in3[0], out_shape[-2], out_shape[-1])
 
+        work = math.prod(out3)
+
         def gather(X: np.ndarray) -> np.ndarray:
             out = np.empty(out_shape, dtype=dtype)
-            kernel(X.view(view).reshape(in3), out.view(view).reshape(out3), iy, ix)
+            _threads.run(
+                kernel, out3[1], work, X.view(view).reshape(in3), out.view(view).reshape(out3), iy, ix
+            )
             return out
 
         return gather
@@ -878,10 +882,12 @@ def _fast_path(prepared: _Prepared) -> Callable[[np.ndarray], np.ndarray] | None
         out3 = (in3[0], out_shape[-2], out_shape[-1])
         (tyi, tyw), (txi, txw) = tables[last - 1], tables[last]
         extra = () if columns_first else (block, rows)
+        work = min(rows_first_cost, columns_first_cost) * in3[0]
 
         def last2(X: np.ndarray) -> np.ndarray:
             out = np.empty(out_shape, dtype=dtype)
-            kernel2(X.reshape(in3), out.reshape(out3), tyi, tyw, txi, txw, *extra)
+            args = (X.reshape(in3), out.reshape(out3), tyi, tyw, txi, txw, *extra)
+            _threads.run(kernel2, out_h, work, *args, align=1 if columns_first else block)
             return out
 
         return last2
@@ -903,10 +909,12 @@ def _fast_path(prepared: _Prepared) -> Callable[[np.ndarray], np.ndarray] | None
         for ax, pre, n, post, step_shape, step_dtype, ti, tw in steps:
             out = np.empty(step_shape, dtype=step_dtype)
             length = step_shape[ax]
+            work = out.size * ti.shape[0]
             if post == 1:
-                rows_kernel(y.reshape(pre, n), out.reshape(pre, length), ti, tw)
+                _threads.run(rows_kernel, pre, work, y.reshape(pre, n), out.reshape(pre, length), ti, tw)
             else:
-                middle_kernel(y.reshape(pre, n, post), out.reshape(pre, length, post), ti, tw)
+                args = (y.reshape(pre, n, post), out.reshape(pre, length, post), ti, tw)
+                _threads.run(middle_kernel, length, work, *args)
             y = out
         return y
 

@@ -1,0 +1,141 @@
+"""Compiled loops split over threads give the same bits as on one thread."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from customops.kernels import _jit, _threads
+from customops.kernels.resize import resize
+from tests.kernels.test_fast_paths import CASES, ROOT, _run_all
+
+
+@pytest.fixture
+def split_everything(monkeypatch):
+    """Three threads, and every loop of two or more rows split, however small."""
+    monkeypatch.setitem(_threads._state, "threads", 3)
+    monkeypatch.setattr(_threads, "_MIN_WORK", 1)
+
+
+def _one_thread(monkeypatch) -> list[np.ndarray]:
+    monkeypatch.setitem(_threads._state, "threads", 1)
+    return _run_all()
+
+
+@pytest.mark.skipif(not _jit.enabled(), reason="numba is not available")
+def test_split_loops_are_bit_identical(monkeypatch) -> None:
+    serial = _one_thread(monkeypatch)
+    monkeypatch.setitem(_threads._state, "threads", 3)
+    monkeypatch.setattr(_threads, "_MIN_WORK", 1)
+    calls: list[tuple[int, int]] = []
+    real_run = _threads.run
+
+    def counting(loop, length, work, *args, align=1):
+        calls.append((length, _threads.parts(length, work)))
+        return real_run(loop, length, work, *args, align=align)
+
+    monkeypatch.setattr(_threads, "run", counting)
+    split = _run_all()
+    assert any(parts > 1 for _, parts in calls), "no loop was split"
+    for (name, _args, kwargs), got, want in zip(CASES, split, serial, strict=True):
+        assert got.tobytes() == want.tobytes(), (name, kwargs)
+
+
+@pytest.mark.skipif(not _jit.enabled(), reason="numba is not available")
+def test_split_large_resize_matches_serial(monkeypatch) -> None:
+    """Real sizes, default work threshold: the fused rows-first, columns-first and nearest loops."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((1, 3, 300, 260)).astype(np.float32)
+    x[0, 1, 17, 33] = np.nan
+    configs = [
+        dict(mode="linear", scales=np.array([1, 1, 2, 2], np.float32)),
+        dict(mode="cubic", antialias=1, scales=np.array([1, 1, 0.25, 0.25], np.float32)),
+        dict(mode="nearest", scales=np.array([1, 1, 2, 2], np.float32), nearest_mode="floor"),
+        dict(mode="linear", scales=np.array([1, 2, 1, 1], np.float32)),
+        dict(mode="cubic", scales=np.array([1, 1, 1, 1.5], np.float32)),
+    ]
+    monkeypatch.setitem(_threads._state, "threads", 1)
+    serial = [resize(x, **c) for c in configs]
+    monkeypatch.setitem(_threads._state, "threads", 2)
+    for config, want in zip(configs, serial, strict=True):
+        got = resize(x, **config)
+        assert got.tobytes() == want.tobytes(), config
+
+
+def test_run_covers_the_range_once_with_aligned_parts(split_everything) -> None:
+    seen: list[tuple[int, int]] = []
+
+    def loop(tag, start, stop):
+        assert tag == "t"
+        seen.append((start, stop))
+
+    _threads.run(loop, 23, 10**9, "t", align=4)
+    seen.sort()
+    assert seen[0][0] == 0 and seen[-1][1] == 23
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(seen))
+    assert all(start % 4 == 0 for start, _ in seen)
+    assert len(seen) == 3
+
+
+def test_small_work_stays_on_the_calling_thread(monkeypatch) -> None:
+    monkeypatch.setitem(_threads._state, "threads", 4)
+    assert _threads.parts(1000, _threads._MIN_WORK - 1) == 1
+    assert _threads.parts(1, 10**12) == 1
+    assert _threads.parts(1000, 10**12) == 4
+    monkeypatch.setitem(_threads._state, "threads", 1)
+    assert _threads.parts(1000, 10**12) == 1
+
+
+def test_errors_in_a_worker_reach_the_caller(split_everything) -> None:
+    def loop(start, stop):
+        if start > 0:
+            raise ValueError(f"part {start}")
+
+    with pytest.raises(ValueError, match="part"):
+        _threads.run(loop, 10, 10**9)
+
+
+@pytest.mark.parametrize(("value", "expected"), [("1", 1), ("3", 3), ("0", None), ("many", None)])
+def test_thread_count_from_the_environment(value, expected) -> None:
+    script = "from customops.kernels import _threads; print(_threads.threads())"
+    env = {**os.environ, "CUSTOMOPS_THREADS": value}
+    out = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, cwd=ROOT, check=True
+    )
+    count = int(out.stdout)
+    if expected is None:  # not a positive count: the default, the usable cores (at most 8)
+        assert 1 <= count <= min(8, len(os.sched_getaffinity(0)))
+    else:
+        assert count == expected
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_gets_its_own_pool() -> None:
+    """A pool made before fork has no threads in the child: the child must make its own, not hang."""
+    script = textwrap.dedent(
+        """
+        import os, numpy as np
+        from customops.kernels import _threads
+        _threads._state["threads"] = 2
+        _threads._MIN_WORK = 1
+        def loop(out, start, stop):
+            out[start:stop] = 1
+        out = np.zeros(10)
+        _threads.run(loop, 10, 10**9, out)
+        pid = os.fork()
+        if pid == 0:
+            child = np.zeros(10)
+            _threads.run(loop, 10, 10**9, child)
+            os._exit(0 if child.sum() == 10 else 3)
+        _, status = os.waitpid(pid, 0)
+        print(os.waitstatus_to_exitcode(status))
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert out.stdout.strip() == "0", out.stderr
