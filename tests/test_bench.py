@@ -29,10 +29,17 @@ def test_quick_filtered_run_prints_a_table_and_writes_json(tmp_path) -> None:
     rows = [line for line in lines[header + 2 :] if line.startswith("|")]
     assert len(rows) == 1 and rows[0].startswith("| small-pad-reflect |")
     cells = [c.strip() for c in rows[0].strip("|").split("|")]
-    assert len(cells) == 7
-    float(cells[2]), float(cells[3]), float(cells[4]), float(cells[5])  # numbers, not placeholders
+    assert len(cells) == 9
+    builtin, custom, ratio, floor, floor_ratio, stock = (float(c) for c in cells[2:8])  # numbers
+    assert math.isclose(ratio, custom / builtin, rel_tol=0.02, abs_tol=0.01)
+    assert math.isclose(floor_ratio, floor / builtin, rel_tol=0.02, abs_tol=0.01)
+    assert stock > 0
     assert any(line.startswith("geometric mean custom/built-in") for line in lines)
-    assert any(line.startswith("per-call overhead on tiny tensors") for line in lines)
+    assert any(
+        line.startswith("per-call overhead on tiny tensors") and "of which the floor" in line
+        for line in lines
+    )
+    assert any(line.startswith("floor (a kernel that costs nothing") for line in lines)
     assert "small-pad-reflect" in proc.stderr  # progress goes to stderr
 
     data = json.loads(out.read_text())
@@ -40,9 +47,11 @@ def test_quick_filtered_run_prints_a_table_and_writes_json(tmp_path) -> None:
     assert data["settings"] == {"quick": True, "samples": 3, "filter": "small-pad"}
     (result,) = data["results"]
     assert result["name"] == "small-pad-reflect" and result["op"] == "Pad" and result["small"] is True
-    for key in ("builtin_ms", "custom_ms", "ratio", "stock_ms", "first_call_ms"):
+    for key in ("builtin_ms", "custom_ms", "ratio", "stock_ms", "first_call_ms", "floor_ms"):
         assert result[key] > 0
     assert len(result["builtin_samples_ms"]) == len(result["custom_samples_ms"]) == 3
+    assert len(result["floor_samples_ms"]) == 3
+    assert "floor_geomean_ratio" in data["summary"]
     assert result["max_abs_diff"] == 0.0  # Pad agrees with ORT exactly
     assert math.isclose(data["summary"]["geomean_ratio"], result["ratio"])
     assert data["summary"]["worst"] == "small-pad-reflect"
@@ -115,6 +124,7 @@ def test_summary_and_table_from_results() -> None:
             max_abs_diff=0.0,
             samples=3,
             inner=1,
+            floor_ms=0.5 if name != "b" else 2.0,
         )
 
     results = [result("a", 0.25), result("b", 4.0), result("c", 1.0, small=True, op="Pad")]
@@ -123,6 +133,9 @@ def test_summary_and_table_from_results() -> None:
     assert summary["worst"] == "b" and summary["worst_ratio"] == 4.0
     assert summary["max_overhead_workload"] == "c" and summary["max_overhead_us"] == 0.0
     assert summary["resize_peak_over_output"] == 1.5
+    assert math.isclose(summary["floor_geomean_ratio"], (0.5 * 2.0 * 0.5) ** (1 / 3))
+    assert summary["floor_at_or_above_builtin"] == ["b"]
     text = bench.table(results)
     assert text.count("\n") == 4 and "| b | 1x1 |" in text and "| - |" in text
+    assert "| 4.00 | 2.00 | 2.00 |" in text  # ratio, floor ms, floor/built-in
     assert bench.summarize([]) == {}
