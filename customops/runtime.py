@@ -74,10 +74,10 @@ class _Binding:
     elem_type: str
     out_dtype: np.dtype
     kernel: Callable[..., Any]
-    attr_cache: dict[tuple[tuple[str, str], ...], tuple[dict[str, Any], str, Callable[..., Any]]] = field(
+    attr_cache: dict[tuple[str, ...], tuple[dict[str, Any], str, Callable[..., Any]]] = field(
         default_factory=dict
     )
-    """Raw attributes (in the order onnxruntime-extensions passes them) -> (kwargs, label, the kernel
+    """Raw attribute values (in the order onnxruntime-extensions passes them) -> (kwargs, label, the kernel
     with those attributes bound: ``kernel.bind(**kwargs)`` where the kernel offers one, which keeps its
     tables per input shape, else a partial)."""
 
@@ -134,8 +134,9 @@ def _declare() -> None:
 def _decode_attributes(
     binding: _Binding, raw: dict[str, str]
 ) -> tuple[dict[str, Any], str, Callable[..., Any]]:
-    # onnxruntime-extensions builds the dict from a sorted map: its order is stable, no sort needed
-    key = tuple(raw.items())
+    # onnxruntime-extensions passes every declared attribute of the registration, from a sorted map: the
+    # names and their order are the same on every call, so the values alone are the key
+    key = tuple(raw.values())
     hit = binding.attr_cache.get(key)
     if hit is not None:
         return hit

@@ -77,6 +77,9 @@ def parts(length: int, work: int) -> int:
 def run(loop: Callable[..., Any], length: int, work: int, *args: Any, align: int = 1) -> None:
     """Call ``loop(*args, start, stop)`` over ``[0, length)``, split into parts (see :func:`parts`)
     whose boundaries are multiples of ``align``; the calling thread computes the first part."""
+    if work < 2 * _MIN_WORK:  # the common case for small tensors, decided cheaply
+        loop(*args, 0, length)
+        return
     count = parts(length, work)
     if count > 1:
         step = -(-length // count)
