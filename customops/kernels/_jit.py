@@ -99,7 +99,7 @@ def describe() -> dict[str, Any]:
     return {"jit": f"numba {numba.__version__}", "numba": numba.__version__, "jit_cache": cache}
 
 
-_HELPERS = ("_row_finite", "_h_row", "_v_row", "_split", "_rows_read")
+_HELPERS = ("_row_finite", "_h_row", "_v_row", "_split", "_flag_rows")
 
 # ---------------------------------------------------------------------------------------------
 # Resize: separable filter passes. Index tables are unsigned (np.uintp): numba then indexes without
@@ -107,6 +107,10 @@ _HELPERS = ("_row_finite", "_h_row", "_v_row", "_split", "_rows_read")
 # included, fixed tap count), and compacted ones (the nonzero taps first, in table order, with their
 # count): taps with weight 0 must not touch a non-finite input, so rows that hold inf or NaN take the
 # compacted loop; finite rows take the fixed-count loop (adding 0 * x changes nothing there).
+# Passes down the columns combine whole rows, so every element of a row they read reaches the result:
+# they run the fixed-count loop first and check the result row, which is non-finite exactly when a row
+# read holds inf or NaN (or the float64 sum overflowed); only then are the rows read checked and the
+# output row redone. The result is the same as checking every input row first, without that pass.
 
 
 def _row_finite(row: Any) -> bool:
@@ -215,16 +219,13 @@ def _v_row(
         dst[j] = acc[j] + c * np.float64(r[j])
 
 
-def _rows_read(iy: Any, start: int, stop: int, height: int) -> tuple[int, int]:
-    """The input rows [lo, hi) that output rows [start, stop) read through the index table iy (T, L)."""
-    lo = height
-    hi = 0
-    for o in range(start, stop):
-        for t in range(iy.shape[0]):
-            r = np.intp(iy[t, o])
-            lo = min(lo, r)
-            hi = max(hi, r + 1)
-    return lo, max(lo, hi)
+def _flag_rows(rows: Any, o: int, idx: Any, known: Any, finite: Any) -> None:
+    """finite[r] for every row r that output row o reads through idx (T, L), each row checked once."""
+    for t in range(idx.shape[0]):
+        r = np.intp(idx[t, o])
+        if not known[r]:
+            finite[r] = _row_finite(rows[r])
+            known[r] = True
 
 
 def _split(ti: Any, tw: Any) -> tuple[Any, Any, Any, Any, Any]:
@@ -279,14 +280,20 @@ def resize_columns_first(
     out_w = out.shape[2]
     column = np.empty(width)
     acc = np.empty(max(width, out_w))
+    assume = np.ones(height, dtype=np.bool_)
     finite = np.empty(height, dtype=np.bool_)
-    lo, hi = _rows_read(iy, start, stop, height)
+    known = np.empty(height, dtype=np.bool_)
     for p in range(planes):
-        for r in range(lo, hi):
-            finite[r] = _row_finite(x[p, r])
+        rows = x[p]
+        known[:] = False
         for o in range(start, stop):
-            _v_row(x[p], 0, o, column, acc, iy, wy, iy_c, wy_c, ny_c, finite)
-            _h_row(column, out[p, o], acc, ix, wx, ix_c, wx_c, nx_c, _row_finite(column))
+            _v_row(rows, 0, o, column, acc, iy, wy, iy_c, wy_c, ny_c, assume)
+            ok = _row_finite(column)
+            if not ok:
+                _flag_rows(rows, o, iy, known, finite)
+                _v_row(rows, 0, o, column, acc, iy, wy, iy_c, wy_c, ny_c, finite)
+                ok = _row_finite(column)
+            _h_row(column, out[p, o], acc, ix, wx, ix_c, wx_c, nx_c, ok)
 
 
 def resize_rows(x: Any, out: Any, txi: Any, txw: Any, start: int, stop: int) -> None:
@@ -302,14 +309,19 @@ def resize_middle(x: Any, out: Any, tyi: Any, tyw: Any, start: int, stop: int) -
     """Filter the middle axis: x (P, H, Q) into output rows [start, stop) of out (P, Ho, Q)."""
     iy, wy, iy_c, wy_c, ny_c = _split(tyi, tyw)
     acc = np.empty(x.shape[2])
-    finite = np.empty(x.shape[1], dtype=np.bool_)
-    lo, hi = _rows_read(iy, start, stop, x.shape[1])
+    height = x.shape[1]
+    assume = np.ones(height, dtype=np.bool_)
+    finite = np.empty(height, dtype=np.bool_)
+    known = np.empty(height, dtype=np.bool_)
     for p in range(x.shape[0]):
         rows = x[p]
-        for r in range(lo, hi):
-            finite[r] = _row_finite(rows[r])
+        known[:] = False
         for o in range(start, stop):
-            _v_row(rows, 0, o, out[p, o], acc, iy, wy, iy_c, wy_c, ny_c, finite)
+            dst = out[p, o]
+            _v_row(rows, 0, o, dst, acc, iy, wy, iy_c, wy_c, ny_c, assume)
+            if not _row_finite(dst):
+                _flag_rows(rows, o, iy, known, finite)
+                _v_row(rows, 0, o, dst, acc, iy, wy, iy_c, wy_c, ny_c, finite)
 
 
 # ---------------------------------------------------------------------------------------------

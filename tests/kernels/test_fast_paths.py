@@ -223,3 +223,45 @@ def test_bound_col2im_and_upsample_match() -> None:
     for mode, scales in (("nearest", [1, 1, 2, 0.5]), ("linear", [1, 1, 2, 3]), ("cubic", [1, 1, 2, 2])):
         s = np.array(scales, np.float32)
         _same(upsample.bind(mode=mode), functools.partial(upsample, mode=mode), x, s)
+
+
+@pytest.mark.skipif(not _jit.enabled(), reason="numba is not available")
+@pytest.mark.parametrize(
+    ("mode", "antialias", "shape", "sizes", "coordinates"),
+    [
+        ("linear", 1, (1, 3, 24, 20), (1, 3, 6, 5), "half_pixel"),  # columns first
+        ("cubic", 1, (1, 3, 24, 20), (1, 3, 7, 10), "half_pixel"),  # columns first
+        ("linear", 0, (1, 3, 24, 20), (1, 3, 48, 40), "half_pixel"),  # rows first
+        ("cubic", 0, (1, 3, 24, 20), (1, 3, 60, 20), "half_pixel"),  # a middle axis
+        # align_corners 13 -> 9 reads rows at 1.5 * o: even outputs read their second row with weight 0
+        ("linear", 0, (1, 3, 13, 4), (1, 3, 9, 8), "align_corners"),  # columns first
+        ("linear", 0, (1, 3, 13, 4), (1, 3, 9, 4), "align_corners"),  # a middle axis
+        ("cubic", 0, (1, 3, 13, 4), (1, 3, 9, 8), "align_corners"),  # columns first, cubic
+    ],
+)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_non_finite_value_reaches_only_the_outputs_that_weigh_it(
+    mode, antialias, shape, sizes, coordinates, dtype
+) -> None:
+    """inf and NaN change exactly the outputs a finite change of the same element changes (taps of
+    weight 0 never touch them), and every other output keeps its bits, signed zeros included."""
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal(shape).astype(dtype)
+    x[0, 0, :, :2] = -0.0
+    kwargs = dict(
+        sizes=np.array(sizes, np.int64),
+        mode=mode,
+        antialias=antialias,
+        coordinate_transformation_mode=coordinates,
+    )
+    clean = resize(x, **kwargs)
+    for value in (np.inf, -np.inf, np.nan):
+        bad = x.copy()
+        bad[0, 1, 4, 1] = value
+        nudged = x.copy()
+        nudged[0, 1, 4, 1] += 1.0
+        got = resize(bad, **kwargs)
+        reach = resize(nudged, **kwargs) != clean
+        assert reach.any() and not np.isfinite(got[reach]).any(), value
+        same = ~reach
+        assert got[same].tobytes() == clean[same].tobytes(), value
