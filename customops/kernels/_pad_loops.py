@@ -18,8 +18,9 @@ GEOMETRY = 6
 """Entries of the ``table`` of :func:`pad_last2` before its row and column tables."""
 
 
-def pad_last2(x: Any, out: Any, table: Any, fill: Any) -> None:
-    """Write out (P, Ho, Wo), the padded (or cropped) x (P, H, W), one output row after the other.
+def pad_last2(x: Any, out: Any, table: Any, fill: Any, start: int, stop: int) -> None:
+    """Write planes [start, stop) of out (P, Ho, Wo), the padded (or cropped) x (P, H, W), one output
+    row after the other.
 
     ``table`` is (at, lo, kept, top, bottom, constant), then the input row of each output row (Ho
     entries), then the input column of each output column (Wo entries; read for the border columns
@@ -49,7 +50,7 @@ def pad_last2(x: Any, out: Any, table: Any, fill: Any) -> None:
     block_dst = np.uintp(top * width)
     block_src = rows[top] * np.uintp(width) if block else np.uintp(0)
     skip = bottom - top if block else 0
-    for p in range(out.shape[0]):
+    for p in range(start, stop):
         if block:
             flat_dst = out[p].reshape(out_h * width)
             flat_src = x[p].reshape(x.shape[1] * width)

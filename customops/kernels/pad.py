@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from customops.errors import KernelError
+from customops.kernels import _threads
 
 __all__ = ["pad"]
 
@@ -287,7 +288,8 @@ def _execute(prepared: _Prepared, data: np.ndarray) -> np.ndarray:
     loop = prepared.loop
     if loop is not None and data.flags.c_contiguous:
         bits = loop.bits
-        loop.kernel(np.ndarray(loop.in3, bits, data), np.ndarray(loop.out3, bits, out), loop.table, loop.fill)
+        args = (np.ndarray(loop.in3, bits, data), np.ndarray(loop.out3, bits, out), loop.table, loop.fill)
+        _threads.run(loop.kernel, loop.out3[0], out.size, *args)
         return out
     if out.size == 0:
         return out

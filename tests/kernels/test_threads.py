@@ -139,3 +139,21 @@ def test_a_forked_child_gets_its_own_pool() -> None:
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert out.stdout.strip() == "0", out.stderr
+
+
+@pytest.mark.skipif(not _jit.enabled(), reason="numba is not available")
+@pytest.mark.parametrize("mode", ["constant", "reflect", "edge", "wrap"])
+def test_split_pad_matches_serial(monkeypatch, mode) -> None:
+    from customops.kernels.center_crop_pad import center_crop_pad
+    from customops.kernels.pad import pad
+
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((2, 5, 33, 40)).astype(np.float32)
+    pads = np.array([0, 0, 3, -2, 0, 0, 1, 7], np.int64)
+    monkeypatch.setitem(_threads._state, "threads", 1)
+    want = pad(x, pads, mode=mode)
+    cropped = center_crop_pad(x, np.array([40, 30], np.int64), axes=[2, 3])
+    monkeypatch.setitem(_threads._state, "threads", 3)
+    monkeypatch.setattr(_threads, "_MIN_WORK", 1)
+    assert pad(x, pads, mode=mode).tobytes() == want.tobytes()
+    assert center_crop_pad(x, np.array([40, 30], np.int64), axes=[2, 3]).tobytes() == cropped.tobytes()
