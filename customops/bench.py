@@ -490,9 +490,12 @@ def machine() -> dict[str, Any]:
         info["onnxruntime_extensions"] = onnxruntime_extensions.__version__
     except ImportError:  # pragma: no cover
         pass
-    from customops.kernels import _jit
+    from customops import allocator
+    from customops.kernels import _jit, _threads
 
     info.update(_jit.describe())
+    info["threads"] = _threads.threads()
+    info["malloc"] = allocator.policy()
     return info
 
 
@@ -637,7 +640,8 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"machine: {info['nproc']} cores ({info['cpu']}); onnxruntime {info['onnxruntime']}, "
         f"onnxruntime-extensions {info.get('onnxruntime_extensions', '?')}, numpy {info['numpy']}, "
-        f"{info['jit']}; {'quick' if args.quick else 'full'} run, median of {samples}"
+        f"{info['jit']}, {info['threads']} kernel threads, malloc {info['malloc']}; "
+        f"{'quick' if args.quick else 'full'} run, median of {samples}"
     )
     print()
     print(table(results))

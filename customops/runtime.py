@@ -31,6 +31,7 @@ import numpy as np
 import onnxruntime as ort
 from onnxruntime_extensions import PyCustomOpDef, _ocos, get_library_path, onnx_op
 
+from customops import allocator
 from customops import attrs as attr_codec
 from customops.errors import CustomOpsError, KernelError
 from customops.registry import CUSTOM_OPS, DOMAIN, MARKER_ATTRS, NATIVE_TYPES, CustomOp
@@ -86,6 +87,8 @@ _BINDINGS: dict[int, _Binding] = {}
 _STOCK_HOOK = _ocos._on_pyop_invocation
 _lock = threading.Lock()
 _declared = False
+
+allocator.apply_from_environment()  # CUSTOMOPS_MALLOC=heap: opt-in, see customops.allocator
 
 
 class _RunContext:
