@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import onnx
 import pytest
@@ -14,37 +12,12 @@ from onnx.reference import ReferenceEvaluator
 
 from customops.errors import KernelError
 from customops.kernels.center_crop_pad import center_crop_pad
+from tests.helpers import ALL_DTYPES, backend_cases
 
-DTYPES = (
-    np.float32,
-    np.float64,
-    np.float16,
-    np.int8,
-    np.int16,
-    np.int32,
-    np.int64,
-    np.uint8,
-    np.uint16,
-    np.uint32,
-    np.uint64,
-    np.bool_,
-    np.complex64,
-    np.complex128,
-    object,
-)
+DTYPES = ALL_DTYPES
 
 
-def _backend_cases() -> list:
-    from onnx.backend.test.case.node import collect_testcases  # cached by onnx after the first call
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # generators of unrelated operators warn about overflows
-        all_cases = collect_testcases(None)
-    cases = [c for c in all_cases if c.name.startswith("test_center_crop_pad") and "_expanded" not in c.name]
-    return sorted(cases, key=lambda c: c.name)
-
-
-BACKEND_CASES = _backend_cases()
+BACKEND_CASES = backend_cases("test_center_crop_pad", generator="center_crop_pad")
 
 
 def test_backend_cases_found() -> None:

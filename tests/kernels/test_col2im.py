@@ -16,19 +16,9 @@ from onnx.reference import ReferenceEvaluator
 
 from customops.errors import KernelError
 from customops.kernels.col2im import col2im
+from tests.helpers import backend_cases
 
-
-def _backend_cases() -> list:
-    from onnx.backend.test.case.node import collect_testcases  # cached by onnx after the first call
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # generators of unrelated operators warn about overflows
-        all_cases = collect_testcases(None)
-    cases = [c for c in all_cases if c.name.startswith("test_col2im") and "_expanded" not in c.name]
-    return sorted(cases, key=lambda c: c.name)
-
-
-BACKEND_CASES = _backend_cases()
+BACKEND_CASES = backend_cases("test_col2im", generator="col2im")
 
 
 def test_backend_cases_found() -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import onnx
 import pytest
@@ -15,39 +13,14 @@ from onnx.reference import ReferenceEvaluator
 import customops.kernels.pad as pad_module
 from customops.errors import KernelError
 from customops.kernels.pad import pad
+from tests.helpers import ALL_DTYPES, backend_cases
 
 PREFIXES = ("test_constant_pad", "test_edge_pad", "test_reflect_pad", "test_wrap_pad")
 MODES = ("constant", "reflect", "edge", "wrap")
-DTYPES = (
-    np.float32,
-    np.float64,
-    np.float16,
-    np.int8,
-    np.int16,
-    np.int32,
-    np.int64,
-    np.uint8,
-    np.uint16,
-    np.uint32,
-    np.uint64,
-    np.bool_,
-    np.complex64,
-    np.complex128,
-    object,
-)
+DTYPES = ALL_DTYPES
 
 
-def _backend_cases() -> list:
-    from onnx.backend.test.case.node import collect_testcases  # cached by onnx after the first call
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # generators of unrelated operators warn about overflows
-        all_cases = collect_testcases(None)
-    cases = [c for c in all_cases if c.name.startswith(PREFIXES) and "_expanded" not in c.name]
-    return sorted(cases, key=lambda c: c.name)
-
-
-BACKEND_CASES = _backend_cases()
+BACKEND_CASES = backend_cases(*PREFIXES, generator="pad")
 
 
 def _run_node(node: onnx.NodeProto, arrays: list[np.ndarray]) -> np.ndarray:

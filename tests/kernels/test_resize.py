@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
-import warnings
 import zlib
 
 import numpy as np
@@ -17,6 +15,7 @@ from onnx.reference import ReferenceEvaluator
 import customops.kernels.resize as resize_module
 from customops.errors import KernelError
 from customops.kernels.resize import resize
+from tests.helpers import backend_cases
 
 COORDINATE_MODES = (
     "half_pixel",
@@ -35,23 +34,7 @@ INT_DTYPES = (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uin
 # ONNX backend node tests
 
 
-def _backend_cases() -> list:
-    """The test_resize_* node cases. Importing only the Resize generator is ~15x faster than
-    collect_testcases(None); fall back to that if onnx's private list moves."""
-    from onnx.backend.test.case import node
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            importlib.import_module("onnx.backend.test.case.node.resize")
-            cases = list(node._NodeTestCases)
-        except (ImportError, AttributeError):
-            cases = node.collect_testcases(None)
-    found = {c.name: c for c in cases if c.name.startswith("test_resize") and "_expanded" not in c.name}
-    return [found[name] for name in sorted(found)]
-
-
-BACKEND_CASES = _backend_cases()
+BACKEND_CASES = backend_cases("test_resize", generator="resize")
 
 
 def _attributes(node: onnx.NodeProto) -> dict:

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
-import warnings
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -13,22 +10,9 @@ from onnx import TensorProto, helper
 
 from customops.errors import KernelError
 from customops.kernels.upsample import upsample
+from tests.helpers import backend_cases
 
-
-def _backend_cases() -> list:
-    from onnx.backend.test.case import node
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            importlib.import_module("onnx.backend.test.case.node.upsample")
-            cases = list(node._NodeTestCases)
-        except (ImportError, AttributeError):
-            cases = node.collect_testcases(None)
-    return sorted((c for c in cases if c.name.startswith("test_upsample")), key=lambda c: c.name)
-
-
-BACKEND_CASES = _backend_cases()
+BACKEND_CASES = backend_cases("test_upsample", generator="upsample")
 
 
 def test_backend_cases_found() -> None:
