@@ -850,11 +850,21 @@ def _fast_path(prepared: _Prepared) -> Callable[[np.ndarray], np.ndarray] | None
         ix = ops[last][0][:, 0] if last in ops else np.arange(shape[last])
         iy = np.ascontiguousarray(iy, dtype=np.uintp)
         ix = np.ascontiguousarray(ix, dtype=np.uintp)
-        kernel = _jit.get("gather_last2")
         in3 = (math.prod(shape[:-2]), shape[-2], shape[-1])
         out3 = (in3[0], out_shape[-2], out_shape[-1])
-
         work = math.prod(out3)
+        if work <= _TINY_GATHER:
+            # one numpy fancy index through a flat table: about 3 us instead of 6 for an 8x8 -> 16x16
+            # image of 3 channels (numba's dispatch and the views it needs cost more than the copy)
+            planes = np.arange(in3[0], dtype=np.intp)[:, None, None] * (in3[1] * in3[2])
+            rows = iy.astype(np.intp)[None, :, None] * in3[2]
+            flat = (planes + rows + ix.astype(np.intp)[None, None, :]).ravel()
+
+            def tiny(X: np.ndarray) -> np.ndarray:
+                return X.reshape(-1)[flat].reshape(out_shape)
+
+            return tiny
+        kernel = _jit.get("gather_last2")
 
         def gather(X: np.ndarray) -> np.ndarray:
             out = np.empty(out_shape, dtype=dtype)
@@ -925,6 +935,7 @@ def _fast_path(prepared: _Prepared) -> Callable[[np.ndarray], np.ndarray] | None
 
 
 _CACHE_SIZE = 64
+_TINY_GATHER = 1024  # output elements up to which a nearest gather is one numpy fancy index (measured)
 
 
 class _Uncacheable(Exception):
