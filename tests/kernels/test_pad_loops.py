@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 
 import numpy as np
 import pytest
@@ -62,6 +63,7 @@ CASES = [
 @pytest.fixture
 def always_compiled(monkeypatch):
     monkeypatch.setattr(pad_module, "_loop_pays", lambda *args: True)
+    monkeypatch.setattr(pad_module, "_TINY_GATHER", 0)
 
 
 def _make(shape, dtype, rng) -> np.ndarray:
@@ -91,7 +93,7 @@ def _both_paths(data, pads, constant, axes, mode, expect_loop=True):
     prepared = _prepare(data.shape, data.dtype, pads, constant, axes, mode)
     if expect_loop:
         assert prepared.loop is not None, (data.shape, pads, mode)
-    numpy_only = dataclasses.replace(prepared, loop=None)
+    numpy_only = dataclasses.replace(prepared, loop=None, gather=None)
     return _execute(prepared, data), _execute(numpy_only, data)
 
 
@@ -194,8 +196,11 @@ def test_large_float32_pad_takes_the_compiled_loop() -> None:
 
 
 @needs_numba
-def test_loop_is_left_out_where_numpy_is_as_fast_or_it_does_not_apply() -> None:
+def test_loop_is_left_out_where_numpy_is_as_fast_or_it_does_not_apply(monkeypatch) -> None:
     x = np.zeros((2, 3, 4, 5), dtype=np.float32)
+    tiny = _prepare(x.shape, x.dtype, np.array([0, 0, 1, 1, 0, 0, 1, 1]), None, None, "edge")
+    assert tiny.gather is not None and tiny.loop is None  # 252 outputs: the flat gather
+    monkeypatch.setattr(pad_module, "_TINY_GATHER", 0)  # below: the choices for larger outputs
 
     def loop(data, pads, axes=None, mode="edge"):
         return _prepare(data.shape, data.dtype, np.array(pads), None, axes, mode).loop
@@ -249,3 +254,30 @@ def test_bound_kernel_reuses_the_compiled_plan() -> None:
         np.testing.assert_array_equal(first, expected)
         np.testing.assert_array_equal(second, expected)
         assert first is not second
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_tiny_gather_matches_numpy_copies(mode) -> None:
+    """Tiny outputs take one fancy index through a flat table: the same bits as the numpy copies, for
+    pads of any axes (leading ones too), crops, and every numeric and bool type."""
+    rng = np.random.default_rng(14)
+    ran = 0
+    for trial in range(300):
+        rank = 1 + trial % 4
+        shape = tuple(int(n) for n in rng.integers(1, 6, size=rank))
+        pads = rng.integers(-3, 5, size=2 * rank)
+        dtype = DTYPES[trial % len(DTYPES)]
+        data = _make(shape, dtype, rng)
+        constant = _constant(dtype, rng) if mode == "constant" else None
+        try:
+            prepared = _prepare(data.shape, data.dtype, pads, constant, None, mode)
+        except KernelError:
+            continue
+        if prepared.only_fill or not 0 < math.prod(prepared.out_shape) <= pad_module._TINY_GATHER:
+            continue
+        assert prepared.gather is not None and prepared.loop is None, (shape, pads)
+        got = _execute(prepared, data)
+        want = _execute(dataclasses.replace(prepared, gather=None), data)
+        _assert_same_bits(got, want, (shape, pads.tolist(), np.dtype(dtype).name))
+        ran += 1
+    assert ran >= 100
