@@ -495,6 +495,7 @@ def machine() -> dict[str, Any]:
 
     info.update(_jit.describe())
     info["threads"] = _threads.threads()
+    info["threads_source"] = _threads.describe()
     info["malloc"] = allocator.policy()
     return info
 
@@ -640,7 +641,7 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"machine: {info['nproc']} cores ({info['cpu']}); onnxruntime {info['onnxruntime']}, "
         f"onnxruntime-extensions {info.get('onnxruntime_extensions', '?')}, numpy {info['numpy']}, "
-        f"{info['jit']}, {info['threads']} kernel threads, malloc {info['malloc']}; "
+        f"{info['jit']}, kernel threads {info['threads_source']}, malloc {info['malloc']}; "
         f"{'quick' if args.quick else 'full'} run, median of {samples}"
     )
     print()

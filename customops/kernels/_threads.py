@@ -25,7 +25,7 @@ _MIN_WORK = 1 << 18
 _MAX_DEFAULT = 8
 
 _lock = threading.Lock()
-_state: dict[str, Any] = {"threads": None, "pool": None}
+_state: dict[str, Any] = {"threads": None, "pool": None, "source": None}
 
 
 def threads() -> int:
@@ -33,18 +33,30 @@ def threads() -> int:
     count = _state["threads"]
     if count is None:
         raw = os.environ.get("CUSTOMOPS_THREADS", "").strip()
+        note = ""
         try:
-            count = max(1, int(raw)) if raw else 0
+            count = int(raw) if raw else 0
         except ValueError:
             count = 0
-        if not count:
+        if count < 1:
+            if raw:
+                note = f" (CUSTOMOPS_THREADS={raw!r} is not a positive integer)"
             try:
                 count = len(os.sched_getaffinity(0))
             except (AttributeError, OSError):
                 count = os.cpu_count() or 1
             count = max(1, min(count, _MAX_DEFAULT))
+            _state["source"] = f"default: the usable cores, at most {_MAX_DEFAULT}{note}"
+        else:
+            _state["source"] = "CUSTOMOPS_THREADS"
         _state["threads"] = count
     return count
+
+
+def describe() -> str:
+    """For reports: the thread count and where it comes from."""
+    count = threads()
+    return f"{count} ({_state['source'] or 'set in this process'})"
 
 
 def _pool() -> ThreadPoolExecutor:

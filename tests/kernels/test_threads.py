@@ -103,16 +103,19 @@ def test_errors_in_a_worker_reach_the_caller(split_everything) -> None:
 
 @pytest.mark.parametrize(("value", "expected"), [("1", 1), ("3", 3), ("0", None), ("many", None)])
 def test_thread_count_from_the_environment(value, expected) -> None:
-    script = "from customops.kernels import _threads; print(_threads.threads())"
+    script = "from customops.kernels import _threads; print(_threads.threads()); print(_threads.describe())"
     env = {**os.environ, "CUSTOMOPS_THREADS": value}
     out = subprocess.run(
         [sys.executable, "-c", script], env=env, capture_output=True, text=True, cwd=ROOT, check=True
     )
-    count = int(out.stdout)
+    first, described = out.stdout.splitlines()
+    count = int(first)
+    assert described.startswith(f"{count} (")
     if expected is None:  # not a positive count: the default, the usable cores (at most 8)
         assert 1 <= count <= min(8, len(os.sched_getaffinity(0)))
+        assert f"CUSTOMOPS_THREADS={value!r} is not a positive integer" in described
     else:
-        assert count == expected
+        assert count == expected and "CUSTOMOPS_THREADS" in described
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
