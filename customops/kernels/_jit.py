@@ -10,9 +10,10 @@ Arithmetic: interpolation accumulates in float64, tap by tap in table order, and
 stores a float32 result; no ``fastmath`` (no reassociation, no FMA contraction), so results do not
 depend on vector width. Col2Im sums in the element type in increasing kernel-offset order.
 
-Threads: the loops are serial. The kernels run inside ONNX Runtime's ``Compute`` with the GIL held; on
-the 2-core machine we measured, parallel numba regions gained nothing on memory-bound passes, gave mixed
-results on the others and compete with ORT's own intra-op threads (docs/performance.md).
+Threads: every loop is serial and compiled with ``nogil=True``; the large ones take the range of rows
+(or planes) they compute as their last two arguments, and :mod:`customops.kernels._threads` runs the
+parts on several threads (numba's own parallel regions were measured slower here: their workers compete
+with ORT's intra-op threads; docs/performance.md).
 
 ``CUSTOMOPS_JIT=0`` in the environment disables the compiled paths (the numpy implementations run).
 """
