@@ -12,7 +12,7 @@ depend on vector width. Col2Im sums in the element type in increasing kernel-off
 
 Threads: every loop is serial and compiled with ``nogil=True``; the large ones take the range of rows
 (or planes) they compute as their last two arguments, and :mod:`customops.kernels._threads` runs the
-parts on several threads (numba's own parallel regions were measured slower here: their workers compete
+parts on several threads (numba's own parallel regions gave mixed results here: their workers compete
 with ORT's intra-op threads; docs/performance.md).
 
 ``CUSTOMOPS_JIT=0`` in the environment disables the compiled paths (the numpy implementations run).
