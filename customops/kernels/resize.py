@@ -666,6 +666,9 @@ class _Prepared:
     outside: dict[int, np.ndarray]
     fill: Any
     fast: Callable[[np.ndarray], np.ndarray] | None = None
+    direct: Callable[[np.ndarray], np.ndarray] | None = None
+    """``fast`` when it alone makes the whole result (no empty output, no extrapolated positions): the
+    bound kernel calls it on a C-contiguous X without going through :func:`_execute`."""
 
 
 def _prepare(
@@ -742,6 +745,8 @@ def _prepare(
 
     prepared.fill = _extrapolation_scalar(extrapolation, dtype) if outside else None
     prepared.fast = _fast_path(prepared)
+    if not outside and math.prod(prepared.out_shape):
+        prepared.direct = prepared.fast
     return prepared
 
 
@@ -894,8 +899,13 @@ def _fast_path(prepared: _Prepared) -> Callable[[np.ndarray], np.ndarray] | None
         extra = () if columns_first else (block, rows)
         work = min(rows_first_cost, columns_first_cost) * in3[0]
 
+        whole = (*extra, 0, out_h)
+
         def last2(X: np.ndarray) -> np.ndarray:
             out = np.empty(out_shape, dtype=dtype)
+            if work < 2 * _threads._MIN_WORK:  # small: no split to consider
+                kernel2(X.reshape(in3), out.reshape(out3), tyi, tyw, txi, txw, *whole)
+                return out
             args = (X.reshape(in3), out.reshape(out3), tyi, tyw, txi, txw, *extra)
             _threads.run(kernel2, out_h, work, *args, align=1 if columns_first else block)
             return out
@@ -982,6 +992,9 @@ def _bind(**attributes: Any) -> Callable[..., np.ndarray]:
             if len(plans) >= _CACHE_SIZE:
                 plans.clear()
             plans[key] = prepared
+        direct = prepared.direct
+        if direct is not None and X.flags.c_contiguous:
+            return direct(X)
         return _execute(prepared, X)
 
     return bound
