@@ -197,7 +197,25 @@ def _geometry(
     )
 
 
+def _compiled(prepared: _Prepared, x: np.ndarray) -> np.ndarray:
+    """The compiled loop's result for a C-contiguous x (``prepared.geometry`` set)."""
+    out_shape = prepared.out_shape
+    out = np.zeros(out_shape, dtype=prepared.dtype)
+    if out.size:
+        images = out_shape[0] * out_shape[1]
+        cols = x.reshape(images, -1, x.shape[2])
+        out3 = out.reshape(images, *out_shape[2:])
+        kernel = _jit.get("col2im_2d")
+        if x.size < 2 * _threads._MIN_WORK:  # small: no split to consider
+            kernel(cols, out3, prepared.geometry, 0, images)
+        else:
+            _threads.run(kernel, images, x.size, cols, out3, prepared.geometry)
+    return out
+
+
 def _execute(prepared: _Prepared, x: np.ndarray) -> np.ndarray:
+    if prepared.geometry is not None:
+        return _compiled(prepared, np.ascontiguousarray(x))
     dtype = prepared.dtype
     strings = dtype.kind in "OUS"
     if strings:
@@ -207,12 +225,6 @@ def _execute(prepared: _Prepared, x: np.ndarray) -> np.ndarray:
         out = np.zeros(prepared.out_shape, dtype=dtype)
     if out.size == 0:
         return out.astype(dtype.kind) if dtype.kind in "US" else out
-    if prepared.geometry is not None:
-        images = prepared.out_shape[0] * prepared.out_shape[1]
-        cols = np.ascontiguousarray(x).reshape(images, -1, x.shape[2])
-        out3 = out.reshape(images, *prepared.out_shape[2:])
-        _threads.run(_jit.get("col2im_2d"), images, x.size, cols, out3, prepared.geometry)
-        return out
     cols = x.reshape(prepared.cols_shape)
     if strings:
         cols = cols.astype(object)
@@ -260,6 +272,8 @@ def _bind(
             if len(plans) >= 64:
                 plans.clear()
             plans[key] = prepared
+        if prepared.geometry is not None and x.flags.c_contiguous:
+            return _compiled(prepared, x)
         return _execute(prepared, x)
 
     return bound
