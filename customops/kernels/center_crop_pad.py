@@ -8,13 +8,13 @@ from typing import Any
 import numpy as np
 
 from customops.errors import KernelError
+from customops.kernels._plans import Uncacheable, remember
 from customops.kernels.pad import (
     _execute,
     _input_key,
     _int_list,
     _normalize_axes,
     _prepare,
-    _Uncacheable,
     pad,
 )
 
@@ -74,15 +74,14 @@ def _bind(axes: Sequence[int] | None = None) -> Any:
         data = input_data if type(input_data) is np.ndarray else np.asarray(input_data)
         try:
             key = (data.shape, data.dtype, _input_key(shape))
-        except _Uncacheable:
+        except Uncacheable:
             return center_crop_pad(data, shape, axes=axes)
         prepared = plans.get(key)
         if prepared is None:
             pads, axes_array = _pads(data.shape, shape, axes)
-            prepared = _prepare(data.shape, data.dtype, pads, None, axes_array, "constant")
-            if len(plans) >= 64:
-                plans.clear()
-            plans[key] = prepared
+            prepared = remember(
+                plans, key, _prepare(data.shape, data.dtype, pads, None, axes_array, "constant")
+            )
         return _execute(prepared, data)
 
     return bound

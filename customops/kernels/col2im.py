@@ -12,6 +12,7 @@ import numpy as np
 
 from customops.errors import KernelError
 from customops.kernels import _jit, _threads
+from customops.kernels._plans import Uncacheable, remember
 
 __all__ = ["col2im"]
 
@@ -244,11 +245,7 @@ def _key(value: Any) -> Any:
         return None
     if type(value) is np.ndarray and value.dtype.kind in "iu" and value.size <= 64:
         return (value.dtype, value.shape, value.tobytes())
-    raise _Uncacheable
-
-
-class _Uncacheable(Exception):
-    pass
+    raise Uncacheable
 
 
 def _bind(
@@ -264,14 +261,11 @@ def _bind(
         x = input if type(input) is np.ndarray else np.asarray(input)
         try:
             key = (x.shape, x.dtype, _key(image_shape), _key(block_shape))
-        except _Uncacheable:
+        except Uncacheable:
             return _execute(_prepare(x, image_shape, block_shape, dilations, pads, strides), x)
         prepared = plans.get(key)
         if prepared is None:
-            prepared = _prepare(x, image_shape, block_shape, dilations, pads, strides)
-            if len(plans) >= 64:
-                plans.clear()
-            plans[key] = prepared
+            prepared = remember(plans, key, _prepare(x, image_shape, block_shape, dilations, pads, strides))
         if prepared.geometry is not None and x.flags.c_contiguous:
             return _compiled(prepared, x)
         return _execute(prepared, x)

@@ -12,6 +12,7 @@ import numpy as np
 
 from customops.errors import KernelError
 from customops.kernels import _threads
+from customops.kernels._plans import Uncacheable, remember
 
 __all__ = ["pad"]
 
@@ -486,12 +487,8 @@ def _loop_plan(
     return _Loop(kernel, bits, (planes, h, w * width), (planes, out_h, out_w * width), table, fill_row)
 
 
-class _Uncacheable(Exception):
-    pass
-
-
 def _input_key(value: Any) -> Any:
-    """A hashable key for a small input (None or an ndarray), else _Uncacheable."""
+    """A hashable key for a small input (None or an ndarray), else Uncacheable."""
     if value is None:
         return None
     if type(value) is np.ndarray and value.size <= 256:
@@ -500,7 +497,7 @@ def _input_key(value: Any) -> Any:
         items = tuple(value.flat)
         if all(type(v) is str for v in items):
             return (value.dtype, value.shape, items)
-    raise _Uncacheable
+    raise Uncacheable
 
 
 def _bind(mode: str = "constant") -> Any:
@@ -513,14 +510,13 @@ def _bind(mode: str = "constant") -> Any:
             data = np.asarray(data)
         try:
             key = (data.shape, data.dtype, _input_key(pads), _input_key(constant_value), _input_key(axes))
-        except _Uncacheable:
+        except Uncacheable:
             return _execute(_prepare(data.shape, data.dtype, pads, constant_value, axes, mode), data)
         prepared = plans.get(key)
         if prepared is None:
-            prepared = _prepare(data.shape, data.dtype, pads, constant_value, axes, mode)
-            if len(plans) >= 64:
-                plans.clear()
-            plans[key] = prepared
+            prepared = remember(
+                plans, key, _prepare(data.shape, data.dtype, pads, constant_value, axes, mode)
+            )
         return _execute(prepared, data)
 
     return bound

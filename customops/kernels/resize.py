@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from customops.errors import KernelError
+from customops.kernels._plans import Uncacheable, remember
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -944,16 +945,11 @@ def _fast_path(prepared: _Prepared) -> Callable[[np.ndarray], np.ndarray] | None
 # ---------------------------------------------------------------------------------------------
 
 
-_CACHE_SIZE = 64
 _TINY_GATHER = 1024  # output elements up to which a nearest gather is one numpy fancy index (measured)
 
 
-class _Uncacheable(Exception):
-    pass
-
-
 def _input_key(value: Any) -> Any:
-    """A hashable key for a small optional input (None or a numeric ndarray), else _Uncacheable."""
+    """A hashable key for a small optional input (None or a numeric ndarray), else Uncacheable."""
     if value is None:
         return None
     if type(value) is np.ndarray and value.dtype.kind in "biuf":
@@ -962,7 +958,7 @@ def _input_key(value: Any) -> Any:
             return (value.dtype, value.shape)
         if size <= 4096:
             return (value.dtype, value.shape, value.tobytes())
-    raise _Uncacheable
+    raise Uncacheable
 
 
 def _bind(**attributes: Any) -> Callable[..., np.ndarray]:
@@ -970,7 +966,8 @@ def _bind(**attributes: Any) -> Callable[..., np.ndarray]:
 
     Equivalent to ``lambda X, roi=None, scales=None, sizes=None: resize(X, roi, scales, sizes,
     **attributes)``; the tables of each input shape, dtype and roi/scales/sizes are kept (at most
-    _CACHE_SIZE of them). Errors are raised on every call, as ``resize`` raises them.
+    PLAN_CACHE_SIZE of them, customops.kernels._plans). Errors are raised on every call, as ``resize``
+    raises them.
     """
     unknown = set(attributes) - set(_ATTRIBUTE_DEFAULTS)
     if unknown:
@@ -984,14 +981,11 @@ def _bind(**attributes: Any) -> Callable[..., np.ndarray]:
             X = np.asarray(X)
         try:
             key = (X.shape, X.dtype, _input_key(roi), _input_key(scales), _input_key(sizes))
-        except _Uncacheable:
+        except Uncacheable:
             return _execute(_prepare(X.shape, X.dtype, roi, scales, sizes, *ordered), X)
         prepared = plans.get(key)
         if prepared is None:
-            prepared = _prepare(X.shape, X.dtype, roi, scales, sizes, *ordered)
-            if len(plans) >= _CACHE_SIZE:
-                plans.clear()
-            plans[key] = prepared
+            prepared = remember(plans, key, _prepare(X.shape, X.dtype, roi, scales, sizes, *ordered))
         direct = prepared.direct
         if direct is not None and X.flags.c_contiguous:
             return direct(X)
