@@ -206,11 +206,7 @@ def _compiled(prepared: _Prepared, x: np.ndarray) -> np.ndarray:
         images = out_shape[0] * out_shape[1]
         cols = x.reshape(images, -1, x.shape[2])
         out3 = out.reshape(images, *out_shape[2:])
-        kernel = _jit.get("col2im_2d")
-        if x.size < 2 * _threads._MIN_WORK:  # small: no split to consider
-            kernel(cols, out3, prepared.geometry, 0, images)
-        else:
-            _threads.run(kernel, images, x.size, cols, out3, prepared.geometry)
+        _threads.run(_jit.get("col2im_2d"), images, x.size, cols, out3, prepared.geometry)
     return out
 
 

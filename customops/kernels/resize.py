@@ -900,15 +900,12 @@ def _fast_path(prepared: _Prepared) -> Callable[[np.ndarray], np.ndarray] | None
         extra = () if columns_first else (block, rows)
         work = min(rows_first_cost, columns_first_cost) * in3[0]
 
-        whole = (*extra, 0, out_h)
+        align = 1 if columns_first else block
 
         def last2(X: np.ndarray) -> np.ndarray:
             out = np.empty(out_shape, dtype=dtype)
-            if work < 2 * _threads._MIN_WORK:  # small: no split to consider
-                kernel2(X.reshape(in3), out.reshape(out3), tyi, tyw, txi, txw, *whole)
-                return out
             args = (X.reshape(in3), out.reshape(out3), tyi, tyw, txi, txw, *extra)
-            _threads.run(kernel2, out_h, work, *args, align=1 if columns_first else block)
+            _threads.run(kernel2, out_h, work, *args, align=align)
             return out
 
         return last2
