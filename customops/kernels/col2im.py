@@ -188,8 +188,6 @@ def _geometry(
     dtype: np.dtype, block: list[int], blocks: list[int], dil: list[int], stride: list[int], begin: list[int]
 ) -> np.ndarray | None:
     """The compiled loop's parameters for 2-D images of a type it handles, else None."""
-    from customops.kernels import _jit
-
     if len(block) != 2 or dtype not in _JIT_TYPES or not _jit.enabled():
         return None
     return np.array(
