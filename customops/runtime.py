@@ -102,6 +102,7 @@ class _RunContext:
 
 
 _ACTIVE: dict[int, _RunContext] = {}
+_get_ident = threading.get_ident
 _THREAD = threading.local()
 _UNCLAIMED: list[str] = []
 
@@ -152,13 +153,8 @@ def _decode_attributes(
 
 
 def _as_output(binding: _Binding, value: Any) -> tuple[tuple[int, ...], Any]:
-    if (
-        type(value) is np.ndarray
-        and value.dtype is binding.out_dtype
-        and value.flags.c_contiguous
-        and binding.elem_type != "string"
-    ):
-        return value.shape, value  # the common case, checked cheaply; the general rules follow
+    """(shape, data) to hand back for a kernel's result: strings as a list, arrays C-contiguous of the
+    declared dtype (the hook hands such an array back itself, without calling this)."""
     arr = np.asarray(value)
     if binding.elem_type == "string":
         if arr.dtype != object and arr.dtype.kind not in "US":
@@ -182,8 +178,19 @@ def _invoke(k_id: int, feed: Sequence[Any], raw_attrs: dict[str, str]) -> tuple[
         return _STOCK_HOOK(k_id, feed, raw_attrs)
     label = binding.op.name
     try:
-        _, label, call = _decode_attributes(binding, raw_attrs)
-        result = call(*feed)
+        # the hit path of _decode_attributes, written out: this runs once per node per run
+        hit = binding.attr_cache.get(tuple(raw_attrs.values()))
+        if hit is None:
+            hit = _decode_attributes(binding, raw_attrs)
+        label = hit[1]
+        result = hit[2](*feed)
+        if (
+            type(result) is np.ndarray
+            and result.dtype is binding.out_dtype
+            and result.flags.c_contiguous
+            and binding.elem_type != "string"
+        ):
+            return (k_id, result.shape, result)  # the common case; _as_output has the general rules
         shape, data = _as_output(binding, result)
         return (k_id, shape, data)
     except BaseException as exc:
@@ -265,14 +272,15 @@ class InferenceSession(ort.InferenceSession):
 
     def run(self, output_names, input_feed, run_options=None):  # type: ignore[override]
         """Run like ``onnxruntime.InferenceSession.run``; a failing custom kernel raises its message."""
-        tid = threading.get_ident()
+        tid = _get_ident()
+        outer = _ACTIVE.get(tid)  # a run nested in another on the same thread (a kernel running a model)
         if run_options is None:
             # one RunOptions per thread, reused (creating one costs about as much as our whole hook on a
-            # tiny tensor); a run nested in another on the same thread gets its own
-            run_options = None if tid in _ACTIVE else getattr(_THREAD, "run_options", None)
+            # tiny tensor); a nested run gets its own
+            run_options = _THREAD.__dict__.get("run_options") if outer is None else None
             if run_options is None:
                 run_options = ort.RunOptions()
-                if tid not in _ACTIVE:
+                if outer is None:
                     _THREAD.run_options = run_options
         ctx = _RunContext(run_options)
         _ACTIVE[tid] = ctx
@@ -283,8 +291,12 @@ class InferenceSession(ort.InferenceSession):
                 raise KernelError(ctx.errors[0]) from None
             raise
         finally:
-            _ACTIVE.pop(tid, None)
-            run_options.terminate = False
+            if outer is None:
+                del _ACTIVE[tid]
+            else:
+                _ACTIVE[tid] = outer
+            if ctx.errors:
+                run_options.terminate = False  # set by _report to stop the run
         if ctx.errors:
             raise KernelError(ctx.errors[0])
         return outputs

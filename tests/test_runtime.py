@@ -63,6 +63,36 @@ def test_kernel_error_reaches_the_caller_and_the_process_lives_on():
     assert y.shape == (1, 1, 4, 4)
 
 
+def test_an_error_after_a_nested_run_still_reaches_the_outer_run(monkeypatch):
+    """A kernel that runs a model itself (a nested run on the same thread) and then fails: the outer
+    run must still raise the kernel's message, and both sessions keep working."""
+    from customops import runtime
+
+    model, feed = _resize_model(mode="nearest")
+    outer = customops.InferenceSession(customops.rewrite(model))
+    want = outer.run(None, feed)[0]
+    pads = np.array([0, 0, 1, 1, 0, 0, 1, 1])
+    pad_model, _ = one_node_model("Pad", {"data": feed["X"], "pads": pads}, 19, initializers=("pads",))
+    inner = customops.InferenceSession(customops.rewrite(pad_model))
+    seen = []
+
+    def nested_then_fail(X, *args, **kwargs):
+        seen.append(inner.run(None, {"data": X})[0])
+        raise customops.KernelError("failed after a nested run")
+
+    for binding in runtime._BINDINGS.values():
+        if binding.op.name == "Resize" and binding.elem_type == "float":
+            monkeypatch.setattr(binding, "kernel", nested_then_fail)
+            monkeypatch.setattr(binding, "attr_cache", {})
+    with pytest.raises(customops.KernelError, match="failed after a nested run"):
+        outer.run(None, feed)
+    assert len(seen) == 1 and seen[0].shape == (1, 1, 4, 6)
+    monkeypatch.undo()
+    for binding in runtime._BINDINGS.values():
+        binding.attr_cache.clear()
+    np.testing.assert_array_equal(outer.run(None, feed)[0], want)
+
+
 def test_wrong_number_of_scales_is_a_short_specific_message():
     x = np.ones((1, 1, 2, 2), F32)
     model, feed = one_node_model("Resize", {"X": x, "roi": None, "scales": np.array([2, 2], F32)}, 13)
