@@ -86,6 +86,13 @@ def parts(length: int, work: int) -> int:
     return max(1, min(count, length, work // _MIN_WORK))
 
 
+def serial(work: int) -> bool:
+    """Whether :func:`run` calls a loop with ``work`` elements of work once, on the calling thread,
+    whatever the thread count. Callers that know their work when they plan may then call the loop
+    themselves (``loop(*args, 0, length)``), which saves about a microsecond per call."""
+    return work < 2 * _MIN_WORK
+
+
 def run(loop: Callable[..., Any], length: int, work: int, *args: Any, align: int = 1) -> None:
     """Call ``loop(*args, start, stop)`` over ``[0, length)``, split into parts (see :func:`parts`)
     whose boundaries are multiples of ``align``; the calling thread computes the first part."""

@@ -204,7 +204,11 @@ def _compiled(prepared: _Prepared, x: np.ndarray) -> np.ndarray:
         images = out_shape[0] * out_shape[1]
         cols = x.reshape(images, -1, x.shape[2])
         out3 = out.reshape(images, *out_shape[2:])
-        _threads.run(_jit.get("col2im_2d"), images, x.size, cols, out3, prepared.geometry)
+        loop = _jit.get("col2im_2d")
+        if _threads.serial(x.size):
+            loop(cols, out3, prepared.geometry, 0, images)
+        else:
+            _threads.run(loop, images, x.size, cols, out3, prepared.geometry)
     return out
 
 

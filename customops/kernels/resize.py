@@ -901,11 +901,19 @@ def _fast_path(prepared: _Prepared) -> Callable[[np.ndarray], np.ndarray] | None
         work = min(rows_first_cost, columns_first_cost) * in3[0]
 
         align = 1 if columns_first else block
+        tables = (tyi, tyw, txi, txw, *extra)
+        if _threads.serial(work):
+
+            def last2_serial(X: np.ndarray) -> np.ndarray:
+                out = np.empty(out_shape, dtype=dtype)
+                kernel2(X.reshape(in3), out.reshape(out3), *tables, 0, out_h)
+                return out
+
+            return last2_serial
 
         def last2(X: np.ndarray) -> np.ndarray:
             out = np.empty(out_shape, dtype=dtype)
-            args = (X.reshape(in3), out.reshape(out3), tyi, tyw, txi, txw, *extra)
-            _threads.run(kernel2, out_h, work, *args, align=align)
+            _threads.run(kernel2, out_h, work, X.reshape(in3), out.reshape(out3), *tables, align=align)
             return out
 
         return last2
