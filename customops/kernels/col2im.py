@@ -12,7 +12,7 @@ import numpy as np
 
 from customops.errors import KernelError
 from customops.kernels import _jit, _threads
-from customops.kernels._plans import Uncacheable, remember
+from customops.kernels._plans import Uncacheable, flat_key_ok, remember
 
 __all__ = ["col2im"]
 
@@ -257,11 +257,22 @@ def _bind(
 
     def bound(input: Any, image_shape: Any, block_shape: Any) -> np.ndarray:
         x = input if type(input) is np.ndarray else np.asarray(input)
-        try:
-            key = (x.shape, x.dtype, _key(image_shape), _key(block_shape))
-        except Uncacheable:
-            return _execute(_prepare(x, image_shape, block_shape, dilations, pads, strides), x)
-        prepared = plans.get(key)
+        prepared = None
+        try:  # the flat key (customops.kernels._plans): ndarray shapes, as the hook passes them
+            image, block = image_shape, block_shape
+            key: Any = (
+                x.shape, x.dtype, image.dtype, image.shape, block.dtype, block.shape, image.tobytes(),
+                block.tobytes(),
+            )  # fmt: skip
+            prepared = plans.get(key)
+            if prepared is None and not flat_key_ok(image, block):
+                raise AttributeError
+        except AttributeError:
+            try:
+                key = (x.shape, x.dtype, _key(image_shape), _key(block_shape))
+            except Uncacheable:
+                return _execute(_prepare(x, image_shape, block_shape, dilations, pads, strides), x)
+            prepared = plans.get(key)
         if prepared is None:
             prepared = remember(plans, key, _prepare(x, image_shape, block_shape, dilations, pads, strides))
         if prepared.geometry is not None and x.flags.c_contiguous:

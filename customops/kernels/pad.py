@@ -12,7 +12,7 @@ import numpy as np
 
 from customops.errors import KernelError
 from customops.kernels import _threads
-from customops.kernels._plans import Uncacheable, remember
+from customops.kernels._plans import Uncacheable, flat_key_ok, remember
 
 __all__ = ["pad"]
 
@@ -508,11 +508,22 @@ def _bind(mode: str = "constant") -> Any:
     def bound(data: Any, pads: Any, constant_value: Any = None, axes: Any = None) -> np.ndarray:
         if type(data) is not np.ndarray:
             data = np.asarray(data)
-        try:
-            key = (data.shape, data.dtype, _input_key(pads), _input_key(constant_value), _input_key(axes))
-        except Uncacheable:
-            return _execute(_prepare(data.shape, data.dtype, pads, constant_value, axes, mode), data)
-        prepared = plans.get(key)
+        prepared = None
+        try:  # the flat key (customops.kernels._plans): every input an ndarray, as the hook passes them
+            value = constant_value
+            key: Any = (
+                data.shape, data.dtype, pads.dtype, pads.shape, value.dtype, value.shape, axes.dtype,
+                axes.shape, pads.tobytes(), value.tobytes(), axes.tobytes(),
+            )  # fmt: skip
+            prepared = plans.get(key)
+            if prepared is None and not flat_key_ok(pads, value, axes):
+                raise AttributeError
+        except AttributeError:
+            try:
+                key = (data.shape, data.dtype, _input_key(pads), _input_key(constant_value), _input_key(axes))
+            except Uncacheable:
+                return _execute(_prepare(data.shape, data.dtype, pads, constant_value, axes, mode), data)
+            prepared = plans.get(key)
         if prepared is None:
             prepared = remember(
                 plans, key, _prepare(data.shape, data.dtype, pads, constant_value, axes, mode)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from customops.errors import KernelError
-from customops.kernels._plans import Uncacheable, remember
+from customops.kernels._plans import Uncacheable, flat_key_ok, remember
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -984,11 +984,21 @@ def _bind(**attributes: Any) -> Callable[..., np.ndarray]:
     def bound(X: Any, roi: Any = None, scales: Any = None, sizes: Any = None) -> np.ndarray:
         if type(X) is not np.ndarray:
             X = np.asarray(X)
-        try:
-            key = (X.shape, X.dtype, _input_key(roi), _input_key(scales), _input_key(sizes))
-        except Uncacheable:
-            return _execute(_prepare(X.shape, X.dtype, roi, scales, sizes, *ordered), X)
-        prepared = plans.get(key)
+        prepared = None
+        try:  # the flat key (customops.kernels._plans): every input an ndarray, as the hook passes them
+            key: Any = (
+                X.shape, X.dtype, roi.dtype, roi.shape, scales.dtype, scales.shape, sizes.dtype, sizes.shape,
+                roi.tobytes(), scales.tobytes(), sizes.tobytes(),
+            )  # fmt: skip
+            prepared = plans.get(key)
+            if prepared is None and not flat_key_ok(roi, scales, sizes):
+                raise AttributeError
+        except AttributeError:
+            try:
+                key = (X.shape, X.dtype, _input_key(roi), _input_key(scales), _input_key(sizes))
+            except Uncacheable:
+                return _execute(_prepare(X.shape, X.dtype, roi, scales, sizes, *ordered), X)
+            prepared = plans.get(key)
         if prepared is None:
             prepared = remember(plans, key, _prepare(X.shape, X.dtype, roi, scales, sizes, *ordered))
         direct = prepared.direct

@@ -11,6 +11,7 @@ import functools
 import itertools
 import os
 import pickle
+import re
 import subprocess
 import sys
 import textwrap
@@ -223,6 +224,55 @@ def test_bound_col2im_and_upsample_match() -> None:
     for mode, scales in (("nearest", [1, 1, 2, 0.5]), ("linear", [1, 1, 2, 3]), ("cubic", [1, 1, 2, 2])):
         s = np.array(scales, np.float32)
         _same(upsample.bind(mode=mode), functools.partial(upsample, mode=mode), x, s)
+
+
+def test_bound_kernels_keep_one_plan_per_small_input_value() -> None:
+    """One bound kernel called in turn with small inputs that differ in value, sign of zero, dtype or
+    shape (the flat plan keys of customops.kernels._plans): every call gives the bits of the plain
+    function, the first time and from the kept plan."""
+    x = np.arange(24, dtype=np.float32).reshape(1, 2, 3, 4)
+    empty_roi, empty_sizes, empty_scales = (
+        np.zeros(0, np.float32),
+        np.zeros(0, np.int64),
+        np.zeros(0, np.float32),
+    )
+    calls = [
+        (np.array([1, 1, 2, 2], np.float32), empty_sizes),
+        (np.array([1, 1, 3, 3], np.float32), empty_sizes),
+        (np.array([1, 1, 2, 2], np.float64), empty_sizes),
+        (empty_scales, np.array([1, 2, 6, 8])),
+        (empty_scales, np.array([1, 2, 8, 6])),
+        (empty_scales, np.array([[1, 2], [8, 6]])),  # same bytes, another shape: an error every time
+    ]
+    bound = resize.bind(mode="linear")
+    for _ in range(2):
+        for scales, sizes in calls:
+            try:
+                want = resize(x, empty_roi, scales, sizes, mode="linear")
+            except KernelError as exc:
+                with pytest.raises(KernelError, match=re.escape(str(exc))):
+                    bound(x, empty_roi, scales, sizes)
+                continue
+            assert bound(x, empty_roi, scales, sizes).tobytes() == want.tobytes()
+    pads, axes = np.array([0, 0, 1, 1, 0, 0, 1, 1]), np.arange(4)
+    one = np.array(1, np.float32)
+    values = (np.array(0, np.float32), np.array(-0.0, np.float32), one, one.view(np.int32), None)
+    bound = pad.bind(mode="constant")
+    for _ in range(2):
+        for value in values:  # the int32 has the bits of 1.0f: only the dtype tells the two apart
+            for p in (pads, pads[::-1].copy()):
+                want = pad(x, p, value, axes)
+                assert bound(x, p, value, axes).tobytes() == want.tobytes()
+    cols = np.arange(2 * 4 * 6, dtype=np.float32).reshape(2, 4, 6)
+    bound = col2im.bind()
+    for _ in range(2):
+        for image in (np.array([3, 4]), np.array([4, 3]), np.array([3, 4], np.int32)):
+            want = col2im(cols, image, np.array([2, 2]))
+            assert bound(cols, image, np.array([2, 2])).tobytes() == want.tobytes()
+    bound = center_crop_pad.bind()
+    for _ in range(2):
+        for shape in (np.array([1, 2, 2, 5]), np.array([1, 2, 5, 2]), np.array([1, 2, 2, 5], np.int32)):
+            assert bound(x, shape).tobytes() == center_crop_pad(x, shape).tobytes()
 
 
 @pytest.mark.skipif(not _jit.enabled(), reason="numba is not available")
