@@ -6,14 +6,16 @@ dict: a hit is one ``dict.get`` on the hot path; a miss validates and stores the
 planned afresh.
 
 The hook always passes every input as an ndarray of a fixed numeric type, so the bound kernels first
-try a *flat* key: the data's shape and dtype, then each small input's dtype, shape and bytes, written
-out in one tuple (about twice as fast as building it input by input). Bytes identify an input only for
-numbers and bools, so a flat key is stored only when :func:`flat_key_ok` says so; other inputs (None,
-strings, lists) take the kernel's general key.
+look up a *flat* key (:func:`flat_key`): the data's shape and dtype, then each small input's dtype,
+shape and bytes, written out in one tuple (about half the cost of a key built input by input). Bytes
+identify an input only for numbers and bools, so on a miss :func:`planned` stores the plan under the
+flat key only when :func:`flat_key_ok` says so; other inputs (None, strings, lists) take the kernel's
+general key.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import numpy as np
@@ -39,8 +41,47 @@ def remember(plans: dict[Any, P], key: Any, plan: P) -> P:
 FLAT_KEY_LIMIT = 4096
 """Elements up to which a small input is part of a flat key."""
 
+_ABSENT: Any = object()
+
+
+def flat_key(data: Any, a: Any, b: Any = _ABSENT, c: Any = _ABSENT) -> tuple[Any, ...] | None:
+    """The flat key of a call with the data array ``data`` and one to three small inputs, or None when
+    one of them is not an ndarray (None, a list). Whether it may be stored is :func:`flat_key_ok`'s."""
+    try:
+        if c is not _ABSENT:
+            return (
+                data.shape, data.dtype, a.dtype, a.shape, b.dtype, b.shape, c.dtype, c.shape, a.tobytes(),
+                b.tobytes(), c.tobytes(),
+            )  # fmt: skip
+        if b is not _ABSENT:
+            return (data.shape, data.dtype, a.dtype, a.shape, b.dtype, b.shape, a.tobytes(), b.tobytes())
+        return (data.shape, data.dtype, a.dtype, a.shape, a.tobytes())
+    except AttributeError:
+        return None
+
 
 def flat_key_ok(*values: Any) -> bool:
     """Whether a flat key (dtype, shape and bytes of each value) identifies these inputs: ndarrays of
     numbers or bools of at most FLAT_KEY_LIMIT elements each. Checked on a miss only."""
     return all(type(v) is np.ndarray and v.dtype.kind in "biuf" and v.size <= FLAT_KEY_LIMIT for v in values)
+
+
+def planned(
+    plans: dict[Any, P],
+    key: tuple[Any, ...] | None,
+    values: tuple[Any, ...],
+    general_key: Callable[[], Any],
+    make: Callable[[], P],
+) -> P:
+    """The plan of a call whose flat ``key`` (:func:`flat_key` of the data and ``values``) missed: kept
+    under that key when the values allow it, else under ``general_key()`` (which may already hold it);
+    made with ``make()`` and not kept when ``general_key`` raises Uncacheable."""
+    if key is None or not flat_key_ok(*values):
+        try:
+            key = general_key()
+        except Uncacheable:
+            return make()
+        plan = plans.get(key)
+        if plan is not None:
+            return plan
+    return remember(plans, key, make())

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from customops.errors import KernelError
-from customops.kernels._plans import Uncacheable, flat_key_ok, remember
+from customops.kernels._plans import flat_key, planned
 from customops.kernels.pad import (
     _execute,
     _input_key,
@@ -70,24 +70,21 @@ def _bind(axes: Sequence[int] | None = None) -> Any:
     plan is kept per input shape, dtype and target shape. Errors are raised on every call."""
     plans: dict[Any, Any] = {}
 
+    def _plan(data: np.ndarray, shape: Any) -> Any:
+        pads, axes_array = _pads(data.shape, shape, axes)
+        return _prepare(data.shape, data.dtype, pads, None, axes_array, "constant")
+
     def bound(input_data: Any, shape: Any) -> np.ndarray:
         data = input_data if type(input_data) is np.ndarray else np.asarray(input_data)
-        prepared = None
-        try:  # the flat key (customops.kernels._plans): an ndarray shape, as the hook passes it
-            key: Any = (data.shape, data.dtype, shape.dtype, shape.shape, shape.tobytes())
-            prepared = plans.get(key)
-            if prepared is None and not flat_key_ok(shape):
-                raise AttributeError
-        except AttributeError:
-            try:
-                key = (data.shape, data.dtype, _input_key(shape))
-            except Uncacheable:
-                return center_crop_pad(data, shape, axes=axes)
-            prepared = plans.get(key)
+        key = flat_key(data, shape)
+        prepared = plans.get(key)
         if prepared is None:
-            pads, axes_array = _pads(data.shape, shape, axes)
-            prepared = remember(
-                plans, key, _prepare(data.shape, data.dtype, pads, None, axes_array, "constant")
+            prepared = planned(
+                plans,
+                key,
+                (shape,),
+                lambda: (data.shape, data.dtype, _input_key(shape)),
+                lambda: _plan(data, shape),
             )
         return _execute(prepared, data)
 

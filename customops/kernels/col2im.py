@@ -12,7 +12,7 @@ import numpy as np
 
 from customops.errors import KernelError
 from customops.kernels import _jit, _threads
-from customops.kernels._plans import Uncacheable, flat_key_ok, remember
+from customops.kernels._plans import Uncacheable, flat_key, planned
 
 __all__ = ["col2im"]
 
@@ -257,24 +257,16 @@ def _bind(
 
     def bound(input: Any, image_shape: Any, block_shape: Any) -> np.ndarray:
         x = input if type(input) is np.ndarray else np.asarray(input)
-        prepared = None
-        try:  # the flat key (customops.kernels._plans): ndarray shapes, as the hook passes them
-            image, block = image_shape, block_shape
-            key: Any = (
-                x.shape, x.dtype, image.dtype, image.shape, block.dtype, block.shape, image.tobytes(),
-                block.tobytes(),
-            )  # fmt: skip
-            prepared = plans.get(key)
-            if prepared is None and not flat_key_ok(image, block):
-                raise AttributeError
-        except AttributeError:
-            try:
-                key = (x.shape, x.dtype, _key(image_shape), _key(block_shape))
-            except Uncacheable:
-                return _execute(_prepare(x, image_shape, block_shape, dilations, pads, strides), x)
-            prepared = plans.get(key)
+        key = flat_key(x, image_shape, block_shape)
+        prepared = plans.get(key)
         if prepared is None:
-            prepared = remember(plans, key, _prepare(x, image_shape, block_shape, dilations, pads, strides))
+            prepared = planned(
+                plans,
+                key,
+                (image_shape, block_shape),
+                lambda: (x.shape, x.dtype, _key(image_shape), _key(block_shape)),
+                lambda: _prepare(x, image_shape, block_shape, dilations, pads, strides),
+            )
         if prepared.geometry is not None and x.flags.c_contiguous:
             return _compiled(prepared, x)
         return _execute(prepared, x)

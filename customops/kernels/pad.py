@@ -12,7 +12,7 @@ import numpy as np
 
 from customops.errors import KernelError
 from customops.kernels import _threads
-from customops.kernels._plans import Uncacheable, flat_key_ok, remember
+from customops.kernels._plans import Uncacheable, flat_key, planned
 
 __all__ = ["pad"]
 
@@ -508,25 +508,21 @@ def _bind(mode: str = "constant") -> Any:
     def bound(data: Any, pads: Any, constant_value: Any = None, axes: Any = None) -> np.ndarray:
         if type(data) is not np.ndarray:
             data = np.asarray(data)
-        prepared = None
-        try:  # the flat key (customops.kernels._plans): every input an ndarray, as the hook passes them
-            value = constant_value
-            key: Any = (
-                data.shape, data.dtype, pads.dtype, pads.shape, value.dtype, value.shape, axes.dtype,
-                axes.shape, pads.tobytes(), value.tobytes(), axes.tobytes(),
-            )  # fmt: skip
-            prepared = plans.get(key)
-            if prepared is None and not flat_key_ok(pads, value, axes):
-                raise AttributeError
-        except AttributeError:
-            try:
-                key = (data.shape, data.dtype, _input_key(pads), _input_key(constant_value), _input_key(axes))
-            except Uncacheable:
-                return _execute(_prepare(data.shape, data.dtype, pads, constant_value, axes, mode), data)
-            prepared = plans.get(key)
+        key = flat_key(data, pads, constant_value, axes)
+        prepared = plans.get(key)
         if prepared is None:
-            prepared = remember(
-                plans, key, _prepare(data.shape, data.dtype, pads, constant_value, axes, mode)
+            prepared = planned(
+                plans,
+                key,
+                (pads, constant_value, axes),
+                lambda: (
+                    data.shape,
+                    data.dtype,
+                    _input_key(pads),
+                    _input_key(constant_value),
+                    _input_key(axes),
+                ),
+                lambda: _prepare(data.shape, data.dtype, pads, constant_value, axes, mode),
             )
         return _execute(prepared, data)
 

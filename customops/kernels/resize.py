@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from customops.errors import KernelError
-from customops.kernels._plans import Uncacheable, flat_key_ok, remember
+from customops.kernels._plans import Uncacheable, flat_key, planned
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -984,23 +984,16 @@ def _bind(**attributes: Any) -> Callable[..., np.ndarray]:
     def bound(X: Any, roi: Any = None, scales: Any = None, sizes: Any = None) -> np.ndarray:
         if type(X) is not np.ndarray:
             X = np.asarray(X)
-        prepared = None
-        try:  # the flat key (customops.kernels._plans): every input an ndarray, as the hook passes them
-            key: Any = (
-                X.shape, X.dtype, roi.dtype, roi.shape, scales.dtype, scales.shape, sizes.dtype, sizes.shape,
-                roi.tobytes(), scales.tobytes(), sizes.tobytes(),
-            )  # fmt: skip
-            prepared = plans.get(key)
-            if prepared is None and not flat_key_ok(roi, scales, sizes):
-                raise AttributeError
-        except AttributeError:
-            try:
-                key = (X.shape, X.dtype, _input_key(roi), _input_key(scales), _input_key(sizes))
-            except Uncacheable:
-                return _execute(_prepare(X.shape, X.dtype, roi, scales, sizes, *ordered), X)
-            prepared = plans.get(key)
+        key = flat_key(X, roi, scales, sizes)
+        prepared = plans.get(key)
         if prepared is None:
-            prepared = remember(plans, key, _prepare(X.shape, X.dtype, roi, scales, sizes, *ordered))
+            prepared = planned(
+                plans,
+                key,
+                (roi, scales, sizes),
+                lambda: (X.shape, X.dtype, _input_key(roi), _input_key(scales), _input_key(sizes)),
+                lambda: _prepare(X.shape, X.dtype, roi, scales, sizes, *ordered),
+            )
         direct = prepared.direct
         if direct is not None and X.flags.c_contiguous:
             return direct(X)
