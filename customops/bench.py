@@ -61,9 +61,13 @@ class Result:
     floor_ms: float | None = None
     """The rewritten model with a kernel that costs nothing (its output handed back ready-made): what
     onnxruntime-extensions' copies and calls and our session cost, which no kernel can go below."""
+    write_only_ms: float | None = None
+    """The rewritten model with a kernel that reads nothing and only writes its output (a new array set
+    to zero on the kernel threads): about the least any real kernel can cost behind this layer."""
     builtin_samples_ms: list[float] = field(default_factory=list)
     custom_samples_ms: list[float] = field(default_factory=list)
     floor_samples_ms: list[float] = field(default_factory=list)
+    write_only_samples_ms: list[float] = field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -321,6 +325,33 @@ class _Hooks:
 
         return lambda: self.install(ready)
 
+    def write_only(self, shape: tuple[int, ...], dtype: Any) -> Callable[[], None]:
+        """A hook whose kernel reads nothing and writes its output once: a new array of ``shape`` and
+        ``dtype`` set to zero, split over the kernel threads as the compiled loops are. Returns the
+        function that installs it."""
+        import numpy as np
+
+        from customops.kernels import _threads
+
+        bindings = self.runtime._BINDINGS
+        stock = self.runtime._STOCK_HOOK
+        size = math.prod(shape)
+        serial = _threads.serial(size)
+
+        def zero(flat: Any, start: int, stop: int) -> None:
+            flat[start:stop] = 0  # numpy releases the GIL for this
+
+        def write(k_id: int, feed: Any, raw: dict[str, str]) -> tuple[Any, ...]:
+            if k_id not in bindings:
+                return stock(k_id, feed, raw)
+            if serial:
+                return (k_id, shape, np.zeros(shape, dtype))
+            out = np.empty(shape, dtype)
+            _threads.run(zero, size, size, out.reshape(-1))
+            return (k_id, shape, out)
+
+        return lambda: self.install(write)
+
     def probe_memory(self) -> None:
         """Our hook, recording (peak bytes numpy allocated during the call, output bytes)."""
         import tracemalloc
@@ -410,16 +441,23 @@ def _run_workload(w: Workload, quick: bool, samples: int, hooks: _Hooks) -> Resu
         custom_session.run(None, feed)
 
     install_ready = hooks.ready_made(np.ascontiguousarray(custom_out))
+    install_write = hooks.write_only(custom_out.shape, custom_out.dtype)
 
-    sides = [_Side(run_builtin), _Side(run_custom), _Side(run_custom, install_ready, hooks.ours)]
+    sides = [
+        _Side(run_builtin),
+        _Side(run_custom),
+        _Side(run_custom, install_ready, hooks.ours),
+        _Side(run_custom, install_write, hooks.ours),
+    ]
     for _ in range(2):
         for side in sides:
             side.sample(1)
     target = 0.02 if w.small else 0.002
-    (times_b, times_c, times_f), inner = _alternate(sides, samples, target)
+    (times_b, times_c, times_f, times_w), inner = _alternate(sides, samples, target)
     builtin_ms = statistics.median(times_b) * 1e3
     custom_ms = statistics.median(times_c) * 1e3
     floor_ms = statistics.median(times_f) * 1e3
+    write_only_ms = statistics.median(times_w) * 1e3
 
     hooks.stock()
     try:
@@ -453,9 +491,11 @@ def _run_workload(w: Workload, quick: bool, samples: int, hooks: _Hooks) -> Resu
         samples=samples,
         inner=inner,
         floor_ms=floor_ms,
+        write_only_ms=write_only_ms,
         builtin_samples_ms=[t * 1e3 for t in times_b],
         custom_samples_ms=[t * 1e3 for t in times_c],
         floor_samples_ms=[t * 1e3 for t in times_f],
+        write_only_samples_ms=[t * 1e3 for t in times_w],
     )
 
 
@@ -525,6 +565,11 @@ def summarize(results: list[Result]) -> dict[str, Any]:
             sum(math.log(r.floor_ms / r.builtin_ms) for r in floors) / len(floors)  # type: ignore[operator]
         )
         summary["floor_at_or_above_builtin"] = [r.name for r in floors if r.floor_ms >= r.builtin_ms]  # type: ignore[operator]
+    written = [r for r in results if r.write_only_ms]
+    if written:
+        summary["write_only_geomean_ratio"] = math.exp(
+            sum(math.log(r.write_only_ms / r.builtin_ms) for r in written) / len(written)  # type: ignore[operator]
+        )
     peaks = [r.peak_over_output for r in results if r.op == "Resize" and r.peak_over_output is not None]
     if peaks:
         summary["resize_peak_over_output"] = max(peaks)
@@ -545,8 +590,8 @@ def table(results: list[Result]) -> str:
     """The results as a Markdown table."""
     lines = [
         "| workload | shape | built-in ms | custom ms | custom/built-in | floor ms | floor/built-in "
-        "| stock path ms | peak mem / output |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| write-only/built-in | stock path ms | peak mem / output |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
         small = r.small
@@ -554,7 +599,9 @@ def table(results: list[Result]) -> str:
         lines.append(
             f"| {r.name} | {r.shape} | {_fmt(r.builtin_ms, digits)} | {_fmt(r.custom_ms, digits)} | "
             f"{r.ratio:.2f} | {_fmt(r.floor_ms, digits)} | "
-            f"{'-' if r.floor_ms is None else f'{r.floor_ms / r.builtin_ms:.2f}'} | {_fmt(r.stock_ms, digits)} | "
+            f"{'-' if r.floor_ms is None else f'{r.floor_ms / r.builtin_ms:.2f}'} | "
+            f"{'-' if r.write_only_ms is None else f'{r.write_only_ms / r.builtin_ms:.2f}'} | "
+            f"{_fmt(r.stock_ms, digits)} | "
             f"{'-' if r.peak_over_output is None else f'{r.peak_over_output:.2f}'} |"
         )
     return "\n".join(lines)
@@ -583,6 +630,11 @@ def summary_lines(summary: dict[str, Any], hook: dict[str, Any] | None) -> list[
                 f"floor (a kernel that costs nothing, behind the same layer): geometric mean floor/built-in "
                 f"{summary['floor_geomean_ratio']:.2f}; at or above the built-in time on {len(above)} of "
                 f"{summary['workloads']} workloads" + (f" ({', '.join(above)})" if above else "")
+            )
+        if "write_only_geomean_ratio" in summary:
+            lines.append(
+                "write-only (a kernel that reads nothing and only writes its output, behind the same layer): "
+                f"geometric mean write-only/built-in {summary['write_only_geomean_ratio']:.2f}"
             )
         if "resize_peak_over_output" in summary:
             lines.append(

@@ -29,17 +29,18 @@ def test_quick_filtered_run_prints_a_table_and_writes_json(tmp_path) -> None:
     rows = [line for line in lines[header + 2 :] if line.startswith("|")]
     assert len(rows) == 1 and rows[0].startswith("| small-pad-reflect |")
     cells = [c.strip() for c in rows[0].strip("|").split("|")]
-    assert len(cells) == 9
-    builtin, custom, ratio, floor, floor_ratio, stock = (float(c) for c in cells[2:8])  # numbers
+    assert len(cells) == 10
+    builtin, custom, ratio, floor, floor_ratio, write_ratio, stock = (float(c) for c in cells[2:9])  # numbers
     assert math.isclose(ratio, custom / builtin, rel_tol=0.02, abs_tol=0.01)
     assert math.isclose(floor_ratio, floor / builtin, rel_tol=0.02, abs_tol=0.01)
-    assert stock > 0
+    assert write_ratio > 0 and stock > 0
     assert any(line.startswith("geometric mean custom/built-in") for line in lines)
     assert any(
         line.startswith("per-call overhead on tiny tensors") and "of which the floor" in line
         for line in lines
     )
     assert any(line.startswith("floor (a kernel that costs nothing") for line in lines)
+    assert any(line.startswith("write-only (a kernel that reads nothing") for line in lines)
     assert "small-pad-reflect" in proc.stderr  # progress goes to stderr
 
     data = json.loads(out.read_text())
@@ -47,10 +48,13 @@ def test_quick_filtered_run_prints_a_table_and_writes_json(tmp_path) -> None:
     assert data["settings"] == {"quick": True, "samples": 3, "filter": "small-pad"}
     (result,) = data["results"]
     assert result["name"] == "small-pad-reflect" and result["op"] == "Pad" and result["small"] is True
-    for key in ("builtin_ms", "custom_ms", "ratio", "stock_ms", "first_call_ms", "floor_ms"):
+    for key in ("builtin_ms", "custom_ms", "ratio", "stock_ms", "first_call_ms", "floor_ms", "write_only_ms"):
         assert result[key] > 0
     assert len(result["builtin_samples_ms"]) == len(result["custom_samples_ms"]) == 3
-    assert len(result["floor_samples_ms"]) == 3
+    assert len(result["floor_samples_ms"]) == len(result["write_only_samples_ms"]) == 3
+    assert math.isclose(
+        data["summary"]["write_only_geomean_ratio"], result["write_only_ms"] / result["builtin_ms"]
+    )
     assert "floor_geomean_ratio" in data["summary"]
     assert result["max_abs_diff"] == 0.0  # Pad agrees with ORT exactly
     assert math.isclose(data["summary"]["geomean_ratio"], result["ratio"])
@@ -125,6 +129,7 @@ def test_summary_and_table_from_results() -> None:
             samples=3,
             inner=1,
             floor_ms=0.5 if name != "b" else 2.0,
+            write_only_ms=0.8 if name != "b" else 2.5,
         )
 
     results = [result("a", 0.25), result("b", 4.0), result("c", 1.0, small=True, op="Pad")]
@@ -135,7 +140,8 @@ def test_summary_and_table_from_results() -> None:
     assert summary["resize_peak_over_output"] == 1.5
     assert math.isclose(summary["floor_geomean_ratio"], (0.5 * 2.0 * 0.5) ** (1 / 3))
     assert summary["floor_at_or_above_builtin"] == ["b"]
+    assert math.isclose(summary["write_only_geomean_ratio"], (0.8 * 2.5 * 0.8) ** (1 / 3))
     text = bench.table(results)
     assert text.count("\n") == 4 and "| b | 1x1 |" in text and "| - |" in text
-    assert "| 4.00 | 2.00 | 2.00 |" in text  # ratio, floor ms, floor/built-in
+    assert "| 4.00 | 2.00 | 2.00 | 2.50 |" in text  # ratio, floor ms, floor/built-in, write-only/built-in
     assert bench.summarize([]) == {}
