@@ -13,17 +13,9 @@ import numpy as np
 from customops.errors import KernelError
 from customops.kernels import _jit, _threads
 from customops.kernels._plans import Uncacheable, flat_key, planned
+from customops.kernels.pad import _int_list
 
 __all__ = ["col2im"]
-
-
-def _int_list(value: Any, name: str) -> list[int]:
-    arr = np.asarray(value)
-    if arr.ndim != 1:
-        raise KernelError(f"{name} must be a 1-D tensor, got shape {arr.shape!r}")
-    if arr.size and arr.dtype.kind not in "iu":
-        raise KernelError(f"{name} must hold integers, got dtype {str(arr.dtype)!r}")
-    return [int(v) for v in arr.tolist()]
 
 
 def _attribute(value: Any, name: str, count: int, default: int, minimum: int) -> list[int]:
