@@ -207,6 +207,24 @@ def format_table(summary: dict[str, Any], root: str) -> str:
     return "\n".join(lines)
 
 
+def _label_table(
+    title: str, intro: str | None, labels: dict[str, str], by_label: dict[str, list[dict[str, Any]]]
+) -> list[str]:
+    """A Markdown section listing the labels of ``labels`` that some group carries (id, what, groups,
+    findings), or nothing when none does."""
+    ids = [i for i in labels if i in by_label]
+    if not ids:
+        return []
+    out = ["", f"## {title}", ""]
+    if intro:
+        out += [intro, ""]
+    out += ["| id | what | groups | findings |", "|---|---|---|---|"]
+    for ident in ids:
+        hits = by_label[ident]
+        out.append(f"| {ident} | {labels[ident]} | {len(hits)} | {sum(g['count'] for g in hits)} |")
+    return out
+
+
 def markdown(summary: dict[str, Any], root: str, command: str) -> str:
     """docs/findings.md: how to regenerate it, the campaigns, which documented deviations were found
     again, the deviations new to the catalogue, then one row per group with its reproducer."""
@@ -267,33 +285,14 @@ def markdown(summary: dict[str, Any], root: str, command: str) -> str:
         hits = by_label.get(ident, [])
         found = f"{len(hits)} | {sum(g['count'] for g in hits)}" if hits else "not found | -"
         out.append(f"| {ident} | {found} |")
-    new_ids = [i for i in FOUND if i in by_label]
-    if new_ids:
-        out += [
-            "",
-            "## Deviations of ONNX Runtime new to the catalogue",
-            "",
-            "| id | what | groups | findings |",
-            "|---|---|---|---|",
-        ]
-        for ident in new_ids:
-            hits = by_label[ident]
-            out.append(f"| {ident} | {FOUND[ident]} | {len(hits)} | {sum(g['count'] for g in hits)} |")
-    ours = [i for i in OURS if i in by_label]
-    if ours:
-        out += [
-            "",
-            "## Our kernels",
-            "",
-            "Groups where our side is the odd one out and docs/semantics.md records no decision: reported to the "
-            "kernels' owner, not fixed here.",
-            "",
-            "| id | what | groups | findings |",
-            "|---|---|---|---|",
-        ]
-        for ident in ours:
-            hits = by_label[ident]
-            out.append(f"| {ident} | {OURS[ident]} | {len(hits)} | {sum(g['count'] for g in hits)} |")
+    out += _label_table("Deviations of ONNX Runtime new to the catalogue", None, FOUND, by_label)
+    out += _label_table(
+        "Our kernels",
+        "Groups where our side is the odd one out and docs/semantics.md records no decision: reported to the "
+        "kernels' owner, not fixed here.",
+        OURS,
+        by_label,
+    )
     out += [
         "",
         "## Groups",

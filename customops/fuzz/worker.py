@@ -85,42 +85,33 @@ class _Runner:
         import onnx
 
         if self.side == "builtin":
-            try:
-                sess = self.ort.InferenceSession(
-                    request.model, self.options(), providers=["CPUExecutionProvider"]
-                )
-            except Exception as exc:
-                raise _Stage("load", exc) from None
-            try:
-                return np.asarray(sess.run(None, request.feed)[0])
-            except Exception as exc:
-                raise _Stage("run", exc) from None
+            options = self.options()
+            sess = _staged(
+                "load", self.ort.InferenceSession, request.model, options, ["CPUExecutionProvider"]
+            )
+            return np.asarray(_staged("run", sess.run, None, request.feed)[0])
         model = onnx.ModelProto.FromString(request.model)
         if self.side == "reference":
             from onnx.reference import ReferenceEvaluator
 
-            try:
-                evaluator = ReferenceEvaluator(model)
-            except Exception as exc:
-                raise _Stage("load", exc) from None
-            try:
-                return np.asarray(evaluator.run(None, request.feed)[0])
-            except Exception as exc:
-                raise _Stage("run", exc) from None
+            evaluator = _staged("load", ReferenceEvaluator, model)
+            return np.asarray(_staged("run", evaluator.run, None, request.feed)[0])
         import customops
 
         result = customops.rewrite_model(model)
         if result.skipped or not result.swapped:
             reason = result.skipped[0].reason if result.skipped else "no node to swap"
             raise _Stage("rewrite", RuntimeError(f"not swapped: {reason}"))
-        try:
-            sess = customops.InferenceSession(result.model, sess_options=self.options())
-        except Exception as exc:
-            raise _Stage("load", exc) from None
-        try:
-            return np.asarray(sess.run(None, request.feed)[0])
-        except Exception as exc:
-            raise _Stage("run", exc) from None
+        sess = _staged("load", customops.InferenceSession, result.model, self.options())
+        return np.asarray(_staged("run", sess.run, None, request.feed)[0])
+
+
+def _staged(stage: str, call: Any, *args: Any) -> Any:
+    """``call(*args)``, any exception raised as the _Stage ``stage`` (load, run) of the side."""
+    try:
+        return call(*args)
+    except Exception as exc:
+        raise _Stage(stage, exc) from None
 
 
 class _Stage(Exception):
