@@ -383,17 +383,24 @@ def gather_last2(x: Any, out: Any, iy: Any, ix: Any, start: int, stop: int) -> N
 
 
 def col2im_2d(cols: Any, out: Any, geometry: Any, start: int, stop: int) -> None:
-    """Images [start, stop) of cols (N, kh * kw, nb_h * nb_w) into out (N, H, W), which holds zeros.
-    ``geometry`` holds (kh, kw, dilation_h, dilation_w, pad_h, pad_w, stride_h, stride_w, nb_h, nb_w)."""
+    """Images [start, stop) (image b is out[b // C, b % C]) of cols (N, C * kh * kw, nb_h * nb_w) into
+    out (N, C, H, W), whose images are set to zero first. ``geometry`` holds (kh, kw, dilation_h,
+    dilation_w, pad_h, pad_w, stride_h, stride_w, nb_h, nb_w)."""
     kh, kw, dil_h, dil_w, pad_h, pad_w, stride_h, stride_w, nb_h, nb_w = geometry
-    height = out.shape[1]
-    width = out.shape[2]
+    channels = out.shape[1]
+    height = out.shape[2]
+    width = out.shape[3]
     for b in range(start, stop):
-        img = out[b]
+        n = b // channels
+        c = b - n * channels
+        img = out[n, c]
+        for y in range(height):
+            for x in range(width):
+                img[y, x] = 0
         for ky in range(kh):
             y0 = ky * dil_h - pad_h
             for kx in range(kw):
-                src = cols[b, ky * kw + kx]
+                src = cols[n, (c * kh + ky) * kw + kx]
                 x0 = kx * dil_w - pad_w
                 # blocks bx whose element lands inside: 0 <= bx * stride_w + x0 < width
                 bx_lo = max(0, (-x0 + stride_w - 1) // stride_w)

@@ -189,18 +189,17 @@ def _geometry(
 
 
 def _compiled(prepared: _Prepared, x: np.ndarray) -> np.ndarray:
-    """The compiled loop's result for a C-contiguous x (``prepared.geometry`` set)."""
+    """The compiled loop's result for a C-contiguous x (``prepared.geometry`` set): the loop zeroes and
+    fills each image of the output, with x and the output as they are (no reshaped views to make)."""
     out_shape = prepared.out_shape
-    out = np.zeros(out_shape, dtype=prepared.dtype)
-    if out.size:
-        images = out_shape[0] * out_shape[1]
-        cols = x.reshape(images, -1, x.shape[2])
-        out3 = out.reshape(images, *out_shape[2:])
+    out = np.empty(out_shape, dtype=prepared.dtype)
+    images = out_shape[0] * out_shape[1]
+    if images:
         loop = _jit.get("col2im_2d")
         if _threads.serial(x.size):
-            loop(cols, out3, prepared.geometry, 0, images)
+            loop(x, out, prepared.geometry, 0, images)
         else:
-            _threads.run(loop, images, x.size, cols, out3, prepared.geometry)
+            _threads.run(loop, images, x.size, x, out, prepared.geometry)
     return out
 
 
