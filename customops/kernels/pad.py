@@ -317,7 +317,7 @@ def _gather_plan(
     kept: list[int],
 ) -> tuple[np.ndarray, np.ndarray]:
     """For every output element, the flat index of the input element it copies (0 where it takes the
-    constant), and the flat positions that take the constant."""
+    constant), shaped like the output, and the flat positions that take the constant."""
     flat = np.zeros((), dtype=np.intp)
     outside = np.zeros((), dtype=bool)
     stride = 1
@@ -333,9 +333,8 @@ def _gather_plan(
         flat = flat + src[view] * stride
         outside = outside | border[view]
         stride *= shape[a]
-    flat = np.broadcast_to(flat, out_shape).ravel()
     outside = np.broadcast_to(outside, out_shape).ravel()
-    return np.ascontiguousarray(flat), np.flatnonzero(outside)
+    return np.array(np.broadcast_to(flat, out_shape)), np.flatnonzero(outside)
 
 
 def _execute(prepared: _Prepared, data: np.ndarray) -> np.ndarray:
@@ -343,10 +342,10 @@ def _execute(prepared: _Prepared, data: np.ndarray) -> np.ndarray:
     gather = prepared.gather
     if gather is not None:
         flat, constant = gather
-        values = data.reshape(-1)[flat]
+        values = data.take(flat)  # the output's shape: take() reads data flattened
         if constant.size:
-            values[constant] = prepared.fill
-        return values.reshape(prepared.out_shape)
+            values.reshape(-1)[constant] = prepared.fill
+        return values
     out = np.empty(prepared.out_shape, dtype=prepared.out_dtype)
     loop = prepared.loop
     if loop is not None and data.flags.c_contiguous:

@@ -864,10 +864,10 @@ def _fast_path(prepared: _Prepared) -> Callable[[np.ndarray], np.ndarray] | None
             # image of 3 channels (numba's dispatch and the views it needs cost more than the copy)
             planes = np.arange(in3[0], dtype=np.intp)[:, None, None] * (in3[1] * in3[2])
             rows = iy.astype(np.intp)[None, :, None] * in3[2]
-            flat = (planes + rows + ix.astype(np.intp)[None, None, :]).ravel()
+            flat = (planes + rows + ix.astype(np.intp)[None, None, :]).reshape(out_shape)
 
             def tiny(X: np.ndarray) -> np.ndarray:
-                return X.reshape(-1)[flat].reshape(out_shape)
+                return X.take(flat)  # the output's shape: take() reads X flattened
 
             return tiny
         kernel = _jit.get("gather_last2")
