@@ -112,6 +112,17 @@ def test_same_findings_for_any_jobs_and_shards_merge_into_the_whole(tmp_path):
         assert (tmp_path / "merged" / g["dir"] / "model.onnx").is_file()
     assert "fuzz: " in whole.stderr  # progress goes to stderr
 
+    # a campaign directory moved after its run still merges with commands that name the merged copies
+    (tmp_path / "whole").rename(tmp_path / "moved")
+    again = run_cli("fuzz", "merge", str(tmp_path / "moved"), "--out", str(tmp_path / "m2"), "--json")
+    assert again.returncode == whole.returncode, again.stderr
+    for g in json.loads(again.stdout)["groups"]:
+        here = str(tmp_path / "m2" / g["dir"])
+        assert g["rerun"][0] == f"customops fuzz replay {here}"
+        for name in ("README.txt", "finding.json"):
+            text = (tmp_path / "m2" / g["dir"] / name).read_text()
+            assert here in text and str(tmp_path / "whole") not in text, name
+
 
 def _runnable_indices(op: str, version: int, count: int) -> list[int]:
     opv = lookup(op, version)

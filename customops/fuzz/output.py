@@ -390,12 +390,11 @@ def merge(summaries: list[tuple[Path, dict[str, Any]]], out: Path) -> dict[str, 
             if tmp.exists():
                 shutil.rmtree(tmp)
             shutil.copytree(src, tmp)
-            _rewrite_paths(tmp, str(sources[key] / g["dir"]), str(out / g["dir"]))
+            _rewrite_paths(tmp, _recorded_dir(g, sources[key]), str(out / g["dir"]))
             _replace_dir(tmp, out / g["dir"])
         if g.get("dir"):
-            g["rerun"] = [
-                c.replace(str(sources[key] / g["dir"]), str(out / g["dir"])) for c in g.get("rerun", [])
-            ]
+            old = _recorded_dir(g, sources[key])
+            g["rerun"] = [c.replace(old, str(out / g["dir"])) for c in g.get("rerun", [])]
     ordered = sorted(
         groups.values(),
         key=lambda g: (g["signature"]["op"], g["signature"]["version"], -g["count"], g["examples"][:1]),
@@ -433,6 +432,16 @@ def _add_counts(into: dict[str, Any], other: dict[str, Any]) -> None:
             _add_counts(into.setdefault(k, {}), v)
         else:
             into[k] = into.get(k, 0) + v
+
+
+def _recorded_dir(group: dict[str, Any], source: Path) -> str:
+    """Where the group's reproducer was when its commands were written: the path its replay command
+    names (the campaign's --out, even if that directory has been moved since), else ``source``."""
+    prefix = "customops fuzz replay "
+    for command in group.get("rerun", []):
+        if command.startswith(prefix) and command.endswith(group["dir"]):
+            return command[len(prefix) :]
+    return str(source / group["dir"])
 
 
 def _rewrite_paths(directory: Path, old: str, new: str) -> None:
