@@ -27,6 +27,10 @@ from typing import Any
 
 import numpy as np
 
+BITS = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.uint32), 8: np.dtype(np.uint64)}
+"""The unsigned integer type of each element width: the loops that only copy (Resize's nearest gather,
+Pad's rows) move any numeric type as these."""
+
 _lock = threading.Lock()
 _compiled: dict[str, Callable[..., Any]] = {}
 _state: dict[str, Any] = {"checked": False, "numba": None, "error": None, "cache": None}

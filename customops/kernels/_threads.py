@@ -96,7 +96,7 @@ def serial(work: int) -> bool:
 def run(loop: Callable[..., Any], length: int, work: int, *args: Any, align: int = 1) -> None:
     """Call ``loop(*args, start, stop)`` over ``[0, length)``, split into parts (see :func:`parts`)
     whose boundaries are multiples of ``align``; the calling thread computes the first part."""
-    if work < 2 * _MIN_WORK:  # the common case for small tensors, decided cheaply
+    if serial(work):  # the common case for small tensors, decided first
         loop(*args, 0, length)
         return
     count = parts(length, work)

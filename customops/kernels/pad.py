@@ -225,8 +225,8 @@ class _Prepared:
     loop: _Loop | None = None
     """The compiled row loop for this pad, or None (the numpy copies run)."""
     gather: tuple[np.ndarray, np.ndarray] | None = None
-    """Tiny outputs: (the flat input index of every output element, the flat output positions that take
-    the constant), or None."""
+    """Tiny outputs: (the flat input index of every output element, shaped like the output; the flat
+    output positions that take the constant), or None."""
 
 
 def _prepare(
@@ -302,7 +302,7 @@ def _prepare(
     )
 
 
-# Tiny outputs: one numpy fancy index through a flat table (and one assignment of the constant) costs
+# Tiny outputs: one ndarray.take through a table of flat indices (and one assignment of the constant) costs
 # less than numba's dispatch and views or than a slice copy per border (1x3x8x8 reflect-padded by 1:
 # about 2.5 us against 4-7); measured crossover a little above 1024 output elements.
 _TINY_GATHER = 1024
@@ -417,9 +417,6 @@ def _loop_pays(out_shape: tuple[int, ...], itemsize: int, steps: list | None) ->
     return rows > 1 or rows * out_shape[-1] * itemsize >= _ONE_ROW_MIN_BYTES
 
 
-_BITS = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.uint32), 8: np.dtype(np.uint64)}
-
-
 @dataclass
 class _Loop:
     """The arguments of the compiled ``pad_last2`` for one Pad, but the input and output arrays."""
@@ -452,13 +449,14 @@ def _loop_plan(
         return None
     if any((at[a], lo[a], kept[a], out_shape[a]) != (0, 0, shape[a], shape[a]) for a in range(rank - 2)):
         return None  # a leading axis is padded or cropped
-    if dtype.itemsize in _BITS:
-        bits, width = _BITS[dtype.itemsize], 1
+    from customops.kernels import _jit, _pad_loops
+
+    if dtype.itemsize in _jit.BITS:
+        bits, width = _jit.BITS[dtype.itemsize], 1
     elif dtype.kind == "c" and dtype.itemsize == 16:
-        bits, width = _BITS[8], 2  # complex128: (real, imag) pairs of uint64
+        bits, width = _jit.BITS[8], 2  # complex128: (real, imag) pairs of uint64
     else:
         return None
-    from customops.kernels import _jit, _pad_loops
 
     kernel = _jit.get("pad_last2", _pad_loops)
     if kernel is None:

@@ -794,9 +794,7 @@ def _execute(prepared: _Prepared, X: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 # Compiled fast paths (customops.kernels._jit): float32 / float64 filters, numeric nearest gathers.
 
-_SCRATCH_BYTES = 1 << 19
-_BITS = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.uint32), 8: np.dtype(np.uint64)}
-"""Gathers copy bits: any numeric type moves as the unsigned integer of its width."""  # filtered input rows kept per block of output rows (about an L2 cache)
+_SCRATCH_BYTES = 1 << 19  # filtered input rows kept per block of output rows (about an L2 cache)
 
 
 def _is_identity(idx: np.ndarray, n: int) -> bool:
@@ -849,7 +847,7 @@ def _fast_path(prepared: _Prepared) -> Callable[[np.ndarray], np.ndarray] | None
     last = rank - 1
     if not prepared.filters:
         # nearest (or filters that reduce to copies): a gather of the last two axes
-        view = _BITS.get(dtype.itemsize) if dtype.kind in "biufc" else None
+        view = _jit.BITS.get(dtype.itemsize) if dtype.kind in "biufc" else None  # gathers copy bits
         if view is None or not set(ops) <= {last - 1, last} or rank < 2:
             return None
         iy = ops[last - 1][0][:, 0] if last - 1 in ops else np.arange(shape[last - 1])
@@ -860,8 +858,8 @@ def _fast_path(prepared: _Prepared) -> Callable[[np.ndarray], np.ndarray] | None
         out3 = (in3[0], out_shape[-2], out_shape[-1])
         work = math.prod(out3)
         if work <= _TINY_GATHER:
-            # one numpy fancy index through a flat table: about 3 us instead of 6 for an 8x8 -> 16x16
-            # image of 3 channels (numba's dispatch and the views it needs cost more than the copy)
+            # one ndarray.take through a table of flat indices shaped like the output: about 3 us instead
+            # of 6 for an 8x8 -> 16x16 image of 3 channels (numba's dispatch and views cost more)
             planes = np.arange(in3[0], dtype=np.intp)[:, None, None] * (in3[1] * in3[2])
             rows = iy.astype(np.intp)[None, :, None] * in3[2]
             flat = (planes + rows + ix.astype(np.intp)[None, None, :]).reshape(out_shape)
@@ -950,7 +948,7 @@ def _fast_path(prepared: _Prepared) -> Callable[[np.ndarray], np.ndarray] | None
 # ---------------------------------------------------------------------------------------------
 
 
-_TINY_GATHER = 1024  # output elements up to which a nearest gather is one numpy fancy index (measured)
+_TINY_GATHER = 1024  # output elements up to which a nearest gather is one ndarray.take (measured)
 
 
 def _input_key(value: Any) -> Any:
