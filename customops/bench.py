@@ -316,18 +316,24 @@ class _Hooks:
 
         self.install(stock_path)
 
-    def ready_made(self, output: Any) -> Callable[[], None]:
-        """A hook whose kernel costs nothing: every call of our ops gets ``output`` back as is.
+    def _answering(self, output: Callable[[], Any]) -> Callable[[], None]:
+        """A hook that answers every call of our ops with ``output()`` (others go to the stock handler).
         Returns the function that installs it."""
         bindings = self.runtime._BINDINGS
         stock = self.runtime._STOCK_HOOK
 
-        def ready(k_id: int, feed: Any, raw: dict[str, str]) -> tuple[Any, ...]:
+        def answer(k_id: int, feed: Any, raw: dict[str, str]) -> tuple[Any, ...]:
             if k_id not in bindings:
                 return stock(k_id, feed, raw)
-            return (k_id, output.shape, output)
+            out = output()
+            return (k_id, out.shape, out)
 
-        return lambda: self.install(ready)
+        return lambda: self.install(answer)
+
+    def ready_made(self, output: Any) -> Callable[[], None]:
+        """A hook whose kernel costs nothing: every call of our ops gets ``output`` back as is.
+        Returns the function that installs it."""
+        return self._answering(lambda: output)
 
     def write_only(self, shape: tuple[int, ...], dtype: Any) -> Callable[[], None]:
         """A hook whose kernel reads nothing and writes its output once: a new array of ``shape`` and
@@ -337,24 +343,20 @@ class _Hooks:
 
         from customops.kernels import _threads
 
-        bindings = self.runtime._BINDINGS
-        stock = self.runtime._STOCK_HOOK
         size = math.prod(shape)
         serial = _threads.serial(size)
 
         def zero(flat: Any, start: int, stop: int) -> None:
             flat[start:stop] = 0  # numpy releases the GIL for this
 
-        def write(k_id: int, feed: Any, raw: dict[str, str]) -> tuple[Any, ...]:
-            if k_id not in bindings:
-                return stock(k_id, feed, raw)
+        def write() -> Any:
             if serial:
-                return (k_id, shape, np.zeros(shape, dtype))
+                return np.zeros(shape, dtype)
             out = np.empty(shape, dtype)
             _threads.run(zero, size, size, out.reshape(-1))
-            return (k_id, shape, out)
+            return out
 
-        return lambda: self.install(write)
+        return self._answering(write)
 
     def probe_memory(self) -> None:
         """Our hook, recording (peak bytes numpy allocated during the call, output bytes)."""
@@ -544,15 +546,18 @@ def machine() -> dict[str, Any]:
     return info
 
 
+def _geomean(values: list[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
 def summarize(results: list[Result]) -> dict[str, Any]:
     """Geometric mean and worst of custom/built-in, and the per-call overhead on tiny tensors."""
     if not results:
         return {}
-    ratios = [r.ratio for r in results]
     worst = max(results, key=lambda r: r.ratio)
     small = [r for r in results if r.small]
     summary: dict[str, Any] = {
-        "geomean_ratio": math.exp(sum(math.log(x) for x in ratios) / len(ratios)),
+        "geomean_ratio": _geomean([r.ratio for r in results]),
         "worst_ratio": worst.ratio,
         "worst": worst.name,
         "workloads": len(results),
@@ -565,15 +570,11 @@ def summarize(results: list[Result]) -> dict[str, Any]:
             summary["max_overhead_floor_us"] = (over.floor_ms - over.builtin_ms) * 1e3
     floors = [r for r in results if r.floor_ms]
     if floors:
-        summary["floor_geomean_ratio"] = math.exp(
-            sum(math.log(r.floor_ms / r.builtin_ms) for r in floors) / len(floors)  # type: ignore[operator]
-        )
+        summary["floor_geomean_ratio"] = _geomean([r.floor_ms / r.builtin_ms for r in floors])  # type: ignore[operator]
         summary["floor_at_or_above_builtin"] = [r.name for r in floors if r.floor_ms >= r.builtin_ms]  # type: ignore[operator]
     written = [r for r in results if r.write_only_ms]
     if written:
-        summary["write_only_geomean_ratio"] = math.exp(
-            sum(math.log(r.write_only_ms / r.builtin_ms) for r in written) / len(written)  # type: ignore[operator]
-        )
+        summary["write_only_geomean_ratio"] = _geomean([r.write_only_ms / r.builtin_ms for r in written])  # type: ignore[operator]
     peaks = [r.peak_over_output for r in results if r.op == "Resize" and r.peak_over_output is not None]
     if peaks:
         summary["resize_peak_over_output"] = max(peaks)
