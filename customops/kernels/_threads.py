@@ -7,12 +7,16 @@ same arithmetic whichever part it falls in, so results do not depend on the numb
 Threads: ``CUSTOMOPS_THREADS`` in the environment (read once; default: the cores this process may run
 on, at most 8). ``CUSTOMOPS_THREADS=1`` runs every loop on the calling thread. A loop is split only when
 it has at least ``_MIN_WORK`` elements of work per thread, so tiny tensors never pay for a hand-over.
-The caller's thread computes the first part; the others go to a pool of ``threads - 1`` workers, made
-on first use and made again in a forked child (a pool's threads do not survive ``fork``).
+A split loop is cut into pieces, up to ``_PIECES_PER_THREAD`` per thread, which the calling thread and
+``threads - 1`` pool workers take one at a time until none is left: a thread slowed down by other work
+on its core (ONNX Runtime's own intra-op threads spin on it during a run) takes fewer pieces instead of
+holding up the call. The pool is made on first use and made again in a forked child (a pool's threads
+do not survive ``fork``).
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 from collections.abc import Callable
@@ -23,6 +27,12 @@ from typing import Any
 # to a pool thread costs some tens of microseconds on the machine measured (docs/performance.md).
 _MIN_WORK = 1 << 18
 _MAX_DEFAULT = 8
+# Pieces of a split loop per thread, and the least work in a piece: each piece costs a call through
+# numba's dispatcher and the GIL (a few microseconds). Measured in sessions on the 2-core machine with
+# ORT's spinning intra-op pool: 8 pieces a thread took 18-25% off the filtering Resize loops against one
+# part a thread (the part on the shared core finished last); copies were unchanged (docs/performance.md).
+_PIECES_PER_THREAD = 8
+_MIN_PIECE_WORK = 1 << 15
 
 _lock = threading.Lock()
 _state: dict[str, Any] = {"threads": None, "pool": None, "source": None}
@@ -79,7 +89,7 @@ if hasattr(os, "register_at_fork"):
 
 
 def parts(length: int, work: int) -> int:
-    """How many parts a loop over ``length`` rows with ``work`` elements of work in all is split into."""
+    """How many threads share a loop over ``length`` rows with ``work`` elements of work in all."""
     count = threads()
     if count <= 1 or length < 2:
         return 1
@@ -93,26 +103,38 @@ def serial(work: int) -> bool:
     return work < 2 * _MIN_WORK
 
 
+def pieces(length: int, work: int, count: int, align: int = 1) -> list[tuple[int, int]]:
+    """The ``[start, stop)`` pieces :func:`run` cuts ``[0, length)`` into for ``count`` threads: in order,
+    starts multiples of ``align``, at most ``_PIECES_PER_THREAD`` per thread and none with less than
+    ``_MIN_PIECE_WORK`` of the ``work`` (one piece when ``count`` is 1)."""
+    wanted = 1 if count <= 1 else max(count, min(count * _PIECES_PER_THREAD, work // _MIN_PIECE_WORK))
+    step = -(-length // max(1, wanted))
+    step = -(-step // align) * align
+    return [(start, min(start + step, length)) for start in range(0, length, step)] or [(0, length)]
+
+
 def run(loop: Callable[..., Any], length: int, work: int, *args: Any, align: int = 1) -> None:
-    """Call ``loop(*args, start, stop)`` over ``[0, length)``, split into parts (see :func:`parts`)
-    whose boundaries are multiples of ``align``; the calling thread computes the first part."""
+    """Call ``loop(*args, start, stop)`` over ``[0, length)``: once when the work is small, else for each
+    of :func:`pieces`, taken one at a time by the calling thread and the pool's workers."""
     if serial(work):  # the common case for small tensors, decided first
         loop(*args, 0, length)
         return
     count = parts(length, work)
-    if count > 1:
-        step = -(-length // count)
-        step = -(-step // align) * align
-        bounds = [(start, min(start + step, length)) for start in range(0, length, step)]
-    else:
-        bounds = [(0, length)]
+    bounds = pieces(length, work, count, align)
     if len(bounds) == 1:
         loop(*args, 0, length)
         return
+    taken = itertools.count()  # next() on it is atomic under the GIL
+    total = len(bounds)
+
+    def share() -> None:
+        while (i := next(taken)) < total:
+            loop(*args, *bounds[i])
+
     pool = _pool()
-    futures: list[Future[Any]] = [pool.submit(loop, *args, start, stop) for start, stop in bounds[1:]]
+    futures: list[Future[Any]] = [pool.submit(share) for _ in range(min(count, total) - 1)]
     try:
-        loop(*args, *bounds[0])
+        share()
     finally:
         for future in futures:
             future.result()

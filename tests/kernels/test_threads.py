@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 
 import numpy as np
 import pytest
@@ -68,7 +69,7 @@ def test_split_large_resize_matches_serial(monkeypatch) -> None:
         assert got.tobytes() == want.tobytes(), config
 
 
-def test_run_covers_the_range_once_with_aligned_parts(split_everything) -> None:
+def test_run_covers_the_range_once_with_aligned_pieces(split_everything) -> None:
     seen: list[tuple[int, int]] = []
 
     def loop(tag, start, stop):
@@ -80,7 +81,37 @@ def test_run_covers_the_range_once_with_aligned_parts(split_everything) -> None:
     assert seen[0][0] == 0 and seen[-1][1] == 23
     assert all(a[1] == b[0] for a, b in itertools.pairwise(seen))
     assert all(start % 4 == 0 for start, _ in seen)
-    assert len(seen) == 3
+    assert len(seen) == 6  # ceil(23 / 4) aligned pieces: fewer than 3 threads x _PIECES_PER_THREAD
+
+
+def test_pieces_are_bounded_per_thread_and_by_work() -> None:
+    per = _threads._PIECES_PER_THREAD
+    assert len(_threads.pieces(1000, 10**12, 2)) == 2 * per
+    assert len(_threads.pieces(1000, 10**12, 1)) == 1
+    few = _threads.pieces(1000, 3 * _threads._MIN_PIECE_WORK, 2)
+    assert len(few) == 3 and few[-1][1] == 1000
+    assert _threads.pieces(5, 10**12, 2) == [(i, i + 1) for i in range(5)]
+
+
+def test_a_slow_thread_holds_up_one_piece_only(monkeypatch) -> None:
+    """A worker stalled on its first piece (as behind ORT's spinning threads on a shared core): the calling
+    thread takes every other piece instead of waiting with half the loop undone."""
+    monkeypatch.setitem(_threads._state, "threads", 2)
+    caller = threading.get_ident()
+    total = len(_threads.pieces(64, 10**12, 2))
+    done: list[int] = []
+    release = threading.Event()
+
+    def loop(start, stop):
+        if threading.get_ident() != caller and not release.wait(timeout=5):
+            release.set()  # the caller is not taking the pieces: let the test end and fail
+        done.append(threading.get_ident())
+        if done.count(caller) >= total - 1:
+            release.set()
+
+    _threads.run(loop, 64, 10**12)
+    assert len(done) == total
+    assert done.count(caller) >= total - 1, done
 
 
 def test_small_work_stays_on_the_calling_thread(monkeypatch) -> None:
