@@ -381,6 +381,26 @@ def gather_last2(x: Any, out: Any, iy: Any, ix: Any, start: int, stop: int) -> N
                     dst[j] = src[ix[j]]
 
 
+def repeat2_last2(x: Any, out: Any, iy: Any, pair: Any, start: int, stop: int) -> None:
+    """out[p, o, j] = pair * x[p, iy[o], j] for the output rows o in [start, stop): a nearest gather whose
+    last axis repeats every element twice, with out viewed at twice the element width and ``pair`` =
+    1 + 2**bits (one element's bits written to both halves: stores that vectorize, where the gather's
+    table lookups do not)."""
+    planes = x.shape[0]
+    width = x.shape[2]
+    for p in range(planes):
+        for o in range(start, stop):
+            dst = out[p, o]
+            if o > start and iy[o] == iy[o - 1]:
+                prev = out[p, o - 1]
+                for j in range(width):
+                    dst[j] = prev[j]
+            else:
+                src = x[p, iy[o]]
+                for j in range(width):
+                    dst[j] = pair * np.uint64(src[j])
+
+
 # ---------------------------------------------------------------------------------------------
 # Col2Im, 2-D images: per channel, one accumulation per kernel offset in increasing order, so every
 # pixel sums its blocks in that order, rounding to the element type after each add (as numpy's +=).

@@ -71,6 +71,13 @@ _CASES_SOURCE = textwrap.dedent(
                 ([1, 1, 2, 2], [1, 1, 0.6, 1.5], [1, 1, 3, 1], [1, 1, 1, 0.5], [2, 1, 1, 2]), ("floor", "round_prefer_ceil")
             ):
                 out.append(("resize", (x,), dict(scales=np.array(scales, np.float32), nearest_mode=nearest_mode)))
+            # past the tiny take(): the compiled gather, and its x2 repeat of the last axis at every width
+            x = (rng.standard_normal((1, 2, 20, 17)) * 20).astype(dtype)
+            if dtype == np.float32:
+                x.view(np.uint32)[0, 0, 0, :4] = [0x7FC00001, 0xFFC12345, 0x80000000, 0x7F800000]  # payloads, -0, inf
+            for scales, coord in (([1, 1, 2, 2], "half_pixel"), ([1, 1, 2, 2], "asymmetric"), ([1, 1, 1, 2], "align_corners")):
+                kwargs = dict(scales=np.array(scales, np.float32), coordinate_transformation_mode=coord)
+                out.append(("resize", (x,), kwargs))
         for dtype in (np.float32, np.float64, np.int32, np.int64, np.int8):
             cols = (rng.standard_normal((2, 2 * 6, 4 * 3)) * 20).astype(dtype)
             for pads, strides, dilations in (
@@ -145,8 +152,9 @@ def test_compiled_paths_agree_with_the_numpy_kernels(numpy_results) -> None:
                 atol=tol,
                 err_msg=str(kwargs),
             )
-        else:  # gathers and Col2Im's sums are bit-identical
+        else:  # gathers (NaN payloads included) and Col2Im's sums are bit-identical
             np.testing.assert_array_equal(got, want, err_msg=f"{name} {kwargs}")
+            assert got.tobytes() == want.tobytes(), (name, kwargs)
 
 
 @pytest.mark.skipif(not _jit.enabled(), reason="numba is not available")
