@@ -103,7 +103,7 @@ def describe() -> dict[str, Any]:
     return {"jit": f"numba {numba.__version__}", "numba": numba.__version__, "jit_cache": cache}
 
 
-_HELPERS = ("_row_finite", "_h_row", "_v_row", "_split", "_flag_rows")
+_HELPERS = ("_row_finite", "_h_row", "_h_row_x2", "_v_row", "_split", "_flag_rows")
 
 # ---------------------------------------------------------------------------------------------
 # Resize: separable filter passes. Index tables are unsigned (np.uintp): numba then indexes without
@@ -167,6 +167,58 @@ def _h_row(
     wt = w[taps - 1]
     for j in range(length):
         dst[j] = acc[j] + wt[j] * np.float64(src[it[j]])
+
+
+def _h_row_x2(src: Any, dst: Any, idx: Any, w: Any, lo: int, hi: int) -> None:
+    """_h_row's sums for a finite row (float64 dst) whose outputs 2m and 2m + 1, for every m in [lo, hi),
+    read the same taps relative to m with the same weights (a last axis upsampled x2: the pairs of the
+    run are computed together and stored as one complex128, which vectorizes where the table gathers do
+    not); two or four taps, hi > lo. The other outputs go through the tables. Same operations, same
+    order."""
+    taps, length = idx.shape
+    for j in range(length - 2 * (hi - lo)):
+        if j >= 2 * lo:  # past the run's pairs, which are done below
+            j += 2 * (hi - lo)
+        total = w[0, j] * np.float64(src[idx[0, j]])
+        for t in range(1, taps):
+            total += w[t, j] * np.float64(src[idx[t, j]])
+        dst[j] = total
+    # the run, through slices that start at each tap's first element: indices from 0 up, which numba
+    # does not check for negative values, so the loop vectorizes
+    pairs = dst.view(np.complex128)[lo:hi]
+    a = 2 * lo
+    b = a + 1
+    n = hi - lo
+    e0 = src[np.intp(idx[0, a]) :]
+    o0 = src[np.intp(idx[0, b]) :]
+    e1 = src[np.intp(idx[1, a]) :]
+    o1 = src[np.intp(idx[1, b]) :]
+    we0 = w[0, a]
+    wo0 = w[0, b]
+    we1 = w[1, a]
+    wo1 = w[1, b]
+    if taps == 2:
+        for i in range(n):
+            even = we0 * np.float64(e0[i]) + we1 * np.float64(e1[i])
+            odd = wo0 * np.float64(o0[i]) + wo1 * np.float64(o1[i])
+            pairs[i] = complex(even, odd)
+        return
+    e2 = src[np.intp(idx[2, a]) :]
+    o2 = src[np.intp(idx[2, b]) :]
+    e3 = src[np.intp(idx[3, a]) :]
+    o3 = src[np.intp(idx[3, b]) :]
+    we2 = w[2, a]
+    wo2 = w[2, b]
+    we3 = w[3, a]
+    wo3 = w[3, b]
+    for i in range(n):
+        even = we0 * np.float64(e0[i]) + we1 * np.float64(e1[i])
+        even = even + we2 * np.float64(e2[i])
+        even = even + we3 * np.float64(e3[i])
+        odd = wo0 * np.float64(o0[i]) + wo1 * np.float64(o1[i])
+        odd = odd + wo2 * np.float64(o2[i])
+        odd = odd + wo3 * np.float64(o3[i])
+        pairs[i] = complex(even, odd)
 
 
 def _v_row(
@@ -243,11 +295,22 @@ def _split(ti: Any, tw: Any) -> tuple[Any, Any, Any, Any, Any]:
 
 
 def resize_rows_first(
-    x: Any, out: Any, tyi: Any, tyw: Any, txi: Any, txw: Any, block: int, rows: int, start: int, stop: int
+    x: Any,
+    out: Any,
+    tyi: Any,
+    tyw: Any,
+    txi: Any,
+    txw: Any,
+    block: int,
+    rows: int,
+    run: Any,
+    start: int,
+    stop: int,
 ) -> None:
     """Filter the last two axes of x (P, H, W) into output rows [start, stop) of out (P, Ho, Wo), rows
     first: blocks of ``block`` output rows (start a multiple of it), each needing at most ``rows`` input
-    rows filtered along the last axis into a float64 scratch, then combined down the columns."""
+    rows filtered along the last axis into a float64 scratch, then combined down the columns. ``run``
+    = (lo, hi): finite rows take _h_row_x2 with that run of pairs when hi > lo."""
     iy, wy, iy_c, wy_c, ny_c = _split(tyi, tyw)
     ix, wx, ix_c, wx_c, nx_c = _split(txi, txw)
     planes, height, _ = x.shape
@@ -270,7 +333,10 @@ def resize_rows_first(
                 src = x[p, r]
                 ok = _row_finite(src)
                 dst = scratch[r - lo]
-                _h_row(src, dst, acc, ix, wx, ix_c, wx_c, nx_c, ok)
+                if ok and run[1] > run[0]:
+                    _h_row_x2(src, dst, ix, wx, run[0], run[1])
+                else:
+                    _h_row(src, dst, acc, ix, wx, ix_c, wx_c, nx_c, ok)
                 finite[r - lo] = _row_finite(dst) if ok else False
             for o in range(o0, o1):
                 # the two- and four-tap combinations of _v_row, written out: as a call it cost about

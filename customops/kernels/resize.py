@@ -826,6 +826,32 @@ def _block_rows(iy: np.ndarray, width: int) -> tuple[int, int]:
     return 1, rows  # pragma: no cover
 
 
+_MIN_X2_RUN = 8  # pairs of outputs from which the x2 pairing of _jit._h_row_x2 is used
+
+
+def _x2_run(indices: np.ndarray, weights: np.ndarray, width: int) -> np.ndarray:
+    """(lo, hi) for _jit._h_row_x2: the longest run of m around the middle where outputs 2m and 2m + 1 of
+    a 2- or 4-tap table (L, T) over an axis of ``width`` upsampled to 2 * width read the same taps
+    relative to m with the same weights; (0, 0) when there is none worth it."""
+    none = np.zeros(2, dtype=np.int64)
+    length, taps = indices.shape
+    if taps not in (2, 4) or length != 2 * width or width < _MIN_X2_RUN:
+        return none
+    m = np.arange(width)
+    keys = [indices[0::2].astype(np.int64) - m[:, None], indices[1::2].astype(np.int64) - m[:, None]]
+    bits = np.ascontiguousarray(weights, dtype=np.float64).view(np.int64)  # exactly the same weights
+    keys += [bits[0::2], bits[1::2]]
+    mid = width // 2
+    same = np.ones(width, dtype=bool)
+    for k in keys:
+        same &= (k == k[mid]).all(axis=1)
+    lo = mid - int(np.argmin(same[mid::-1])) + 1 if not same[: mid + 1].all() else 0
+    hi = mid + int(np.argmin(same[mid:])) if not same[mid:].all() else width
+    if hi - lo < _MIN_X2_RUN:
+        return none
+    return np.array([lo, hi], dtype=np.int64)
+
+
 def _fast_path(prepared: _Prepared) -> Callable[[np.ndarray], np.ndarray] | None:
     """A compiled implementation of this resize, or None (the numpy passes run)."""
     from customops.kernels import _jit, _threads
@@ -908,7 +934,7 @@ def _fast_path(prepared: _Prepared) -> Callable[[np.ndarray], np.ndarray] | None
         in3 = (math.prod(shape[:-2]), shape[-2], shape[-1])
         out3 = (in3[0], out_shape[-2], out_shape[-1])
         (tyi, tyw), (txi, txw) = tables[last - 1], tables[last]
-        extra = () if columns_first else (block, rows)
+        extra = () if columns_first else (block, rows, _x2_run(tx, ops[last][1], width))
         work = min(rows_first_cost, columns_first_cost) * in3[0]
 
         align = 1 if columns_first else block

@@ -172,6 +172,58 @@ def test_float32_filters_round_once_from_float64() -> None:
         np.testing.assert_array_equal(got, exact.astype(np.float32))
 
 
+def test_x2_runs_of_the_last_axis() -> None:
+    from customops.kernels.resize import _prepare, _x2_run
+
+    def run(mode: str, coord: str, width: int, scale: float = 2.0) -> list[int]:
+        scales = np.array([1, 1, 1, scale], np.float32)
+        prepared = _prepare((1, 1, 3, width), np.dtype(np.float32), None, scales, None, *_attrs(coord, mode))
+        ((_, indices, weights),) = prepared.filters
+        return _x2_run(indices, weights, width).tolist()
+
+    assert run("linear", "half_pixel", 50) == [1, 49]  # the first and last pairs read a clamped edge
+    assert run("linear", "asymmetric", 50) == [0, 49]
+    assert run("cubic", "half_pixel", 50) == [2, 48]
+    assert run("cubic", "align_corners", 50) == [0, 0]  # weights vary along the axis
+    assert run("linear", "half_pixel", 5) == [0, 0]  # too short to be worth it
+    assert run("linear", "half_pixel", 50, 3.0) == [0, 0]  # x3
+
+
+def _attrs(coord: str, mode: str) -> tuple:
+    """_prepare's attribute arguments after roi/scales/sizes, spec defaults but these two."""
+    return (0, None, coord, -0.75, 0, 0.0, "stretch", mode, "round_prefer_floor")
+
+
+@pytest.mark.skipif(not _jit.enabled(), reason="numba is not available")
+def test_x2_pairs_give_the_table_loop_bits(monkeypatch) -> None:
+    """The rows-first loop with its x2 pairs (_jit._h_row_x2) against the same loop through the tables
+    only: the same bits, non-finite rows and float64 included."""
+    from customops.kernels import resize as resize_module
+
+    rng = np.random.default_rng(12)
+    used = 0
+    for dtype, mode, coord, shape in itertools.product(
+        (np.float32, np.float64),
+        ("linear", "cubic"),
+        ("half_pixel", "asymmetric", "pytorch_half_pixel", "align_corners"),
+        ((1, 2, 17, 40), (2, 1, 9, 64)),
+    ):
+        x = (rng.standard_normal(shape) * 100).astype(dtype)
+        x[0, 0, 3, 11] = np.nan
+        x[-1, -1, 5, :] = -np.inf
+        x[0, -1, 7, 0] = np.inf
+        scales = np.array([1, 1, 2, 2], np.float32)
+        prepared = resize_module._prepare(x.shape, x.dtype, None, scales, None, *_attrs(coord, mode))
+        (_, indices, weights) = prepared.filters[-1]
+        used += resize_module._x2_run(indices, weights, shape[-1])[1] > 0
+        paired = resize_module._fast_path(prepared)(x)
+        with monkeypatch.context() as m:
+            m.setattr(resize_module, "_x2_run", lambda *a: np.zeros(2, np.int64))
+            tables = resize_module._fast_path(prepared)(x)
+        assert paired.tobytes() == tables.tobytes(), (dtype, mode, coord, shape)
+    assert used >= 24  # every config but align_corners has a run
+
+
 def _same(bound, plain, *args) -> None:
     """bound(*args) returns what plain(*args) returns, or raises the same KernelError."""
     try:
