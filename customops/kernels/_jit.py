@@ -103,7 +103,7 @@ def describe() -> dict[str, Any]:
     return {"jit": f"numba {numba.__version__}", "numba": numba.__version__, "jit_cache": cache}
 
 
-_HELPERS = ("_row_finite", "_h_row", "_h_row_x2", "_v_row", "_split", "_flag_rows")
+_HELPERS = ("_row_finite", "_h_row", "_h_row_x2", "_h_row_down", "_v_row", "_split", "_flag_rows")
 
 # ---------------------------------------------------------------------------------------------
 # Resize: separable filter passes. Index tables are unsigned (np.uintp): numba then indexes without
@@ -219,6 +219,52 @@ def _h_row_x2(src: Any, dst: Any, idx: Any, w: Any, lo: int, hi: int) -> None:
         odd = odd + wo2 * np.float64(o2[i])
         odd = odd + wo3 * np.float64(o3[i])
         pairs[i] = complex(even, odd)
+
+
+def _h_row_down(src: Any, dst: Any, acc: Any, phases: Any, idx: Any, w: Any, run: Any) -> None:
+    """_h_row's sums for a finite row whose outputs j in [lo, hi) read idx[t, j] = idx[t, lo] + k * (j -
+    lo) with the same weights, run = (k, lo, hi), hi > lo (a last axis downsampled by k): the row is
+    split into its k phases (phases[q, i] = src[k * i + q]), and each tap then reads one phase
+    contiguously over the run, which vectorizes where the table gathers do not. The other outputs go
+    through the tables. Same operations, same order; ``acc`` a float64 scratch row."""
+    taps, length = idx.shape
+    k = run[0]
+    lo = run[1]
+    hi = run[2]
+    for j in range(length - (hi - lo)):
+        if j >= lo:  # past the run, which is done below
+            j += hi - lo
+        total = w[0, j] * np.float64(src[idx[0, j]])
+        for t in range(1, taps):
+            total += w[t, j] * np.float64(src[idx[t, j]])
+        dst[j] = total
+    width = src.shape[0]
+    for q in range(k):
+        phase = phases[q]
+        for i in range((width - q + k - 1) // k):
+            phase[i] = src[k * i + q]
+    n = hi - lo
+    first = np.intp(idx[0, lo])
+    part = phases[first % k, first // k :]
+    c = w[0, lo]
+    out = dst[lo:hi]
+    if taps == 1:
+        for i in range(n):
+            out[i] = c * part[i]
+        return
+    for i in range(n):
+        acc[i] = c * part[i]
+    for t in range(1, taps - 1):
+        first = np.intp(idx[t, lo])
+        part = phases[first % k, first // k :]
+        c = w[t, lo]
+        for i in range(n):
+            acc[i] += c * part[i]
+    first = np.intp(idx[taps - 1, lo])
+    part = phases[first % k, first // k :]
+    c = w[taps - 1, lo]
+    for i in range(n):
+        out[i] = acc[i] + c * part[i]
 
 
 def _v_row(
@@ -371,16 +417,19 @@ def resize_rows_first(
 
 
 def resize_columns_first(
-    x: Any, out: Any, tyi: Any, tyw: Any, txi: Any, txw: Any, start: int, stop: int
+    x: Any, out: Any, tyi: Any, tyw: Any, txi: Any, txw: Any, run: Any, start: int, stop: int
 ) -> None:
     """Filter the last two axes of x (P, H, W) into output rows [start, stop) of out (P, Ho, Wo), columns
-    first: each output row combines input rows into a float64 row, then filters it along the last axis."""
+    first: each output row combines input rows into a float64 row, then filters it along the last axis.
+    ``run`` = (k, lo, hi): finite rows take _h_row_down with it when k > 0."""
     iy, wy, iy_c, wy_c, ny_c = _split(tyi, tyw)
     ix, wx, ix_c, wx_c, nx_c = _split(txi, txw)
     planes, height, width = x.shape
     out_w = out.shape[2]
     column = np.empty(width)
     acc = np.empty(max(width, out_w))
+    k = max(run[0], 1)
+    phases = np.empty((k, (width + k - 1) // k))
     assume = np.ones(height, dtype=np.bool_)
     finite = np.empty(height, dtype=np.bool_)
     known = np.empty(height, dtype=np.bool_)
@@ -394,7 +443,10 @@ def resize_columns_first(
                 _flag_rows(rows, o, iy, known, finite)
                 _v_row(rows, 0, o, column, acc, iy, wy, iy_c, wy_c, ny_c, finite)
                 ok = _row_finite(column)
-            _h_row(column, out[p, o], acc, ix, wx, ix_c, wx_c, nx_c, ok)
+            if ok and run[0] > 0:
+                _h_row_down(column, out[p, o], acc, phases, ix, wx, run)
+            else:
+                _h_row(column, out[p, o], acc, ix, wx, ix_c, wx_c, nx_c, ok)
 
 
 def resize_rows(x: Any, out: Any, txi: Any, txw: Any, start: int, stop: int) -> None:

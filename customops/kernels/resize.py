@@ -826,30 +826,65 @@ def _block_rows(iy: np.ndarray, width: int) -> tuple[int, int]:
     return 1, rows  # pragma: no cover
 
 
-_MIN_X2_RUN = 8  # pairs of outputs from which the x2 pairing of _jit._h_row_x2 is used
+_MIN_RUN = 8  # outputs (x2: pairs of outputs) from which a periodic run of a table is used
+
+
+def _middle_run(same: np.ndarray) -> tuple[int, int]:
+    """[lo, hi): the longest run of True in ``same`` that holds its middle element (empty if that is
+    False)."""
+    mid = same.size // 2
+    if not same[mid]:
+        return mid, mid
+    lo = 0 if same[: mid + 1].all() else mid - int(np.argmin(same[mid::-1])) + 1
+    hi = same.size if same[mid:].all() else mid + int(np.argmin(same[mid:]))
+    return lo, hi
+
+
+def _constant_rows(*keys: np.ndarray) -> np.ndarray:
+    """For each row of the (N, T) ``keys``, whether it equals the middle row in all of them."""
+    same = np.ones(keys[0].shape[0], dtype=bool)
+    for key in keys:
+        same &= (key == key[key.shape[0] // 2]).all(axis=1)
+    return same
+
+
+def _weight_bits(weights: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(weights, dtype=np.float64).view(np.int64)  # equal bits, not just equal
 
 
 def _x2_run(indices: np.ndarray, weights: np.ndarray, width: int) -> np.ndarray:
     """(lo, hi) for _jit._h_row_x2: the longest run of m around the middle where outputs 2m and 2m + 1 of
     a 2- or 4-tap table (L, T) over an axis of ``width`` upsampled to 2 * width read the same taps
     relative to m with the same weights; (0, 0) when there is none worth it."""
-    none = np.zeros(2, dtype=np.int64)
     length, taps = indices.shape
-    if taps not in (2, 4) or length != 2 * width or width < _MIN_X2_RUN:
+    if taps not in (2, 4) or length != 2 * width or width < _MIN_RUN:
+        return np.zeros(2, dtype=np.int64)
+    m = np.arange(width)[:, None]
+    bits = _weight_bits(weights)
+    lo, hi = _middle_run(
+        _constant_rows(
+            indices[0::2].astype(np.int64) - m, indices[1::2].astype(np.int64) - m, bits[0::2], bits[1::2]
+        )
+    )
+    return np.array([lo, hi] if hi - lo >= _MIN_RUN else [0, 0], dtype=np.int64)
+
+
+def _down_run(indices: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """(k, lo, hi) for _jit._h_row_down: the longest run of outputs j around the middle of a table (L, T)
+    that read taps k * j + c_t with weights w_t, for one k > 1 (a downsampled axis); (0, 0, 0) when there
+    is none worth it."""
+    length = indices.shape[0]
+    none = np.zeros(3, dtype=np.int64)
+    if length < 2 * _MIN_RUN:
         return none
-    m = np.arange(width)
-    keys = [indices[0::2].astype(np.int64) - m[:, None], indices[1::2].astype(np.int64) - m[:, None]]
-    bits = np.ascontiguousarray(weights, dtype=np.float64).view(np.int64)  # exactly the same weights
-    keys += [bits[0::2], bits[1::2]]
-    mid = width // 2
-    same = np.ones(width, dtype=bool)
-    for k in keys:
-        same &= (k == k[mid]).all(axis=1)
-    lo = mid - int(np.argmin(same[mid::-1])) + 1 if not same[: mid + 1].all() else 0
-    hi = mid + int(np.argmin(same[mid:])) if not same[mid:].all() else width
-    if hi - lo < _MIN_X2_RUN:
+    mid = length // 2
+    k = int(indices[mid + 1, 0]) - int(indices[mid, 0])
+    if k < 2:
         return none
-    return np.array([lo, hi], dtype=np.int64)
+    lo, hi = _middle_run(
+        _constant_rows(indices.astype(np.int64) - k * np.arange(length)[:, None], _weight_bits(weights))
+    )
+    return np.array([k, lo, hi], dtype=np.int64) if hi - lo >= _MIN_RUN else none
 
 
 def _fast_path(prepared: _Prepared) -> Callable[[np.ndarray], np.ndarray] | None:
@@ -934,7 +969,10 @@ def _fast_path(prepared: _Prepared) -> Callable[[np.ndarray], np.ndarray] | None
         in3 = (math.prod(shape[:-2]), shape[-2], shape[-1])
         out3 = (in3[0], out_shape[-2], out_shape[-1])
         (tyi, tyw), (txi, txw) = tables[last - 1], tables[last]
-        extra = () if columns_first else (block, rows, _x2_run(tx, ops[last][1], width))
+        if columns_first:
+            extra: tuple[Any, ...] = (_down_run(tx, ops[last][1]),)
+        else:
+            extra = (block, rows, _x2_run(tx, ops[last][1], width))
         work = min(rows_first_cost, columns_first_cost) * in3[0]
 
         align = 1 if columns_first else block

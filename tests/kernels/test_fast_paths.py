@@ -189,6 +189,23 @@ def test_x2_runs_of_the_last_axis() -> None:
     assert run("linear", "half_pixel", 50, 3.0) == [0, 0]  # x3
 
 
+def test_downsampling_runs_of_the_last_axis() -> None:
+    from customops.kernels.resize import _down_run, _prepare
+
+    def run(mode: str, scale: float, antialias: int = 1, width: int = 64) -> list[int]:
+        scales = np.array([1, 1, 1, scale], np.float32)
+        prepared = _prepare((1, 1, 3, width), np.dtype(np.float32), None, scales, None, antialias, None,
+                            "half_pixel", -0.75, 0, 0.0, "stretch", mode, "round_prefer_floor")  # fmt: skip
+        (_, indices, weights) = prepared.filters[-1]
+        return _down_run(indices, weights).tolist()
+
+    assert run("linear", 0.25, width=1024) == [4, 1, 255]  # 8 taps; the first and last outputs clamp
+    assert run("cubic", 0.25, width=1024) == [4, 2, 254]
+    assert run("linear", 0.5, antialias=0) == [2, 0, 32]  # two taps, none clamped
+    assert run("linear", 0.3) == [0, 0, 0]  # weights vary along the axis
+    assert run("linear", 0.25, width=40) == [0, 0, 0]  # too short to be worth it
+
+
 def _attrs(coord: str, mode: str) -> tuple:
     """_prepare's attribute arguments after roi/scales/sizes, spec defaults but these two."""
     return (0, None, coord, -0.75, 0, 0.0, "stretch", mode, "round_prefer_floor")
@@ -222,6 +239,34 @@ def test_x2_pairs_give_the_table_loop_bits(monkeypatch) -> None:
             tables = resize_module._fast_path(prepared)(x)
         assert paired.tobytes() == tables.tobytes(), (dtype, mode, coord, shape)
     assert used >= 24  # every config but align_corners has a run
+
+
+@pytest.mark.skipif(not _jit.enabled(), reason="numba is not available")
+def test_downsampling_phases_give_the_table_loop_bits(monkeypatch) -> None:
+    """The columns-first loop with its phase split (_jit._h_row_down) against the same loop through the
+    tables only: the same bits, non-finite rows and float64 included."""
+    from customops.kernels import resize as resize_module
+
+    rng = np.random.default_rng(13)
+    used = 0
+    for dtype, mode, antialias, scale, shape in itertools.product(
+        (np.float32, np.float64), ("linear", "cubic"), (0, 1), (0.5, 0.25), ((1, 2, 40, 96), (2, 1, 33, 130))
+    ):
+        x = (rng.standard_normal(shape) * 100).astype(dtype)
+        x[0, 0, 3, 11] = np.nan
+        x[-1, -1, 5, :] = -np.inf
+        x[0, -1, 7, 0] = np.inf
+        scales = np.array([1, 1, scale, scale], np.float32)
+        prepared = resize_module._prepare(x.shape, x.dtype, None, scales, None, antialias, None,
+                                          "half_pixel", -0.75, 0, 0.0, "stretch", mode, "round_prefer_floor")  # fmt: skip
+        (_, indices, weights) = prepared.filters[-1]
+        used += resize_module._down_run(indices, weights)[0] > 0
+        phased = resize_module._fast_path(prepared)(x)
+        with monkeypatch.context() as m:
+            m.setattr(resize_module, "_down_run", lambda *a: np.zeros(3, np.int64))
+            tables = resize_module._fast_path(prepared)(x)
+        assert phased.tobytes() == tables.tobytes(), (dtype, mode, antialias, scale, shape)
+    assert used >= 24
 
 
 def _same(bound, plain, *args) -> None:
