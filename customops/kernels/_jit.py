@@ -478,45 +478,50 @@ def resize_middle(x: Any, out: Any, tyi: Any, tyw: Any, start: int, stop: int) -
 
 
 # ---------------------------------------------------------------------------------------------
-# Nearest: a gather of the last two axes. Consecutive output rows that read the same input row are
-# copies of the previous output row.
+# Nearest: a gather of the last two axes. The loops take a range of flat output rows (plane by plane,
+# row by row), so that a part of the output is one contiguous block whatever the number of planes (row
+# ranges across many small planes left each thread writing scattered pieces: a second thread made the
+# 1x128x160x160 output of a detection neck slower). Consecutive output rows of one plane that read the
+# same input row are copies of the previous output row.
 
 
 def gather_last2(x: Any, out: Any, iy: Any, ix: Any, start: int, stop: int) -> None:
-    """out[p, o, j] = x[p, iy[o], ix[j]] for the output rows o in [start, stop)."""
-    planes = x.shape[0]
+    """out[p, o, j] = x[p, iy[o], ix[j]] for the flat output rows p * Ho + o in [start, stop)."""
+    rows = out.shape[1]
     out_w = out.shape[2]
-    for p in range(planes):
-        for o in range(start, stop):
-            dst = out[p, o]
-            if o > start and iy[o] == iy[o - 1]:  # tables are unsigned: no negative-index wrap checks
-                prev = out[p, o - 1]
-                for j in range(out_w):
-                    dst[j] = prev[j]
-            else:
-                src = x[p, iy[o]]
-                for j in range(out_w):
-                    dst[j] = src[ix[j]]
+    for r in range(start, stop):
+        p = r // rows
+        o = r - p * rows
+        dst = out[p, o]
+        if r > start and o > 0 and iy[o] == iy[o - 1]:  # tables are unsigned: no wrap-around checks
+            prev = out[p, o - 1]
+            for j in range(out_w):
+                dst[j] = prev[j]
+        else:
+            src = x[p, iy[o]]
+            for j in range(out_w):
+                dst[j] = src[ix[j]]
 
 
 def repeat2_last2(x: Any, out: Any, iy: Any, pair: Any, start: int, stop: int) -> None:
-    """out[p, o, j] = pair * x[p, iy[o], j] for the output rows o in [start, stop): a nearest gather whose
-    last axis repeats every element twice, with out viewed at twice the element width and ``pair`` =
-    1 + 2**bits (one element's bits written to both halves: stores that vectorize, where the gather's
-    table lookups do not)."""
-    planes = x.shape[0]
+    """out[p, o, j] = pair * x[p, iy[o], j] for the flat output rows p * Ho + o in [start, stop): a
+    nearest gather whose last axis repeats every element twice, with out viewed at twice the element
+    width and ``pair`` = 1 + 2**bits (one element's bits written to both halves: stores that vectorize,
+    where the gather's table lookups do not)."""
+    rows = out.shape[1]
     width = x.shape[2]
-    for p in range(planes):
-        for o in range(start, stop):
-            dst = out[p, o]
-            if o > start and iy[o] == iy[o - 1]:
-                prev = out[p, o - 1]
-                for j in range(width):
-                    dst[j] = prev[j]
-            else:
-                src = x[p, iy[o]]
-                for j in range(width):
-                    dst[j] = pair * np.uint64(src[j])
+    for r in range(start, stop):
+        p = r // rows
+        o = r - p * rows
+        dst = out[p, o]
+        if r > start and o > 0 and iy[o] == iy[o - 1]:
+            prev = out[p, o - 1]
+            for j in range(width):
+                dst[j] = prev[j]
+        else:
+            src = x[p, iy[o]]
+            for j in range(width):
+                dst[j] = pair * np.uint64(src[j])
 
 
 # ---------------------------------------------------------------------------------------------

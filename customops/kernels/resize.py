@@ -938,7 +938,7 @@ def _fast_path(prepared: _Prepared) -> Callable[[np.ndarray], np.ndarray] | None
             def gather2(X: np.ndarray) -> np.ndarray:
                 out = np.empty(out_shape, dtype=dtype)
                 args = (X.view(view).reshape(in3), out.view(view).reshape(out3).view(wide), iy, pair)
-                _threads.run(repeat2, out3[1], work, *args)
+                _threads.run(repeat2, out3[0] * out3[1], work, *args)
                 return out
 
             return gather2
@@ -946,9 +946,8 @@ def _fast_path(prepared: _Prepared) -> Callable[[np.ndarray], np.ndarray] | None
 
         def gather(X: np.ndarray) -> np.ndarray:
             out = np.empty(out_shape, dtype=dtype)
-            _threads.run(
-                kernel, out3[1], work, X.view(view).reshape(in3), out.view(view).reshape(out3), iy, ix
-            )
+            args = (X.view(view).reshape(in3), out.view(view).reshape(out3), iy, ix)
+            _threads.run(kernel, out3[0] * out3[1], work, *args)
             return out
 
         return gather

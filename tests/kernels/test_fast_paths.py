@@ -78,6 +78,10 @@ _CASES_SOURCE = textwrap.dedent(
             for scales, coord in (([1, 1, 2, 2], "half_pixel"), ([1, 1, 2, 2], "asymmetric"), ([1, 1, 1, 2], "align_corners")):
                 kwargs = dict(scales=np.array(scales, np.float32), coordinate_transformation_mode=coord)
                 out.append(("resize", (x,), kwargs))
+            # one-row planes: every output row repeats the one before it within a plane, never across
+            x = (rng.standard_normal((1, 8, 1, 70)) * 20).astype(dtype)
+            out.append(("resize", (x,), dict(scales=np.array([1, 1, 2, 2], np.float32))))
+            out.append(("resize", (x,), dict(scales=np.array([1, 1, 3, 1.5], np.float32))))
         for dtype in (np.float32, np.float64, np.int32, np.int64, np.int8):
             cols = (rng.standard_normal((2, 2 * 6, 4 * 3)) * 20).astype(dtype)
             for pads, strides, dilations in (
