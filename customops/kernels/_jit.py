@@ -10,8 +10,9 @@ Arithmetic: interpolation accumulates in float64, tap by tap in table order, and
 stores a float32 result; no ``fastmath`` (no reassociation, no FMA contraction), so results do not
 depend on vector width. Col2Im sums in the element type in increasing kernel-offset order.
 
-Threads: every loop is serial and compiled with ``nogil=True``; the large ones take the range of rows
-(or planes) they compute as their last two arguments, and :mod:`customops.kernels._threads` runs the
+Threads: every loop is serial and compiled with ``nogil=True``; the large ones take the range of units
+they compute as their last two arguments (output rows, blocks of rows or planes, numbered across planes
+so that a range is one contiguous part of the output), and :mod:`customops.kernels._threads` runs the
 parts on several threads (numba's own parallel regions gave mixed results here: their workers compete
 with ORT's intra-op threads; docs/performance.md).
 
@@ -353,78 +354,83 @@ def resize_rows_first(
     start: int,
     stop: int,
 ) -> None:
-    """Filter the last two axes of x (P, H, W) into output rows [start, stop) of out (P, Ho, Wo), rows
-    first: blocks of ``block`` output rows (start a multiple of it), each needing at most ``rows`` input
-    rows filtered along the last axis into a float64 scratch, then combined down the columns. ``run``
-    = (lo, hi): finite rows take _h_row_x2 with that run of pairs when hi > lo."""
+    """Filter the last two axes of x (P, H, W) into out (P, Ho, Wo), rows first, for the blocks [start,
+    stop) of the flat list of blocks (plane * blocks per plane + block): a block is ``block`` output
+    rows of one plane, needing at most ``rows`` input rows filtered along the last axis into a float64
+    scratch, then combined down the columns. ``run`` = (lo, hi): finite rows take _h_row_x2 with that
+    run of pairs when hi > lo."""
     iy, wy, iy_c, wy_c, ny_c = _split(tyi, tyw)
     ix, wx, ix_c, wx_c, nx_c = _split(txi, txw)
-    planes, height, _ = x.shape
+    height = x.shape[1]
+    out_h = out.shape[1]
     out_w = out.shape[2]
     scratch = np.empty((rows, out_w))
     acc = np.empty(out_w)
     finite = np.empty(rows, dtype=np.bool_)
     taps = iy.shape[0]
-    for p in range(planes):
-        for o0 in range(start, stop, block):
-            o1 = min(o0 + block, stop)
-            lo = height
-            hi = 0
-            for o in range(o0, o1):
-                for t in range(taps):
-                    r = np.intp(iy[t, o])
-                    lo = min(lo, r)
-                    hi = max(hi, r + 1)
-            for r in range(lo, hi):
-                src = x[p, r]
-                ok = _row_finite(src)
-                dst = scratch[r - lo]
-                if ok and run[1] > run[0]:
-                    _h_row_x2(src, dst, ix, wx, run[0], run[1])
-                else:
-                    _h_row(src, dst, acc, ix, wx, ix_c, wx_c, nx_c, ok)
-                finite[r - lo] = _row_finite(dst) if ok else False
-            for o in range(o0, o1):
-                # the two- and four-tap combinations of _v_row, written out: as a call it cost about
-                # 50 ns a row, most of a tiny image's time (same operations, same order)
-                k0 = np.intp(iy[0, o]) - lo
-                k1 = np.intp(iy[min(1, taps - 1), o]) - lo
-                if taps == 2 and finite[k0] and finite[k1]:
+    per_plane = (out_h + block - 1) // block
+    for u in range(start, stop):
+        p = u // per_plane
+        o0 = (u - p * per_plane) * block
+        o1 = min(o0 + block, out_h)
+        lo = height
+        hi = 0
+        for o in range(o0, o1):
+            for t in range(taps):
+                r = np.intp(iy[t, o])
+                lo = min(lo, r)
+                hi = max(hi, r + 1)
+        for r in range(lo, hi):
+            src = x[p, r]
+            ok = _row_finite(src)
+            dst = scratch[r - lo]
+            if ok and run[1] > run[0]:
+                _h_row_x2(src, dst, ix, wx, run[0], run[1])
+            else:
+                _h_row(src, dst, acc, ix, wx, ix_c, wx_c, nx_c, ok)
+            finite[r - lo] = _row_finite(dst) if ok else False
+        for o in range(o0, o1):
+            # the two- and four-tap combinations of _v_row, written out: as a call it cost about
+            # 50 ns a row, most of a tiny image's time (same operations, same order)
+            k0 = np.intp(iy[0, o]) - lo
+            k1 = np.intp(iy[min(1, taps - 1), o]) - lo
+            if taps == 2 and finite[k0] and finite[k1]:
+                c0 = wy[0, o]
+                c1 = wy[1, o]
+                dst = out[p, o]
+                for j in range(out_w):
+                    dst[j] = c0 * scratch[k0, j] + c1 * scratch[k1, j]
+                continue
+            if taps == 4:
+                k2 = np.intp(iy[2, o]) - lo
+                k3 = np.intp(iy[3, o]) - lo
+                if finite[k0] and finite[k1] and finite[k2] and finite[k3]:
                     c0 = wy[0, o]
                     c1 = wy[1, o]
+                    c2 = wy[2, o]
+                    c3 = wy[3, o]
                     dst = out[p, o]
                     for j in range(out_w):
-                        dst[j] = c0 * scratch[k0, j] + c1 * scratch[k1, j]
+                        dst[j] = (
+                            c0 * scratch[k0, j]
+                            + c1 * scratch[k1, j]
+                            + c2 * scratch[k2, j]
+                            + c3 * scratch[k3, j]
+                        )
                     continue
-                if taps == 4:
-                    k2 = np.intp(iy[2, o]) - lo
-                    k3 = np.intp(iy[3, o]) - lo
-                    if finite[k0] and finite[k1] and finite[k2] and finite[k3]:
-                        c0 = wy[0, o]
-                        c1 = wy[1, o]
-                        c2 = wy[2, o]
-                        c3 = wy[3, o]
-                        dst = out[p, o]
-                        for j in range(out_w):
-                            dst[j] = (
-                                c0 * scratch[k0, j]
-                                + c1 * scratch[k1, j]
-                                + c2 * scratch[k2, j]
-                                + c3 * scratch[k3, j]
-                            )
-                        continue
-                _v_row(scratch, lo, o, out[p, o], acc, iy, wy, iy_c, wy_c, ny_c, finite)
+            _v_row(scratch, lo, o, out[p, o], acc, iy, wy, iy_c, wy_c, ny_c, finite)
 
 
 def resize_columns_first(
     x: Any, out: Any, tyi: Any, tyw: Any, txi: Any, txw: Any, run: Any, start: int, stop: int
 ) -> None:
-    """Filter the last two axes of x (P, H, W) into output rows [start, stop) of out (P, Ho, Wo), columns
-    first: each output row combines input rows into a float64 row, then filters it along the last axis.
-    ``run`` = (k, lo, hi): finite rows take _h_row_down with it when k > 0."""
+    """Filter the last two axes of x (P, H, W) into the flat output rows (plane * Ho + row) [start, stop)
+    of out (P, Ho, Wo), columns first: each output row combines input rows into a float64 row, then
+    filters it along the last axis. ``run`` = (k, lo, hi): finite rows take _h_row_down with it when
+    k > 0."""
     iy, wy, iy_c, wy_c, ny_c = _split(tyi, tyw)
     ix, wx, ix_c, wx_c, nx_c = _split(txi, txw)
-    planes, height, width = x.shape
+    height, width = x.shape[1], x.shape[2]
     out_w = out.shape[2]
     column = np.empty(width)
     acc = np.empty(max(width, out_w))
@@ -433,20 +439,26 @@ def resize_columns_first(
     assume = np.ones(height, dtype=np.bool_)
     finite = np.empty(height, dtype=np.bool_)
     known = np.empty(height, dtype=np.bool_)
-    for p in range(planes):
-        rows = x[p]
-        known[:] = False
-        for o in range(start, stop):
-            _v_row(rows, 0, o, column, acc, iy, wy, iy_c, wy_c, ny_c, assume)
+    out_h = out.shape[1]
+    rows = x[0]
+    plane = -1
+    for r in range(start, stop):
+        p = r // out_h
+        o = r - p * out_h
+        if p != plane:
+            plane = p
+            rows = x[p]
+            known[:] = False
+        _v_row(rows, 0, o, column, acc, iy, wy, iy_c, wy_c, ny_c, assume)
+        ok = _row_finite(column)
+        if not ok:
+            _flag_rows(rows, o, iy, known, finite)
+            _v_row(rows, 0, o, column, acc, iy, wy, iy_c, wy_c, ny_c, finite)
             ok = _row_finite(column)
-            if not ok:
-                _flag_rows(rows, o, iy, known, finite)
-                _v_row(rows, 0, o, column, acc, iy, wy, iy_c, wy_c, ny_c, finite)
-                ok = _row_finite(column)
-            if ok and run[0] > 0:
-                _h_row_down(column, out[p, o], acc, phases, ix, wx, run)
-            else:
-                _h_row(column, out[p, o], acc, ix, wx, ix_c, wx_c, nx_c, ok)
+        if ok and run[0] > 0:
+            _h_row_down(column, out[p, o], acc, phases, ix, wx, run)
+        else:
+            _h_row(column, out[p, o], acc, ix, wx, ix_c, wx_c, nx_c, ok)
 
 
 def resize_rows(x: Any, out: Any, txi: Any, txw: Any, start: int, stop: int) -> None:
@@ -459,22 +471,29 @@ def resize_rows(x: Any, out: Any, txi: Any, txw: Any, start: int, stop: int) -> 
 
 
 def resize_middle(x: Any, out: Any, tyi: Any, tyw: Any, start: int, stop: int) -> None:
-    """Filter the middle axis: x (P, H, Q) into output rows [start, stop) of out (P, Ho, Q)."""
+    """Filter the middle axis: x (P, H, Q) into the flat output rows (plane * Ho + row) [start, stop) of
+    out (P, Ho, Q)."""
     iy, wy, iy_c, wy_c, ny_c = _split(tyi, tyw)
     acc = np.empty(x.shape[2])
     height = x.shape[1]
+    out_h = out.shape[1]
     assume = np.ones(height, dtype=np.bool_)
     finite = np.empty(height, dtype=np.bool_)
     known = np.empty(height, dtype=np.bool_)
-    for p in range(x.shape[0]):
-        rows = x[p]
-        known[:] = False
-        for o in range(start, stop):
-            dst = out[p, o]
-            _v_row(rows, 0, o, dst, acc, iy, wy, iy_c, wy_c, ny_c, assume)
-            if not _row_finite(dst):
-                _flag_rows(rows, o, iy, known, finite)
-                _v_row(rows, 0, o, dst, acc, iy, wy, iy_c, wy_c, ny_c, finite)
+    rows = x[0]
+    plane = -1
+    for r in range(start, stop):
+        p = r // out_h
+        o = r - p * out_h
+        if p != plane:
+            plane = p
+            rows = x[p]
+            known[:] = False
+        dst = out[p, o]
+        _v_row(rows, 0, o, dst, acc, iy, wy, iy_c, wy_c, ny_c, assume)
+        if not _row_finite(dst):
+            _flag_rows(rows, o, iy, known, finite)
+            _v_row(rows, 0, o, dst, acc, iy, wy, iy_c, wy_c, ny_c, finite)
 
 
 # ---------------------------------------------------------------------------------------------

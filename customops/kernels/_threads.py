@@ -1,7 +1,7 @@
 """Running a compiled loop over parts of its output on several threads.
 
 The compiled loops (customops.kernels._jit) release the GIL and take a range ``[start, stop)`` of the
-rows (or planes) they compute as their last two arguments; every output element is computed by the
+units they compute (output rows, blocks of rows, planes) as their last two arguments; every output element is computed by the
 same arithmetic whichever part it falls in, so results do not depend on the number of threads.
 
 Threads: ``CUSTOMOPS_THREADS`` in the environment (read once; default: the cores this process may run
@@ -103,24 +103,23 @@ def serial(work: int) -> bool:
     return work < 2 * _MIN_WORK
 
 
-def pieces(length: int, work: int, count: int, align: int = 1) -> list[tuple[int, int]]:
-    """The ``[start, stop)`` pieces :func:`run` cuts ``[0, length)`` into for ``count`` threads: in order,
-    starts multiples of ``align``, at most ``_PIECES_PER_THREAD`` per thread and none with less than
-    ``_MIN_PIECE_WORK`` of the ``work`` (one piece when ``count`` is 1)."""
+def pieces(length: int, work: int, count: int) -> list[tuple[int, int]]:
+    """The ``[start, stop)`` pieces :func:`run` cuts ``[0, length)`` into for ``count`` threads, in order:
+    at most ``_PIECES_PER_THREAD`` per thread and none with less than ``_MIN_PIECE_WORK`` of the
+    ``work`` (one piece when ``count`` is 1)."""
     wanted = 1 if count <= 1 else max(count, min(count * _PIECES_PER_THREAD, work // _MIN_PIECE_WORK))
     step = -(-length // max(1, wanted))
-    step = -(-step // align) * align
     return [(start, min(start + step, length)) for start in range(0, length, step)] or [(0, length)]
 
 
-def run(loop: Callable[..., Any], length: int, work: int, *args: Any, align: int = 1) -> None:
+def run(loop: Callable[..., Any], length: int, work: int, *args: Any) -> None:
     """Call ``loop(*args, start, stop)`` over ``[0, length)``: once when the work is small, else for each
     of :func:`pieces`, taken one at a time by the calling thread and the pool's workers."""
     if serial(work):  # the common case for small tensors, decided first
         loop(*args, 0, length)
         return
     count = parts(length, work)
-    bounds = pieces(length, work, count, align)
+    bounds = pieces(length, work, count)
     if len(bounds) == 1:
         loop(*args, 0, length)
         return

@@ -973,21 +973,21 @@ def _fast_path(prepared: _Prepared) -> Callable[[np.ndarray], np.ndarray] | None
         else:
             extra = (block, rows, _x2_run(tx, ops[last][1], width))
         work = min(rows_first_cost, columns_first_cost) * in3[0]
-
-        align = 1 if columns_first else block
+        # the loops take a range of flat units, each in one plane: output rows, or blocks of them
+        units = in3[0] * (out_h if columns_first else -(-out_h // block))
         tables = (tyi, tyw, txi, txw, *extra)
         if _threads.serial(work):
 
             def last2_serial(X: np.ndarray) -> np.ndarray:
                 out = np.empty(out_shape, dtype=dtype)
-                kernel2(X.reshape(in3), out.reshape(out3), *tables, 0, out_h)
+                kernel2(X.reshape(in3), out.reshape(out3), *tables, 0, units)
                 return out
 
             return last2_serial
 
         def last2(X: np.ndarray) -> np.ndarray:
             out = np.empty(out_shape, dtype=dtype)
-            _threads.run(kernel2, out_h, work, X.reshape(in3), out.reshape(out3), *tables, align=align)
+            _threads.run(kernel2, units, work, X.reshape(in3), out.reshape(out3), *tables)
             return out
 
         return last2
@@ -1014,7 +1014,7 @@ def _fast_path(prepared: _Prepared) -> Callable[[np.ndarray], np.ndarray] | None
                 _threads.run(rows_kernel, pre, work, y.reshape(pre, n), out.reshape(pre, length), ti, tw)
             else:
                 args = (y.reshape(pre, n, post), out.reshape(pre, length, post), ti, tw)
-                _threads.run(middle_kernel, length, work, *args)
+                _threads.run(middle_kernel, pre * length, work, *args)
             y = out
         return y
 

@@ -37,9 +37,9 @@ def test_split_loops_are_bit_identical(monkeypatch) -> None:
     calls: list[tuple[int, int]] = []
     real_run = _threads.run
 
-    def counting(loop, length, work, *args, align=1):
+    def counting(loop, length, work, *args):
         calls.append((length, _threads.parts(length, work)))
-        return real_run(loop, length, work, *args, align=align)
+        return real_run(loop, length, work, *args)
 
     monkeypatch.setattr(_threads, "run", counting)
     split = _run_all()
@@ -69,19 +69,18 @@ def test_split_large_resize_matches_serial(monkeypatch) -> None:
         assert got.tobytes() == want.tobytes(), config
 
 
-def test_run_covers_the_range_once_with_aligned_pieces(split_everything) -> None:
+def test_run_covers_the_range_once(split_everything) -> None:
     seen: list[tuple[int, int]] = []
 
     def loop(tag, start, stop):
         assert tag == "t"
         seen.append((start, stop))
 
-    _threads.run(loop, 23, 10**9, "t", align=4)
+    _threads.run(loop, 23, 10**9, "t")
     seen.sort()
     assert seen[0][0] == 0 and seen[-1][1] == 23
     assert all(a[1] == b[0] for a, b in itertools.pairwise(seen))
-    assert all(start % 4 == 0 for start, _ in seen)
-    assert len(seen) == 6  # ceil(23 / 4) aligned pieces: fewer than 3 threads x _PIECES_PER_THREAD
+    assert len(seen) == min(23, 3 * _threads._PIECES_PER_THREAD)
 
 
 def test_pieces_are_bounded_per_thread_and_by_work() -> None:
