@@ -104,7 +104,7 @@ def describe() -> dict[str, Any]:
     return {"jit": f"numba {numba.__version__}", "numba": numba.__version__, "jit_cache": cache}
 
 
-_HELPERS = ("_row_finite", "_h_row", "_h_row_x2", "_h_row_down", "_v_row", "_split", "_flag_rows")
+_HELPERS = ("_row_finite", "_h_row", "_h_at", "_h_row_x2", "_h_row_down", "_v_row", "_split", "_flag_rows")
 
 # ---------------------------------------------------------------------------------------------
 # Resize: separable filter passes. Index tables are unsigned (np.uintp): numba then indexes without
@@ -170,6 +170,15 @@ def _h_row(
         dst[j] = acc[j] + wt[j] * np.float64(src[it[j]])
 
 
+def _h_at(src: Any, idx: Any, w: Any, j: int) -> float:
+    """Output j of _h_row's sums for a finite row, through the (taps, L) tables: in tap order, in
+    float64."""
+    total = w[0, j] * np.float64(src[idx[0, j]])
+    for t in range(1, idx.shape[0]):
+        total += w[t, j] * np.float64(src[idx[t, j]])
+    return total
+
+
 def _h_row_x2(src: Any, dst: Any, idx: Any, w: Any, lo: int, hi: int) -> None:
     """_h_row's sums for a finite row (float64 dst) whose outputs 2m and 2m + 1, for every m in [lo, hi),
     read the same taps relative to m with the same weights (a last axis upsampled x2: the pairs of the
@@ -180,10 +189,7 @@ def _h_row_x2(src: Any, dst: Any, idx: Any, w: Any, lo: int, hi: int) -> None:
     for j in range(length - 2 * (hi - lo)):
         if j >= 2 * lo:  # past the run's pairs, which are done below
             j += 2 * (hi - lo)
-        total = w[0, j] * np.float64(src[idx[0, j]])
-        for t in range(1, taps):
-            total += w[t, j] * np.float64(src[idx[t, j]])
-        dst[j] = total
+        dst[j] = _h_at(src, idx, w, j)
     # the run, through slices that start at each tap's first element: indices from 0 up, which numba
     # does not check for negative values, so the loop vectorizes
     pairs = dst.view(np.complex128)[lo:hi]
@@ -235,10 +241,7 @@ def _h_row_down(src: Any, dst: Any, acc: Any, phases: Any, idx: Any, w: Any, run
     for j in range(length - (hi - lo)):
         if j >= lo:  # past the run, which is done below
             j += hi - lo
-        total = w[0, j] * np.float64(src[idx[0, j]])
-        for t in range(1, taps):
-            total += w[t, j] * np.float64(src[idx[t, j]])
-        dst[j] = total
+        dst[j] = _h_at(src, idx, w, j)
     width = src.shape[0]
     for q in range(k):
         phase = phases[q]

@@ -1,8 +1,9 @@
 """Running a compiled loop over parts of its output on several threads.
 
 The compiled loops (customops.kernels._jit) release the GIL and take a range ``[start, stop)`` of the
-units they compute (output rows, blocks of rows, planes) as their last two arguments; every output element is computed by the
-same arithmetic whichever part it falls in, so results do not depend on the number of threads.
+units they compute (output rows, blocks of rows, planes) as their last two arguments; every output
+element is computed by the same arithmetic whichever part it falls in, so results do not depend on the
+number of threads.
 
 Threads: ``CUSTOMOPS_THREADS`` in the environment (read once; default: the cores this process may run
 on, at most 8). ``CUSTOMOPS_THREADS=1`` runs every loop on the calling thread. A loop is split only when
@@ -108,7 +109,7 @@ def pieces(length: int, work: int, count: int) -> list[tuple[int, int]]:
     at most ``_PIECES_PER_THREAD`` per thread and none with less than ``_MIN_PIECE_WORK`` of the
     ``work`` (one piece when ``count`` is 1)."""
     wanted = 1 if count <= 1 else max(count, min(count * _PIECES_PER_THREAD, work // _MIN_PIECE_WORK))
-    step = -(-length // max(1, wanted))
+    step = max(1, -(-length // max(1, wanted)))
     return [(start, min(start + step, length)) for start in range(0, length, step)] or [(0, length)]
 
 

@@ -90,6 +90,7 @@ def test_pieces_are_bounded_per_thread_and_by_work() -> None:
     few = _threads.pieces(1000, 3 * _threads._MIN_PIECE_WORK, 2)
     assert len(few) == 3 and few[-1][1] == 1000
     assert _threads.pieces(5, 10**12, 2) == [(i, i + 1) for i in range(5)]
+    assert _threads.pieces(0, 10**12, 2) == [(0, 0)]
 
 
 def test_a_slow_thread_holds_up_one_piece_only(monkeypatch) -> None:
