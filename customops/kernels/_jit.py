@@ -464,13 +464,29 @@ def resize_columns_first(
             _h_row(column, out[p, o], acc, ix, wx, ix_c, wx_c, nx_c, ok)
 
 
-def resize_rows(x: Any, out: Any, txi: Any, txw: Any, start: int, stop: int) -> None:
-    """Filter the last axis: rows [start, stop) of x (R, W) into out (R, Wo)."""
+def resize_rows(x: Any, out: Any, txi: Any, txw: Any, pairs: Any, down: Any, start: int, stop: int) -> None:
+    """Filter the last axis: rows [start, stop) of x (R, W) into out (R, Wo). Finite rows take
+    _h_row_x2 with ``pairs`` = (lo, hi) when hi > lo (through a float64 row), else _h_row_down with
+    ``down`` = (k, lo, hi) when k > 0."""
     ix, wx, ix_c, wx_c, nx_c = _split(txi, txw)
-    acc = np.empty(out.shape[1])
+    out_w = out.shape[1]
+    acc = np.empty(out_w)
+    k = max(down[0], 1)
+    phases = np.empty((k, (x.shape[1] + k - 1) // k))
+    paired = pairs[1] > pairs[0]
+    row = np.empty(out_w if paired else 0)
     for r in range(start, stop):
         src = x[r]
-        _h_row(src, out[r], acc, ix, wx, ix_c, wx_c, nx_c, _row_finite(src))
+        ok = _row_finite(src)
+        if ok and paired:
+            _h_row_x2(src, row, ix, wx, pairs[0], pairs[1])
+            dst = out[r]
+            for j in range(out_w):
+                dst[j] = row[j]
+        elif ok and down[0] > 0:
+            _h_row_down(src, out[r], acc, phases, ix, wx, down)
+        else:
+            _h_row(src, out[r], acc, ix, wx, ix_c, wx_c, nx_c, ok)
 
 
 def resize_middle(x: Any, out: Any, tyi: Any, tyw: Any, start: int, stop: int) -> None:

@@ -205,7 +205,8 @@ def test_downsampling_runs_of_the_last_axis() -> None:
 
     assert run("linear", 0.25, width=1024) == [4, 1, 255]  # 8 taps; the first and last outputs clamp
     assert run("cubic", 0.25, width=1024) == [4, 2, 254]
-    assert run("linear", 0.5, antialias=0) == [2, 0, 32]  # two taps, none clamped
+    assert run("cubic", 0.5, antialias=0) == [2, 1, 31]  # four taps
+    assert run("linear", 0.5, antialias=0) == [0, 0, 0]  # two taps: the gathers read each element once
     assert run("linear", 0.3) == [0, 0, 0]  # weights vary along the axis
     assert run("linear", 0.25, width=40) == [0, 0, 0]  # too short to be worth it
 
@@ -270,7 +271,37 @@ def test_downsampling_phases_give_the_table_loop_bits(monkeypatch) -> None:
             m.setattr(resize_module, "_down_run", lambda *a: np.zeros(3, np.int64))
             tables = resize_module._fast_path(prepared)(x)
         assert phased.tobytes() == tables.tobytes(), (dtype, mode, antialias, scale, shape)
-    assert used >= 24
+    assert used >= 20  # every config with at least 2k taps (two-tap linear and cubic /4 gather)
+
+
+@pytest.mark.skipif(not _jit.enabled(), reason="numba is not available")
+def test_last_axis_runs_give_the_table_loop_bits(monkeypatch) -> None:
+    """The one-axis loop (only the last axis resized: audio frames, 1-D signals) with its x2 pairs and
+    phases against the same loop through the tables only: the same bits."""
+    from customops.kernels import resize as resize_module
+
+    rng = np.random.default_rng(14)
+    used = 0
+    for dtype, mode, antialias, scale, shape in itertools.product(
+        (np.float32, np.float64), ("linear", "cubic"), (0, 1), (2.0, 0.5, 0.25), ((2, 3, 150), (1, 2, 5, 64))
+    ):
+        x = (rng.standard_normal(shape) * 100).astype(dtype)
+        x.reshape(-1, shape[-1])[1, 17] = np.nan
+        x.reshape(-1, shape[-1])[-1, :] = np.inf
+        scales = np.ones(len(shape), np.float32)
+        scales[-1] = scale
+        prepared = resize_module._prepare(x.shape, x.dtype, None, scales, None, antialias, None,
+                                          "half_pixel", -0.75, 0, 0.0, "stretch", mode, "round_prefer_floor")  # fmt: skip
+        (_, indices, weights) = prepared.filters[-1]
+        used += resize_module._x2_run(indices, weights, shape[-1])[1] > 0
+        used += resize_module._down_run(indices, weights)[0] > 0
+        fast = resize_module._fast_path(prepared)(x)
+        with monkeypatch.context() as m:
+            m.setattr(resize_module, "_x2_run", lambda *a: np.zeros(2, np.int64))
+            m.setattr(resize_module, "_down_run", lambda *a: np.zeros(3, np.int64))
+            tables = resize_module._fast_path(prepared)(x)
+        assert fast.tobytes() == tables.tobytes(), (dtype, mode, antialias, scale, shape)
+    assert used >= 30
 
 
 def _same(bound, plain, *args) -> None:
