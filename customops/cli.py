@@ -163,6 +163,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (0 ok, 1 findings, 2 bad input or usage)."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    from customops.kernels import _jit
+
+    _jit.announce_compilation(sys.stderr)  # a first run on a machine pauses there for a few seconds
     try:
         return int(args.func(args))
     except CustomOpsError as exc:

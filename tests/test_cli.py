@@ -100,3 +100,32 @@ def test_bad_input_exits_2_with_one_line_and_writes_nothing(tmp_path, make, args
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and needle in lines[0] and "Traceback" not in proc.stderr
     assert sorted(os.listdir(tmp_path)) == before
+
+
+@pytest.mark.skipif(os.environ.get("CUSTOMOPS_JIT", "1") == "0", reason="the compiled loops are off")
+def test_a_first_compilation_is_announced_once_and_a_cached_run_is_silent(tmp_path):
+    """A machine's first run pauses while numba compiles the loops: the command says so on stderr, once;
+    a run that loads them from the on-disk cache says nothing of it."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    from customops.kernels._jit import COMPILING
+
+    node = helper.make_node("Pad", ["x", "pads"], ["y"], mode="reflect")
+    graph = helper.make_graph(
+        [node],
+        "pad",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 300, 300])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 304, 304])],
+        [numpy_helper.from_array(np.array([0, 0, 2, 2, 0, 0, 2, 2], np.int64), "pads")],
+    )
+    path = tmp_path / "pad.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)]), path)
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba-cache")}  # a cold cache of our own
+    command = [sys.executable, "-m", "customops.cli", "compare", str(path)]
+    runs = [subprocess.run(command, capture_output=True, text=True, timeout=300, env=env) for _ in range(2)]
+    for proc in runs:
+        assert proc.returncode == 0, proc.stderr  # the two sides agree on this Pad
+        assert COMPILING not in proc.stdout  # stdout carries the results only
+    assert runs[0].stderr.count(COMPILING) == 1, runs[0].stderr
+    assert COMPILING not in runs[1].stderr, runs[1].stderr

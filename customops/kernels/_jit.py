@@ -35,6 +35,44 @@ Pad's rows) move any numeric type as these."""
 _lock = threading.Lock()
 _compiled: dict[str, Callable[..., Any]] = {}
 _state: dict[str, Any] = {"checked": False, "numba": None, "error": None, "cache": None}
+_announce: dict[str, Any] = {"stream": None, "pid": None, "said": False}
+
+COMPILING = (
+    "compiling the kernels' loops for their first use here (numba: a few seconds each; kept on disk for "
+    "later runs)"
+)
+
+
+def announce_compilation(stream: Any) -> None:
+    """Write :data:`COMPILING` to ``stream``, once, when numba starts compiling one of our loops in this
+    process (not when it loads one from its on-disk cache): the command line's progress note for the
+    seconds a first run on a machine spends there. Child processes stay silent."""
+    _announce.update(stream=stream, pid=os.getpid())
+
+
+def _listen(numba: Any) -> None:
+    """Have numba's compile events drive :func:`announce_compilation` (a cosmetic note: skipped if this
+    numba has no event API)."""
+    try:
+        from numba.core import event
+    except Exception:  # pragma: no cover - numba without its event API
+        return
+
+    class FirstCompile(event.Listener):  # type: ignore[misc]
+        def on_start(self, ev: Any) -> None:
+            stream = _announce["stream"]
+            if stream is None or _announce["said"] or os.getpid() != _announce["pid"]:
+                return
+            data = ev.data if isinstance(ev.data, dict) else {}
+            module = getattr(getattr(data.get("dispatcher"), "py_func", None), "__module__", "") or ""
+            if module.startswith("customops."):
+                _announce["said"] = True
+                print(COMPILING, file=stream, flush=True)
+
+        def on_end(self, ev: Any) -> None:
+            pass
+
+    event.register("numba:compile", FirstCompile())
 
 
 def _numba() -> Any:
@@ -50,6 +88,7 @@ def _numba() -> Any:
                     import numba
 
                     _state["numba"] = numba
+                    _listen(numba)
                 except Exception as exc:  # ImportError, or a numba that rejects this numpy
                     _state["error"] = f"numba unavailable: {type(exc).__name__}: {exc}"
             _state["checked"] = True
