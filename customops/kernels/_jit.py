@@ -271,8 +271,9 @@ def _h_row_down(src: Any, dst: Any, acc: Any, phases: Any, idx: Any, w: Any, run
     """_h_row's sums for a finite row whose outputs j in [lo, hi) read idx[t, j] = idx[t, lo] + k * (j -
     lo) with the same weights, run = (k, lo, hi), hi > lo (a last axis downsampled by k): the row is
     split into its k phases (phases[q, i] = src[k * i + q]), and each tap then reads one phase
-    contiguously over the run, which vectorizes where the table gathers do not. The other outputs go
-    through the tables. Same operations, same order; ``acc`` a float64 scratch row."""
+    contiguously over the run, which vectorizes where the table gathers do not; at least two taps
+    (_down_run asks for 2k). The other outputs go through the tables. Same operations, same order;
+    ``acc`` a float64 scratch row."""
     taps, length = idx.shape
     k = run[0]
     lo = run[1]
@@ -291,10 +292,6 @@ def _h_row_down(src: Any, dst: Any, acc: Any, phases: Any, idx: Any, w: Any, run
     part = phases[first % k, first // k :]
     c = w[0, lo]
     out = dst[lo:hi]
-    if taps == 1:
-        for i in range(n):
-            out[i] = c * part[i]
-        return
     for i in range(n):
         acc[i] = c * part[i]
     for t in range(1, taps - 1):
