@@ -333,3 +333,51 @@ def test_empty_tensors_give_empty_results():
 def test_rewritten_model_passes_the_full_checker():
     model, _ = _resize_model(mode="cubic")
     onnx.checker.check_model(customops.rewrite(model), full_check=True)
+
+
+def _intra_op_threads(model, options=None):
+    return customops.InferenceSession(model, sess_options=options).get_session_options().intra_op_num_threads
+
+
+def test_a_model_of_only_our_nodes_gets_one_ort_intra_op_thread(tmp_path):
+    model, feed = _resize_model(mode="linear")
+    rewritten = customops.rewrite(model)
+    path = tmp_path / "m.onnx"
+    onnx.save(rewritten, path)
+    for given in (rewritten, rewritten.SerializeToString(), path, str(path)):
+        assert _intra_op_threads(given) == 1
+    # the results are those of a session with ONNX Runtime's default options
+    (ours,) = customops.InferenceSession(rewritten).run(None, feed)
+    (default,) = customops.InferenceSession(rewritten, sess_options=ort.SessionOptions()).run(None, feed)
+    np.testing.assert_array_equal(ours, default)
+
+
+def test_models_with_other_nodes_and_given_options_keep_ort_defaults():
+    model, _ = _resize_model(mode="linear")
+    rewritten = customops.rewrite(model)
+    assert _intra_op_threads(model) == 0  # the original, standard Resize
+    assert _intra_op_threads(rewritten, ort.SessionOptions()) == 0  # options given are used as given
+
+    def nested(op_type):
+        # our node, then an If whose branches apply op_type to its output
+        y = rewritten.graph.output[0].name
+        branch = helper.make_graph(
+            [helper.make_node(op_type, [y], ["z"])],
+            "b",
+            [],
+            [helper.make_tensor_value_info("z", TensorProto.FLOAT, None)],
+        )
+        out = onnx.ModelProto()
+        out.CopyFrom(rewritten)
+        out.graph.input.append(helper.make_tensor_value_info("c", TensorProto.BOOL, []))
+        out.graph.node.append(helper.make_node("If", ["c"], ["w"], then_branch=branch, else_branch=branch))
+        del out.graph.output[:]
+        out.graph.output.append(helper.make_tensor_value_info("w", TensorProto.FLOAT, None))
+        return out
+
+    assert _intra_op_threads(nested("Relu")) == 0
+    assert _intra_op_threads(nested("Relu").SerializeToString()) == 0
+    # the If itself is a standard op outside Constant and Identity
+    assert customops.runtime._uses_ort_threads(nested("Identity"))
+    assert not customops.runtime._uses_ort_threads(rewritten)
+    assert customops.runtime._uses_ort_threads(b"not a model")
