@@ -275,6 +275,17 @@ def _uses_ort_threads(model: Any) -> bool:
     return False
 
 
+def default_options(model: Any) -> ort.SessionOptions:
+    """New ``SessionOptions`` for ``model`` (a ModelProto, bytes or a path): ONNX Runtime's defaults, but
+    one intra-op thread when no node of the model uses that pool (see :func:`_uses_ort_threads`): its
+    worker would only spin, for the whole run, on a core our kernels' threads need
+    (docs/performance.md, Threading)."""
+    options = ort.SessionOptions()
+    if not _uses_ort_threads(model):
+        options.intra_op_num_threads = 1
+    return options
+
+
 class InferenceSession(ort.InferenceSession):
     """An ``onnxruntime.InferenceSession`` with our custom ops registered.
 
@@ -295,11 +306,7 @@ class InferenceSession(ort.InferenceSession):
         **kwargs: Any,
     ) -> None:
         if sess_options is None:
-            sess_options = ort.SessionOptions()
-            if not _uses_ort_threads(model):
-                # no node would use ONNX Runtime's intra-op pool, whose worker would only spin on a core
-                # our kernels' threads need for the whole run (docs/performance.md, Threading)
-                sess_options.intra_op_num_threads = 1
+            sess_options = default_options(model)
         if hasattr(model, "SerializeToString"):
             model = model.SerializeToString()
         elif isinstance(model, os.PathLike):
