@@ -543,9 +543,6 @@ def machine() -> dict[str, Any]:
     info["threads"] = _threads.threads()
     info["threads_source"] = _threads.describe()
     info["malloc"] = allocator.policy()
-    # customops.InferenceSession gives a graph of only our nodes one ORT intra-op thread (no node uses
-    # that pool); the built-in side keeps ORT's defaults
-    info["sessions"] = "built-in ORT defaults, custom 1 ORT intra-op thread"
     return info
 
 
@@ -703,8 +700,7 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"machine: {info['nproc']} cores ({info['cpu']}); onnxruntime {info['onnxruntime']}, "
         f"onnxruntime-extensions {info.get('onnxruntime_extensions', '?')}, numpy {info['numpy']}, "
-        f"{info['jit']}, kernel threads {info['threads_source']}, malloc {info['malloc']}, "
-        f"sessions: {info['sessions']}; "
+        f"{info['jit']}, kernel threads {info['threads_source']}, malloc {info['malloc']}; "
         f"{'quick' if args.quick else 'full'} run, median of {samples}"
     )
     print()

@@ -206,9 +206,9 @@ def _with_outputs(model: ModelProto, names: Sequence[str], types: dict[str, int]
 def _session(model: ModelProto, custom: bool, profile_dir: str | None = None) -> Any:
     import onnxruntime as ort
 
-    from customops.runtime import InferenceSession, default_options
+    from customops.runtime import InferenceSession
 
-    opts = default_options(model) if custom else ort.SessionOptions()
+    opts = ort.SessionOptions()
     opts.log_severity_level = 3
     if profile_dir is not None:
         opts.enable_profiling = True

@@ -244,56 +244,10 @@ def _has_entry(options: ort.SessionOptions) -> bool:
         return False
 
 
-# Standard ops that never run on ONNX Runtime's intra-op thread pool.
-_POOL_FREE = frozenset({"Constant", "Identity"})
-
-
-def _uses_ort_threads(model: Any) -> bool:
-    """Whether a node of ``model`` (a ModelProto, serialized bytes or a path) may use ONNX Runtime's
-    intra-op threads: any node outside our domain but Constant, Identity and calls of model-local
-    functions (whose bodies are checked), in any graph or subgraph. True when the model cannot be read
-    (ONNX Runtime reports that itself)."""
-    import onnx
-
-    from customops.rewriter import all_nodes
-
-    try:
-        if not isinstance(model, onnx.ModelProto):
-            if isinstance(model, (bytes, bytearray, memoryview)):
-                model = onnx.ModelProto.FromString(bytes(model))
-            else:
-                model = onnx.load(os.fspath(model), load_external_data=False)
-    except Exception:
-        return True
-    local = {(f.domain, f.name) for f in model.functions}
-    for node in all_nodes(model):
-        if node.domain == DOMAIN or (node.domain, node.op_type) in local:
-            continue
-        if node.domain in ("", "ai.onnx") and node.op_type in _POOL_FREE:
-            continue
-        return True
-    return False
-
-
-def default_options(model: Any) -> ort.SessionOptions:
-    """New ``SessionOptions`` for ``model`` (a ModelProto, bytes or a path): ONNX Runtime's defaults, but
-    one intra-op thread when no node of the model uses that pool (see :func:`_uses_ort_threads`): its
-    worker would only spin, for the whole run, on a core our kernels' threads need
-    (docs/performance.md, Threading)."""
-    options = ort.SessionOptions()
-    if not _uses_ort_threads(model):
-        options.intra_op_num_threads = 1
-    return options
-
-
 class InferenceSession(ort.InferenceSession):
     """An ``onnxruntime.InferenceSession`` with our custom ops registered.
 
     ``model`` is a path, serialized bytes or an ``onnx.ModelProto``. ``providers`` defaults to the CPU.
-    ``sess_options`` are used as given (our ops are registered on them). Without them, a model whose
-    nodes are all ours (and Constant or Identity) runs with one ONNX Runtime intra-op thread: no node
-    would use that pool, and its worker would spin on a core our kernels' threads use; other models get
-    ONNX Runtime's defaults.
     ``run`` raises :class:`~customops.KernelError` with the kernel's own message when one of our kernels
     fails, and the process lives on.
     """
@@ -305,8 +259,6 @@ class InferenceSession(ort.InferenceSession):
         providers: Sequence[str] | None = None,
         **kwargs: Any,
     ) -> None:
-        if sess_options is None:
-            sess_options = default_options(model)
         if hasattr(model, "SerializeToString"):
             model = model.SerializeToString()
         elif isinstance(model, os.PathLike):

@@ -478,15 +478,3 @@ def test_conformance_command_passes_every_custom_result():
     rows = json.loads(proc.stdout)
     assert rows and all(r["custom"] == "pass" for r in rows)
     assert any(r["builtin"] != "pass" for r in rows)  # ORT fails the align_corners downsampling tests
-
-
-def test_the_custom_side_of_a_model_of_only_our_ops_runs_without_ort_intra_op_threads():
-    import customops
-    from customops import compare
-
-    model, _ = one_node_model(
-        "Pad", {"data": np.ones((2, 3), np.float32), "pads": np.array([1, 1, 1, 1], np.int64)}, 18
-    )
-    rewritten = customops.rewrite(model)
-    assert compare._session(rewritten, True).get_session_options().intra_op_num_threads == 1
-    assert compare._session(model, False).get_session_options().intra_op_num_threads == 0
