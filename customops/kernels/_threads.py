@@ -10,8 +10,8 @@ on, at most 8). ``CUSTOMOPS_THREADS=1`` runs every loop on the calling thread. A
 it has at least ``_MIN_WORK`` elements of work per thread, so tiny tensors never pay for a hand-over.
 A split loop is cut into pieces, up to ``_PIECES_PER_THREAD`` per thread, which the calling thread and
 ``threads - 1`` pool workers take one at a time until none is left: a thread slowed down by other work
-on its core (ONNX Runtime's own intra-op threads spin on it during a run) takes fewer pieces instead of
-holding up the call. The pool is made on first use and made again in a forked child (a pool's threads
+on its core (ONNX Runtime's intra-op threads spin for some 50 ms after a run that used them) takes fewer
+pieces instead of holding up the call. The pool is made on first use and made again in a forked child (a pool's threads
 do not survive ``fork``).
 """
 
