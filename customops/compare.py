@@ -9,6 +9,7 @@ was carried in from upstream, and which side leaves the spec (the side the refer
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import sys
@@ -71,11 +72,26 @@ def parse_dims(items: Sequence[str]) -> dict[str, int]:
     return dims
 
 
+def check_settings(
+    *, rtol: float | None = None, atol: float | None = None, reference_limit: int = 0, seed: int = 0
+) -> None:
+    """Raise CustomOpsError, naming the option, for a tolerance that is negative or not finite, or a
+    negative reference limit or seed."""
+    for name, value in (("rtol", rtol), ("atol", atol)):
+        if value is not None and not (math.isfinite(value) and value >= 0):
+            raise CustomOpsError(f"--{name} {value!r} must be a finite number at least 0")
+    if reference_limit < 0:
+        raise CustomOpsError(f"--reference-limit {reference_limit!r} must be at least 0")
+    if seed < 0:
+        raise CustomOpsError(f"--seed {seed!r} must be at least 0")
+
+
 def generate_inputs(
     model: ModelProto, seed: int = 0, dims: dict[str, int] | None = None
 ) -> dict[str, np.ndarray]:
     """Seeded inputs from each graph input's declared type and shape; symbolic dimensions take their value
     from ``dims``, else :data:`DEFAULT_DIM`. Floats are standard normal, integers uniform in [0, 16)."""
+    check_settings(seed=seed)
     rng = np.random.default_rng(seed)
     dims = dims or {}
     feed: dict[str, np.ndarray] = {}
@@ -404,7 +420,10 @@ def compare_model(
     seed: int = 0,
     progress: Callable[[str], None] | None = None,
 ) -> Comparison:
-    """Compare ``model`` on ``feed`` between ORT's built-in kernels and ours; see the module docstring."""
+    """Compare ``model`` on ``feed`` between ORT's built-in kernels and ours; see the module docstring.
+    ``rtol`` and ``atol`` (default: per dtype) must be finite and at least 0, ``reference_limit`` at
+    least 0 (0: onnx.reference is given empty inputs only)."""
+    check_settings(rtol=rtol, atol=atol, reference_limit=reference_limit)
     import onnxruntime as ort
 
     import customops
@@ -676,6 +695,7 @@ def run_compare(args: Any) -> int:
     """The ``customops compare`` command."""
     from customops.modelio import check_model_file, load_model
 
+    check_settings(rtol=args.rtol, atol=args.atol, reference_limit=args.reference_limit, seed=args.seed)
     model = load_model(args.model)
     check_model_file(args.model)
     dims = parse_dims(args.dim or [])

@@ -14,6 +14,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from customops.compare import compare_model, generate_inputs
+from customops.errors import CustomOpsError
 from customops.metrics import compare_arrays
 from tests.helpers import one_node_model
 
@@ -440,6 +441,11 @@ def test_cli_agreeing_model_exits_0_and_accepts_npz_inputs(tmp_path):
         (None, ["--dim", "N"], "--dim 'N' is not NAME=VALUE"),
         (None, ["--ops", "Conv"], "unknown op 'Conv'"),
         (None, ["--json", "nowhere/r.json"], "output directory"),
+        (None, ["--seed", "-1"], "--seed -1 must be at least 0"),
+        (None, ["--rtol", "nan"], "--rtol nan must be a finite number at least 0"),
+        (None, ["--atol", "-0.5"], "--atol -0.5 must be a finite number at least 0"),
+        (None, ["--rtol", "1e400"], "--rtol inf must be"),
+        (None, ["--reference-limit", "-5"], "--reference-limit -5 must be at least 0"),
     ],
 )
 def test_cli_bad_input_exits_2_with_one_line(tmp_path, setup, extra, needle):
@@ -478,3 +484,15 @@ def test_conformance_command_passes_every_custom_result():
     rows = json.loads(proc.stdout)
     assert rows and all(r["custom"] == "pass" for r in rows)
     assert any(r["builtin"] != "pass" for r in rows)  # ORT fails the align_corners downsampling tests
+
+
+def test_api_rejects_negative_or_non_finite_settings():
+    model, feed = one_node_model(
+        "Pad", {"data": np.ones((2, 3), F32), "pads": np.array([1, 1, 1, 1], np.int64)}, 18
+    )
+    with pytest.raises(CustomOpsError, match=r"--atol -1\.0"):
+        compare_model(model, feed, atol=-1.0)
+    with pytest.raises(CustomOpsError, match="--seed -3"):
+        generate_inputs(model, seed=-3)
+    # zero tolerances and a zero reference limit are allowed
+    assert compare_model(model, feed, rtol=0.0, atol=0.0, reference_limit=0).exit_status == 0
