@@ -264,6 +264,7 @@ def test_recorded_decisions_found_by_the_fuzzer():
         (["--cases", "many"], "is not an integer"),
         (["--op", "Conv"], "unknown op 'Conv'"),
         (["--op", "Col2Im", "--opset", "11"], "no version of Col2Im is in force at opset 11"),
+        (["--opset", "999"], "--opset '999' is past the newest opset of the installed onnx"),
         (["--shard", "2/2"], "is not I/N"),
         (["--jobs", "0"], "--jobs '0' must be at least 1"),
         (["--time-budget", "-3"], "must be a positive number of seconds"),

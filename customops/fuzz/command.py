@@ -148,6 +148,13 @@ def _targets(ops_arg: list[str] | None, opset_arg: str | None) -> list[Any]:
     if opset_arg is None:
         return [o for o in OPS if o.op in ops]
     opset = _int(opset_arg, "--opset", 0, 1)
+    import onnx
+
+    newest = onnx.defs.onnx_opset_version()
+    if opset > newest:
+        raise CustomOpsError(
+            f"--opset {opset_arg!r} is past the newest opset of the installed onnx {onnx.__version__} ({newest})"
+        )
     targets = [t for t in (lookup(op, opset) for op in ops) if t is not None]
     if not targets:
         raise CustomOpsError(f"no version of {', '.join(ops)} is in force at opset {opset}")
