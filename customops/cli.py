@@ -73,10 +73,12 @@ def markdown_table(rows: list, probed: bool = True) -> str:
 
 
 def _cmd_rewrite(args: argparse.Namespace) -> int:
-    from customops.modelio import check_model_file, load_model_info, save_model
+    from customops.modelio import check_model_file, check_output_spares_input, load_model_files, save_model
     from customops.rewriter import rewrite_model
 
-    model, external = load_model_info(args.input)
+    model, external, files = load_model_files(args.input)
+    if not args.dry_run:
+        check_output_spares_input(args.output, files, external=external)
     check_model_file(args.input)
     result = rewrite_model(
         model, ops=_split(args.ops), nodes=_split(args.nodes), exclude=_split(args.exclude) or ()
@@ -100,11 +102,12 @@ def _cmd_rewrite(args: argparse.Namespace) -> int:
 
 
 def _cmd_restore(args: argparse.Namespace) -> int:
-    from customops.modelio import load_model_info, save_model
+    from customops.modelio import check_output_spares_input, load_model_files, save_model
     from customops.registry import DOMAIN
     from customops.rewriter import all_nodes, restore
 
-    model, external = load_model_info(args.input)
+    model, external, files = load_model_files(args.input)
+    check_output_spares_input(args.output, files, external=external)
     count = sum(1 for n in all_nodes(model) if n.domain == DOMAIN)
     save_model(restore(model), args.output, external=external or None)
     print(f"restored {count} node(s); wrote {args.output}")

@@ -693,10 +693,15 @@ def _tensor(value: np.ndarray, name: str) -> TensorProto:
 
 def run_compare(args: Any) -> int:
     """The ``customops compare`` command."""
-    from customops.modelio import check_model_file, load_model
+    from customops.modelio import check_model_file, check_output_spares_input, load_model_files
 
     check_settings(rtol=args.rtol, atol=args.atol, reference_limit=args.reference_limit, seed=args.seed)
-    model = load_model(args.model)
+    model, _, files = load_model_files(args.model)
+    if args.inputs:
+        files.append(Path(args.inputs))
+    for target in (args.json, args.html):
+        if target:
+            check_output_spares_input(target, files, external=False)
     check_model_file(args.model)
     dims = parse_dims(args.dim or [])
     if args.inputs:

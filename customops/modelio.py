@@ -23,6 +23,12 @@ def load_model(path: str | os.PathLike[str]) -> ModelProto:
 
 def load_model_info(path: str | os.PathLike[str]) -> tuple[ModelProto, bool]:
     """Like :func:`load_model`; also says whether the file kept any tensor in external data."""
+    model, external, _ = load_model_files(path)
+    return model, external
+
+
+def load_model_files(path: str | os.PathLike[str]) -> tuple[ModelProto, bool, list[Path]]:
+    """Like :func:`load_model_info`; also lists the files read: the model and its external data files."""
     p = Path(path)
     if not p.exists():
         raise CustomOpsError(f"model file {str(p)!r} does not exist")
@@ -38,15 +44,37 @@ def load_model_info(path: str | os.PathLike[str]) -> tuple[ModelProto, bool]:
         raise CustomOpsError(f"cannot read {str(p)!r}: {exc.strerror or exc}") from None
     if not model.HasField("graph"):
         raise CustomOpsError(f"{str(p)!r} is not an ONNX model (no graph)")
-    external = any(
-        t.data_location == onnx.TensorProto.EXTERNAL
-        for t in onnx.external_data_helper._get_all_tensors(model)
-    )
+    files = [p]
+    for t in onnx.external_data_helper._get_all_tensors(model):
+        if t.data_location == onnx.TensorProto.EXTERNAL:
+            location = next((e.value for e in t.external_data if e.key == "location"), None)
+            if location and p.parent / location not in files:
+                files.append(p.parent / location)
+    external = len(files) > 1
     try:
         onnx.external_data_helper.load_external_data_for_model(model, str(p.parent))
     except (OSError, ValueError) as exc:
         raise CustomOpsError(f"cannot read the external data of {str(p)!r}: {exc}") from None
-    return model, external
+    return model, external, files
+
+
+def check_output_spares_input(output: str | os.PathLike[str], inputs: list[Path], *, external: bool) -> None:
+    """Raise CustomOpsError when writing ``output`` (and ``<output>.data`` with ``external``) would
+    replace one of ``inputs``, the files a command reads (the model first)."""
+    targets = [Path(output)]
+    if external:
+        targets.append(Path(str(output) + ".data"))
+    for target in targets:
+        for source in inputs:
+            try:
+                same = target.exists() and source.exists() and os.path.samefile(target, source)
+            except OSError:
+                same = False
+            if same:
+                what = "the input model" if source == inputs[0] else f"also an input ({str(source)!r})"
+                raise CustomOpsError(
+                    f"output {str(target)!r} is {what}; the input is never modified: choose another path"
+                )
 
 
 def check_model_file(path: str | os.PathLike[str]) -> None:

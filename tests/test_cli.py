@@ -81,6 +81,8 @@ def test_rewrite_dry_run_writes_nothing_and_json_is_machine_readable(model_file,
         ("model", ["model.onnx", "out.onnx", "--nodes", "ghost"], "no node named 'ghost'"),
         ("model", ["model.onnx", "nodir/out.onnx"], "output directory"),
         ("invalid", ["model.onnx", "out.onnx"], "fails the ONNX checker"),
+        ("model", ["model.onnx", "model.onnx"], "is the input model"),
+        ("model", ["model.onnx", "./sub/../model.onnx"], "is the input model"),
     ],
 )
 def test_bad_input_exits_2_with_one_line_and_writes_nothing(tmp_path, make, args, needle):
@@ -94,12 +96,46 @@ def test_bad_input_exits_2_with_one_line_and_writes_nothing(tmp_path, make, args
         model = _pipeline()
         model.graph.node[0].input[0] = "no_such_value"  # uses a value nothing produces
         onnx.save(model, tmp_path / "model.onnx")
-    before = sorted(os.listdir(tmp_path))
+    (tmp_path / "sub").mkdir()
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
     proc = run_cli("rewrite", *args, cwd=tmp_path)
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and needle in lines[0] and "Traceback" not in proc.stderr
-    assert sorted(os.listdir(tmp_path)) == before
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()} == before
+
+
+@pytest.mark.parametrize("command", ["rewrite", "restore"])
+def test_the_output_never_replaces_the_input_or_its_external_data(tmp_path, command):
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    # a model whose tensors live in external data named as another output's data file would be
+    pads = numpy_helper.from_array(np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64), "pads")
+    bias = numpy_helper.from_array(np.ones((1, 1, 18, 18), np.float32), "bias")  # over 1 KiB
+    graph = helper.make_graph(
+        [helper.make_node("Pad", ["x", "pads"], ["p"]), helper.make_node("Add", ["p", "bias"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 16, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 18, 18])],
+        [pads, bias],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+    onnx.save(
+        model, tmp_path / "a.onnx", save_as_external_data=True, location="b.onnx.data", size_threshold=0
+    )
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    for out, needle in (("a.onnx", "is the input model"), ("b.onnx", "is also an input")):
+        proc = run_cli(command, "a.onnx", out, cwd=tmp_path)
+        assert proc.returncode == 2, (proc.stdout, proc.stderr)
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and needle in lines[0], proc.stderr
+        assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+    # any other name is fine, with its own external data file
+    proc = run_cli(command, "a.onnx", "c.onnx", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "c.onnx.data").exists()
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.name in before} == before
 
 
 @pytest.mark.skipif(os.environ.get("CUSTOMOPS_JIT", "1") == "0", reason="the compiled loops are off")

@@ -441,6 +441,9 @@ def test_cli_agreeing_model_exits_0_and_accepts_npz_inputs(tmp_path):
         (None, ["--dim", "N"], "--dim 'N' is not NAME=VALUE"),
         (None, ["--ops", "Conv"], "unknown op 'Conv'"),
         (None, ["--json", "nowhere/r.json"], "output directory"),
+        (None, ["--json", "m.onnx"], "is the input model"),
+        (None, ["--html", "./m.onnx"], "is the input model"),
+        ("wrong_name", ["--json", "in.npz"], "is also an input"),
         (None, ["--seed", "-1"], "--seed -1 must be at least 0"),
         (None, ["--rtol", "nan"], "--rtol nan must be a finite number at least 0"),
         (None, ["--atol", "-0.5"], "--atol -0.5 must be a finite number at least 0"),
@@ -462,10 +465,12 @@ def test_cli_bad_input_exits_2_with_one_line(tmp_path, setup, extra, needle):
         }[setup]
         np.savez(tmp_path / "in.npz", **values)
         args += ["--inputs", str(tmp_path / "in.npz")]
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
     proc = run_cli(*args, cwd=tmp_path)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and needle in lines[0] and "Traceback" not in proc.stderr
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
 
 
 def test_model_invalid_for_both_sides_is_bad_input(tmp_path):
