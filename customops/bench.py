@@ -253,30 +253,68 @@ def _inner_count(run: Callable[[], Any], target_s: float) -> int:
     return max(1, min(10_000, int(target_s / max(once, 1e-7))))
 
 
+# After a run that used it, ORT's intra-op pool keeps spinning on a core for about 50 ms (its worker's CPU
+# time, docs/performance.md "ORT's spinning pool"): a side timed in that window shares a core with it.
+# After each built-in sample (tiny ones too: the 8x8 bilinear Resize uses the pool) the bench waits this
+# long, busy on the calling thread (an idle pause let the VM idle, and copy-bound runs after it slowed).
+_SETTLE_S = 0.1
+
+
+def _busy_wait(seconds: float) -> None:
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
 @dataclass
 class _Side:
-    """One side of a comparison: ``run`` once per call; ``enter``/``leave`` around each sample."""
+    """One side of a comparison: ``run`` once per call; ``enter``/``leave`` around each sample;
+    ``settle`` seconds of busy waiting after it (default 0)."""
 
     run: Callable[[], Any]
     enter: Callable[[], Any] = lambda: None
     leave: Callable[[], Any] = lambda: None
+    settle: float = 0.0
 
     def sample(self, inner: int) -> float:
+        """Seconds per run over ``inner`` back-to-back runs, after one untimed run (the first run after
+        another side starts on caches and threads that side left)."""
         self.enter()
         try:
+            self.run()
             return _time_once(self.run, inner)
         finally:
             self.leave()
+            if self.settle:
+                _busy_wait(self.settle)
+
+
+def _orders(n: int) -> list[list[int]]:
+    """Orders of ``n`` sides in which each side directly follows each other side equally often (a
+    Williams design: n orders for even n, 2n for odd n)."""
+    first = [0]
+    low, high = 1, n - 1
+    while len(first) < n:
+        first.append(low)
+        low += 1
+        if len(first) < n:
+            first.append(high)
+            high -= 1
+    orders = [[(k + i) % n for k in first] for i in range(n)]
+    if n % 2:
+        orders += [list(reversed(order)) for order in orders]
+    return orders
 
 
 def _alternate(sides: list[_Side], samples: int, target_s: float) -> tuple[list[list[float]], int]:
     """Alternate samples of the sides; returns their per-run seconds and the runs per sample."""
     inner = min(_sides_inner(side, target_s) for side in sides)
     times: list[list[float]] = [[] for _ in sides]
+    orders = _orders(len(sides))
     for i in range(samples):
-        # Rotate which side goes first, so none always runs on a cache another one warmed.
-        for k in range(len(sides)):
-            j = (i + k) % len(sides)
+        # Balanced orders: no side always runs first, or always after the same other side (on the
+        # caches and threads it left).
+        for j in orders[i % len(orders)]:
             times[j].append(sides[j].sample(inner))
     return times, inner
 
@@ -450,7 +488,7 @@ def _run_workload(w: Workload, quick: bool, samples: int, hooks: _Hooks) -> Resu
     install_write = hooks.write_only(custom_out.shape, custom_out.dtype)
 
     sides = [
-        _Side(run_builtin),
+        _Side(run_builtin, settle=_SETTLE_S),
         _Side(run_custom),
         _Side(run_custom, install_ready, hooks.ours),
         _Side(run_custom, install_write, hooks.ours),

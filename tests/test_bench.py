@@ -145,3 +145,30 @@ def test_summary_and_table_from_results() -> None:
     assert text.count("\n") == 4 and "| b | 1x1 |" in text and "| - |" in text
     assert "| 4.00 | 2.00 | 2.00 | 2.50 |" in text  # ratio, floor ms, floor/built-in, write-only/built-in
     assert bench.summarize([]) == {}
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 5])
+def test_sides_follow_each_other_equally_often(n: int) -> None:
+    import itertools
+    from collections import Counter
+
+    orders = bench._orders(n)
+    assert all(sorted(order) == list(range(n)) for order in orders)
+    follows = Counter(pair for order in orders for pair in itertools.pairwise(order))
+    # every ordered pair of distinct sides, each as often as the others
+    assert len(follows) == n * (n - 1) and len(set(follows.values())) == 1
+    assert Counter(order[0] for order in orders) == Counter({k: len(orders) // n for k in range(n)})
+
+
+def test_each_sample_starts_with_an_untimed_run() -> None:
+    events: list[str] = []
+    side = bench._Side(
+        lambda: events.append("run"),
+        enter=lambda: events.append("enter"),
+        leave=lambda: events.append("leave"),
+        settle=0.01,
+    )
+    side.sample(3)
+    assert events == ["enter", "run", "run", "run", "run", "leave"]
+    # longer than ORT's pool was measured to spin after a run (50-60 ms)
+    assert bench._SETTLE_S >= 0.06
