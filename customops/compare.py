@@ -82,7 +82,7 @@ def check_settings(
             raise CustomOpsError(f"--{name} {value!r} must be a finite number at least 0")
     if reference_limit < 0:
         raise CustomOpsError(f"--reference-limit {reference_limit!r} must be at least 0")
-    if seed < 0:
+    if isinstance(seed, (int, np.integer)) and seed < 0:
         raise CustomOpsError(f"--seed {seed!r} must be at least 0")
 
 

@@ -45,12 +45,13 @@ def load_model_files(path: str | os.PathLike[str]) -> tuple[ModelProto, bool, li
     if not model.HasField("graph"):
         raise CustomOpsError(f"{str(p)!r} is not an ONNX model (no graph)")
     files = [p]
+    external = False
     for t in onnx.external_data_helper._get_all_tensors(model):
         if t.data_location == onnx.TensorProto.EXTERNAL:
+            external = True
             location = next((e.value for e in t.external_data if e.key == "location"), None)
             if location and p.parent / location not in files:
                 files.append(p.parent / location)
-    external = len(files) > 1
     try:
         onnx.external_data_helper.load_external_data_for_model(model, str(p.parent))
     except (OSError, ValueError) as exc:

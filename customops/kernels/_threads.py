@@ -11,8 +11,8 @@ it has at least ``_MIN_WORK`` elements of work per thread, so tiny tensors never
 A split loop is cut into pieces, up to ``_PIECES_PER_THREAD`` per thread, which the calling thread and
 ``threads - 1`` pool workers take one at a time until none is left: a thread slowed down by other work
 on its core (ONNX Runtime's intra-op threads spin for some 50 ms after a run that used them) takes fewer
-pieces instead of holding up the call. The pool is made on first use and made again in a forked child (a pool's threads
-do not survive ``fork``).
+pieces instead of holding up the call. The pool is made on first use and made again in a forked child
+(a pool's threads do not survive ``fork``).
 """
 
 from __future__ import annotations
