@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from customops.errors import KernelError
-from customops.kernels import _jit, _threads
+from customops.kernels import _alloc, _jit, _threads
 from customops.kernels._plans import Uncacheable, flat_key, planned
 from customops.kernels.pad import _int_list
 
@@ -124,6 +124,7 @@ def _prepare(
         (n, channels, *block, *blocks),
         _operations(block, blocks, image, dil, stride, begin, x.dtype.kind in "OUS"),
         _geometry(x.dtype, block, blocks, dil, stride, begin),
+        _alloc.is_large((n, channels, *image), x.dtype),
     )
 
 
@@ -137,6 +138,8 @@ class _Prepared:
     cols_shape: tuple[int, ...]
     operations: tuple[tuple[tuple[Any, ...], tuple[Any, ...]], ...]
     geometry: np.ndarray | None
+    large: bool = False
+    """Whether the output is large enough to be recycled (customops.kernels._alloc)."""
 
 
 def _operations(
@@ -192,7 +195,11 @@ def _compiled(prepared: _Prepared, x: np.ndarray) -> np.ndarray:
     """The compiled loop's result for a C-contiguous x (``prepared.geometry`` set): the loop zeroes and
     fills each image of the output, with x and the output as they are (no reshaped views to make)."""
     out_shape = prepared.out_shape
-    out = np.empty(out_shape, dtype=prepared.dtype)
+    out = (
+        _alloc.empty(out_shape, prepared.dtype)
+        if prepared.large
+        else np.empty(out_shape, dtype=prepared.dtype)
+    )
     images = out_shape[0] * out_shape[1]
     if images:
         loop = _jit.get("col2im_2d")
