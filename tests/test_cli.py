@@ -165,3 +165,16 @@ def test_a_first_compilation_is_announced_once_and_a_cached_run_is_silent(tmp_pa
         assert COMPILING not in proc.stdout  # stdout carries the results only
     assert runs[0].stderr.count(COMPILING) == 1, runs[0].stderr
     assert COMPILING not in runs[1].stderr, runs[1].stderr
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly():
+    """``customops ops | head -1``: stdout's reader closes early; no traceback, status 141 as for SIGPIPE."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "customops.cli", "ops", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    proc.stdout.close()  # before the command writes anything
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=300) == 141, err
+    assert err == ""
