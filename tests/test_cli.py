@@ -178,3 +178,36 @@ def test_a_reader_that_goes_away_ends_the_command_quietly():
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=300) == 141, err
     assert err == ""
+
+
+def test_graph_values_without_a_shape_pass_the_relaxed_check(tmp_path):
+    """ONNX's checker wants a shape on every graph input and output; ORT does not, nor do we."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    scales = numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")
+    graph = helper.make_graph(
+        [helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="linear")],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 4, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],  # no shape field
+        [scales],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+    onnx.save(model, tmp_path / "m.onnx")
+    with pytest.raises(onnx.checker.ValidationError, match="shape"):
+        onnx.checker.check_model(str(tmp_path / "m.onnx"))
+    proc = run_cli("rewrite", "m.onnx", "rw.onnx", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    proc = run_cli("compare", "m.onnx", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1].startswith("AGREE")
+    # another fault in such a model is still reported, whole, on one line
+    model.graph.node.append(helper.make_node("Relu", ["nowhere"], ["z"]))
+    model.graph.output.append(helper.make_tensor_value_info("z", TensorProto.FLOAT, None))
+    onnx.save(model, tmp_path / "bad.onnx")
+    proc = run_cli("rewrite", "bad.onnx", "rw2.onnx", cwd=tmp_path)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1
+    assert "topologically sorted" in lines[0] and "is not output of any previous nodes" in lines[0]
+    assert not (tmp_path / "rw2.onnx").exists()
