@@ -68,6 +68,8 @@ def parse_dims(items: Sequence[str]) -> dict[str, int]:
         name, sep, value = item.partition("=")
         if not sep or not name or not re.fullmatch(r"\d+", value.strip()):
             raise CustomOpsError(f"--dim {item!r} is not NAME=VALUE with a non-negative integer VALUE")
+        if name.strip() in dims:
+            raise CustomOpsError(f"--dim {name.strip()!r} is given twice")
         dims[name.strip()] = int(value)
     return dims
 
@@ -94,6 +96,13 @@ def generate_inputs(
     check_settings(seed=seed)
     rng = np.random.default_rng(seed)
     dims = dims or {}
+    symbolic = {d for v in _graph_inputs(model) for d in _declared(v)[1] if isinstance(d, str)}
+    for name in dims:
+        if name not in symbolic:
+            raise CustomOpsError(
+                f"--dim {name!r} names no symbolic dimension of the graph inputs "
+                f"(they have: {', '.join(repr(d) for d in sorted(symbolic)) or 'none'})"
+            )
     feed: dict[str, np.ndarray] = {}
     for v in _graph_inputs(model):
         elem, declared = _declared(v)
@@ -704,6 +713,8 @@ def run_compare(args: Any) -> int:
             check_output_spares_input(target, files, external=False)
     check_model_file(args.model)
     dims = parse_dims(args.dim or [])
+    if dims and args.inputs:
+        raise CustomOpsError("--dim sizes generated inputs; it has no effect with --inputs")
     if args.inputs:
         feed = load_inputs(args.inputs, model)
     else:
