@@ -31,6 +31,7 @@ GEOMEAN_TARGET = 1.0
 WORST_TARGET = 3.0
 OVERHEAD_TARGET_US = 20.0
 HOOK_SPEEDUP_TARGET = 100.0
+HOOK_TARGET_ELEMENTS = 1_000_000
 PEAK_TARGET = 3.0
 
 
@@ -686,9 +687,16 @@ def summary_lines(summary: dict[str, Any], hook: dict[str, Any] | None) -> list[
                 f"(target {PEAK_TARGET:.0f}x)"
             )
     if hook:
+        # the target is defined at 1M floats; a --quick run measures 1,000, where the layer's fixed costs
+        # dominate both paths
+        target = (
+            f"target {HOOK_SPEEDUP_TARGET:.0f}x"
+            if hook["elements"] >= HOOK_TARGET_ELEMENTS
+            else f"the {HOOK_SPEEDUP_TARGET:.0f}x target is for {HOOK_TARGET_ELEMENTS:,} floats: run without --quick"
+        )
         lines.append(
             f"invocation hook, {hook['elements']:,}-float identity: {hook['hook_ms']:.2f} ms, stock path "
-            f"{hook['stock_ms']:.1f} ms ({hook['speedup']:.0f}x faster; target {HOOK_SPEEDUP_TARGET:.0f}x)"
+            f"{hook['stock_ms']:.1f} ms ({hook['speedup']:.0f}x faster; {target})"
         )
     return lines
 
@@ -732,7 +740,7 @@ def run(args: argparse.Namespace) -> int:
     hook = None
     if not args.filter:
         print("bench: invocation hook against the stock path ...", file=sys.stderr, flush=True)
-        hook = _measure_hook(hooks, samples, 1_000 if args.quick else 1_000_000)
+        hook = _measure_hook(hooks, samples, 1_000 if args.quick else HOOK_TARGET_ELEMENTS)
     summary = summarize(results)
     info = machine()
     print(

@@ -145,6 +145,11 @@ def test_summary_and_table_from_results() -> None:
     assert text.count("\n") == 4 and "| b | 1x1 |" in text and "| - |" in text
     assert "| 4.00 | 2.00 | 2.00 | 2.50 |" in text  # ratio, floor ms, floor/built-in, write-only/built-in
     assert bench.summarize([]) == {}
+    full = {"elements": 1_000_000, "hook_ms": 0.5, "stock_ms": 120.0, "speedup": 240.0}
+    quick = {"elements": 1_000, "hook_ms": 0.04, "stock_ms": 0.3, "speedup": 7.5}
+    assert bench.summary_lines(summary, full)[-1].endswith("(240x faster; target 100x)")
+    # a --quick run's 1,000 floats are not measured against the target
+    assert "target is for 1,000,000 floats: run without --quick" in bench.summary_lines(summary, quick)[-1]
 
 
 @pytest.mark.parametrize("n", [2, 3, 4, 5])
