@@ -44,19 +44,26 @@ def load_model_files(path: str | os.PathLike[str]) -> tuple[ModelProto, bool, li
         raise CustomOpsError(f"cannot read {str(p)!r}: {exc.strerror or exc}") from None
     if not model.HasField("graph"):
         raise CustomOpsError(f"{str(p)!r} is not an ONNX model (no graph)")
+    locations = _external_locations(model)
+    external = bool(locations)
     files = [p]
-    external = False
-    for t in onnx.external_data_helper._get_all_tensors(model):
-        if t.data_location == onnx.TensorProto.EXTERNAL:
-            external = True
-            location = next((e.value for e in t.external_data if e.key == "location"), None)
-            if location and p.parent / location not in files:
-                files.append(p.parent / location)
+    for location in locations:
+        if location and p.parent / location not in files:
+            files.append(p.parent / location)
     try:
         onnx.external_data_helper.load_external_data_for_model(model, str(p.parent))
     except (OSError, ValueError) as exc:
         raise CustomOpsError(f"cannot read the external data of {str(p)!r}: {exc}") from None
     return model, external, files
+
+
+def _external_locations(model: ModelProto) -> list[str]:
+    """The ``location`` of every tensor kept in external data ("" where a tensor names none)."""
+    return [
+        next((e.value for e in t.external_data if e.key == "location"), "")
+        for t in onnx.external_data_helper._get_all_tensors(model)
+        if t.data_location == onnx.TensorProto.EXTERNAL
+    ]
 
 
 def check_output_spares_input(output: str | os.PathLike[str], inputs: list[Path], *, external: bool) -> None:
@@ -88,7 +95,8 @@ def _unshaped(model: ModelProto) -> list[onnx.ValueInfoProto]:
 
 
 def check_model_file(path: str | os.PathLike[str]) -> None:
-    """Run the ONNX checker on a model file; raise :class:`CustomOpsError` with its first line on failure.
+    """Run the ONNX checker on a model file; raise :class:`CustomOpsError` with its message, on one line,
+    on failure.
 
     One rule is relaxed: the checker wants a shape on every main-graph input and output, which ONNX
     Runtime does not (``make_tensor_value_info(name, type, None)`` leaves it out). A model whose only
@@ -102,10 +110,7 @@ def check_model_file(path: str | os.PathLike[str]) -> None:
         message = str(exc).strip()
     model = onnx.load_model(str(path), load_external_data=False)
     unshaped = _unshaped(model)
-    external = any(
-        t.data_location == onnx.TensorProto.EXTERNAL
-        for t in onnx.external_data_helper._get_all_tensors(model)
-    )
+    external = bool(_external_locations(model))
     note = ""
     if unshaped and not external:  # checked in memory, where external data could not be found
         for v in unshaped:
