@@ -582,6 +582,7 @@ def machine() -> dict[str, Any]:
     info["threads"] = _threads.threads()
     info["threads_source"] = _threads.describe()
     info["malloc"] = allocator.policy()
+    info["recycler"] = allocator.recycler_state()
     return info
 
 
@@ -746,7 +747,8 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"machine: {info['nproc']} cores ({info['cpu']}); onnxruntime {info['onnxruntime']}, "
         f"onnxruntime-extensions {info.get('onnxruntime_extensions', '?')}, numpy {info['numpy']}, "
-        f"{info['jit']}, kernel threads {info['threads_source']}, malloc {info['malloc']}; "
+        f"{info['jit']}, kernel threads {info['threads_source']}, malloc {info['malloc']} "
+        f"(large-block recycling {info['recycler']}); "
         f"{'quick' if args.quick else 'full'} run, median of {samples}"
     )
     print()

@@ -88,7 +88,7 @@ _STOCK_HOOK = _ocos._on_pyop_invocation
 _lock = threading.Lock()
 _declared = False
 
-allocator.apply_from_environment()  # CUSTOMOPS_MALLOC=heap: opt-in, see customops.allocator
+allocator.apply_from_environment()  # CUSTOMOPS_MALLOC: see customops.allocator
 
 
 class _RunContext:
@@ -269,6 +269,8 @@ class InferenceSession(ort.InferenceSession):
             providers=list(providers) if providers is not None else ["CPUExecutionProvider"],
             **kwargs,
         )
+        # numpy's memory handler for our runs: large blocks recycled (customops.allocator)
+        self._recycler = allocator.recycler()
 
     def run(self, output_names, input_feed, run_options=None):  # type: ignore[override]
         """Run like ``onnxruntime.InferenceSession.run``; a failing custom kernel raises its message."""
@@ -284,6 +286,8 @@ class InferenceSession(ort.InferenceSession):
                     _THREAD.run_options = run_options
         ctx = _RunContext(run_options)
         _ACTIVE[tid] = ctx
+        recycler = self._recycler
+        token = None if recycler is None else recycler[0].set(recycler[1])
         try:
             outputs = super().run(output_names, input_feed, run_options)
         except Exception:
@@ -291,6 +295,8 @@ class InferenceSession(ort.InferenceSession):
                 raise KernelError(ctx.errors[0]) from None
             raise
         finally:
+            if token is not None:
+                recycler[0].reset(token)  # type: ignore[index]
             if outer is None:
                 del _ACTIVE[tid]
             else:

@@ -1,14 +1,24 @@
-"""``CUSTOMOPS_MALLOC=heap``: large blocks come from glibc's heap instead of fresh mmap pages."""
+"""How large tensors get their memory: recycled during our runs (the default), glibc's heap
+(``CUSTOMOPS_MALLOC=heap``) or neither (``off``)."""
 
 from __future__ import annotations
 
+import contextvars
 import ctypes
 import os
 import subprocess
 import sys
 import textwrap
 
+import numpy as np
 import pytest
+from numpy._core.multiarray import get_handler_name
+
+import customops
+from customops import allocator
+from tests.helpers import one_node_model
+
+HANDLER = "customops_recycle_large"
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -29,7 +39,10 @@ _PROBE = textwrap.dedent(
     before = libc.mallinfo2().hblkhd
     big = np.ones(40 * 2**20 // 4, np.float32)  # above glibc's largest mmap threshold (32 MiB)
     mmapped = libc.mallinfo2().hblkhd - before
-    print(json.dumps({"policy": allocator.policy(), "mmapped": mmapped, "nbytes": big.nbytes}))
+    from customops.kernels import _alloc
+    print(json.dumps({"policy": allocator.policy(), "mmapped": mmapped, "nbytes": big.nbytes,
+                      "recycler": allocator.recycler() is not None, "note": allocator.recycler_state(),
+                      "outputs_recycled": _alloc.is_large((big.size,), big.dtype)}))
     """
 )
 
@@ -68,4 +81,134 @@ def test_heap_policy_serves_large_blocks_from_the_heap() -> None:
 def test_unknown_value_keeps_the_default_and_says_why() -> None:
     result = _probe("bogus")
     assert result["policy"].startswith("default") and "'bogus'" in result["policy"]
+    assert result["recycler"] and result["outputs_recycled"]
     assert _probe("default")["policy"] == "default"
+
+
+def test_only_the_default_policy_recycles() -> None:
+    off = _probe("off")
+    assert off["policy"] == "off" and not off["recycler"] and not off["outputs_recycled"]
+    assert off["note"].startswith("off")
+    heap = _probe("heap")  # glibc's heap keeps freed memory itself
+    assert not heap["recycler"] and not heap["outputs_recycled"]
+
+
+# ---------------------------------------------------------------------------------------------
+# The recycling handler (the default policy)
+
+LARGE_INPUT = (1, 10, 1024, 1024)  # 41.9 MB of float32: above glibc's largest mmap threshold
+
+
+def _address(a: np.ndarray) -> int:
+    return a.__array_interface__["data"][0]
+
+
+def _in_handler(fn):
+    """Run fn() with the recycling handler current, in a copy of this context."""
+    var, capsule = allocator.recycler()
+
+    def inside():
+        var.set(capsule)
+        return fn()
+
+    return contextvars.copy_context().run(inside)
+
+
+needs_recycler = pytest.mark.skipif(
+    allocator.recycler() is None, reason=f"recycling handler {allocator.recycler_state()}"
+)
+
+
+@needs_recycler
+def test_a_session_run_copies_large_inputs_into_recycled_blocks() -> None:
+    """The layer's copy of a large input comes from our handler, lands in the block the previous run
+    freed, and the results stay right; outside runs numpy's own handler is back."""
+    from onnxruntime_extensions import PyCustomOpDef
+
+    from customops import runtime
+
+    x = np.random.default_rng(0).standard_normal(LARGE_INPUT, dtype=np.float32)
+    model, feed = one_node_model(
+        "Pad",
+        {"data": x, "pads": np.array([0, 0, 1, 1, 0, 0, 1, 1])},
+        19,
+        initializers=("pads",),
+        mode="reflect",
+    )
+    session = customops.InferenceSession(customops.rewrite(model))
+    seen: list[tuple[str, int]] = []
+
+    def spy(k_id, inputs, attrs):
+        seen.append((get_handler_name(inputs[0]), _address(inputs[0])))
+        return runtime._invoke(k_id, inputs, attrs)
+
+    PyCustomOpDef.install_hooker(spy)
+    try:
+        before = allocator.recycled_counts()
+        results = [session.run(None, feed)[0] for _ in range(3)]
+        after = allocator.recycled_counts()
+    finally:
+        PyCustomOpDef.install_hooker(runtime._invoke)
+    assert [name for name, _ in seen] == [HANDLER] * 3
+    assert seen[1][1] == seen[2][1]  # the same block, freed by one run and taken by the next
+    assert after["hits"] - before["hits"] >= 2
+    expected = np.pad(x, [(0, 0), (0, 0), (1, 1), (1, 1)], mode="reflect")
+    for y in results:
+        np.testing.assert_array_equal(y, expected)
+    assert get_handler_name() != HANDLER
+
+
+@needs_recycler
+def test_a_failing_run_puts_numpys_handler_back() -> None:
+    f32 = np.float32
+    model, feed = one_node_model(
+        "Resize", {"X": np.ones((1, 1, 2, 2), f32), "roi": None, "scales": np.ones(4, f32), "sizes": None}, 19
+    )
+    session = customops.InferenceSession(customops.rewrite(model))
+    feed["scales"] = np.array([1, 1, -2, 2], f32)  # scales must be positive
+    with pytest.raises(customops.KernelError, match=r"scale -2\.0"):
+        session.run(None, feed)
+    assert get_handler_name() != HANDLER
+
+
+@needs_recycler
+def test_only_freed_blocks_of_the_same_size_are_handed_out_again() -> None:
+    nbytes = (40 << 20) + 4096 * 3  # a size no other test allocates
+
+    def scenario():
+        start = allocator.recycled_counts()
+        a = np.empty(nbytes, np.uint8)
+        a[:] = 7
+        b = np.empty(nbytes, np.uint8)  # a is held: a new block
+        assert _address(b) != _address(a)
+        first = _address(a)
+        del a
+        c = np.empty(nbytes + 4096, np.uint8)  # another size: not a's block
+        assert _address(c) != first
+        d = np.empty(nbytes, np.uint8)  # a's block
+        assert _address(d) == first
+        small = np.empty(1000, np.uint8)  # small blocks go to numpy's allocator
+        assert get_handler_name(small) == HANDLER
+        del b, c, d, small  # three large blocks freed: two kept, the oldest given back
+        end = allocator.recycled_counts()
+        return {key: end[key] - start[key] for key in end}
+
+    counts = _in_handler(scenario)
+    assert counts["hits"] == 1 and counts["kept"] == 4
+    assert counts["released"] >= 2  # two slots: of four blocks kept, at least two went back
+
+
+@needs_recycler
+def test_zeroed_and_resized_blocks_keep_their_contents_right() -> None:
+    def scenario():
+        a = np.empty(40 << 20, np.uint8)
+        a[:] = 255
+        del a  # kept, full of 255
+        z = np.zeros(40 << 20, np.uint8)  # calloc: never a kept block
+        assert not z.any()
+        r = np.ones(33 << 20, np.uint8)
+        r.resize(34 << 20, refcheck=False)  # realloc through numpy's allocator
+        assert r[: 33 << 20].all() and not r[33 << 20 :].any()
+        return True
+
+    assert _in_handler(scenario)

@@ -6,7 +6,8 @@ of an 8 ms call (docs/performance.md, "Large tensors and the allocator"). :func:
 buffers of the last ``KEEP`` large outputs of each thread and hands one out again once nothing else
 refers to it: the ONNX Runtime layer copies our result into its own tensor and lets it go before the
 next call, while a caller who keeps a result (or a view of it) keeps its buffer out of reuse. Small
-outputs are plain ``np.empty``.
+outputs are plain ``np.empty``, and so is every output with ``CUSTOMOPS_MALLOC=off``
+(customops.allocator).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import threading
 from typing import Any
 
 import numpy as np
+
+from customops import allocator
 
 LARGE = 32 << 20
 """Bytes from which an output is recycled: glibc's largest mmap threshold."""
@@ -31,7 +34,7 @@ _FREE_REFS = 3
 
 def is_large(shape: tuple[int, ...], dtype: Any) -> bool:
     """Whether an output of ``shape`` and ``dtype`` is recycled by :func:`empty`."""
-    return math.prod(shape) * np.dtype(dtype).itemsize >= LARGE
+    return math.prod(shape) * np.dtype(dtype).itemsize >= LARGE and allocator.recycling()
 
 
 def empty(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
@@ -39,7 +42,7 @@ def empty(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
     (see the module docstring), else ``np.empty``."""
     dtype = np.dtype(dtype)
     nbytes = math.prod(shape) * dtype.itemsize
-    if nbytes < LARGE:
+    if nbytes < LARGE or not allocator.recycling():
         return np.empty(shape, dtype=dtype)
     cache: list[np.ndarray] | None = getattr(_local, "buffers", None)
     if cache is None:
