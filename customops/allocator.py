@@ -154,7 +154,11 @@ def _build_recycler() -> tuple[contextvars.ContextVar[Any], Any] | None:
         _state["recycler_note"] = f"off (it needs numba; kernels: {_jit.describe()['jit']})"
         return None
     import numpy as np
-    from numpy._core import _multiarray_umath
+
+    try:
+        from numpy._core import _multiarray_umath
+    except ImportError:  # numpy 1.x
+        from numpy.core import _multiarray_umath  # type: ignore[no-redef]
 
     from customops import _recycler as r
 

@@ -12,11 +12,15 @@ import textwrap
 
 import numpy as np
 import pytest
-from numpy._core.multiarray import get_handler_name
 
 import customops
 from customops import allocator
 from tests.helpers import one_node_model
+
+try:
+    from numpy._core.multiarray import get_handler_name
+except ImportError:  # numpy 1.x
+    from numpy.core.multiarray import get_handler_name
 
 HANDLER = "customops_recycle_large"
 
