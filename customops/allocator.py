@@ -30,7 +30,7 @@ import ctypes
 import os
 import sys
 import threading
-from typing import Any
+from typing import Any, NamedTuple
 
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_MAX = -4
@@ -107,11 +107,20 @@ class _Handler(ctypes.Structure):
     _fields_ = [("name", ctypes.c_char * 127), ("version", ctypes.c_uint8), ("allocator", _Allocator)]
 
 
-def recycler() -> tuple[contextvars.ContextVar[Any], Any] | None:
-    """(numpy's ContextVar of the current memory handler, our handler's capsule), or None when the
-    policy is not the default or this process cannot have it (see the module docstring; why:
-    :func:`recycler_state`). Built once; setting the variable to the capsule routes numpy's allocations
-    in that context through the handler, and resetting it ends that."""
+class Recycler(NamedTuple):
+    """The recycling handler: setting ``var`` to ``handler`` routes numpy's allocations in that context
+    through it, and resetting the variable ends that. ``delegate`` is the handler it passes everything
+    else to (numpy's own, normally): runs set ``var`` only where it holds ``delegate``, so a handler
+    that someone else installed stays in charge."""
+
+    var: contextvars.ContextVar[Any]
+    handler: Any
+    delegate: Any
+
+
+def recycler() -> Recycler | None:
+    """The recycling handler, or None when the policy is not the default or this process cannot have
+    it (see the module docstring; why: :func:`recycler_state`). Built once."""
     if "recycler" in _state:
         return _state["recycler"]
     with _lock:
@@ -141,7 +150,7 @@ def recycled_counts() -> dict[str, int]:
     return {"hits": int(array[r.HITS]), "kept": int(array[r.KEPT]), "released": int(array[r.RELEASED])}
 
 
-def _build_recycler() -> tuple[contextvars.ContextVar[Any], Any] | None:
+def _build_recycler() -> Recycler | None:
     if not recycling():
         _state["recycler_note"] = f"off (CUSTOMOPS_MALLOC policy {policy()!r})"
         return None
@@ -194,4 +203,4 @@ def _build_recycler() -> tuple[contextvars.ContextVar[Any], Any] | None:
     fns = delegate.allocator
     state[: r.SLOTS] = [fns.ctx or 0, fns.malloc, fns.calloc, fns.realloc, fns.free]
     _state.update(recycler_array=state, recycler_parts=(handler, name, previous))
-    return found[0], capsule
+    return Recycler(found[0], capsule, previous)

@@ -287,7 +287,9 @@ class InferenceSession(ort.InferenceSession):
         ctx = _RunContext(run_options)
         _ACTIVE[tid] = ctx
         recycler = self._recycler
-        token = None if recycler is None else recycler[0].set(recycler[1])
+        token = None
+        if recycler is not None and recycler.var.get() is recycler.delegate:
+            token = recycler.var.set(recycler.handler)
         try:
             outputs = super().run(output_names, input_feed, run_options)
         except Exception:
@@ -296,7 +298,7 @@ class InferenceSession(ort.InferenceSession):
             raise
         finally:
             if token is not None:
-                recycler[0].reset(token)  # type: ignore[index]
+                recycler.var.reset(token)  # type: ignore[union-attr]
             if outer is None:
                 del _ACTIVE[tid]
             else:

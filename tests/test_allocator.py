@@ -109,7 +109,7 @@ def _address(a: np.ndarray) -> int:
 
 def _in_handler(fn):
     """Run fn() with the recycling handler current, in a copy of this context."""
-    var, capsule = allocator.recycler()
+    var, capsule, _ = allocator.recycler()
 
     def inside():
         var.set(capsule)
@@ -173,6 +173,60 @@ def test_a_failing_run_puts_numpys_handler_back() -> None:
     with pytest.raises(customops.KernelError, match=r"scale -2\.0"):
         session.run(None, feed)
     assert get_handler_name() != HANDLER
+
+
+_KEPT: list = []  # the other handler's struct and capsule name live as long as the process
+
+
+def _other_handler():
+    """A handler named 'other' made of numpy's own functions, as a caller could install it."""
+    api = ctypes.pythonapi
+    api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+    api.PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+    api.PyCapsule_New.restype = ctypes.py_object
+    numpys = allocator._Handler.from_address(
+        api.PyCapsule_GetPointer(allocator.recycler().delegate, b"mem_handler")
+    )
+    handler = allocator._Handler(b"other", 1, numpys.allocator)
+    name = ctypes.create_string_buffer(b"mem_handler")
+    _KEPT.extend([handler, name])
+    return api.PyCapsule_New(ctypes.addressof(handler), name, None)
+
+
+@needs_recycler
+def test_a_handler_installed_by_someone_else_stays_in_charge() -> None:
+    """A run does not put ours in place of a handler the caller chose."""
+    var = allocator.recycler().var
+    model, feed = one_node_model(
+        "Pad", {"data": np.ones((2, 3), np.float32), "pads": np.array([0, 1, 0, 1])}, 19
+    )
+    session = customops.InferenceSession(customops.rewrite(model))
+    seen = []
+
+    def spy_run():
+        from onnxruntime_extensions import PyCustomOpDef
+
+        from customops import runtime
+
+        def spy(k_id, inputs, attrs):
+            seen.append(get_handler_name(inputs[0]))
+            return runtime._invoke(k_id, inputs, attrs)
+
+        PyCustomOpDef.install_hooker(spy)
+        try:
+            session.run(None, feed)
+        finally:
+            PyCustomOpDef.install_hooker(runtime._invoke)
+
+    spy_run()
+
+    def with_other():
+        var.set(_other_handler())
+        spy_run()
+
+    contextvars.copy_context().run(with_other)
+    assert seen == [HANDLER, "other"]
 
 
 @needs_recycler
