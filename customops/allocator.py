@@ -14,8 +14,9 @@ faults in and zeroes fresh pages: a 37.7 MB copy then runs at about half the spe
   goes to numpy's own allocator. The layer's copies of large inputs and our large outputs then land in
   pages that are already mapped from the second run on. The price: up to two such blocks stay
   allocated after they are freed. It needs numba (not with ``CUSTOMOPS_JIT=0``) and a Python with a
-  GIL; plain ``onnxruntime`` sessions do not get it (their runs are not ours to wrap). The kernels'
-  own large outputs are also recycled per thread (customops.kernels._alloc), in any caller.
+  GIL; plain ``onnxruntime`` sessions do not get it (their runs are not ours to wrap). Outside our
+  runs, the kernels' own large outputs are recycled per thread instead (customops.kernels._alloc), in
+  any caller.
 * ``heap``: importing :mod:`customops.runtime` tells glibc to serve every block from its heap and to
   keep freed memory (``mallopt(M_MMAP_MAX, 0)``, ``mallopt(M_TRIM_THRESHOLD, 1 GiB)``), for every
   allocation of the process, not only ours: the process keeps its peak heap. Nothing is recycled
@@ -131,6 +132,13 @@ def recycler() -> Recycler | None:
                 _state["recycler"] = None
                 _state["recycler_note"] = f"unavailable: {type(exc).__name__}: {exc}"
     return _state["recycler"]
+
+
+def recycling_here() -> bool:
+    """Whether numpy allocates through the recycling handler in the current context (during our
+    session runs)."""
+    found = _state.get("recycler")
+    return found is not None and found.var.get() is found.handler
 
 
 def recycler_state() -> str:

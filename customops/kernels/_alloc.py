@@ -6,8 +6,9 @@ of an 8 ms call (docs/performance.md, "Large tensors and the allocator"). :func:
 buffers of the last ``KEEP`` large outputs of each thread and hands one out again once nothing else
 refers to it: the ONNX Runtime layer copies our result into its own tensor and lets it go before the
 next call, while a caller who keeps a result (or a view of it) keeps its buffer out of reuse. Small
-outputs are plain ``np.empty``, and so is every output with ``CUSTOMOPS_MALLOC=off``
-(customops.allocator).
+outputs are plain ``np.empty``, and so is every output with ``CUSTOMOPS_MALLOC=off``, and every output
+made during a ``customops.InferenceSession`` run, where the recycling memory handler of
+customops.allocator serves large blocks instead (so the two never keep buffers twice).
 """
 
 from __future__ import annotations
@@ -42,8 +43,8 @@ def empty(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
     (see the module docstring), else ``np.empty``."""
     dtype = np.dtype(dtype)
     nbytes = math.prod(shape) * dtype.itemsize
-    if nbytes < LARGE or not allocator.recycling():
-        return np.empty(shape, dtype=dtype)
+    if nbytes < LARGE or not allocator.recycling() or allocator.recycling_here():
+        return np.empty(shape, dtype=dtype)  # in our session runs, numpy's handler recycles it
     cache: list[np.ndarray] | None = getattr(_local, "buffers", None)
     if cache is None:
         cache = _local.buffers = []
