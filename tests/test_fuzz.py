@@ -234,6 +234,19 @@ def test_small_resize_campaign_rediscovers_known_deviations_with_reproducers_tha
         assert compare.returncode == 1, command + "\n" + compare.stdout + compare.stderr
 
 
+def test_a_col2im_campaign_labels_findings_whose_output_rank_differs(tmp_path):
+    """Col2Im's output has one axis more than its input: labelling a value finding used to end the
+    campaign in a traceback (seed 1 reaches one within 60 cases)."""
+    out = tmp_path / "col2im"
+    proc = run_cli(
+        "fuzz", "--op", "Col2Im", "--cases", "60", "--seed", "1", "--shrink-budget", "20", "--out", str(out)
+    )
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    summary = json.loads((out / "summary.json").read_text())
+    value = [g for g in summary["groups"] if g["signature"]["kind"] == "value"]
+    assert value and all(g["facts"]["rank"] == 3 and g["facts"]["same_shape"] is False for g in value)
+
+
 def test_recorded_decisions_found_by_the_fuzzer():
     # docs/semantics.md, "Found by the fuzzer": the oracle's reading and what our kernel does
     from customops.errors import KernelError

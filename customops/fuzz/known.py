@@ -51,7 +51,8 @@ def facts(ev: Any) -> dict[str, Any]:
     shape = ev.verdict.out_shape
     if shape is not None:
         out["same_shape"] = tuple(shape) == tuple(x.shape)
-        out["kept_axes"] = sum(1 for a, b in zip(shape, x.shape, strict=True) if a == b)
+        if len(shape) == x.ndim:  # Col2Im's output has another rank than its input
+            out["kept_axes"] = sum(1 for a, b in zip(shape, x.shape, strict=True) if a == b)
     b = ev.outcomes.get("builtin")
     if b is not None and b.status == "ok":
         value = np.asarray(b.value)
