@@ -179,21 +179,21 @@ def _build_recycler() -> Recycler | None:
 
     from customops import _recycler as r
 
-    api = ctypes.pythonapi
-    api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-    api.PyCapsule_GetPointer.restype = ctypes.c_void_p
-    api.PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
-    api.PyCapsule_New.restype = ctypes.py_object
-    table = ctypes.cast(
-        api.PyCapsule_GetPointer(_multiarray_umath._ARRAY_API, None), ctypes.POINTER(ctypes.c_void_p)
+    # prototypes of our own, so that ctypes.pythonapi's shared function objects keep their settings
+    get_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
+        ("PyCapsule_GetPointer", ctypes.pythonapi)
     )
+    new_capsule = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p)(
+        ("PyCapsule_New", ctypes.pythonapi)
+    )
+    table = ctypes.cast(get_pointer(_multiarray_umath._ARRAY_API, None), ctypes.POINTER(ctypes.c_void_p))
     set_handler = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.py_object)(table[_SET_HANDLER_SLOT])
 
     addresses = r.compile_functions()
     state = np.zeros(r.STATE_SIZE, dtype=np.uint64)
     name = ctypes.create_string_buffer(b"mem_handler")  # the capsule keeps this pointer: kept alive below
     handler = _Handler(_HANDLER_NAME, 1, _Allocator(state.ctypes.data, *addresses.values()))
-    capsule = api.PyCapsule_New(ctypes.addressof(handler), name, None)
+    capsule = new_capsule(ctypes.addressof(handler), name, None)
 
     # install it once to learn numpy's ContextVar and the handler it replaces, then put that one back
     previous = set_handler(capsule)
@@ -204,7 +204,7 @@ def _build_recycler() -> Recycler | None:
     if len(found) != 1:
         _state["recycler_note"] = "unavailable: numpy's handler variable was not found"
         return None
-    delegate = _Handler.from_address(api.PyCapsule_GetPointer(previous, b"mem_handler"))
+    delegate = _Handler.from_address(get_pointer(previous, b"mem_handler"))
     if delegate.version != 1:
         _state["recycler_note"] = f"unavailable: numpy's handler has version {delegate.version}, not 1"
         return None

@@ -180,18 +180,17 @@ _KEPT: list = []  # the other handler's struct and capsule name live as long as 
 
 def _other_handler():
     """A handler named 'other' made of numpy's own functions, as a caller could install it."""
-    api = ctypes.pythonapi
-    api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-    api.PyCapsule_GetPointer.restype = ctypes.c_void_p
-    api.PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
-    api.PyCapsule_New.restype = ctypes.py_object
-    numpys = allocator._Handler.from_address(
-        api.PyCapsule_GetPointer(allocator.recycler().delegate, b"mem_handler")
+    get_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
+        ("PyCapsule_GetPointer", ctypes.pythonapi)
     )
+    new_capsule = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p)(
+        ("PyCapsule_New", ctypes.pythonapi)
+    )
+    numpys = allocator._Handler.from_address(get_pointer(allocator.recycler().delegate, b"mem_handler"))
     handler = allocator._Handler(b"other", 1, numpys.allocator)
     name = ctypes.create_string_buffer(b"mem_handler")
     _KEPT.extend([handler, name])
-    return api.PyCapsule_New(ctypes.addressof(handler), name, None)
+    return new_capsule(ctypes.addressof(handler), name, None)
 
 
 @needs_recycler
