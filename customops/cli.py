@@ -11,6 +11,7 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any, NoReturn
 
 from customops.errors import CustomOpsError
 
@@ -115,9 +116,24 @@ def _cmd_restore(args: argparse.Namespace) -> int:
     return 0
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse with usage mistakes reported as bad input is: one line on stderr naming the problem and
+    where to read the usage, exit status 2. Subcommand parsers made from it are of this class too, and
+    report arguments they do not know themselves (naming the subcommand)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} -h')\n")
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:  # type: ignore[override]
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed, extras
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``customops`` command."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="customops",
         description="Spec-exact ONNX operators as ONNX Runtime custom ops: run, rewrite and compare models.",
     )

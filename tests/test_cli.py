@@ -211,3 +211,26 @@ def test_graph_values_without_a_shape_pass_the_relaxed_check(tmp_path):
     assert proc.returncode == 2 and len(lines) == 1
     assert "topologically sorted" in lines[0] and "is not output of any previous nodes" in lines[0]
     assert not (tmp_path / "rw2.onnx").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "prog", "needle"),
+    [
+        ([], "customops", "required: COMMAND"),
+        (["nope"], "customops", "invalid choice: 'nope'"),
+        (["compare"], "customops compare", "required: MODEL"),
+        (["bench", "--repeat", "x"], "customops bench", "invalid int value: 'x'"),
+        (["conformance", "--filter", "z"], "customops conformance", "unrecognized arguments: --filter z"),
+        (["rewrite", "in.onnx"], "customops rewrite", "required: OUT"),
+        (["fuzz", "replay"], "customops fuzz replay", "required: GROUP_DIR"),
+    ],
+)
+def test_usage_mistakes_are_one_line_naming_the_subcommand(capsys, args, prog, needle):
+    from customops.cli import main
+
+    with pytest.raises(SystemExit) as info:
+        main(args)
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.splitlines() == [f"{prog}: error: {err.split(': error: ', 1)[1].rstrip()}"]
+    assert needle in err and f"(see '{prog} -h')" in err and "usage:" not in err

@@ -19,21 +19,6 @@ DEFAULT_CASE_TIMEOUT = 30.0
 DEFAULT_SHRINK_BUDGET = 60
 
 
-class OneLineParser(argparse.ArgumentParser):
-    """An argument parser whose errors are one line on stderr (exit status 2), unknown arguments
-    included."""
-
-    def error(self, message: str) -> Any:  # type: ignore[override]
-        print(f"{self.prog}: error: {message}", file=sys.stderr)
-        raise SystemExit(2)
-
-    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:  # type: ignore[override]
-        parsed, extras = super().parse_known_args(args, namespace)
-        if extras:
-            self.error(f"unrecognized arguments: {' '.join(extras)}")
-        return parsed, extras
-
-
 def add_parser(sub: Any) -> None:
     """Register ``customops fuzz`` (and its ``merge`` and ``replay`` actions)."""
     p = sub.add_parser(
@@ -47,7 +32,6 @@ def add_parser(sub: Any) -> None:
             "'customops fuzz replay GROUP_DIR...' reruns reproducers."
         ),
     )
-    p.__class__ = OneLineParser
     p.add_argument(
         "--op",
         action="append",
@@ -90,7 +74,7 @@ def add_parser(sub: Any) -> None:
         metavar="RUNS",
         help=f"runs spent shrinking one group (default {DEFAULT_SHRINK_BUDGET})",
     )
-    actions = p.add_subparsers(dest="action", metavar="[merge|replay]", parser_class=OneLineParser)
+    actions = p.add_subparsers(dest="action", metavar="[merge|replay]")
     m = actions.add_parser("merge", help="merge campaign directories (e.g. shards) into one summary")
     m.add_argument("dirs", nargs="+", metavar="DIR")
     m.add_argument(
