@@ -706,20 +706,13 @@ def summary_lines(summary: dict[str, Any], hook: dict[str, Any] | None) -> list[
 # Command
 
 
-def _check_json_path(path: str | None) -> None:
-    if path is None:
-        return
-    parent = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(parent):
-        raise CustomOpsError(f"--json {path!r}: directory {parent!r} does not exist")
-    if os.path.isdir(path):
-        raise CustomOpsError(f"--json {path!r} is a directory")
-
-
 def run(args: argparse.Namespace) -> int:
     """Run the benchmark; 0 when it ran (the targets are reported, not enforced)."""
     workloads = select(args.filter)
-    _check_json_path(args.json)
+    if args.json is not None:
+        from customops.modelio import check_output_file
+
+        check_output_file(args.json, "--json")
     if args.repeat is not None and args.repeat < 1:
         raise CustomOpsError(f"--repeat {args.repeat} must be at least 1")
     samples = args.repeat or (3 if args.quick else 15)

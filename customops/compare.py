@@ -702,7 +702,13 @@ def _tensor(value: np.ndarray, name: str) -> TensorProto:
 
 def run_compare(args: Any) -> int:
     """The ``customops compare`` command."""
-    from customops.modelio import check_model_file, check_output_spares_input, load_model_files
+    from customops.modelio import (
+        check_model_file,
+        check_output_dir,
+        check_output_file,
+        check_output_spares_input,
+        load_model_files,
+    )
 
     check_settings(rtol=args.rtol, atol=args.atol, reference_limit=args.reference_limit, seed=args.seed)
     model, _, files = load_model_files(args.model)
@@ -726,9 +732,11 @@ def run_compare(args: Any) -> int:
         for op in args.ops:
             if op not in OP_TYPES:
                 raise CustomOpsError(f"unknown op {op!r} in --ops (supported: {', '.join(OP_TYPES)})")
-    for target in (args.json, args.html):
-        if target and not Path(target).resolve().parent.is_dir():
-            raise CustomOpsError(f"output directory of {target!r} does not exist")
+    for option, target in (("--json", args.json), ("--html", args.html)):
+        if target:
+            check_output_file(target, option)
+    if args.save_repro:
+        check_output_dir(args.save_repro, "--save-repro")
     started = time.perf_counter()
     comparison = compare_model(
         model,

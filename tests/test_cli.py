@@ -234,3 +234,34 @@ def test_usage_mistakes_are_one_line_naming_the_subcommand(capsys, args, prog, n
     err = capsys.readouterr().err
     assert err.splitlines() == [f"{prog}: error: {err.split(': error: ', 1)[1].rstrip()}"]
     assert needle in err and f"(see '{prog} -h')" in err and "usage:" not in err
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["compare", "{model}", "--json", "{tmp}"], "--json '{tmp}' is a directory"),
+        (["compare", "{model}", "--html", "{tmp}"], "--html '{tmp}' is a directory"),
+        (["compare", "{model}", "--html", "{tmp}/no/such.html"], "directory '{tmp}/no' does not exist"),
+        (
+            ["compare", "{model}", "--save-repro", "{model}"],
+            "--save-repro '{model}' exists and is not a directory",
+        ),
+        (["bench", "--json", "{tmp}"], "--json '{tmp}' is a directory"),
+        (
+            ["fuzz", "--op", "Pad", "--markdown", "{tmp}", "--out", "{tmp}/f"],
+            "--markdown '{tmp}' is a directory",
+        ),
+        (["fuzz", "--op", "Pad", "--out", "{model}"], "--out '{model}' exists and is not a directory"),
+    ],
+)
+def test_unwritable_output_paths_are_refused_before_any_work(capsys, tmp_path, model_file, args, needle):
+    """Each used to end, after the whole comparison or campaign, in an IsADirectoryError or
+    FileExistsError traceback (bench and rewrite already checked)."""
+    from customops.cli import main
+
+    values = {"model": str(model_file), "tmp": str(tmp_path)}
+    before = sorted(p.name for p in tmp_path.iterdir())
+    assert main([a.format(**values) for a in args]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and needle.format(**values) in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing written

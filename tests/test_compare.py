@@ -440,7 +440,7 @@ def test_cli_agreeing_model_exits_0_and_accepts_npz_inputs(tmp_path):
         ("wrong_dtype", [], "has dtype float64"),
         (None, ["--dim", "N"], "--dim 'N' is not NAME=VALUE"),
         (None, ["--ops", "Conv"], "unknown op 'Conv'"),
-        (None, ["--json", "nowhere/r.json"], "output directory"),
+        (None, ["--json", "nowhere/r.json"], "/nowhere' does not exist"),
         (None, ["--json", "m.onnx"], "is the input model"),
         (None, ["--html", "./m.onnx"], "is the input model"),
         ("wrong_name", ["--json", "in.npz"], "is also an input"),

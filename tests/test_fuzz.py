@@ -281,7 +281,7 @@ def test_recorded_decisions_found_by_the_fuzzer():
         (["--shard", "2/2"], "is not I/N"),
         (["--jobs", "0"], "--jobs '0' must be at least 1"),
         (["--time-budget", "-3"], "must be a positive number of seconds"),
-        (["--out", "no/such/dir"], "parent directory of --out"),
+        (["--out", "no/such/dir"], "--out 'no/such/dir': directory"),
         (["--bogus"], "unrecognized arguments: --bogus"),
         (["merge", "nowhere"], "'nowhere' is not a directory"),
         (["merge"], "the following arguments are required: DIR"),

@@ -164,21 +164,20 @@ def _indices(value: str | None) -> list[int] | None:
 
 
 def _out_dir(value: str | None) -> Path:
+    from customops.modelio import check_output_dir
+
     out = Path(value or DEFAULT_OUT)
-    if out.exists() and not out.is_dir():
-        raise CustomOpsError(f"--out {str(out)!r} exists and is not a directory")
-    if not out.resolve().parent.is_dir():
-        raise CustomOpsError(f"the parent directory of --out {str(out)!r} does not exist")
+    check_output_dir(out, "--out")
     return out
 
 
 def _markdown_path(value: str | None) -> Path | None:
     if value is None:
         return None
-    path = Path(value)
-    if not path.resolve().parent.is_dir():
-        raise CustomOpsError(f"the directory of --markdown {value!r} does not exist")
-    return path
+    from customops.modelio import check_output_file
+
+    check_output_file(value, "--markdown")
+    return Path(value)
 
 
 # ---------------------------------------------------------------------------------------------
