@@ -142,8 +142,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "ops", help="the supported ops, versions and element types, beside ORT's built-in CPU coverage"
     )
-    p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument("--markdown", action="store_true", help="the table as Markdown (as in the README)")
+    form = p.add_mutually_exclusive_group()
+    form.add_argument("--json", action="store_true", help="machine-readable output")
+    form.add_argument("--markdown", action="store_true", help="the table as Markdown (as in the README)")
     p.add_argument("--no-probe", action="store_true", help="do not probe the installed onnxruntime")
     p.set_defaults(func=_cmd_ops)
 

@@ -223,6 +223,7 @@ def test_graph_values_without_a_shape_pass_the_relaxed_check(tmp_path):
         (["conformance", "--filter", "z"], "customops conformance", "unrecognized arguments: --filter z"),
         (["rewrite", "in.onnx"], "customops rewrite", "required: OUT"),
         (["fuzz", "replay"], "customops fuzz replay", "required: GROUP_DIR"),
+        (["ops", "--json", "--markdown"], "customops ops", "not allowed with argument --json"),
     ],
 )
 def test_usage_mistakes_are_one_line_naming_the_subcommand(capsys, args, prog, needle):
