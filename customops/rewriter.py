@@ -7,10 +7,13 @@ why it was left alone.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import onnx
+from google.protobuf.message import DecodeError
 from onnx import AttributeProto, FunctionProto, GraphProto, ModelProto, NodeProto, helper
 
 from customops.errors import CustomOpsError
@@ -274,8 +277,29 @@ def _check_selection(
                 raise CustomOpsError(f"no node named {name!r} in the model")
 
 
+def as_model(model: Any) -> ModelProto:
+    """``model`` as a ModelProto: one as is, serialized bytes parsed, a path loaded (external data
+    included); anything else, or a file or bytes that hold no model, raises CustomOpsError."""
+    if isinstance(model, ModelProto):
+        return model
+    if isinstance(model, (bytes, bytearray, memoryview)):
+        out = ModelProto()
+        try:
+            out.ParseFromString(bytes(model))
+        except DecodeError as exc:
+            raise CustomOpsError(f"the bytes given are not a serialized ONNX model ({exc})") from None
+        return out
+    if isinstance(model, (str, os.PathLike)):
+        from customops.modelio import load_model_files
+
+        return load_model_files(model)[0]
+    raise CustomOpsError(
+        f"model {type(model).__name__!r} is not an onnx.ModelProto, serialized bytes or a path to a model"
+    )
+
+
 def rewrite_model(
-    model: ModelProto,
+    model: Any,
     *,
     ops: Iterable[str] | None = None,
     nodes: Iterable[str] | None = None,
@@ -284,8 +308,9 @@ def rewrite_model(
     """Swap every supported standard node (or only those of ``ops`` / named in ``nodes``, minus ``exclude``)
     into :data:`DOMAIN`, everywhere in the model; returns the new model and a report per candidate node.
 
-    The input model is not modified.
+    ``model`` is an onnx.ModelProto (not modified), serialized bytes or a path (:func:`as_model`).
     """
+    model = as_model(model)
     _check_selection(model, ops, nodes, exclude or ())
     out = ModelProto()
     out.CopyFrom(model)
@@ -311,14 +336,15 @@ def rewrite_model(
 
 
 def rewrite(
-    model: ModelProto,
+    model: Any,
     *,
     ops: Iterable[str] | None = None,
     nodes: Iterable[str] | None = None,
     exclude: Iterable[str] | None = None,
 ) -> ModelProto:
     """Return a new model in which every supported standard node (or only ``ops`` op types / ``nodes`` node
-    names, minus ``exclude``) is replaced by its equivalent in :data:`DOMAIN`; see :func:`rewrite_model`."""
+    names, minus ``exclude``) is replaced by its equivalent in :data:`DOMAIN`; see :func:`rewrite_model`
+    (``model`` may also be serialized bytes or a path)."""
     return rewrite_model(model, ops=ops, nodes=nodes, exclude=exclude).model
 
 
@@ -359,11 +385,12 @@ def _drop_domain(container: object) -> None:
     imports.extend(keep)
 
 
-def restore(model: ModelProto) -> ModelProto:
+def restore(model: Any) -> ModelProto:
     """The inverse of :func:`rewrite`: every node we swapped goes back to the original standard node,
-    helpers the rewriter added are removed, and our opset import is dropped once nothing uses it."""
+    helpers the rewriter added are removed, and our opset import is dropped once nothing uses it.
+    ``model`` is an onnx.ModelProto (not modified), serialized bytes or a path (:func:`as_model`)."""
     out = ModelProto()
-    out.CopyFrom(model)
+    out.CopyFrom(as_model(model))
     _restore_graph(out.graph)
     for fn in out.functions:
         nodes, changed = _restore_nodes(list(fn.node))

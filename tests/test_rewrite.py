@@ -171,3 +171,24 @@ def test_restore_info_is_stored_on_the_custom_node():
     rewritten = customops.rewrite(_pipeline())
     node = next(n for n in rewritten.graph.node if n.name == "resize")
     assert RESTORE_ATTR in {a.name for a in node.attribute}
+
+
+def test_rewrite_and_restore_take_a_model_bytes_or_a_path(tmp_path):
+    """As InferenceSession does; what is not a model is a CustomOpsError naming it."""
+    model = _pipeline()
+    path = tmp_path / "m.onnx"
+    onnx.save(model, path)
+    expected = customops.rewrite(model).SerializeToString()
+    for given in (model.SerializeToString(), str(path), path):
+        assert customops.rewrite(given).SerializeToString() == expected
+    rewritten = tmp_path / "r.onnx"
+    onnx.save(customops.rewrite(model), rewritten)
+    assert customops.restore(rewritten).SerializeToString() == customops.restore(expected).SerializeToString()
+    assert customops.restore(rewritten).SerializeToString() == model.SerializeToString()
+    for bad, needle in (
+        (None, "'NoneType' is not an onnx.ModelProto"),
+        (b"\xff\xff not a model", "not a serialized ONNX model"),
+        (tmp_path / "missing.onnx", "does not exist"),
+    ):
+        with pytest.raises(customops.CustomOpsError, match=needle):
+            customops.rewrite(bad)
