@@ -1,10 +1,11 @@
 """The compiled functions of the numpy memory handler that :mod:`customops.allocator` installs during
 our session runs (imported only with numba; see ``allocator.recycler``).
 
-The handler keeps the last :data:`KEEP` freed blocks of :data:`LARGE` bytes or more and hands one out
-again to the next request of exactly its size; everything else, and every block it lets go, goes to the
-handler that was in effect before (numpy's own, normally), whose functions it calls through the
-addresses in its state array. The state is touched only while the caller holds the GIL: numpy
+The handler keeps the last :data:`KEEP` freed blocks of :data:`LARGE` bytes or more (at most
+:data:`KEEP_BYTES` in all) and hands one out again to the next request of exactly its size (numpy frees
+a block with the size it asked for, so the delegate always gets back the size it handed out).
+Everything else, and every block it lets go, goes to the handler that was in effect before (numpy's
+own, normally), whose functions it calls through the addresses in its state array. The state is touched only while the caller holds the GIL: numpy
 allocates and frees array memory from code that holds it.
 """
 
@@ -19,11 +20,13 @@ from numba.core.extending import intrinsic
 
 from customops.kernels._alloc import LARGE
 
-KEEP = 2
-"""Freed large blocks kept for reuse."""
+KEEP = 8
+"""Freed large blocks kept for reuse, at most."""
+KEEP_BYTES = 512 << 20
+"""Bytes kept in all, at most (a block larger than this is never kept)."""
 
 # The state array (uint64): the delegate's ctx and its malloc, calloc, realloc and free; then KEEP
-# (address, size) slots, oldest first (address 0: empty); then counters.
+# (address, size) slots, oldest first (address 0: empty); then counters and the bytes kept.
 CTX, MALLOC, CALLOC, REALLOC, FREE = range(5)
 SLOTS = 5
 HITS = SLOTS + 2 * KEEP
@@ -32,7 +35,10 @@ KEPT = HITS + 1
 """Blocks kept when freed."""
 RELEASED = KEPT + 1
 """Kept blocks given back to the delegate to make room for newer ones."""
-STATE_SIZE = RELEASED + 1
+HELD = RELEASED + 1
+"""Bytes kept now."""
+STATE_SIZE = HELD + 1
+
 
 _U = types.uintp
 _I64 = ir.IntType(64)
@@ -72,20 +78,26 @@ def _call3_void(typingctx: Any, fn: Any, a: Any, b: Any, c: Any) -> Any:
     return types.void(_U, _U, _U, _U), codegen
 
 
+@numba.njit(inline="always")
+def _take(st: Any, i: int) -> int:
+    """Remove slot i (the later ones move up) and return its block."""
+    block = st[SLOTS + 2 * i]
+    st[HELD] -= st[SLOTS + 2 * i + 1]
+    for j in range(i, KEEP - 1):
+        st[SLOTS + 2 * j] = st[SLOTS + 2 * j + 2]
+        st[SLOTS + 2 * j + 1] = st[SLOTS + 2 * j + 3]
+    st[SLOTS + 2 * KEEP - 2] = 0
+    st[SLOTS + 2 * KEEP - 1] = 0
+    return block
+
+
 def _malloc(ctx: Any, size: int) -> int:
     st = numba.carray(ctx, (STATE_SIZE,))
     if size >= LARGE:
         for i in range(KEEP):
-            at = SLOTS + 2 * i
-            if st[at] != 0 and st[at + 1] == size:
-                block = st[at]
-                for j in range(i, KEEP - 1):  # keep the others oldest first
-                    st[SLOTS + 2 * j] = st[SLOTS + 2 * j + 2]
-                    st[SLOTS + 2 * j + 1] = st[SLOTS + 2 * j + 3]
-                st[SLOTS + 2 * KEEP - 2] = 0
-                st[SLOTS + 2 * KEEP - 1] = 0
+            if st[SLOTS + 2 * i] != 0 and st[SLOTS + 2 * i + 1] == size:
                 st[HITS] += 1
-                return block
+                return _take(st, i)
     return _call2(st[MALLOC], st[CTX], size)
 
 
@@ -101,16 +113,13 @@ def _realloc(ctx: Any, ptr: int, new_size: int) -> int:
 
 def _free(ctx: Any, ptr: int, size: int) -> None:
     st = numba.carray(ctx, (STATE_SIZE,))
-    if ptr == 0 or size < LARGE:
+    if ptr == 0 or size < LARGE or size > KEEP_BYTES:
         _call3_void(st[FREE], st[CTX], ptr, size)
         return
-    last = SLOTS + 2 * KEEP - 2
-    if st[last] != 0:  # every slot taken: the oldest block goes back, the others move up
-        _call3_void(st[FREE], st[CTX], st[SLOTS], st[SLOTS + 1])
-        for j in range(KEEP - 1):
-            st[SLOTS + 2 * j] = st[SLOTS + 2 * j + 2]
-            st[SLOTS + 2 * j + 1] = st[SLOTS + 2 * j + 3]
-        st[last] = 0
+    # make room: the oldest kept blocks go back until one more slot and its bytes fit
+    while st[SLOTS + 2 * KEEP - 2] != 0 or st[HELD] + size > KEEP_BYTES:
+        size0 = st[SLOTS + 1]
+        _call3_void(st[FREE], st[CTX], _take(st, 0), size0)
         st[RELEASED] += 1
     for i in range(KEEP):
         at = SLOTS + 2 * i
@@ -118,6 +127,7 @@ def _free(ctx: Any, ptr: int, size: int) -> None:
             st[at] = ptr
             st[at + 1] = size
             break
+    st[HELD] += size
     st[KEPT] += 1
 
 

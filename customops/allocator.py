@@ -9,14 +9,15 @@ faults in and zeroes fresh pages: a 37.7 MB copy then runs at about half the spe
 ``CUSTOMOPS_MALLOC`` in the environment (read once) chooses what happens:
 
 * unset or ``default``: **recycling**. While :class:`customops.InferenceSession` runs a model, numpy
-  allocates array memory through a handler of ours (:func:`recycler`) that keeps the last two freed
-  blocks of 32 MiB or more and hands one out again for a request of exactly its size; everything else
-  goes to numpy's own allocator. The layer's copies of large inputs and our large outputs then land in
-  pages that are already mapped from the second run on. The price: up to two such blocks stay
-  allocated after they are freed. It needs numba (not with ``CUSTOMOPS_JIT=0``) and a Python with a
-  GIL; plain ``onnxruntime`` sessions do not get it (their runs are not ours to wrap). Outside our
-  runs, the kernels' own large outputs are recycled per thread instead (customops.kernels._alloc), in
-  any caller.
+  allocates array memory through a handler of ours (:func:`recycler`) that keeps the last eight freed
+  blocks of 32 MiB or more (512 MiB in all at most) and hands one out again for a request of exactly
+  its size; everything else goes to numpy's own allocator. The layer's copies of large inputs and our
+  large outputs then land in pages that are already mapped from the second run on, also in a model
+  with several large tensors of different sizes. The price: up to 512 MiB of freed blocks stay
+  allocated. It needs numba (not with ``CUSTOMOPS_JIT=0``) and a Python with a GIL; plain
+  ``onnxruntime`` sessions do not get it (their runs are not ours to wrap). Outside our runs, the
+  kernels' own large outputs are recycled per thread instead (customops.kernels._alloc), in any
+  caller.
 * ``heap``: importing :mod:`customops.runtime` tells glibc to serve every block from its heap and to
   keep freed memory (``mallopt(M_MMAP_MAX, 0)``, ``mallopt(M_TRIM_THRESHOLD, 1 GiB)``), for every
   allocation of the process, not only ours: the process keeps its peak heap. Nothing is recycled
@@ -149,13 +150,19 @@ def recycler_state() -> str:
 
 def recycled_counts() -> dict[str, int]:
     """The handler's counters: requests served from a kept block ('hits'), blocks kept when freed
-    ('kept'), kept blocks given back to make room ('released'). Zero without the handler."""
+    ('kept'), kept blocks given back to make room ('released'), and the bytes it keeps now
+    ('held_bytes'). Zero without the handler."""
     array = _state.get("recycler_array")
     if array is None:
-        return {"hits": 0, "kept": 0, "released": 0}
+        return {"hits": 0, "kept": 0, "released": 0, "held_bytes": 0}
     from customops import _recycler as r
 
-    return {"hits": int(array[r.HITS]), "kept": int(array[r.KEPT]), "released": int(array[r.RELEASED])}
+    return {
+        "hits": int(array[r.HITS]),
+        "kept": int(array[r.KEPT]),
+        "released": int(array[r.RELEASED]),
+        "held_bytes": int(array[r.HELD]),
+    }
 
 
 def _build_recycler() -> Recycler | None:

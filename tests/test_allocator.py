@@ -246,13 +246,32 @@ def test_only_freed_blocks_of_the_same_size_are_handed_out_again() -> None:
         assert _address(d) == first
         small = np.empty(1000, np.uint8)  # small blocks go to numpy's allocator
         assert get_handler_name(small) == HANDLER
-        del b, c, d, small  # three large blocks freed: two kept, the oldest given back
+        del b, c, d, small
         end = allocator.recycled_counts()
-        return {key: end[key] - start[key] for key in end}
+        return {key: end[key] - start[key] for key in ("hits", "kept")}
 
-    counts = _in_handler(scenario)
-    assert counts["hits"] == 1 and counts["kept"] == 4
-    assert counts["released"] >= 2  # two slots: of four blocks kept, at least two went back
+    assert _in_handler(scenario) == {"hits": 1, "kept": 4}
+
+
+@needs_recycler
+def test_kept_blocks_are_bounded_in_number_and_bytes() -> None:
+    from customops import _recycler
+
+    def scenario():
+        start = allocator.recycled_counts()
+        blocks = [np.empty((33 << 20) + 4096 * i, np.uint8) for i in range(_recycler.KEEP + 3)]
+        del blocks  # more blocks than slots: the oldest go back
+        middle = allocator.recycled_counts()
+        huge = np.empty(_recycler.KEEP_BYTES + 4096, np.uint8)  # never written: costs no memory
+        del huge  # larger than the whole budget: never kept
+        end = allocator.recycled_counts()
+        return start, middle, end
+
+    start, middle, end = _in_handler(scenario)
+    assert middle["kept"] - start["kept"] == _recycler.KEEP + 3
+    assert middle["released"] - start["released"] >= 3
+    assert middle["held_bytes"] <= _recycler.KEEP_BYTES
+    assert end["kept"] == middle["kept"] and end["held_bytes"] == middle["held_bytes"]
 
 
 @needs_recycler
