@@ -179,6 +179,10 @@ def _build_recycler() -> Recycler | None:
         return None
     import numpy as np
 
+    major = int(np.__version__.split(".")[0])
+    if major not in (1, 2):  # the C API slot below is checked against numpy 1.x and 2.x headers
+        _state["recycler_note"] = f"unavailable: numpy {np.__version__} is not one this was checked against"
+        return None
     try:
         from numpy._core import _multiarray_umath
     except ImportError:  # numpy 1.x
