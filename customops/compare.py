@@ -711,12 +711,18 @@ def run_compare(args: Any) -> int:
     )
 
     check_settings(rtol=args.rtol, atol=args.atol, reference_limit=args.reference_limit, seed=args.seed)
+    outputs = [
+        (option, target) for option, target in (("--json", args.json), ("--html", args.html)) if target
+    ]
+    for option, target in outputs:  # before any work: a path that cannot be written is bad input
+        check_output_file(target, option)
+    if args.save_repro:
+        check_output_dir(args.save_repro, "--save-repro")
     model, _, files = load_model_files(args.model)
     if args.inputs:
         files.append(Path(args.inputs))
-    for target in (args.json, args.html):
-        if target:
-            check_output_spares_input(target, files, external=False)
+    for _, target in outputs:
+        check_output_spares_input(target, files, external=False)
     check_model_file(args.model)
     dims = parse_dims(args.dim or [])
     if dims and args.inputs:
@@ -732,11 +738,6 @@ def run_compare(args: Any) -> int:
         for op in args.ops:
             if op not in OP_TYPES:
                 raise CustomOpsError(f"unknown op {op!r} in --ops (supported: {', '.join(OP_TYPES)})")
-    for option, target in (("--json", args.json), ("--html", args.html)):
-        if target:
-            check_output_file(target, option)
-    if args.save_repro:
-        check_output_dir(args.save_repro, "--save-repro")
     started = time.perf_counter()
     comparison = compare_model(
         model,
