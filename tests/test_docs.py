@@ -57,3 +57,44 @@ def test_ci_runs_the_readme_test_line():
     assert "<!-- test-command -->" in ci and "<!-- test-command -->" in README
     line = README.split("<!-- test-command -->")[1].split("```")[1].strip()
     assert "pip install" in line and "pytest" in line
+
+
+def _commands(parser, words=("customops",)):
+    """(words of a command, its long options and positional metavars) for every (sub)command."""
+    import argparse
+
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    options = [o for a in parser._actions for o in a.option_strings if o.startswith("--") and o != "--help"]
+    positionals = [
+        a.metavar or a.dest
+        for a in parser._actions
+        if not a.option_strings and not isinstance(a, argparse._SubParsersAction)
+    ]
+    found = [(words, options, positionals)]
+    for action in subs:
+        for name, sub in action.choices.items():
+            found += _commands(sub, (*words, name))
+    return found
+
+
+def test_readme_command_line_block_lists_every_command_and_option():
+    from customops.cli import build_parser
+
+    block = README.split("## Command line\n")[1].split("```")[1]
+    lines = block.splitlines()
+    missing = []
+    for words, options, positionals in _commands(build_parser())[1:]:
+        head = " ".join(words)
+        # the command's own lines: from the one starting with its words up to the next command
+        start = [i for i, line in enumerate(lines) if re.match(re.escape(head) + r"( |$)", line)]
+        if not start:
+            missing.append(head)
+            continue
+        i = start[0] + 1
+        while i < len(lines) and not lines[i].startswith("customops "):
+            i += 1
+        text = "\n".join(lines[start[0] : i])
+        for word in options + positionals:
+            if not re.search(re.escape(word) + r"\b", text):
+                missing.append(f"{head} {word}")
+    assert not missing, f"README's command block lacks {missing}"
