@@ -98,3 +98,23 @@ def test_readme_command_line_block_lists_every_command_and_option():
             if not re.search(re.escape(word) + r"\b", text):
                 missing.append(f"{head} {word}")
     assert not missing, f"README's command block lacks {missing}"
+
+
+def test_readme_fuzz_example_prints_the_row_it_shows(tmp_path):
+    import shlex
+    import subprocess
+    import sys
+
+    section = README.split("## Finding disagreements by themselves: fuzz")[1].split("\n## ")[0]
+    command, row = (block.strip() for block in section.split("```")[1:4:2])
+    words = shlex.split(command.split("#")[0])
+    assert words[:2] == ["customops", "fuzz"] and "--out" in words
+    words[words.index("--out") + 1] = str(tmp_path / "fz")
+    proc = subprocess.run(
+        [sys.executable, "-m", "customops.cli", *words[1:]], capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 1, proc.stderr  # findings
+    group, *_, label = row.split()
+    printed = [line for line in proc.stdout.splitlines() if line.startswith(group + " ")]
+    assert printed and printed[0].split()[-1] == label, proc.stdout
+    assert (tmp_path / "fz" / group / "model.onnx").exists()
