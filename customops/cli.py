@@ -131,11 +131,48 @@ class OneLineParser(argparse.ArgumentParser):
         return parsed, extras
 
 
+VERSIONED = ("onnx", "onnxruntime", "onnxruntime-extensions", "numpy", "numba")
+"""Distributions whose versions ``customops --version`` prints beside ours (what a bug report needs)."""
+
+
+def version_line() -> str:
+    """``customops X (onnx Y, onnxruntime Z, ..., Python P)``, without importing those packages."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from customops import __version__
+
+    parts = []
+    for name in VERSIONED:
+        try:
+            parts.append(f"{name} {version(name)}")
+        except PackageNotFoundError:
+            parts.append(f"{name} not installed")
+    python = ".".join(str(v) for v in sys.version_info[:3])
+    return f"customops {__version__} ({', '.join(parts)}, Python {python})"
+
+
+class _Version(argparse.Action):
+    """``--version``: :func:`version_line` on stdout, one unwrapped line, exit 0."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> NoReturn:
+        print(version_line())
+        parser.exit(0)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``customops`` command."""
     parser = OneLineParser(
         prog="customops",
-        description="Spec-exact ONNX operators as ONNX Runtime custom ops: run, rewrite and compare models.",
+        description=(
+            "Spec-exact ONNX operators as ONNX Runtime custom ops: rewrite and run models, compare ORT's "
+            "kernels with ours node by node, fuzz them, benchmark them."
+        ),
+    )
+    parser.add_argument(
+        "--version",
+        action=_Version,
+        nargs=0,
+        help="print the versions of customops and what it runs on, and exit",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 

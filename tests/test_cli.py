@@ -266,3 +266,28 @@ def test_unwritable_output_paths_are_refused_before_any_work(capsys, tmp_path, m
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and needle.format(**values) in err, err
     assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing written
+
+
+def test_version_names_customops_and_what_it_runs_on():
+    from importlib.metadata import version
+
+    import onnxruntime
+
+    import customops
+
+    proc = run_cli("--version")
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    line = proc.stdout.strip()
+    assert "\n" not in line  # one line, however narrow the terminal
+    assert line.startswith(f"customops {customops.__version__} (")
+    assert f"onnxruntime {onnxruntime.__version__}" in line and f"numba {version('numba')}" in line
+    assert version("customops") == customops.__version__  # pyproject takes its version from the package
+
+
+def test_python_dash_m_customops_is_the_command():
+    ok = subprocess.run(
+        [sys.executable, "-m", "customops", "ops", "--no-probe", "--json"], capture_output=True
+    )
+    assert ok.returncode == 0 and json.loads(ok.stdout)
+    bad = subprocess.run([sys.executable, "-m", "customops", "nope"], capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "invalid choice: 'nope'" in bad.stderr

@@ -1,0 +1,9 @@
+"""``python -m customops``: the ``customops`` command (for when its script is not on PATH)."""
+
+from __future__ import annotations
+
+import sys
+
+from customops.cli import main
+
+sys.exit(main())
