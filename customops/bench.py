@@ -717,7 +717,7 @@ def run(args: argparse.Namespace) -> int:
         raise CustomOpsError(f"--repeat {args.repeat} must be at least 1")
     samples = args.repeat or (3 if args.quick else 15)
 
-    import json
+    from customops import jsonout
 
     hooks = _Hooks()
     results: list[Result] = []
@@ -758,7 +758,7 @@ def run(args: argparse.Namespace) -> int:
             "hook": hook,
         }
         with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(payload, f, indent=1)
+            jsonout.dump(payload, f, indent=1)
             f.write("\n")
     return 0
 

@@ -7,7 +7,6 @@ and one line on stderr; nothing is written and the input is untouched.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Sequence
@@ -27,7 +26,9 @@ def _cmd_ops(args: argparse.Namespace) -> int:
 
     rows = support_table(probe=not args.no_probe)
     if args.json:
-        json.dump([r.__dict__ for r in rows], sys.stdout, indent=1)
+        from customops import jsonout
+
+        jsonout.dump([r.__dict__ for r in rows], sys.stdout, indent=1)
         print()
         return 0
     if args.markdown:
@@ -93,7 +94,9 @@ def _cmd_rewrite(args: argparse.Namespace) -> int:
         "written": None if args.dry_run else args.output,
     }
     if args.json:
-        json.dump({"nodes": [r.__dict__ for r in result.nodes], "summary": summary}, sys.stdout, indent=1)
+        from customops import jsonout
+
+        jsonout.dump({"nodes": [r.__dict__ for r in result.nodes], "summary": summary}, sys.stdout, indent=1)
         print()
     else:
         for r in result.nodes:

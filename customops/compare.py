@@ -24,6 +24,7 @@ import numpy as np
 import onnx
 from onnx import ModelProto, NodeProto, TensorProto, helper, numpy_helper
 
+from customops import jsonout
 from customops.errors import CustomOpsError
 from customops.metrics import DEFAULT_TOLERANCES, compare_arrays, tolerance_for
 
@@ -752,7 +753,7 @@ def run_compare(args: Any) -> int:
     )
     print(format_table(comparison.report))
     if args.json:
-        Path(args.json).write_text(json.dumps(comparison.report, indent=1, default=_jsonable) + "\n")
+        Path(args.json).write_text(jsonout.dumps(comparison.report, indent=1) + "\n")
     if args.html:
         from customops.html_report import render
 
@@ -762,12 +763,6 @@ def run_compare(args: Any) -> int:
             _log(f"reproducer: {case}")
     _log(f"compare took {time.perf_counter() - started:.1f} s")
     return comparison.exit_status
-
-
-def _jsonable(x: Any) -> Any:
-    if isinstance(x, np.generic):
-        return x.item()
-    return str(x)
 
 
 def add_parser(sub: Any) -> None:

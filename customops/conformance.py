@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 import warnings
 from typing import Any
@@ -80,7 +79,9 @@ def run_conformance() -> list[dict[str, str]]:
 def _command(args: Any) -> int:
     rows = run_conformance()
     if args.json:
-        json.dump(rows, sys.stdout, indent=1)
+        from customops import jsonout
+
+        jsonout.dump(rows, sys.stdout, indent=1)
         print()
     else:
         width = max(len(r["test"]) for r in rows)

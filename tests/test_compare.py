@@ -504,3 +504,51 @@ def test_api_rejects_negative_or_non_finite_settings():
         generate_inputs(model, seed=-3)
     # zero tolerances and a zero reference limit are allowed
     assert compare_model(model, feed, rtol=0.0, atol=0.0, reference_limit=0).exit_status == 0
+
+
+def test_metrics_against_a_zero_or_subnormal_reference_are_infinite_without_a_warning():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        m = compare_arrays(np.array([1.0, 1.0]), np.array([0.0, 1e-310]), rtol=0.0, atol=0.0)
+    assert m["max_rel"] == np.inf and m["needed_rtol"] == np.inf and not m["pass"]
+
+
+def _strict_json(text: str):
+    def reject(constant):
+        raise ValueError(f"{constant} is not JSON")
+
+    return json.loads(text, parse_constant=reject)
+
+
+def test_cli_json_report_is_strict_json_with_infinite_values_as_strings(tmp_path):
+    # ORT's Col2Im with dilation and blocks in the end padding (docs/ort-deviations.md C-3D-DILATION)
+    # gives a value where the spec has 0: the relative error, and the rtol it would need, are infinite
+    model, feed = one_node_model(
+        "Col2Im",
+        {
+            "input": np.arange(1, 7, dtype=np.float32).reshape(1, 6, 1),
+            "image_shape": np.array([2], np.int64),
+            "block_shape": np.array([3], np.int64),
+        },
+        18,
+        initializers=("image_shape", "block_shape"),
+        dilations=[2],
+        pads=[1, 2],
+    )
+    onnx.save(model, tmp_path / "m.onnx")
+    np.savez(tmp_path / "in.npz", **feed)
+    proc = run_cli(
+        "compare",
+        str(tmp_path / "m.onnx"),
+        "--inputs",
+        str(tmp_path / "in.npz"),
+        "--json",
+        str(tmp_path / "r.json"),
+    )
+    assert proc.returncode == 1, proc.stderr
+    report = _strict_json((tmp_path / "r.json").read_text())
+    metrics = report["nodes"][0]["in_model"]
+    assert metrics["max_rel"] == "inf" and metrics["needed_rtol"] == "inf"
+    assert float(metrics["needed_rtol"]) == np.inf and isinstance(metrics["max_abs"], float)

@@ -336,7 +336,9 @@ def _report(summary: dict[str, Any], out: Path, as_json: bool, md: Path | None, 
     from customops.fuzz.output import format_table, markdown
 
     if as_json:
-        json.dump(summary, sys.stdout, indent=1)
+        from customops import jsonout
+
+        jsonout.dump(summary, sys.stdout, indent=1)
         print()
     else:
         print(format_table(summary, str(out)))

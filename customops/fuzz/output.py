@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from customops import jsonout
 from customops.errors import CustomOpsError
 from customops.fuzz.case import build_model, case_from_json, case_to_json, tensor_proto
 from customops.fuzz.triage import Evaluation, Signature
@@ -92,7 +93,7 @@ def write_group(root: Path, name: str, sig: Signature, ev: Evaluation, info: dic
         "case": case_to_json(ev.case),
         "outcomes": outcome_summary(ev),
     }
-    (tmp / FINDING).write_text(json.dumps(record, indent=1, default=_jsonable) + "\n")
+    (tmp / FINDING).write_text(jsonout.dumps(record, indent=1) + "\n")
     (tmp / "README.txt").write_text(_readme(sig, ev, side, info))
     _replace_dir(tmp, final)
     return final
@@ -134,16 +135,8 @@ def _replace_dir(tmp: Path, final: Path) -> None:
 def write_json(path: Path, data: Any) -> None:
     """Write JSON through a temporary file and one rename."""
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(data, indent=1, default=_jsonable) + "\n")
+    tmp.write_text(jsonout.dumps(data, indent=1) + "\n")
     os.replace(tmp, path)
-
-
-def _jsonable(x: Any) -> Any:
-    if isinstance(x, np.generic):
-        return x.item()
-    if isinstance(x, np.ndarray):
-        return x.tolist()
-    return str(x)
 
 
 def remove_stale(root: Path, previous: dict[str, Any] | None, keep: set[str]) -> None:
