@@ -552,3 +552,22 @@ def test_cli_json_report_is_strict_json_with_infinite_values_as_strings(tmp_path
     metrics = report["nodes"][0]["in_model"]
     assert metrics["max_rel"] == "inf" and metrics["needed_rtol"] == "inf"
     assert float(metrics["needed_rtol"]) == np.inf and isinstance(metrics["max_abs"], float)
+
+
+def test_reference_warnings_neither_reach_the_user_nor_cost_the_third_vote():
+    import warnings
+
+    from customops.compare import _run_reference
+
+    x = np.array([[[[np.inf, 1.0], [np.nan, -np.inf]]]], np.float32)
+    model, feed = one_node_model(
+        "Resize",
+        {"X": x, "roi": None, "scales": np.array([1, 1, 2, 2], np.float32)},
+        19,
+        initializers=("scales",),
+        mode="cubic",
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        y = _run_reference(model, feed)
+    assert y.shape == (1, 1, 4, 4) and np.isnan(y).any()

@@ -318,3 +318,15 @@ def test_committed_findings_page_is_what_the_merge_writes():
         assert (root / "findings" / g["dir"] / "test_data_set_0" / "input_0.pb").is_file(), g["dir"]
         assert f"(../findings/{g['dir']})" in page
     assert "| not found |" not in page  # every documented deviation was found again
+
+
+def test_values_past_a_float_types_range_become_inf_without_a_warning():
+    import warnings
+
+    from customops.fuzz.values import cast
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        y = cast([1e300, -1e300, 1.5], "float")
+        h = cast([1e10], "float16")
+    assert y.dtype == np.float32 and y.tolist() == [np.inf, -np.inf, 1.5] and h.tolist() == [np.inf]

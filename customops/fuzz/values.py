@@ -98,7 +98,8 @@ def cast(values: np.ndarray | list[object], elem: str) -> np.ndarray:
         ints = np.nan_to_num(np.rint(arr), nan=0.0, posinf=float(hi), neginf=float(lo)).ravel().tolist()
         exact = [min(max(int(v), lo), hi) for v in ints]  # 64-bit extremes are not exact in float64
         return np.array(exact, dtype=np.int64 if lo < 0 else np.uint64).reshape(arr.shape).astype(dtype)
-    return arr.astype(dtype)
+    with np.errstate(over="ignore"):  # values past the type's range become inf, as in the type's own cast
+        return arr.astype(dtype)
 
 
 def ordinary(rng: np.random.Generator, elem: str, shape: tuple[int, ...]) -> np.ndarray:
