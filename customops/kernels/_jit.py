@@ -460,6 +460,64 @@ def resize_rows_first(
             _v_row(scratch, lo, o, out[p, o], acc, iy, wy, iy_c, wy_c, ny_c, finite)
 
 
+def resize_small_rows_first(x: Any, out: Any, tyi: Any, tyw: Any, txi: Any, txw: Any) -> bool:
+    """resize_rows_first's result for a small image (x (P, H, W) into out (P, Ho, Wo), every input row
+    filtered into an (H, Wo) float64 scratch) when every input row and every filtered row is finite, in
+    a short loop with few arguments (a tiny call of the general loop costs about twice as much). Returns
+    False when a row is not finite; ``out`` is then to be recomputed by resize_rows_first, whose rules
+    for inf and NaN apply. Same operations in the same order as resize_rows_first on finite rows (tap
+    by tap, left to right, in float64, one rounding when stored), so the same bits."""
+    ty = tyw.shape[0] // 2
+    tx = txw.shape[0] // 2
+    height = x.shape[1]
+    out_w = out.shape[2]
+    scratch = np.empty((height, out_w))
+    acc = np.empty(out_w)
+    ix0 = txi[0]
+    wx0 = txw[0]
+    for p in range(x.shape[0]):
+        for r in range(height):
+            src = x[p, r]
+            if not _row_finite(src):
+                return False
+            row = scratch[r]
+            if tx == 2:
+                ix1 = txi[1]
+                wx1 = txw[1]
+                for j in range(out_w):
+                    row[j] = wx0[j] * np.float64(src[ix0[j]]) + wx1[j] * np.float64(src[ix1[j]])
+            else:
+                for j in range(out_w):
+                    row[j] = wx0[j] * np.float64(src[ix0[j]])
+                for t in range(1, tx):
+                    it = txi[t]
+                    wt = txw[t]
+                    for j in range(out_w):
+                        row[j] += wt[j] * np.float64(src[it[j]])
+            if not _row_finite(row):
+                return False
+        for o in range(out.shape[1]):
+            dst = out[p, o]
+            r0 = scratch[np.intp(tyi[0, o])]
+            c0 = tyw[0, o]
+            if ty == 2:
+                r1 = scratch[np.intp(tyi[1, o])]
+                c1 = tyw[1, o]
+                for j in range(out_w):
+                    dst[j] = c0 * r0[j] + c1 * r1[j]
+                continue
+            for j in range(out_w):
+                acc[j] = c0 * r0[j]
+            for t in range(1, ty):
+                rt = scratch[np.intp(tyi[t, o])]
+                ct = tyw[t, o]
+                for j in range(out_w):
+                    acc[j] += ct * rt[j]
+            for j in range(out_w):
+                dst[j] = acc[j]
+    return True
+
+
 def resize_columns_first(
     x: Any, out: Any, tyi: Any, tyw: Any, txi: Any, txw: Any, run: Any, start: int, stop: int
 ) -> None:

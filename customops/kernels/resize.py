@@ -979,6 +979,17 @@ def _fast_path(prepared: _Prepared) -> Callable[[np.ndarray], np.ndarray] | None
         # the loops take a range of flat units, each in one plane: output rows, or blocks of them
         units = in3[0] * (out_h if columns_first else -(-out_h // block))
         tables = (tyi, tyw, txi, txw, *extra)
+        if not columns_first and in3[1] * out_w <= _SMALL_SCRATCH and _threads.serial(work):
+            small = _jit.get("resize_small_rows_first")
+
+            def last2_small(X: np.ndarray) -> np.ndarray:
+                out = np.empty(out_shape, dtype=dtype)
+                x3, out3_ = X.reshape(in3), out.reshape(out3)
+                if not small(x3, out3_, tyi, tyw, txi, txw):
+                    kernel2(x3, out3_, *tables, 0, units)  # a row that is not finite
+                return out
+
+            return last2_small
         if _threads.serial(work):
 
             def last2_serial(X: np.ndarray) -> np.ndarray:
@@ -1030,6 +1041,9 @@ def _fast_path(prepared: _Prepared) -> Callable[[np.ndarray], np.ndarray] | None
 
 
 _TINY_GATHER = 1024  # output elements up to which a nearest gather is one ndarray.take (measured)
+_SMALL_SCRATCH = 1 << 10  # input rows x output width up to which rows first takes the short loop: a
+# 3-plane x2 bound call, linear / cubic: 8x8 2.9 / 4.1 us against 4.5 / 5.5, 16x16 5.2 / 9.1 against 8.6 / 12.3;
+# at 32x32 cubic is faster in the general loop (its x2 pairs vectorize)
 
 
 def _input_key(value: Any) -> Any:

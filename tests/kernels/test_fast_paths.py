@@ -247,6 +247,48 @@ def test_x2_pairs_give_the_table_loop_bits(monkeypatch) -> None:
 
 
 @pytest.mark.skipif(not _jit.enabled(), reason="numba is not available")
+def test_the_short_loop_of_small_images_gives_the_general_loops_bits(monkeypatch) -> None:
+    """_jit.resize_small_rows_first against resize_rows_first: the same bits, signed zeros included;
+    an image with inf, NaN or float64 sums that overflow falls back to the general loop."""
+    from customops.kernels import resize as resize_module
+
+    rng = np.random.default_rng(21)
+    paths = []
+    for dtype, mode, coord, shape, scales, special in itertools.product(
+        (np.float32, np.float64),
+        ("linear", "cubic"),
+        ("half_pixel", "asymmetric", "align_corners", "half_pixel_symmetric"),
+        ((1, 3, 8, 8), (2, 2, 5, 7), (1, 1, 1, 9)),
+        ([1, 1, 2, 2], [1, 1, 1.5, 2.5], [1, 1, 0.8, 2]),
+        ("none", "negative zeros", "nan", "inf", "huge"),
+    ):
+        x = (rng.standard_normal(shape) * 10).astype(dtype)
+        if special == "negative zeros":
+            x[..., :2] = -0.0
+        elif special == "nan":
+            x.flat[rng.integers(x.size)] = np.nan
+        elif special == "inf":
+            x.flat[rng.integers(x.size)] = -np.inf
+        elif special == "huge" and dtype == np.float64:
+            x = np.full(shape, 1.7e308)  # cubic's partial sums overflow (its middle weights add up past 1)
+            x[..., ::3] = 1e308
+        scales = np.array(scales, np.float32)
+        prepared = resize_module._prepare(x.shape, x.dtype, None, scales, None, *_attrs(coord, mode))
+        short = resize_module._fast_path(prepared)
+        if short is None:  # an axis whose filter is a copy: a gather
+            continue
+        paths.append(short.__name__)
+        with monkeypatch.context() as m:
+            m.setattr(resize_module, "_SMALL_SCRATCH", 0)
+            general = resize_module._fast_path(prepared)
+        assert general.__name__ != "last2_small"
+        assert short(x).tobytes() == general(x).tobytes(), (dtype, mode, coord, shape, scales, special)
+    assert (
+        paths.count("last2_small") >= 300
+    )  # every upsampling of both axes (downsampling goes columns first)
+
+
+@pytest.mark.skipif(not _jit.enabled(), reason="numba is not available")
 def test_downsampling_phases_give_the_table_loop_bits(monkeypatch) -> None:
     """The columns-first loop with its phase split (_jit._h_row_down) against the same loop through the
     tables only: the same bits, non-finite rows and float64 included."""
