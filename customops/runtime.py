@@ -34,6 +34,7 @@ from onnxruntime_extensions import PyCustomOpDef, _ocos, get_library_path, onnx_
 from customops import allocator
 from customops import attrs as attr_codec
 from customops.errors import CustomOpsError, KernelError
+from customops.kernels import _alloc
 from customops.registry import CUSTOM_OPS, DOMAIN, MARKER_ATTRS, NATIVE_TYPES, CustomOp
 
 _PYOP_TYPES: dict[str, int] = {
@@ -92,16 +93,19 @@ allocator.apply_from_environment()  # CUSTOMOPS_MALLOC: see customops.allocator
 
 
 class _RunContext:
-    """The run in progress on one thread: its RunOptions and the kernel errors it met."""
+    """The run in progress on one thread: its RunOptions, the kernel errors it met, and whether one of
+    our nodes met a large tensor (an input or output of allocator.LARGE bytes or more)."""
 
-    __slots__ = ("errors", "run_options")
+    __slots__ = ("errors", "large", "run_options")
 
     def __init__(self, run_options: ort.RunOptions) -> None:
         self.run_options = run_options
         self.errors: list[str] = []
+        self.large = False
 
 
 _ACTIVE: dict[int, _RunContext] = {}
+_LARGE = _alloc.LARGE
 _get_ident = threading.get_ident
 _THREAD = threading.local()
 _UNCLAIMED: list[str] = []
@@ -190,6 +194,8 @@ def _invoke(k_id: int, feed: Sequence[Any], raw_attrs: dict[str, str]) -> tuple[
             and result.flags.c_contiguous
             and binding.elem_type != "string"
         ):
+            if result.nbytes >= _LARGE or feed[0].nbytes >= _LARGE:
+                _met_large()
             return (k_id, result.shape, result)  # the common case; _as_output has the general rules
         shape, data = _as_output(binding, result)
         return (k_id, shape, data)
@@ -200,6 +206,15 @@ def _invoke(k_id: int, feed: Sequence[Any], raw_attrs: dict[str, str]) -> tuple[
         _report(message)
         empty: Any = [] if binding.elem_type == "string" else np.zeros(0, binding.out_dtype)
         return (k_id, (0,), empty)
+
+
+def _met_large() -> None:
+    """Record that the current run of ours met a large tensor: the session recycles from its next run
+    on (InferenceSession.run), and the kernels' own recycling of this thread steps aside for good."""
+    ctx = _current_context()
+    if ctx is not None and not ctx.large:
+        ctx.large = True
+        _alloc.release()
 
 
 def _report(message: str) -> None:
@@ -269,8 +284,11 @@ class InferenceSession(ort.InferenceSession):
             providers=list(providers) if providers is not None else ["CPUExecutionProvider"],
             **kwargs,
         )
-        # numpy's memory handler for our runs: large blocks recycled (customops.allocator)
+        # numpy's memory handler for our runs: large blocks recycled (customops.allocator), from the run
+        # after one in which one of our nodes met a large tensor (setting and resetting numpy's variable
+        # costs 1-2 us a run, more than a tiny node's kernel saves from it)
         self._recycler = allocator.recycler()
+        self._recycling = False
 
     def run(self, output_names, input_feed, run_options=None):  # type: ignore[override]
         """Run like ``onnxruntime.InferenceSession.run``; a failing custom kernel raises its message."""
@@ -288,7 +306,7 @@ class InferenceSession(ort.InferenceSession):
         _ACTIVE[tid] = ctx
         recycler = self._recycler
         token = None
-        if recycler is not None and recycler.var.get() is recycler.delegate:
+        if self._recycling and recycler is not None and recycler.var.get() is recycler.delegate:
             token = recycler.var.set(recycler.handler)
         try:
             outputs = super().run(output_names, input_feed, run_options)
@@ -303,6 +321,8 @@ class InferenceSession(ort.InferenceSession):
                 del _ACTIVE[tid]
             else:
                 _ACTIVE[tid] = outer
+            if ctx.large:
+                self._recycling = True
             if ctx.errors:
                 run_options.terminate = False  # set by _report to stop the run
         if ctx.errors:

@@ -23,6 +23,7 @@ except ImportError:  # numpy 1.x
     from numpy.core.multiarray import get_handler_name
 
 HANDLER = "customops_recycle_large"
+_NUMPYS = get_handler_name()
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -123,23 +124,13 @@ needs_recycler = pytest.mark.skipif(
 )
 
 
-@needs_recycler
-def test_a_session_run_copies_large_inputs_into_recycled_blocks() -> None:
-    """The layer's copy of a large input comes from our handler, lands in the block the previous run
-    freed, and the results stay right; outside runs numpy's own handler is back."""
+def _spying(session, feed, runs: int) -> tuple[list[np.ndarray], list[tuple[str, int]]]:
+    """``runs`` results of ``session``, and for each call of our hook the name of the handler that
+    allocated the layer's copy of the first input, and its address."""
     from onnxruntime_extensions import PyCustomOpDef
 
     from customops import runtime
 
-    x = np.random.default_rng(0).standard_normal(LARGE_INPUT, dtype=np.float32)
-    model, feed = one_node_model(
-        "Pad",
-        {"data": x, "pads": np.array([0, 0, 1, 1, 0, 0, 1, 1])},
-        19,
-        initializers=("pads",),
-        mode="reflect",
-    )
-    session = customops.InferenceSession(customops.rewrite(model))
     seen: list[tuple[str, int]] = []
 
     def spy(k_id, inputs, attrs):
@@ -148,18 +139,56 @@ def test_a_session_run_copies_large_inputs_into_recycled_blocks() -> None:
 
     PyCustomOpDef.install_hooker(spy)
     try:
-        before = allocator.recycled_counts()
-        results = [session.run(None, feed)[0] for _ in range(3)]
-        after = allocator.recycled_counts()
+        results = [session.run(None, feed)[0] for _ in range(runs)]
     finally:
         PyCustomOpDef.install_hooker(runtime._invoke)
-    assert [name for name, _ in seen] == [HANDLER] * 3
-    assert seen[1][1] == seen[2][1]  # the same block, freed by one run and taken by the next
+    return results, seen
+
+
+def _large_pad():
+    x = np.random.default_rng(0).standard_normal(LARGE_INPUT, dtype=np.float32)
+    model, feed = one_node_model(
+        "Pad",
+        {"data": x, "pads": np.array([0, 0, 1, 1, 0, 0, 1, 1])},
+        19,
+        initializers=("pads",),
+        mode="reflect",
+    )
+    return customops.InferenceSession(customops.rewrite(model)), feed
+
+
+@needs_recycler
+def test_a_session_run_copies_large_inputs_into_recycled_blocks() -> None:
+    """From the run after one in which our node met a large tensor, the layer's copy of a large input
+    comes from our handler and lands in the block the previous run freed; the results stay right, and
+    outside runs numpy's own handler is back."""
+    session, feed = _large_pad()
+    x = feed["data"]
+    before = allocator.recycled_counts()
+    results, seen = _spying(session, feed, 4)
+    after = allocator.recycled_counts()
+    assert [name for name, _ in seen] == [_NUMPYS] + [HANDLER] * 3
+    assert seen[2][1] == seen[3][1]  # the same block, freed by one run and taken by the next
     assert after["hits"] - before["hits"] >= 2
     expected = np.pad(x, [(0, 0), (0, 0), (1, 1), (1, 1)], mode="reflect")
     for y in results:
         np.testing.assert_array_equal(y, expected)
     assert get_handler_name() != HANDLER
+
+
+@needs_recycler
+def test_sessions_whose_nodes_meet_only_small_tensors_never_set_the_handler() -> None:
+    """Setting numpy's variable costs 1-2 us a run, which tiny nodes would pay for nothing."""
+    f32 = np.float32
+    model, feed = one_node_model(
+        "Resize",
+        {"X": np.ones((1, 3, 8, 8), f32), "roi": None, "scales": np.array([1, 1, 2, 2], f32)},
+        19,
+        initializers=("scales",),
+    )
+    session = customops.InferenceSession(customops.rewrite(model))
+    _, seen = _spying(session, feed, 3)
+    assert [name for name, _ in seen] == [_NUMPYS] * 3 and not session._recycling
 
 
 @needs_recycler
@@ -169,6 +198,7 @@ def test_a_failing_run_puts_numpys_handler_back() -> None:
         "Resize", {"X": np.ones((1, 1, 2, 2), f32), "roi": None, "scales": np.ones(4, f32), "sizes": None}, 19
     )
     session = customops.InferenceSession(customops.rewrite(model))
+    session._recycling = True  # as after a run that met a large tensor
     feed["scales"] = np.array([1, 1, -2, 2], f32)  # scales must be positive
     with pytest.raises(customops.KernelError, match=r"scale -2\.0"):
         session.run(None, feed)
@@ -201,6 +231,7 @@ def test_a_handler_installed_by_someone_else_stays_in_charge() -> None:
         "Pad", {"data": np.ones((2, 3), np.float32), "pads": np.array([0, 1, 0, 1])}, 19
     )
     session = customops.InferenceSession(customops.rewrite(model))
+    session._recycling = True  # as after a run that met a large tensor
     seen = []
 
     def spy_run():

@@ -7,8 +7,9 @@ buffers of the last ``KEEP`` large outputs of each thread and hands one out agai
 refers to it: the ONNX Runtime layer copies our result into its own tensor and lets it go before the
 next call, while a caller who keeps a result (or a view of it) keeps its buffer out of reuse. Small
 outputs are plain ``np.empty``, and so is every output with ``CUSTOMOPS_MALLOC=off``, and every output
-made during a ``customops.InferenceSession`` run, where the recycling memory handler of
-customops.allocator serves large blocks instead (so the two never keep buffers twice).
+made during a ``customops.InferenceSession`` run in which the recycling memory handler of
+customops.allocator serves large blocks instead; when a session starts using it (:func:`release`),
+this thread's kept buffers are dropped, so the two never keep buffers twice.
 """
 
 from __future__ import annotations
@@ -58,3 +59,11 @@ def empty(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
     if len(cache) > KEEP:
         del cache[0]
     return fresh.view(dtype).reshape(shape)
+
+
+def release() -> None:
+    """Drop this thread's kept buffers (a customops.InferenceSession whose runs numpy's recycling
+    handler serves from now on: the two never keep buffers twice). Arrays still in use keep theirs."""
+    cache = getattr(_local, "buffers", None)
+    if cache:
+        cache.clear()
