@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -117,14 +117,18 @@ def _prepare(
             f"strides {stride!r}, dilations {dil!r}"
         )
 
+    out_shape = (n, channels, *image)
+    geometry = _geometry(x.dtype, block, blocks, dil, stride, begin)
+    large = _alloc.is_large(out_shape, x.dtype)
     return _Prepared(
         x.shape,
         x.dtype,
-        (n, channels, *image),
+        out_shape,
         (n, channels, *block, *blocks),
         _operations(block, blocks, image, dil, stride, begin, x.dtype.kind in "OUS"),
-        _geometry(x.dtype, block, blocks, dil, stride, begin),
-        _alloc.is_large((n, channels, *image), x.dtype),
+        geometry,
+        large,
+        _direct(out_shape, x.dtype, geometry, large, x.size),
     )
 
 
@@ -140,6 +144,9 @@ class _Prepared:
     geometry: np.ndarray | None
     large: bool = False
     """Whether the output is large enough to be recycled (customops.kernels._alloc)."""
+    direct: Callable[[np.ndarray], np.ndarray] | None = None
+    """The compiled path as one function of a C-contiguous input, everything else resolved when
+    planned (:func:`_direct`), or None."""
 
 
 def _operations(
@@ -191,28 +198,37 @@ def _geometry(
     )
 
 
-def _compiled(prepared: _Prepared, x: np.ndarray) -> np.ndarray:
-    """The compiled loop's result for a C-contiguous x (``prepared.geometry`` set): the loop zeroes and
-    fills each image of the output, with x and the output as they are (no reshaped views to make)."""
-    out_shape = prepared.out_shape
-    out = (
-        _alloc.empty(out_shape, prepared.dtype)
-        if prepared.large
-        else np.empty(out_shape, dtype=prepared.dtype)
-    )
+def _direct(
+    out_shape: tuple[int, ...], dtype: np.dtype, geometry: np.ndarray | None, large: bool, work: int
+) -> Callable[[np.ndarray], np.ndarray] | None:
+    """The compiled loop's result as a function of a C-contiguous x, or None without ``geometry`` or
+    with no image: the loop zeroes and fills each image of the output, with x and the output as they
+    are (no reshaped views to make). The loop, the thread split and the allocator are chosen here,
+    once: inside a session a tiny call spends several microseconds on each Python step it takes."""
     images = out_shape[0] * out_shape[1]
-    if images:
-        loop = _jit.get("col2im_2d")
-        if _threads.serial(x.size):
-            loop(x, out, prepared.geometry, 0, images)
-        else:
-            _threads.run(loop, images, x.size, x, out, prepared.geometry)
-    return out
+    if geometry is None or not images:
+        return None
+    loop = _jit.get("col2im_2d")
+    if _threads.serial(work) and not large:
+
+        def small(x: np.ndarray) -> np.ndarray:
+            out = np.empty(out_shape, dtype=dtype)
+            loop(x, out, geometry, 0, images)
+            return out
+
+        return small
+
+    def split(x: np.ndarray) -> np.ndarray:
+        out = _alloc.empty(out_shape, dtype) if large else np.empty(out_shape, dtype=dtype)
+        _threads.run(loop, images, work, x, out, geometry)
+        return out
+
+    return split
 
 
 def _execute(prepared: _Prepared, x: np.ndarray) -> np.ndarray:
-    if prepared.geometry is not None:
-        return _compiled(prepared, np.ascontiguousarray(x))
+    if prepared.direct is not None:
+        return prepared.direct(np.ascontiguousarray(x))
     dtype = prepared.dtype
     strings = dtype.kind in "OUS"
     if strings:
@@ -265,8 +281,9 @@ def _bind(
                 lambda: (x.shape, x.dtype, _key(image_shape), _key(block_shape)),
                 lambda: _prepare(x, image_shape, block_shape, dilations, pads, strides),
             )
-        if prepared.geometry is not None and x.flags.c_contiguous:
-            return _compiled(prepared, x)
+        direct = prepared.direct
+        if direct is not None and x.flags.c_contiguous:
+            return direct(x)
         return _execute(prepared, x)
 
     return bound
