@@ -11,11 +11,11 @@ faults in and zeroes fresh pages: a 37.7 MB copy then runs at about half the spe
 * unset or ``default``: **recycling**. While :class:`customops.InferenceSession` runs a model, numpy
   allocates array memory through a handler of ours (:func:`recycler`) that keeps the last eight freed
   blocks of 32 MiB or more (512 MiB in all at most) and hands one out again for a request of exactly
-  its size; everything else goes to numpy's own allocator. A session does so from the run after one in
-  which one of our nodes met an input or output of 32 MiB or more: sessions with small tensors only do
-  not pay for setting numpy's variable (1-2 µs a run). The layer's copies of large inputs and our
-  large outputs then land in pages that are already mapped from the third run on, also in a model
-  with several large tensors of different sizes. The price: up to 512 MiB of freed blocks stay
+  its size; everything else goes to numpy's own allocator. A session does so in runs whose inputs hold
+  an array of 32 MiB or more, and in every run after one in which one of our nodes met an input or
+  output of that size: sessions with small tensors only do not pay for setting numpy's variable (1-2
+  µs a run). The layer's copies of large inputs and our large outputs then land in pages that are
+  already mapped, also in a model with several large tensors of different sizes. The price: up to 512 MiB of freed blocks stay
   allocated. It needs numba (not with ``CUSTOMOPS_JIT=0``) and a Python with a GIL; plain
   ``onnxruntime`` sessions do not get it (their runs are not ours to wrap). Outside our runs, the
   kernels' own large outputs are recycled per thread instead (customops.kernels._alloc), in any

@@ -284,9 +284,10 @@ class InferenceSession(ort.InferenceSession):
             providers=list(providers) if providers is not None else ["CPUExecutionProvider"],
             **kwargs,
         )
-        # numpy's memory handler for our runs: large blocks recycled (customops.allocator), from the run
-        # after one in which one of our nodes met a large tensor (setting and resetting numpy's variable
-        # costs 1-2 us a run, more than a tiny node's kernel saves from it)
+        # numpy's memory handler for our runs: large blocks recycled (customops.allocator), in runs
+        # whose inputs hold a large array and in every run after one in which one of our nodes met a
+        # large tensor (setting and resetting numpy's variable costs 1-2 us a run, more than a tiny
+        # node's kernel saves from it)
         self._recycler = allocator.recycler()
         self._recycling = False
 
@@ -306,7 +307,11 @@ class InferenceSession(ort.InferenceSession):
         _ACTIVE[tid] = ctx
         recycler = self._recycler
         token = None
-        if self._recycling and recycler is not None and recycler.var.get() is recycler.delegate:
+        if (
+            recycler is not None
+            and (self._recycling or _large_feed(input_feed))
+            and recycler.var.get() is recycler.delegate
+        ):
             token = recycler.var.set(recycler.handler)
         try:
             outputs = super().run(output_names, input_feed, run_options)
@@ -328,6 +333,19 @@ class InferenceSession(ort.InferenceSession):
         if ctx.errors:
             raise KernelError(ctx.errors[0])
         return outputs
+
+
+def _large_feed(feed: Any) -> bool:
+    """Whether a run's inputs hold an array of allocator.LARGE bytes or more (a run that recycles from
+    its start, so that its nodes reuse the blocks its earlier nodes freed)."""
+    try:
+        values = feed.values()
+    except AttributeError:  # not a dict: onnxruntime's own run says what is wrong with it
+        return False
+    for value in values:  # noqa: SIM110 - a loop, not any(): this runs on every run, tiny ones included
+        if getattr(value, "nbytes", 0) >= _LARGE:
+            return True
+    return False
 
 
 def registered_types() -> dict[str, tuple[str, ...]]:

@@ -159,21 +159,52 @@ def _large_pad():
 
 @needs_recycler
 def test_a_session_run_copies_large_inputs_into_recycled_blocks() -> None:
-    """From the run after one in which our node met a large tensor, the layer's copy of a large input
-    comes from our handler and lands in the block the previous run freed; the results stay right, and
-    outside runs numpy's own handler is back."""
+    """In a run whose inputs are large, the layer's copy of a large input comes from our handler and
+    lands in the block the previous run freed; the results stay right, and outside runs numpy's own
+    handler is back."""
     session, feed = _large_pad()
     x = feed["data"]
     before = allocator.recycled_counts()
-    results, seen = _spying(session, feed, 4)
+    results, seen = _spying(session, feed, 3)
     after = allocator.recycled_counts()
-    assert [name for name, _ in seen] == [_NUMPYS] + [HANDLER] * 3
-    assert seen[2][1] == seen[3][1]  # the same block, freed by one run and taken by the next
+    assert [name for name, _ in seen] == [HANDLER] * 3
+    assert seen[1][1] == seen[2][1]  # the same block, freed by one run and taken by the next
     assert after["hits"] - before["hits"] >= 2
     expected = np.pad(x, [(0, 0), (0, 0), (1, 1), (1, 1)], mode="reflect")
     for y in results:
         np.testing.assert_array_equal(y, expected)
     assert get_handler_name() != HANDLER
+
+
+@needs_recycler
+def test_a_large_tensor_met_inside_the_model_turns_recycling_on_from_the_next_run() -> None:
+    """Small inputs, a large intermediate (our Resize's output, copied by the layer into our Pad's
+    input): the first run goes without the handler, every later one with it, reusing the block."""
+    from onnx import TensorProto, helper
+
+    x = np.random.default_rng(3).standard_normal((1, 10, 512, 512), dtype=np.float32)  # 10.5 MB
+    nodes = [
+        helper.make_node("Resize", ["x", "", "scales"], ["big"], mode="nearest"),  # 41.9 MB
+        helper.make_node("Pad", ["big", "pads"], ["y"], mode="edge"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [
+            helper.make_tensor("scales", TensorProto.FLOAT, [4], [1, 1, 2, 2]),
+            helper.make_tensor("pads", TensorProto.INT64, [8], [0, 0, 1, 1, 0, 0, 1, 1]),
+        ],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+    session = customops.InferenceSession(customops.rewrite(model))
+    results, seen = _spying(session, {"x": x}, 3)
+    assert [name for name, _ in seen] == [_NUMPYS, _NUMPYS, HANDLER, HANDLER, HANDLER, HANDLER]
+    assert seen[3][1] == seen[5][1]  # the Pad's input copy: the block the previous run freed
+    expected = np.pad(x.repeat(2, axis=2).repeat(2, axis=3), [(0, 0), (0, 0), (1, 1), (1, 1)], mode="edge")
+    for y in results:
+        np.testing.assert_array_equal(y, expected)
 
 
 @needs_recycler
