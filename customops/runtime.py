@@ -94,7 +94,7 @@ allocator.apply_from_environment()  # CUSTOMOPS_MALLOC: see customops.allocator
 
 class _RunContext:
     """The run in progress on one thread: its RunOptions, the kernel errors it met, and whether one of
-    our nodes met a large tensor (an input or output of allocator.LARGE bytes or more)."""
+    our nodes met a large tensor (an input or output of kernels._alloc.LARGE bytes or more)."""
 
     __slots__ = ("errors", "large", "run_options")
 
@@ -336,7 +336,7 @@ class InferenceSession(ort.InferenceSession):
 
 
 def _large_feed(feed: Any) -> bool:
-    """Whether a run's inputs hold an array of allocator.LARGE bytes or more (a run that recycles from
+    """Whether a run's inputs hold an array of kernels._alloc.LARGE bytes or more (a run that recycles from
     its start, so that its nodes reuse the blocks its earlier nodes freed)."""
     try:
         values = feed.values()

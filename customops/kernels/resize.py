@@ -1041,9 +1041,10 @@ def _fast_path(prepared: _Prepared) -> Callable[[np.ndarray], np.ndarray] | None
 
 
 _TINY_GATHER = 1024  # output elements up to which a nearest gather is one ndarray.take (measured)
-_SMALL_SCRATCH = 1 << 10  # input rows x output width up to which rows first takes the short loop: a
-# 3-plane x2 bound call, linear / cubic: 8x8 2.9 / 4.1 us against 4.5 / 5.5, 16x16 5.2 / 9.1 against 8.6 / 12.3;
-# at 32x32 cubic is faster in the general loop (its x2 pairs vectorize)
+# Input rows x output width up to which rows first takes the short loop. A 3-plane x2 bound call, linear
+# / cubic: 8x8 2.9 / 4.1 us against 4.5 / 5.5, 16x16 5.2 / 9.1 against 8.6 / 12.3; at 32x32 cubic is
+# faster in the general loop (its x2 pairs vectorize).
+_SMALL_SCRATCH = 1 << 10
 
 
 def _input_key(value: Any) -> Any:
