@@ -981,15 +981,31 @@ def _fast_path(prepared: _Prepared) -> Callable[[np.ndarray], np.ndarray] | None
         tables = (tyi, tyw, txi, txw, *extra)
         if not columns_first and in3[1] * out_w <= _SMALL_SCRATCH and _threads.serial(work):
             small = _jit.get("resize_small_rows_first")
+            ty, tx = tyw.shape[0] // 2, txw.shape[0] // 2
+            ints = np.concatenate([[ty, tx], tyi[:ty].ravel(), txi[:tx].ravel()]).astype(np.uintp)
+            weights_ = np.concatenate([tyw[:ty].ravel(), txw[:tx].ravel()])
 
-            def last2_small(X: np.ndarray) -> np.ndarray:
+            def redo(X: np.ndarray, out: np.ndarray) -> None:
+                kernel2(X.reshape(in3), out.reshape(out3), *tables, 0, units)  # a row that is not finite
+
+            if rank == 4:  # NCHW, as it comes
+
+                def last2_small(X: np.ndarray) -> np.ndarray:
+                    out = np.empty(out_shape, dtype=dtype)
+                    if not small(X, out, ints, weights_):
+                        redo(X, out)
+                    return out
+
+                return last2_small
+            in4, out4 = (1, *in3), (1, *out3)
+
+            def last2_small_any(X: np.ndarray) -> np.ndarray:
                 out = np.empty(out_shape, dtype=dtype)
-                x3, out3_ = X.reshape(in3), out.reshape(out3)
-                if not small(x3, out3_, tyi, tyw, txi, txw):
-                    kernel2(x3, out3_, *tables, 0, units)  # a row that is not finite
+                if not small(X.reshape(in4), out.reshape(out4), ints, weights_):
+                    redo(X, out)
                 return out
 
-            return last2_small
+            return last2_small_any
         if _threads.serial(work):
 
             def last2_serial(X: np.ndarray) -> np.ndarray:
