@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import json
 import warnings
 
 import numpy as np
@@ -123,3 +124,13 @@ def run_builtin(model: onnx.ModelProto, feed: dict[str, np.ndarray]) -> list[np.
 
     sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     return sess.run(None, feed)
+
+
+def strict_json(text: str):
+    """``json.loads`` that rejects Python's ``Infinity``, ``-Infinity`` and ``NaN``, which are not JSON:
+    every JSON customops writes must parse here (customops.jsonout)."""
+
+    def reject(constant: str):
+        raise ValueError(f"{constant} is not JSON")
+
+    return json.loads(text, parse_constant=reject)

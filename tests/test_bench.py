@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import subprocess
 import sys
@@ -10,6 +9,7 @@ import sys
 import pytest
 
 from customops import bench
+from tests.helpers import strict_json
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
@@ -43,7 +43,7 @@ def test_quick_filtered_run_prints_a_table_and_writes_json(tmp_path) -> None:
     assert any(line.startswith("write-only (a kernel that reads nothing") for line in lines)
     assert "small-pad-reflect" in proc.stderr  # progress goes to stderr
 
-    data = json.loads(out.read_text())
+    data = strict_json(out.read_text())
     assert set(data) == {"machine", "settings", "results", "summary", "hook"}
     assert data["settings"] == {"quick": True, "samples": 3, "filter": "small-pad"}
     (result,) = data["results"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -10,6 +9,7 @@ import sys
 import onnx
 import pytest
 
+from tests.helpers import strict_json
 from tests.test_rewrite import _pipeline
 
 
@@ -27,7 +27,7 @@ def test_ops_prints_the_support_table_with_probed_builtin_coverage():
     assert "uint16" in resize19 and "string" in resize19 and "float16*" in resize19
     col2im = next(line for line in lines if line.startswith("Col2Im"))
     assert col2im.split()[-1] in ("float", "float16")  # ORT's built-in Col2Im is float-only
-    data = json.loads(run_cli("ops", "--json").stdout)
+    data = strict_json(run_cli("ops", "--json").stdout)
     row = next(r for r in data if r["op"] == "Col2Im" and r["elem_type"] == "double")
     assert row["ours"] == "native" and row["builtin"] is False
 
@@ -66,7 +66,7 @@ def test_rewrite_dry_run_writes_nothing_and_json_is_machine_readable(model_file,
     out = tmp_path / "rw.onnx"
     proc = run_cli("rewrite", str(model_file), str(out), "--dry-run", "--json", "--ops", "Resize")
     assert proc.returncode == 0, proc.stderr
-    report = json.loads(proc.stdout)
+    report = strict_json(proc.stdout)
     assert report["summary"] == {"swapped": 1, "skipped": 2, "written": None}
     assert not out.exists()
 
@@ -288,6 +288,6 @@ def test_python_dash_m_customops_is_the_command():
     ok = subprocess.run(
         [sys.executable, "-m", "customops", "ops", "--no-probe", "--json"], capture_output=True
     )
-    assert ok.returncode == 0 and json.loads(ok.stdout)
+    assert ok.returncode == 0 and strict_json(ok.stdout)
     bad = subprocess.run([sys.executable, "-m", "customops", "nope"], capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "invalid choice: 'nope'" in bad.stderr

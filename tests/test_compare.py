@@ -16,7 +16,7 @@ from onnx import TensorProto, helper
 from customops.compare import compare_model, generate_inputs
 from customops.errors import CustomOpsError
 from customops.metrics import compare_arrays
-from tests.helpers import one_node_model
+from tests.helpers import one_node_model, strict_json
 
 F32 = np.float32
 
@@ -515,13 +515,6 @@ def test_metrics_against_a_zero_or_subnormal_reference_are_infinite_without_a_wa
     assert m["max_rel"] == np.inf and m["needed_rtol"] == np.inf and not m["pass"]
 
 
-def _strict_json(text: str):
-    def reject(constant):
-        raise ValueError(f"{constant} is not JSON")
-
-    return json.loads(text, parse_constant=reject)
-
-
 def test_cli_json_report_is_strict_json_with_infinite_values_as_strings(tmp_path):
     # ORT's Col2Im with dilation and blocks in the end padding (docs/ort-deviations.md C-3D-DILATION)
     # gives a value where the spec has 0: the relative error, and the rtol it would need, are infinite
@@ -548,7 +541,7 @@ def test_cli_json_report_is_strict_json_with_infinite_values_as_strings(tmp_path
         str(tmp_path / "r.json"),
     )
     assert proc.returncode == 1, proc.stderr
-    report = _strict_json((tmp_path / "r.json").read_text())
+    report = strict_json((tmp_path / "r.json").read_text())
     metrics = report["nodes"][0]["in_model"]
     assert metrics["max_rel"] == "inf" and metrics["needed_rtol"] == "inf"
     assert float(metrics["needed_rtol"]) == np.inf and isinstance(metrics["max_abs"], float)

@@ -17,6 +17,7 @@ import pytest
 from customops.fuzz.case import Case, Tensor, case_to_json
 from customops.fuzz.space import make_case
 from customops.registry import lookup
+from tests.helpers import strict_json
 
 RESIZE_DEVIATIONS = {
     "T-RESIZE",
@@ -93,7 +94,7 @@ def test_same_findings_for_any_jobs_and_shards_merge_into_the_whole(tmp_path):
     two = run_cli(*base, "--jobs", "2", "--out", str(tmp_path / "two"))
     shards = [run_cli(*base, "--shard", f"{i}/2", "--out", str(tmp_path / f"s{i}")) for i in range(2)]
     assert all(p.returncode in (0, 1) for p in (two, *shards)), [p.stderr[-500:] for p in (two, *shards)]
-    s_whole, s_two = json.loads(whole.stdout), json.loads(two.stdout)
+    s_whole, s_two = strict_json(whole.stdout), strict_json(two.stdout)
     assert s_whole["groups"], "the campaign should find something on Pad-19"
     assert _groups(s_whole) == _groups(s_two) and _counts(s_whole) == _counts(s_two)
     merged = run_cli(
@@ -106,7 +107,7 @@ def test_same_findings_for_any_jobs_and_shards_merge_into_the_whole(tmp_path):
         "--json",
     )
     assert merged.returncode == whole.returncode, merged.stderr
-    s_merged = json.loads(merged.stdout)
+    s_merged = strict_json(merged.stdout)
     assert _groups(s_merged) == _groups(s_whole) and _counts(s_merged) == _counts(s_whole)
     for g in s_merged["groups"]:
         assert (tmp_path / "merged" / g["dir"] / "model.onnx").is_file()
@@ -116,7 +117,7 @@ def test_same_findings_for_any_jobs_and_shards_merge_into_the_whole(tmp_path):
     (tmp_path / "whole").rename(tmp_path / "moved")
     again = run_cli("fuzz", "merge", str(tmp_path / "moved"), "--out", str(tmp_path / "m2"), "--json")
     assert again.returncode == whole.returncode, again.stderr
-    for g in json.loads(again.stdout)["groups"]:
+    for g in strict_json(again.stdout)["groups"]:
         here = str(tmp_path / "m2" / g["dir"])
         assert g["rerun"][0] == f"customops fuzz replay {here}"
         for name in ("README.txt", "finding.json"):
@@ -144,7 +145,7 @@ def test_a_crashing_and_a_hanging_side_are_recorded_and_the_campaign_goes_on(tmp
     inject = {"CUSTOMOPS_FUZZ_INJECT": f"abort:builtin:{crash},hang:custom:{hang}"}
     proc = run_cli(*args, "--out", str(tmp_path / "out"), env=inject)
     assert proc.returncode == 1, proc.stderr[-2000:]
-    summary = json.loads(proc.stdout)
+    summary = strict_json(proc.stdout)
     assert summary["cases"]["run"] == 3
     by_kind = {g["signature"]["kind"]: g for g in summary["groups"]}
     assert by_kind["crash"]["signature"]["side"] == "builtin" and by_kind["crash"]["examples"] == [crash]
@@ -209,7 +210,7 @@ def test_small_resize_campaign_rediscovers_known_deviations_with_reproducers_tha
     ]
     proc = run_cli(*args, "--out", str(out), "--markdown", str(tmp_path / "findings.md"))
     assert proc.returncode == 1, proc.stderr[-2000:]
-    summary = json.loads((out / "summary.json").read_text())
+    summary = strict_json((out / "summary.json").read_text())
     known = {label for g in summary["groups"] for label in g["known"]}
     assert len(known & RESIZE_DEVIATIONS) >= 2, known
     assert proc.stdout.strip().splitlines()[-1].startswith(f"{len(summary['groups'])} group(s)")
@@ -242,7 +243,7 @@ def test_a_col2im_campaign_labels_findings_whose_output_rank_differs(tmp_path):
         "fuzz", "--op", "Col2Im", "--cases", "60", "--seed", "1", "--shrink-budget", "20", "--out", str(out)
     )
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
-    summary = json.loads((out / "summary.json").read_text())
+    summary = strict_json((out / "summary.json").read_text())
     value = [g for g in summary["groups"] if g["signature"]["kind"] == "value"]
     assert value and all(g["facts"]["rank"] == 3 and g["facts"]["same_shape"] is False for g in value)
 
@@ -308,7 +309,7 @@ def test_committed_findings_page_is_what_the_merge_writes():
 
     root = Path(__file__).resolve().parent.parent
     page = (root / "docs" / "findings.md").read_text()
-    summary = json.loads((root / "findings" / "summary.json").read_text())
+    summary = strict_json((root / "findings" / "summary.json").read_text())
     block = page.split("```\n", 2)[1]
     merge_command = block.strip().splitlines()[-1]
     assert merge_command.startswith("customops fuzz merge") and "--markdown docs/findings.md" in merge_command

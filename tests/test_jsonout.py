@@ -3,19 +3,12 @@
 from __future__ import annotations
 
 import io
-import json
 from pathlib import Path
 
 import numpy as np
 
 from customops import jsonout
-
-
-def _strict(text: str):
-    def reject(constant):
-        raise ValueError(f"{constant} is not JSON")
-
-    return json.loads(text, parse_constant=reject)
+from tests.helpers import strict_json
 
 
 def test_non_finite_numbers_become_strings_float_reads_back():
@@ -28,7 +21,7 @@ def test_non_finite_numbers_become_strings_float_reads_back():
         "f": np.array([np.inf, 0.25], np.float32),
         3: Path("/tmp/p"),
     }
-    back = _strict(jsonout.dumps(value))
+    back = strict_json(jsonout.dumps(value))
     assert back == {
         "a": "inf",
         "b": "-inf",
@@ -57,4 +50,4 @@ def test_objects_without_a_json_form_are_their_str():
         def __str__(self) -> str:
             return "thing"
 
-    assert _strict(jsonout.dumps([Thing()])) == ["thing"]
+    assert strict_json(jsonout.dumps([Thing()])) == ["thing"]
