@@ -3,7 +3,6 @@ the spec answer; the reference is not trusted blindly; the command's inputs, out
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -405,7 +404,7 @@ def test_cli_writes_json_html_and_reproducers_that_reproduce(tmp_path):
     )
     assert proc.returncode == 1, proc.stderr
     assert proc.stdout.strip().splitlines()[-1].startswith("DISAGREE")
-    report = json.loads((tmp_path / "r.json").read_text())
+    report = strict_json((tmp_path / "r.json").read_text())
     assert {n["node"] for n in report["nodes"]} == {"resize", "pad"}
     assert "<img" in (tmp_path / "r.html").read_text()
     case = tmp_path / "repro" / "resize"
@@ -489,7 +488,7 @@ def test_model_invalid_for_both_sides_is_bad_input(tmp_path):
 def test_conformance_command_passes_every_custom_result():
     proc = run_cli("conformance", "--json")
     assert proc.returncode == 0, proc.stderr[-2000:]
-    rows = json.loads(proc.stdout)
+    rows = strict_json(proc.stdout)
     assert rows and all(r["custom"] == "pass" for r in rows)
     assert any(r["builtin"] != "pass" for r in rows)  # ORT fails the align_corners downsampling tests
 
