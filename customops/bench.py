@@ -621,6 +621,61 @@ def summarize(results: list[Result]) -> dict[str, Any]:
     return summary
 
 
+def judge_targets(summary: dict[str, Any], hook: dict[str, Any] | None, full: bool) -> list[dict[str, Any]]:
+    """Issue 6's targets against a run's summary: for each, its name, the measured value, the target,
+    and ``met`` (True or False; None when the run cannot judge it: a --quick or --filter run, or a value
+    it did not measure). A value equal to its target meets it."""
+
+    def judged(name: str, value: float | None, target: float, at_most: bool, unit: str) -> dict[str, Any]:
+        met = None
+        if full and value is not None:
+            met = value <= target if at_most else value >= target
+        return {"target": name, "value": value, "limit": target, "at_most": at_most, "unit": unit, "met": met}
+
+    hook_speedup = None
+    if hook and hook.get("elements", 0) >= HOOK_TARGET_ELEMENTS:
+        hook_speedup = hook["speedup"]
+    return [
+        judged("geometric mean custom/built-in", summary.get("geomean_ratio"), GEOMEAN_TARGET, True, "x"),
+        judged("worst custom/built-in", summary.get("worst_ratio"), WORST_TARGET, True, "x"),
+        judged(
+            "per-call overhead on tiny tensors",
+            summary.get("max_overhead_us"),
+            OVERHEAD_TARGET_US,
+            True,
+            "us",
+        ),
+        judged("invocation hook against the stock path", hook_speedup, HOOK_SPEEDUP_TARGET, False, "x"),
+        judged(
+            "peak memory of a custom Resize / output",
+            summary.get("resize_peak_over_output"),
+            PEAK_TARGET,
+            True,
+            "x",
+        ),
+    ]
+
+
+def targets_line(targets: list[dict[str, Any]]) -> str:
+    """One line: how many targets the run meets, and each one's verdict."""
+    if all(t["met"] is None for t in targets):
+        return "targets: not judged (a full run without --quick or --filter judges them)"
+    judged = [t for t in targets if t["met"] is not None]
+    parts = []
+    for t in targets:
+        sign = "<=" if t["at_most"] else ">="
+        if t["value"] is None:
+            value = "-"
+        elif t["unit"] == "us":
+            value = f"{t['value']:+.1f} us"
+        else:
+            value = f"{t['value']:.0f}x" if t["value"] >= 10 else f"{t['value']:.2f}x"
+        verdict = {True: "met", False: "NOT met", None: "not judged"}[t["met"]]
+        parts.append(f"{t['target']} {value} ({sign} {t['limit']:g}): {verdict}")
+    met = sum(1 for t in judged if t["met"])
+    return f"targets: {met} of {len(judged)} met; " + "; ".join(parts)
+
+
 def _fmt(value: float | None, digits: int = 2) -> str:
     if value is None:
         return "-"
@@ -749,6 +804,8 @@ def run(args: argparse.Namespace) -> int:
     print()
     for line in summary_lines(summary, hook):
         print(line)
+    targets = judge_targets(summary, hook, full=not (args.quick or args.filter))
+    print(targets_line(targets))
     if args.json:
         payload = {
             "machine": info,
@@ -756,6 +813,7 @@ def run(args: argparse.Namespace) -> int:
             "results": [r.__dict__ for r in results],
             "summary": summary,
             "hook": hook,
+            "targets": targets,
         }
         with open(args.json, "w", encoding="utf-8") as f:
             jsonout.dump(payload, f, indent=1)

@@ -44,7 +44,9 @@ def test_quick_filtered_run_prints_a_table_and_writes_json(tmp_path) -> None:
     assert "small-pad-reflect" in proc.stderr  # progress goes to stderr
 
     data = strict_json(out.read_text())
-    assert set(data) == {"machine", "settings", "results", "summary", "hook"}
+    assert set(data) == {"machine", "settings", "results", "summary", "hook", "targets"}
+    assert len(data["targets"]) == 5 and all(t["met"] is None for t in data["targets"])  # a filtered run
+    assert lines[-1] == "targets: not judged (a full run without --quick or --filter judges them)"
     assert data["settings"] == {"quick": True, "samples": 3, "filter": "small-pad"}
     (result,) = data["results"]
     assert result["name"] == "small-pad-reflect" and result["op"] == "Pad" and result["small"] is True
@@ -177,3 +179,22 @@ def test_each_sample_starts_with_an_untimed_run() -> None:
     assert events == ["enter", "run", "run", "run", "run", "leave"]
     # longer than ORT's pool was measured to spin after a run (50-60 ms)
     assert bench._SETTLE_S >= 0.06
+
+
+def test_targets_are_judged_on_full_runs_only_and_a_value_at_its_limit_meets_it() -> None:
+    summary = {
+        "geomean_ratio": 1.0,
+        "worst_ratio": 3.02,
+        "max_overhead_us": 19.9,
+        "resize_peak_over_output": 1.6,
+    }
+    hook = {"elements": bench.HOOK_TARGET_ELEMENTS, "speedup": 99.5}
+    targets = bench.judge_targets(summary, hook, full=True)
+    assert [t["met"] for t in targets] == [True, False, True, False, True]
+    line = bench.targets_line(targets)
+    assert line.startswith("targets: 3 of 5 met; ") and line.count("NOT met") == 2
+    assert "+19.9 us (<= 20): met" in line and "3.02x (<= 3): NOT met" in line
+    assert all(t["met"] is None for t in bench.judge_targets(summary, hook, full=False))
+    small_hook = bench.judge_targets(summary, {"elements": 1000, "speedup": 500.0}, full=True)
+    assert small_hook[3]["met"] is None  # the hook's target is defined at 1M floats
+    assert bench.targets_line(small_hook).startswith("targets: 3 of 4 met; ")
