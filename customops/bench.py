@@ -69,10 +69,16 @@ class Result:
     write_only_ms: float | None = None
     """The rewritten model with a kernel that reads nothing and only writes its output (a new array set
     to zero on the kernel threads): about the least any real kernel can cost behind this layer."""
+    copy_ms: float | None = None
+    """The rewritten model with a kernel that only copies its data input into its output (numpy copies
+    split over the kernel threads): what moving the bytes once costs behind this layer, the yardstick
+    for kernels that copy (Pad, CenterCropPad, nearest Resize), which filtering ones exceed. Not
+    measured on tiny tensors (None), where per-call costs are all it would show."""
     builtin_samples_ms: list[float] = field(default_factory=list)
     custom_samples_ms: list[float] = field(default_factory=list)
     floor_samples_ms: list[float] = field(default_factory=list)
     write_only_samples_ms: list[float] = field(default_factory=list)
+    copy_samples_ms: list[float] = field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -397,6 +403,45 @@ class _Hooks:
 
         return self._answering(write)
 
+    def copy_once(self, shape: tuple[int, ...], dtype: Any) -> Callable[[], None]:
+        """A hook whose kernel copies its data input (the node's first input) into a new array of
+        ``shape`` and ``dtype`` once: the first elements, as many as both hold, in order; the rest of a
+        larger input is read (an OR over its bits), the rest of a larger output set to zero. Split over
+        the kernel threads as the compiled loops are, each part taking an equal share of positions.
+        Returns the function that installs it."""
+        import numpy as np
+
+        from customops.kernels import _threads
+
+        dtype = np.dtype(dtype)
+        bits = np.dtype(f"u{dtype.itemsize}") if dtype.itemsize in (1, 2, 4, 8) else np.dtype(np.uint8)
+        bindings = self.runtime._BINDINGS
+        stock = self.runtime._STOCK_HOOK
+        units = _COPY_UNITS
+
+        def part(src: Any, dst: Any, start: int, stop: int) -> None:
+            both, longer = min(src.size, dst.size), max(src.size, dst.size)
+            lo, hi = longer * start // units, longer * stop // units  # this part's share of positions
+            if lo < both:
+                dst[lo : min(hi, both)] = src[lo : min(hi, both)]  # numpy releases the GIL for these
+            lo = max(lo, both)
+            if lo < hi:
+                if src.size > both:
+                    np.bitwise_or.reduce(src[lo:hi])
+                else:
+                    dst[lo:hi] = 0
+
+        def copy(k_id: int, feed: Any, raw: dict[str, str]) -> tuple[Any, ...]:
+            if k_id not in bindings:
+                return stock(k_id, feed, raw)
+            out = np.empty(shape, dtype)
+            src = feed[0].reshape(-1).view(bits)  # the layer's inputs are fresh C-contiguous copies
+            dst = out.reshape(-1).view(bits)
+            _threads.run(part, units, src.size + dst.size, src, dst)
+            return (k_id, out.shape, out)
+
+        return lambda: self.install(copy)
+
     def probe_memory(self) -> None:
         """Our hook, recording (peak bytes numpy allocated during the call, output bytes)."""
         import tracemalloc
@@ -415,6 +460,11 @@ class _Hooks:
             return result
 
         self.install(probed)
+
+
+# The copy side's parts: the thread splitter cuts [0, _COPY_UNITS) into pieces, each piece an equal
+# share of the positions of the larger of input and output.
+_COPY_UNITS = 1 << 12
 
 
 def _replace_kernels(runtime: Any, op: str, kernel: Callable[..., Any]) -> list[tuple[Any, Any]]:
@@ -494,15 +544,18 @@ def _run_workload(w: Workload, quick: bool, samples: int, hooks: _Hooks) -> Resu
         _Side(run_custom, install_ready, hooks.ours),
         _Side(run_custom, install_write, hooks.ours),
     ]
+    if not w.small:  # on tiny tensors the per-call costs are all a copy would show: see the floor
+        sides.append(_Side(run_custom, hooks.copy_once(custom_out.shape, custom_out.dtype), hooks.ours))
     for _ in range(2):
         for side in sides:
             side.sample(1)
     target = 0.02 if w.small else 0.002
-    (times_b, times_c, times_f, times_w), inner = _alternate(sides, samples, target)
+    (times_b, times_c, times_f, times_w, *times_y), inner = _alternate(sides, samples, target)
     builtin_ms = statistics.median(times_b) * 1e3
     custom_ms = statistics.median(times_c) * 1e3
     floor_ms = statistics.median(times_f) * 1e3
     write_only_ms = statistics.median(times_w) * 1e3
+    copy_ms = statistics.median(times_y[0]) * 1e3 if times_y else None
 
     hooks.stock()
     try:
@@ -537,10 +590,12 @@ def _run_workload(w: Workload, quick: bool, samples: int, hooks: _Hooks) -> Resu
         inner=inner,
         floor_ms=floor_ms,
         write_only_ms=write_only_ms,
+        copy_ms=copy_ms,
         builtin_samples_ms=[t * 1e3 for t in times_b],
         custom_samples_ms=[t * 1e3 for t in times_c],
         floor_samples_ms=[t * 1e3 for t in times_f],
         write_only_samples_ms=[t * 1e3 for t in times_w],
+        copy_samples_ms=[t * 1e3 for t in times_y[0]] if times_y else [],
     )
 
 
@@ -615,6 +670,12 @@ def summarize(results: list[Result]) -> dict[str, Any]:
     written = [r for r in results if r.write_only_ms]
     if written:
         summary["write_only_geomean_ratio"] = _geomean([r.write_only_ms / r.builtin_ms for r in written])  # type: ignore[operator]
+    copied = [r for r in results if r.copy_ms]
+    if copied:
+        summary["copy_geomean_ratio"] = _geomean([r.copy_ms / r.builtin_ms for r in copied])  # type: ignore[operator]
+        summary["custom_over_copy_geomean"] = _geomean([r.custom_ms / r.copy_ms for r in copied])  # type: ignore[operator]
+        summary["copied_geomean_ratio"] = _geomean([r.ratio for r in copied])
+        summary["copy_workloads"] = len(copied)
     peaks = [r.peak_over_output for r in results if r.op == "Resize" and r.peak_over_output is not None]
     if peaks:
         summary["resize_peak_over_output"] = max(peaks)
@@ -690,8 +751,8 @@ def table(results: list[Result]) -> str:
     """The results as a Markdown table."""
     lines = [
         "| workload | shape | built-in ms | custom ms | custom/built-in | floor ms | floor/built-in "
-        "| write-only/built-in | stock path ms | peak mem / output |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| write-only/built-in | copy/built-in | stock path ms | peak mem / output |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
         small = r.small
@@ -701,6 +762,7 @@ def table(results: list[Result]) -> str:
             f"{r.ratio:.2f} | {_fmt(r.floor_ms, digits)} | "
             f"{'-' if r.floor_ms is None else f'{r.floor_ms / r.builtin_ms:.2f}'} | "
             f"{'-' if r.write_only_ms is None else f'{r.write_only_ms / r.builtin_ms:.2f}'} | "
+            f"{'-' if r.copy_ms is None else f'{r.copy_ms / r.builtin_ms:.2f}'} | "
             f"{_fmt(r.stock_ms, digits)} | "
             f"{'-' if r.peak_over_output is None else f'{r.peak_over_output:.2f}'} |"
         )
@@ -736,6 +798,13 @@ def summary_lines(summary: dict[str, Any], hook: dict[str, Any] | None) -> list[
             lines.append(
                 "write-only (a kernel that reads nothing and only writes its output, behind the same layer): "
                 f"geometric mean write-only/built-in {summary['write_only_geomean_ratio']:.2f}"
+            )
+        if "copy_geomean_ratio" in summary:
+            lines.append(
+                "copy (a kernel that only copies its data input into its output once, behind the same layer; "
+                f"the {summary['copy_workloads']} workloads not on tiny tensors): geometric mean copy/built-in "
+                f"{summary['copy_geomean_ratio']:.2f}, custom/built-in {summary['copied_geomean_ratio']:.2f}, "
+                f"custom/copy {summary['custom_over_copy_geomean']:.2f}"
             )
         if "resize_peak_over_output" in summary:
             lines.append(

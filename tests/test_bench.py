@@ -20,20 +20,21 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
 
 def test_quick_filtered_run_prints_a_table_and_writes_json(tmp_path) -> None:
     out = tmp_path / "bench.json"
-    proc = run_cli("--quick", "--filter", "small-pad", "--json", str(out))
+    proc = run_cli("--quick", "--filter", "pad-reflect", "--json", str(out))
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0].startswith("machine: ") and "onnxruntime" in lines[0]
     header = next(i for i, line in enumerate(lines) if line.startswith("| workload |"))
     assert lines[header + 1].startswith("|---")
     rows = [line for line in lines[header + 2 :] if line.startswith("|")]
-    assert len(rows) == 1 and rows[0].startswith("| small-pad-reflect |")
-    cells = [c.strip() for c in rows[0].strip("|").split("|")]
-    assert len(cells) == 10
-    builtin, custom, ratio, floor, floor_ratio, write_ratio, stock = (float(c) for c in cells[2:9])  # numbers
+    assert [row.split("|")[1].strip() for row in rows] == ["pad-reflect", "small-pad-reflect"]
+    small_cells = [c.strip() for c in rows[1].strip("|").split("|")]  # 4 digits: ratios can be checked
+    assert len(small_cells) == 11
+    builtin, custom, ratio, floor, floor_ratio, write_ratio = (float(c) for c in small_cells[2:8])
     assert math.isclose(ratio, custom / builtin, rel_tol=0.02, abs_tol=0.01)
     assert math.isclose(floor_ratio, floor / builtin, rel_tol=0.02, abs_tol=0.01)
-    assert write_ratio > 0 and stock > 0
+    assert write_ratio > 0 and float(small_cells[9]) > 0  # stock path
+    assert small_cells[8] == "-"  # copy: not measured on tiny tensors
     assert any(line.startswith("geometric mean custom/built-in") for line in lines)
     assert any(
         line.startswith("per-call overhead on tiny tensors") and "of which the floor" in line
@@ -41,26 +42,47 @@ def test_quick_filtered_run_prints_a_table_and_writes_json(tmp_path) -> None:
     )
     assert any(line.startswith("floor (a kernel that costs nothing") for line in lines)
     assert any(line.startswith("write-only (a kernel that reads nothing") for line in lines)
+    assert any(
+        line.startswith("copy (a kernel that only copies") and "the 1 workloads" in line for line in lines
+    )
     assert "small-pad-reflect" in proc.stderr  # progress goes to stderr
 
     data = strict_json(out.read_text())
     assert set(data) == {"machine", "settings", "results", "summary", "hook", "targets"}
     assert len(data["targets"]) == 5 and all(t["met"] is None for t in data["targets"])  # a filtered run
     assert lines[-1] == "targets: not judged (a full run without --quick or --filter judges them)"
-    assert data["settings"] == {"quick": True, "samples": 3, "filter": "small-pad"}
-    (result,) = data["results"]
-    assert result["name"] == "small-pad-reflect" and result["op"] == "Pad" and result["small"] is True
-    for key in ("builtin_ms", "custom_ms", "ratio", "stock_ms", "first_call_ms", "floor_ms", "write_only_ms"):
-        assert result[key] > 0
-    assert len(result["builtin_samples_ms"]) == len(result["custom_samples_ms"]) == 3
-    assert len(result["floor_samples_ms"]) == len(result["write_only_samples_ms"]) == 3
-    assert math.isclose(
-        data["summary"]["write_only_geomean_ratio"], result["write_only_ms"] / result["builtin_ms"]
-    )
-    assert "floor_geomean_ratio" in data["summary"]
-    assert result["max_abs_diff"] == 0.0  # Pad agrees with ORT exactly
-    assert math.isclose(data["summary"]["geomean_ratio"], result["ratio"])
-    assert data["summary"]["worst"] == "small-pad-reflect"
+    assert data["settings"] == {"quick": True, "samples": 3, "filter": "pad-reflect"}
+    large, small = data["results"]
+    assert small["name"] == "small-pad-reflect" and small["op"] == "Pad" and small["small"] is True
+    assert large["small"] is False
+    for result in (large, small):
+        for key in (
+            "builtin_ms",
+            "custom_ms",
+            "ratio",
+            "stock_ms",
+            "first_call_ms",
+            "floor_ms",
+            "write_only_ms",
+        ):
+            assert result[key] > 0
+        assert len(result["builtin_samples_ms"]) == len(result["custom_samples_ms"]) == 3
+        assert len(result["floor_samples_ms"]) == len(result["write_only_samples_ms"]) == 3
+        assert result["max_abs_diff"] == 0.0  # Pad agrees with ORT exactly
+    assert large["copy_ms"] > 0 and len(large["copy_samples_ms"]) == 3
+    large_cells = [c.strip() for c in rows[0].strip("|").split("|")]
+    assert len(large_cells) == 11 and large_cells[4] == f"{large['ratio']:.2f}"
+    assert large_cells[8] == f"{large['copy_ms'] / large['builtin_ms']:.2f}"
+    assert small["copy_ms"] is None and small["copy_samples_ms"] == []
+    summary = data["summary"]
+    assert math.isclose(summary["copy_geomean_ratio"], large["copy_ms"] / large["builtin_ms"])
+    assert math.isclose(summary["custom_over_copy_geomean"], large["custom_ms"] / large["copy_ms"])
+    assert math.isclose(summary["copied_geomean_ratio"], large["ratio"]) and summary["copy_workloads"] == 1
+    ratios = [r["write_only_ms"] / r["builtin_ms"] for r in (large, small)]
+    assert math.isclose(summary["write_only_geomean_ratio"], math.sqrt(ratios[0] * ratios[1]))
+    assert "floor_geomean_ratio" in summary
+    assert math.isclose(summary["geomean_ratio"], math.sqrt(large["ratio"] * small["ratio"]))
+    assert summary["worst"] == max((large, small), key=lambda r: r["ratio"])["name"]
     assert data["machine"]["nproc"] >= 1 and data["machine"]["onnxruntime"]
     assert data["hook"] is None  # measured only on unfiltered runs
 
@@ -132,6 +154,7 @@ def test_summary_and_table_from_results() -> None:
             inner=1,
             floor_ms=0.5 if name != "b" else 2.0,
             write_only_ms=0.8 if name != "b" else 2.5,
+            copy_ms=None if small else (0.9 if name != "b" else 3.0),
         )
 
     results = [result("a", 0.25), result("b", 4.0), result("c", 1.0, small=True, op="Pad")]
@@ -143,9 +166,14 @@ def test_summary_and_table_from_results() -> None:
     assert math.isclose(summary["floor_geomean_ratio"], (0.5 * 2.0 * 0.5) ** (1 / 3))
     assert summary["floor_at_or_above_builtin"] == ["b"]
     assert math.isclose(summary["write_only_geomean_ratio"], (0.8 * 2.5 * 0.8) ** (1 / 3))
+    # copy: measured on the two workloads not on tiny tensors
+    assert math.isclose(summary["copy_geomean_ratio"], math.sqrt(0.9 * 3.0))
+    assert math.isclose(summary["custom_over_copy_geomean"], math.sqrt(0.25 / 0.9 * 4.0 / 3.0))
+    assert math.isclose(summary["copied_geomean_ratio"], 1.0) and summary["copy_workloads"] == 2
     text = bench.table(results)
     assert text.count("\n") == 4 and "| b | 1x1 |" in text and "| - |" in text
-    assert "| 4.00 | 2.00 | 2.00 | 2.50 |" in text  # ratio, floor ms, floor/built-in, write-only/built-in
+    # ratio, floor ms, floor/built-in, write-only/built-in, copy/built-in
+    assert "| 4.00 | 2.00 | 2.00 | 2.50 | 3.00 |" in text
     assert bench.summarize([]) == {}
     full = {"elements": 1_000_000, "hook_ms": 0.5, "stock_ms": 120.0, "speedup": 240.0}
     quick = {"elements": 1_000, "hook_ms": 0.04, "stock_ms": 0.3, "speedup": 7.5}
@@ -198,3 +226,34 @@ def test_targets_are_judged_on_full_runs_only_and_a_value_at_its_limit_meets_it(
     small_hook = bench.judge_targets(summary, {"elements": 1000, "speedup": 500.0}, full=True)
     assert small_hook[3]["met"] is None  # the hook's target is defined at 1M floats
     assert bench.targets_line(small_hook).startswith("targets: 3 of 4 met; ")
+
+
+@pytest.mark.parametrize("side", [24, 600])  # one part, and split over the kernel threads
+def test_copy_side_copies_the_data_input_into_its_output(side: int) -> None:
+    import numpy as np
+    from onnx import helper
+
+    import customops
+
+    hooks = bench._Hooks()
+    x = np.arange(side * side, dtype=np.float32).reshape(1, 1, side, side)
+    for pads, grown in (
+        (np.array([0, 0, 2, 3, 0, 0, 2, 3]), True),
+        (np.array([0, 0, -2, -3, 0, 0, -2, -3]), False),
+    ):
+        node = helper.make_node("Pad", ["x", "pads"], ["y"], mode="reflect")
+        model = customops.rewrite(bench._model(node, [("x", x)], {"pads": pads}, 19))
+        session = customops.InferenceSession(model)
+        expected_shape = session.run(None, {"x": x})[0].shape
+        hooks.copy_once(expected_shape, np.float32)()
+        try:
+            got = session.run(None, {"x": x})[0]
+        finally:
+            hooks.ours()
+        assert got.shape == expected_shape
+        flat, src = got.reshape(-1), x.reshape(-1)
+        if grown:  # the input in order, then zeros
+            np.testing.assert_array_equal(flat[: src.size], src)
+            assert not flat[src.size :].any()
+        else:  # the input's first elements
+            np.testing.assert_array_equal(flat, src[: flat.size])
