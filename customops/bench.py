@@ -361,16 +361,16 @@ class _Hooks:
 
         self.install(stock_path)
 
-    def _answering(self, output: Callable[[], Any]) -> Callable[[], None]:
-        """A hook that answers every call of our ops with ``output()`` (others go to the stock handler).
-        Returns the function that installs it."""
+    def _answering(self, output: Callable[[Any], Any]) -> Callable[[], None]:
+        """A hook that answers every call of our ops with ``output(inputs)`` (others go to the stock
+        handler). Returns the function that installs it."""
         bindings = self.runtime._BINDINGS
         stock = self.runtime._STOCK_HOOK
 
         def answer(k_id: int, feed: Any, raw: dict[str, str]) -> tuple[Any, ...]:
             if k_id not in bindings:
                 return stock(k_id, feed, raw)
-            out = output()
+            out = output(feed)
             return (k_id, out.shape, out)
 
         return lambda: self.install(answer)
@@ -378,7 +378,7 @@ class _Hooks:
     def ready_made(self, output: Any) -> Callable[[], None]:
         """A hook whose kernel costs nothing: every call of our ops gets ``output`` back as is.
         Returns the function that installs it."""
-        return self._answering(lambda: output)
+        return self._answering(lambda feed: output)
 
     def write_only(self, shape: tuple[int, ...], dtype: Any) -> Callable[[], None]:
         """A hook whose kernel reads nothing and writes its output once: a new array of ``shape`` and
@@ -394,7 +394,7 @@ class _Hooks:
         def zero(flat: Any, start: int, stop: int) -> None:
             flat[start:stop] = 0  # numpy releases the GIL for this
 
-        def write() -> Any:
+        def write(feed: Any) -> Any:
             if serial:
                 return np.zeros(shape, dtype)
             out = np.empty(shape, dtype)
@@ -415,8 +415,6 @@ class _Hooks:
 
         dtype = np.dtype(dtype)
         bits = np.dtype(f"u{dtype.itemsize}") if dtype.itemsize in (1, 2, 4, 8) else np.dtype(np.uint8)
-        bindings = self.runtime._BINDINGS
-        stock = self.runtime._STOCK_HOOK
         units = _COPY_UNITS
 
         def part(src: Any, dst: Any, start: int, stop: int) -> None:
@@ -431,16 +429,14 @@ class _Hooks:
                 else:
                     dst[lo:hi] = 0
 
-        def copy(k_id: int, feed: Any, raw: dict[str, str]) -> tuple[Any, ...]:
-            if k_id not in bindings:
-                return stock(k_id, feed, raw)
+        def copy(feed: Any) -> Any:
             out = np.empty(shape, dtype)
             src = feed[0].reshape(-1).view(bits)  # the layer's inputs are fresh C-contiguous copies
             dst = out.reshape(-1).view(bits)
             _threads.run(part, units, src.size + dst.size, src, dst)
-            return (k_id, out.shape, out)
+            return out
 
-        return lambda: self.install(copy)
+        return self._answering(copy)
 
     def probe_memory(self) -> None:
         """Our hook, recording (peak bytes numpy allocated during the call, output bytes)."""
