@@ -331,3 +331,19 @@ def test_values_past_a_float_types_range_become_inf_without_a_warning():
         y = cast([1e300, -1e300, 1.5], "float")
         h = cast([1e10], "float16")
     assert y.dtype == np.float32 and y.tolist() == [np.inf, -np.inf, 1.5] and h.tolist() == [np.inf]
+
+
+def test_a_group_whose_first_case_had_two_causes_is_labelled_by_what_its_representative_shows(tmp_path):
+    """Seed 51, index 7465 of Resize-18: a three-way difference with two causes, non-finite inputs and
+    tf_crop_and_resize's boundary arithmetic. Each alone keeps the finding, so the signature needs
+    neither; shrinking kept the non-finite one, and the label must come from what the representative
+    needs."""
+    out = tmp_path / "two"
+    args = ["fuzz", "--op", "Resize", "--opset", "18", "--seed", "51", "--index", "7465", "--out", str(out)]
+    proc = run_cli(*args)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    (group,) = [g for g in strict_json((out / "summary.json").read_text())["groups"] if g["counts"]]
+    assert group["signature"]["side"] == "three-way" and group["signature"]["kind"] == "value"
+    assert "special-values" not in group["signature"]["features"]  # what made the label go missing
+    assert "special-values" in group["facts"]["needs"]
+    assert "semantics: inf / NaN inputs" in group["known"]

@@ -279,6 +279,8 @@ def group_json(group: Group, seed: int, rerun: list[str]) -> dict[str, Any]:
 
         ev = group.shrunk.evaluation
         entry["facts"] = facts(ev)
+        if group.shrunk.needs:
+            entry["facts"]["needs"] = list(group.shrunk.needs)
         entry["representative"] = {
             "index": group.members[0].index,
             "case": ev.case.describe(),

@@ -3,7 +3,9 @@ docs/semantics.md ("semantics: <row>") where the difference is a recorded decisi
 deviation this fuzzer found (:data:`FOUND`; docs/findings.md lists them).
 
 The labels only name what a group is; they play no part in generating cases or in the signatures. Each
-rule looks at the signature and at facts of the shrunk representative (:func:`facts`).
+rule looks at the signature and at facts of the shrunk representative (:func:`facts`, and the features
+the representative needs, ``facts["needs"]``: a group whose first case had two causes of its finding
+has a signature that needs neither, and a representative that shows one of them).
 """
 
 from __future__ import annotations
@@ -78,7 +80,9 @@ def _has(entry: dict[str, Any], text: str) -> bool:
 
 
 def _feature(entry: dict[str, Any], prefix: str) -> bool:
-    return any(f.startswith(prefix) for f in entry["signature"]["features"])
+    """Whether the group's signature or its shrunk representative needs a feature named ``prefix...``."""
+    needs = [*entry["signature"]["features"], *entry.get("facts", {}).get("needs", ())]
+    return any(f.startswith(prefix) for f in needs)
 
 
 def _attr(entry: dict[str, Any], name: str) -> Any:

@@ -263,20 +263,27 @@ def feature_labels(case: Case) -> set[str]:
 def signature_of(pool: Pool, ev: Evaluation, finding: Finding) -> Signature:
     """The signature of ``finding`` on ``ev.case``: for output kinds, the features it needs."""
     case = ev.case
-    features: tuple[str, ...] = ()
-    if finding.kind in OUTPUT_KINDS:
-        space = space_of(case.op)
-        needed = []
-        for label, simpler in space.features(case):
-            verdict = space.validate(simpler)
-            if not verdict.valid or math.prod(verdict.out_shape or ()) > OUT_LIMIT:
-                needed.append(label)  # cannot be tested alone: keep it
-                continue
-            again = evaluate(pool, simpler, verdict)
-            if finding not in again.findings:
-                needed.append(label)
-        features = tuple(sorted(needed))
+    features = needed_features(pool, case, finding)[0] if finding.kind in OUTPUT_KINDS else ()
     return Signature(case.op, case.version, finding.side, finding.kind, finding.detail, features)
+
+
+def needed_features(pool: Pool, case: Case, finding: Finding) -> tuple[tuple[str, ...], int]:
+    """The features of ``case`` (as :meth:`Space.features` names them) without which ``finding`` goes
+    away, sorted, and the runs that took. A feature whose removal leaves an invalid or too large case
+    counts as needed. A case with two causes of one finding needs neither cause's feature."""
+    space = space_of(case.op)
+    needed = []
+    runs = 0
+    for label, simpler in space.features(case):
+        verdict = space.validate(simpler)
+        if not verdict.valid or math.prod(verdict.out_shape or ()) > OUT_LIMIT:
+            needed.append(label)  # cannot be tested alone: keep it
+            continue
+        again = evaluate(pool, simpler, verdict)
+        runs += 1
+        if finding not in again.findings:
+            needed.append(label)
+    return tuple(sorted(needed)), runs
 
 
 def holds(sig: Signature, ev: Evaluation) -> bool:
@@ -328,6 +335,9 @@ class Shrunk:
     steps: list[str] = field(default_factory=list)
     runs: int = 0
     reproduced: bool = True
+    needs: tuple[str, ...] = ()
+    """For output kinds, the features the shrunk case needs to show the finding (:func:`needed_features`):
+    the group's signature may need fewer, when its first case had two causes and shrinking kept one."""
 
 
 def shrink(pool: Pool, sig: Signature, case: Case, budget: int, space: Space | None = None) -> Shrunk:
@@ -365,7 +375,11 @@ def shrink(pool: Pool, sig: Signature, case: Case, budget: int, space: Space | N
                 break
             if runs >= budget:
                 break
-    return Shrunk(current, steps, runs)
+    needs: tuple[str, ...] = ()
+    if sig.kind in OUTPUT_KINDS:
+        needs, more = needed_features(pool, current.case, sig.finding)
+        runs += more
+    return Shrunk(current, steps, runs, needs=needs)
 
 
 def _fingerprint(case: Case) -> Any:
