@@ -113,6 +113,10 @@ def test_same_findings_for_any_jobs_and_shards_merge_into_the_whole(tmp_path):
         assert (tmp_path / "merged" / g["dir"] / "model.onnx").is_file()
     assert "fuzz: " in whole.stderr  # progress goes to stderr
 
+    # labels are those of the rules at merge time, in the summary and in each group's finding.json
+    stale = tmp_path / "whole" / s_whole["groups"][0]["dir"] / "finding.json"
+    record = strict_json(stale.read_text())
+    stale.write_text(json.dumps({**record, "known": ["STALE"]}, indent=1))
     # a campaign directory moved after its run still merges with commands that name the merged copies
     (tmp_path / "whole").rename(tmp_path / "moved")
     again = run_cli("fuzz", "merge", str(tmp_path / "moved"), "--out", str(tmp_path / "m2"), "--json")
@@ -123,6 +127,7 @@ def test_same_findings_for_any_jobs_and_shards_merge_into_the_whole(tmp_path):
         for name in ("README.txt", "finding.json"):
             text = (tmp_path / "m2" / g["dir"] / name).read_text()
             assert here in text and str(tmp_path / "whole") not in text, name
+        assert strict_json((tmp_path / "m2" / g["dir"] / "finding.json").read_text())["known"] == g["known"]
 
 
 def _runnable_indices(op: str, version: int, count: int) -> list[int]:
@@ -269,6 +274,37 @@ def test_recorded_decisions_found_by_the_fuzzer():
         resize(x, scales=scales, mode="cubic", cubic_coeff_a=float("inf"))
     empty = np.zeros((4, 0), np.float32)
     assert resize(empty, sizes=np.array([8, 0]), keep_aspect_ratio_policy="not_larger").shape == (8, 0)
+    # a negative size is invalid even where not_smaller's larger ratio would hide it
+    square = np.ones((2, 2), np.float32)
+    sizes = Tensor(np.array([-3, 4], np.int64), const=True)
+    hidden = Case("Resize", 19, "float", {"X": Tensor(square), "roi": None, "scales": None, "sizes": sizes})
+    assert (
+        oracle.validate(hidden.with_attrs(keep_aspect_ratio_policy="not_smaller")).reason == "size-negative"
+    )
+    with pytest.raises(KernelError, match="-3 is negative"):
+        resize(square, sizes=np.array([-3, 4]), keep_aspect_ratio_policy="not_smaller")
+
+
+def test_ort_accepting_a_negative_size_under_a_policy_is_labelled():
+    from customops.fuzz.known import facts, known_labels
+    from customops.fuzz.runner import Pool
+    from customops.fuzz.triage import evaluate, signature_of
+
+    sizes = Tensor(np.array([-3, 4], np.int64), const=True)
+    case = Case(
+        "Resize",
+        19,
+        "float",
+        {"X": Tensor(np.ones((2, 2), np.float32)), "roi": None, "scales": None, "sizes": sizes},
+        {"keep_aspect_ratio_policy": "not_smaller"},
+    )
+    with Pool(1, 60) as pool:
+        ev = evaluate(pool, case)
+        (finding,) = [f for f in ev.findings if f.counts]
+        assert (finding.side, finding.kind, finding.detail) == ("builtin", "accepts-invalid", "size-negative")
+        sig = signature_of(pool, ev, finding)
+    assert ev.outcomes["builtin"].status == "ok" and np.asarray(ev.outcomes["builtin"].value).shape == (4, 4)
+    assert known_labels({"signature": sig.to_json(), "facts": facts(ev)}) == ["F-POLICY-NEGATIVE-SIZE"]
 
 
 @pytest.mark.parametrize(

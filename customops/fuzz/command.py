@@ -349,7 +349,7 @@ def _report(summary: dict[str, Any], out: Path, as_json: bool, md: Path | None, 
 def run_merge(args: argparse.Namespace) -> int:
     """``customops fuzz merge DIR...``."""
     from customops.fuzz.known import known_labels
-    from customops.fuzz.output import SUMMARY, merge, read_summary, write_json
+    from customops.fuzz.output import SUMMARY, merge, read_summary, refresh_known, write_json
 
     dirs = [Path(d) for d in args.dirs]
     for d in dirs:
@@ -361,6 +361,7 @@ def run_merge(args: argparse.Namespace) -> int:
     merged = merge(summaries, out)
     for g in merged["groups"]:
         g["known"] = known_labels(g)
+        refresh_known(out, g)
     write_json(out / SUMMARY, merged)
     parts = ["customops", "fuzz", "merge", *map(str, dirs), "--out", str(out)]
     command = shlex.join([*parts, "--markdown", str(md)] if md is not None else parts)

@@ -23,6 +23,10 @@ FOUND: dict[str, str] = {
     "mismatch' (the spec allows float16, float and double)",
     "F-POLICY-NEGATIVE-AXES": "Resize 18-19: keep_aspect_ratio_policy with negative axes gives a wrong output shape "
     "(X 1x1, sizes [2], axes [-1], not_larger: 1x1 instead of 1x2; with axes [1] it is right)",
+    "F-POLICY-NEGATIVE-SIZE": "Resize 18-19: a negative size is accepted under keep_aspect_ratio_policy when "
+    "not_smaller takes another axis's larger ratio (X 2x2, sizes [-3, 4]: 4x4, as onnx.reference), or when "
+    "the axes are negative (X 1x1, sizes [-3], axes [-2], either policy: 1x1); otherwise it fails ('Scale "
+    "value should be greater than 0')",
     "F-AA-INT32-NARROWING": "Resize 18-19: antialias on int32 near the type's limits fails: 'narrowing_error'",
     "F-PAD-WRAP-BEFORE-19": "Pad 2-18: mode 'wrap' (added in Pad-19) is accepted",
     "F-COL2IM-ZERO-IMAGE": "Col2Im-18: an image_shape value of 0 fails ('All image_shape values must be positive') "
@@ -315,8 +319,17 @@ _RULES: list[tuple[str, Callable[[dict[str, Any]], bool]]] = [
         "F-POLICY-NEGATIVE-AXES",
         lambda e: (
             _ort_side(e)
+            and _output_kind(e)
             and _attr(e, "keep_aspect_ratio_policy") in ("not_larger", "not_smaller")
             and any(a < 0 for a in _attr(e, "axes") or [])
+        ),
+    ),
+    (
+        "F-POLICY-NEGATIVE-SIZE",
+        lambda e: (
+            _ort_side(e)
+            and _detail_is(e, "size-negative")
+            and _attr(e, "keep_aspect_ratio_policy") in ("not_larger", "not_smaller")
         ),
     ),
     ("F-AA-INT32-NARROWING", lambda e: _has(e, "narrowing_error")),

@@ -139,6 +139,18 @@ def write_json(path: Path, data: Any) -> None:
     os.replace(tmp, path)
 
 
+def refresh_known(out: Path, group: dict[str, Any]) -> None:
+    """Write ``group["known"]`` into its reproducer's finding.json under ``out``, so that a merge made
+    with newer label rules leaves no older labels behind in the group directories."""
+    path = out / group["dir"] / FINDING if group.get("dir") else None
+    if path is None or not path.is_file():
+        return
+    record = json.loads(path.read_text())
+    if record.get("known") != group["known"]:
+        record["known"] = group["known"]
+        write_json(path, record)
+
+
 def remove_stale(root: Path, previous: dict[str, Any] | None, keep: set[str]) -> None:
     """Remove group directories an earlier summary in ``root`` listed and the new one does not."""
     if not previous:
