@@ -383,3 +383,34 @@ def test_a_group_whose_first_case_had_two_causes_is_labelled_by_what_its_represe
     assert "special-values" not in group["signature"]["features"]  # what made the label go missing
     assert "special-values" in group["facts"]["needs"]
     assert "semantics: inf / NaN inputs" in group["known"]
+
+
+def test_ort_rounding_tf_half_pixel_for_nn_coordinates_in_float32_is_labelled():
+    """Seed 81: X [-7, 1, 6], scale 1/3 (float32 0.33333334), tf_half_pixel_for_nn, round_prefer_ceil.
+    The exact coordinate 0.5 / 0.33333334 is just under 1.5, so the nearest pixel is 1 (value 1); ORT's
+    float32 quotient rounds to 1.5, a tie it breaks up (value 6)."""
+    from customops.fuzz.known import facts, known_labels
+    from customops.fuzz.runner import Pool
+    from customops.fuzz.triage import evaluate, signature_of
+
+    case = Case(
+        "Resize",
+        13,
+        "float",
+        {
+            "X": Tensor(np.array([-7, 1, 6], np.float32)),
+            "roi": None,
+            "scales": Tensor(np.array([1 / 3], np.float32), const=True),
+            "sizes": None,
+        },
+        {"coordinate_transformation_mode": "tf_half_pixel_for_nn", "nearest_mode": "round_prefer_ceil"},
+    )
+    with Pool(1, 60) as pool:
+        ev = evaluate(pool, case)
+        (finding,) = [f for f in ev.findings if f.counts]
+        sig = signature_of(pool, ev, finding)
+    assert np.asarray(ev.outcomes["custom"].value).tolist() == [1.0]
+    assert np.asarray(ev.outcomes["builtin"].value).tolist() == [6.0]
+    assert "semantics: coordinate arithmetic" in known_labels(
+        {"signature": sig.to_json(), "facts": facts(ev)}
+    )

@@ -224,7 +224,11 @@ _RULES: list[tuple[str, Callable[[dict[str, Any]], bool]]] = [
             and _ort_output(e)
             and _attr(e, "mode") in (None, "nearest")
             and not _fact(e, "builtin_returns_input")
-            and _coord(e) in (None, "half_pixel", "pytorch_half_pixel", "asymmetric")
+            and (
+                _coord(e) in (None, "half_pixel", "pytorch_half_pixel", "asymmetric")
+                # on axes it resizes; on kept axes ORT's tf_half_pixel_for_nn is "scale-1 axes"
+                or (_coord(e) == "tf_half_pixel_for_nn" and not _fact(e, "kept_axes"))
+            )
         ),
     ),
     (
