@@ -546,12 +546,13 @@ def _run_workload(w: Workload, quick: bool, samples: int, hooks: _Hooks) -> Resu
         for side in sides:
             side.sample(1)
     target = 0.02 if w.small else 0.002
-    (times_b, times_c, times_f, times_w, *times_y), inner = _alternate(sides, samples, target)
+    (times_b, times_c, times_f, times_w, *copied), inner = _alternate(sides, samples, target)
+    times_y = copied[0] if copied else []  # the copy side, when it ran
     builtin_ms = statistics.median(times_b) * 1e3
     custom_ms = statistics.median(times_c) * 1e3
     floor_ms = statistics.median(times_f) * 1e3
     write_only_ms = statistics.median(times_w) * 1e3
-    copy_ms = statistics.median(times_y[0]) * 1e3 if times_y else None
+    copy_ms = statistics.median(times_y) * 1e3 if times_y else None
 
     hooks.stock()
     try:
@@ -591,7 +592,7 @@ def _run_workload(w: Workload, quick: bool, samples: int, hooks: _Hooks) -> Resu
         custom_samples_ms=[t * 1e3 for t in times_c],
         floor_samples_ms=[t * 1e3 for t in times_f],
         write_only_samples_ms=[t * 1e3 for t in times_w],
-        copy_samples_ms=[t * 1e3 for t in times_y[0]] if times_y else [],
+        copy_samples_ms=[t * 1e3 for t in times_y],
     )
 
 
