@@ -831,7 +831,7 @@ def run(args: argparse.Namespace) -> int:
     """Run the benchmark; 0 when it ran (the targets are reported, not enforced)."""
     workloads = select(args.filter)
     if args.json is not None:
-        from customops.modelio import check_output_file
+        from customops.safeio import check_output_file
 
         check_output_file(args.json, "--json")
     if args.repeat is not None and args.repeat < 1:

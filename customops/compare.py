@@ -709,13 +709,8 @@ def _tensor(value: np.ndarray, name: str) -> TensorProto:
 
 def run_compare(args: Any) -> int:
     """The ``customops compare`` command."""
-    from customops.modelio import (
-        check_model_file,
-        check_output_dir,
-        check_output_file,
-        check_output_spares_input,
-        load_model_files,
-    )
+    from customops.modelio import check_model_file, check_output_spares_input, load_model_files
+    from customops.safeio import check_output_dir, check_output_file
 
     check_settings(rtol=args.rtol, atol=args.atol, reference_limit=args.reference_limit, seed=args.seed)
     outputs = [

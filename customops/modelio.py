@@ -128,27 +128,6 @@ def check_model_file(path: str | os.PathLike[str]) -> None:
     raise CustomOpsError(f"{str(path)!r} fails the ONNX checker: {text}{note}") from None
 
 
-def check_output_file(path: str | os.PathLike[str], what: str) -> None:
-    """Raise CustomOpsError unless ``path`` can be written as a file: its directory exists and it is not
-    a directory itself. ``what`` names it in the message (e.g. ``"--json"``)."""
-    out = Path(path)
-    parent = out.resolve().parent
-    if not parent.is_dir():
-        raise CustomOpsError(f"{what} {str(out)!r}: directory {str(parent)!r} does not exist")
-    if out.is_dir():
-        raise CustomOpsError(f"{what} {str(out)!r} is a directory, not a file")
-
-
-def check_output_dir(path: str | os.PathLike[str], what: str) -> None:
-    """Raise CustomOpsError unless ``path`` is a directory or can be made one: it is not an existing
-    file and its parent exists. ``what`` names it in the message (e.g. ``"--out"``)."""
-    out = Path(path)
-    if out.exists() and not out.is_dir():
-        raise CustomOpsError(f"{what} {str(out)!r} exists and is not a directory")
-    if not out.resolve().parent.is_dir():
-        raise CustomOpsError(f"{what} {str(out)!r}: directory {str(out.resolve().parent)!r} does not exist")
-
-
 def save_model(model: ModelProto, path: str | os.PathLike[str], *, external: bool | None = None) -> None:
     """Write ``model`` to ``path`` atomically: it appears complete or not at all.
 

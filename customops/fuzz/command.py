@@ -164,7 +164,7 @@ def _indices(value: str | None) -> list[int] | None:
 
 
 def _out_dir(value: str | None) -> Path:
-    from customops.modelio import check_output_dir
+    from customops.safeio import check_output_dir
 
     out = Path(value or DEFAULT_OUT)
     check_output_dir(out, "--out")
@@ -174,7 +174,7 @@ def _out_dir(value: str | None) -> Path:
 def _markdown_path(value: str | None) -> Path | None:
     if value is None:
         return None
-    from customops.modelio import check_output_file
+    from customops.safeio import check_output_file
 
     check_output_file(value, "--markdown")
     return Path(value)

@@ -1,0 +1,211 @@
+"""Files from untrusted data, safely: names that become paths, destinations checked before the work,
+writes that appear whole or not at all, and reads bounded in size.
+
+Every name taken from a model, an inputs file or a campaign directory (a node, an output, a group) becomes a
+path only through :func:`safe_component`: one component, inside the directory the user named. Every file
+we write goes through :func:`write_atomic` or :func:`atomic_dir`. See docs/security.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import stat
+import tempfile
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+
+from customops.errors import CustomOpsError
+
+MAX_COMPONENT = 100
+"""Longest path component made from a name (characters)."""
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+_TMP_PREFIX = ".customops-"
+
+
+def safe_component(name: str, used: set[str] | None = None, fallback: str = "item") -> str:
+    """``name`` as one safe path component: only ``A-Z a-z 0-9 _ . -``, never empty, never starting with a
+    dot (so never ``.`` or ``..``, never hidden), at most :data:`MAX_COMPONENT` characters. With ``used``
+    (lower-cased components already taken in the same directory) the result is made unique with a numbered
+    suffix and added to it; case is ignored, as some file systems ignore it."""
+    base = _UNSAFE.sub("_", str(name)).strip("_.-")[:MAX_COMPONENT].rstrip("_.-") or fallback
+    if used is None:
+        return base
+    candidate, n = base, 1
+    while candidate.lower() in used:
+        n += 1
+        suffix = f"-{n}"
+        candidate = base[: MAX_COMPONENT - len(suffix)] + suffix
+    used.add(candidate.lower())
+    return candidate
+
+
+def is_safe_component(name: object) -> bool:
+    """Whether ``name`` (read from data) is already one safe path component (see :func:`safe_component`)."""
+    return isinstance(name, str) and bool(name) and safe_component(name) == name
+
+
+def _existing_kind(path: Path) -> str | None:
+    """'file', 'directory', 'other' (a device, a FIFO, a socket) for what ``path`` names, or None."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise CustomOpsError(f"cannot use {str(path)!r}: {exc.strerror or exc}") from None
+    if stat.S_ISREG(mode):
+        return "file"
+    return "directory" if stat.S_ISDIR(mode) else "other"
+
+
+def _writable(directory: Path) -> bool:
+    """Whether a file can be made in ``directory`` (tried, as permissions alone do not tell root's case
+    or a read-only mount)."""
+    try:
+        fd, probe = tempfile.mkstemp(prefix=_TMP_PREFIX, suffix=".probe", dir=directory)
+    except OSError:
+        return False
+    os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(probe)
+    return True
+
+
+def _check_parent(path: Path, what: str) -> Path:
+    parent = path.absolute().parent
+    if not parent.is_dir():
+        raise CustomOpsError(f"{what} {str(path)!r}: directory {str(parent)!r} does not exist")
+    if not _writable(parent):
+        raise CustomOpsError(f"{what} {str(path)!r}: directory {str(parent)!r} is not writable")
+    return parent
+
+
+def check_output_file(path: str | os.PathLike[str], what: str) -> None:
+    """Raise CustomOpsError unless ``path`` can be written as a regular file: its directory exists and is
+    writable, and it is not a directory, a device, a FIFO or a socket. ``what`` names it in the message
+    (e.g. ``"--json"``)."""
+    out = Path(path)
+    kind = _existing_kind(out)
+    if kind == "directory":
+        raise CustomOpsError(f"{what} {str(out)!r} is a directory, not a file")
+    if kind == "other":
+        raise CustomOpsError(
+            f"{what} {str(out)!r} exists and is not a regular file (a device, FIFO or socket)"
+        )
+    _check_parent(out, what)
+    if kind == "file" and not os.access(out, os.W_OK):
+        raise CustomOpsError(f"{what} {str(out)!r} is not writable")
+
+
+def check_output_dir(path: str | os.PathLike[str], what: str) -> None:
+    """Raise CustomOpsError unless ``path`` is a writable directory or can be made one: it is not an
+    existing file and its parent exists. ``what`` names it in the message (e.g. ``"--out"``)."""
+    out = Path(path)
+    kind = _existing_kind(out)
+    if kind is not None and kind != "directory":
+        raise CustomOpsError(f"{what} {str(out)!r} exists and is not a directory")
+    if kind == "directory":
+        if not _writable(out):
+            raise CustomOpsError(f"{what} {str(out)!r} is not writable")
+        return
+    _check_parent(out, what)
+
+
+def check_distinct(targets: list[tuple[str, str | os.PathLike[str] | None]]) -> None:
+    """Raise CustomOpsError when two options (``(option, path)``; None: not given) name the same file."""
+    seen: dict[str, str] = {}
+    for option, target in targets:
+        if not target:
+            continue
+        key = os.path.realpath(target)
+        if key in seen:
+            raise CustomOpsError(
+                f"{seen[key]} and {option} name the same file {str(target)!r}; give each its own"
+            )
+        seen[key] = option
+
+
+def write_atomic(path: str | os.PathLike[str], data: bytes | str) -> None:
+    """Write ``data`` to ``path`` so that it appears complete or not at all: a temporary file beside it,
+    flushed to disk, then renamed over it. On any failure (a full disk, a signal) the temporary file is
+    removed and ``path`` is as it was. Raises CustomOpsError naming the path."""
+    out = Path(path)
+    payload = data.encode() if isinstance(data, str) else data
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=_TMP_PREFIX, suffix=".tmp", dir=out.absolute().parent)
+    except OSError as exc:
+        raise CustomOpsError(f"cannot write {str(out)!r}: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(payload)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, out)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise CustomOpsError(f"cannot write {str(out)!r}: {exc.strerror or exc}") from None
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+@contextlib.contextmanager
+def atomic_dir(final: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield a fresh hidden directory beside ``final`` to fill; on success it replaces ``final`` (an
+    existing directory there is removed first), on any failure it is removed and ``final`` is untouched."""
+    out = Path(final)
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=_TMP_PREFIX, dir=out.absolute().parent))
+    except OSError as exc:
+        raise CustomOpsError(f"cannot write {str(out)!r}: {exc.strerror or exc}") from None
+    try:
+        yield tmp
+        if out.is_symlink() or out.is_file():
+            out.unlink()
+        elif out.is_dir():
+            shutil.rmtree(out)
+        os.replace(tmp, out)
+    except OSError as exc:
+        raise CustomOpsError(f"cannot write {str(out)!r}: {exc.strerror or exc}") from None
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def read_bounded(path: str | os.PathLike[str], limit: int, what: str) -> bytes:
+    """The bytes of the regular file ``path``, refused (CustomOpsError) when it holds more than ``limit``."""
+    p = Path(path)
+    kind = _existing_kind(p)
+    if kind is None:
+        raise CustomOpsError(f"{what} {str(p)!r} does not exist")
+    if kind != "file":
+        raise CustomOpsError(f"{what} {str(p)!r} is not a regular file")
+    try:
+        with open(p, "rb") as f:
+            data = f.read(limit + 1)
+    except OSError as exc:
+        raise CustomOpsError(f"cannot read {what} {str(p)!r}: {exc.strerror or exc}") from None
+    if len(data) > limit:
+        raise CustomOpsError(f"{what} {str(p)!r} is larger than {limit} bytes, the most allowed")
+    return data
+
+
+def inflate_bounded(data: bytes, limit: int, what: str) -> bytes:
+    """zlib-decompress ``data``, refused (CustomOpsError) when it is corrupt or would expand beyond
+    ``limit`` bytes; never allocates more than that."""
+    inflater = zlib.decompressobj()
+    try:
+        out = inflater.decompress(data, limit + 1)
+    except zlib.error as exc:
+        raise CustomOpsError(f"{what}: corrupt compressed data ({exc})") from None
+    if len(out) > limit or inflater.unconsumed_tail:
+        raise CustomOpsError(f"{what}: compressed data expands beyond {limit} bytes, the most allowed")
+    if not inflater.eof:
+        raise CustomOpsError(f"{what}: truncated compressed data")
+    return out
