@@ -8,15 +8,13 @@ was carried in from upstream, and which side leaves the spec (the side the refer
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,15 +22,30 @@ import numpy as np
 import onnx
 from onnx import ModelProto, NodeProto, TensorProto, helper, numpy_helper
 
-from customops import jsonout
+from customops import jsonout, sides
 from customops.errors import CustomOpsError
 from customops.metrics import DEFAULT_TOLERANCES, compare_arrays, tolerance_for
+from customops.safeio import (
+    atomic_dir,
+    check_distinct,
+    check_output_dir,
+    check_output_file,
+    read_bounded,
+    safe_component,
+    write_atomic,
+)
+from customops.sides import SideRun, short_error
 
 REFERENCE_LIMIT = 200_000
 """Inputs with more elements than this are not given to onnx.reference (it interpolates element by element)."""
 
 DEFAULT_DIM = 4
 """Size given to a symbolic dimension without ``--dim``."""
+
+INPUT_LIMIT = 4 * 2**30
+"""Most bytes of inputs read from a file or generated (reckoned at 8 bytes an element while generating):
+both sides then run the model on them, and more than this does not fit this tool's purpose on the
+machines it runs on."""
 
 
 def _log(message: str) -> None:
@@ -104,24 +117,64 @@ def generate_inputs(
                 f"--dim {name!r} names no symbolic dimension of the graph inputs "
                 f"(they have: {', '.join(repr(d) for d in sorted(symbolic)) or 'none'})"
             )
-    feed: dict[str, np.ndarray] = {}
+    shapes = {}
     for v in _graph_inputs(model):
         elem, declared = _declared(v)
         if not elem:
             raise CustomOpsError(f"graph input {v.name!r} has no element type; pass --inputs")
         shape = [d if isinstance(d, int) else dims.get(d or "", DEFAULT_DIM) for d in declared]
-        dtype = _np_dtype(elem)
+        shapes[v.name] = (shape, _np_dtype(elem))
+    _check_generated_size(shapes)
+    return {name: _draw(rng, shape, dtype) for name, (shape, dtype) in shapes.items()}
+
+
+def _check_generated_size(shapes: dict[str, tuple[list[int], np.dtype]]) -> None:
+    """Refuse, before drawing anything, inputs that would take more than :data:`INPUT_LIMIT` bytes."""
+    total = sum(math.prod(shape) * max(dtype.itemsize, 8) for shape, dtype in shapes.values())
+    if total > INPUT_LIMIT:
+        raise CustomOpsError(
+            f"the generated inputs would take {total / 2**30:.1f} GiB, over the {INPUT_LIMIT / 2**30:.0f} GiB "
+            "allowed: give smaller --dim sizes, or pass --inputs"
+        )
+
+
+_DRAW_CHUNK = 1 << 20
+"""Values drawn at a time: the stream is the same as in one draw, without a float64 copy of a whole input."""
+
+
+def _draw(rng: np.random.Generator, shape: list[int], dtype: np.dtype) -> np.ndarray:
+    """One generated input: strings s0, s1, ...; booleans fair coins; integers uniform in [0, 16); floats
+    standard normal (drawn in float64, then rounded to ``dtype``)."""
+    out = np.empty(shape, dtype)
+    flat = out.reshape(-1)
+    for start in range(0, flat.size, _DRAW_CHUNK):
+        n = min(_DRAW_CHUNK, flat.size - start)
         if dtype.kind == "O":
-            feed[v.name] = np.array([f"s{i}" for i in range(int(np.prod(shape)))], dtype=object).reshape(
-                shape
-            )
+            flat[start : start + n] = [f"s{i}" for i in range(start, start + n)]
         elif dtype.kind == "b":
-            feed[v.name] = rng.random(shape) < 0.5
+            flat[start : start + n] = rng.random(n) < 0.5
         elif dtype.kind in "iu":
-            feed[v.name] = rng.integers(0, 16, size=shape).astype(dtype)
+            flat[start : start + n] = rng.integers(0, 16, size=n)
         else:
-            feed[v.name] = rng.standard_normal(shape).astype(dtype)
-    return feed
+            flat[start : start + n] = rng.standard_normal(n)
+    return out
+
+
+def tensor_value(tensor: TensorProto, where: str) -> np.ndarray:
+    """The array of a TensorProto read from a file: strings kept as bytes where they are not UTF-8 (ONNX
+    strings are bytes), external data refused (a tensor file may not point at other files)."""
+    if tensor.data_location == TensorProto.EXTERNAL:
+        raise CustomOpsError(f"{where}: tensor {tensor.name!r} points at external data, which is not read")
+    if tensor.data_type == TensorProto.STRING:
+        items = list(tensor.string_data)
+        try:
+            values: list[Any] = [b.decode("utf-8") for b in items]
+        except UnicodeDecodeError:
+            values = items
+        array = np.empty(len(values), dtype=object)
+        array[:] = values
+        return array.reshape(tuple(tensor.dims))
+    return numpy_helper.to_array(tensor)
 
 
 def _read_pb_dir(directory: Path, model: ModelProto) -> dict[str, np.ndarray]:
@@ -130,11 +183,16 @@ def _read_pb_dir(directory: Path, model: ModelProto) -> dict[str, np.ndarray]:
         raise CustomOpsError(f"no input_N.pb files in {str(directory)!r}")
     names = [v.name for v in _graph_inputs(model)]
     feed: dict[str, np.ndarray] = {}
+    budget = INPUT_LIMIT
     for i, path in enumerate(files):
+        raw = read_bounded(path, budget, "input file")
+        budget -= len(raw)
         tensor = TensorProto()
         try:
-            tensor.ParseFromString(path.read_bytes())
-            value = numpy_helper.to_array(tensor)
+            tensor.ParseFromString(raw)
+            value = tensor_value(tensor, str(path))
+        except CustomOpsError:
+            raise
         except Exception as exc:
             raise CustomOpsError(f"{str(path)!r} is not a TensorProto ({type(exc).__name__})") from None
         name = (
@@ -147,19 +205,41 @@ def _read_pb_dir(directory: Path, model: ModelProto) -> dict[str, np.ndarray]:
 
 
 def load_inputs(path: str | os.PathLike[str], model: ModelProto) -> dict[str, np.ndarray]:
-    """Inputs from an .npz file (keys = graph input names) or an ONNX test-case directory (input_N.pb,
-    directly or in test_data_set_0/)."""
+    """Inputs from an .npz file (keys = graph input names; never unpickled: strings as unicode or bytes
+    arrays) or an ONNX test-case directory (input_N.pb, directly or in test_data_set_0/); at most
+    :data:`INPUT_LIMIT` bytes in all."""
     p = Path(path)
     if not p.exists():
         raise CustomOpsError(f"inputs {str(p)!r} do not exist")
     if p.is_dir():
         sub = p / "test_data_set_0"
         return _read_pb_dir(sub if sub.is_dir() else p, model)
+    return _read_npz(p)
+
+
+def _read_npz(path: Path) -> dict[str, np.ndarray]:
+    import zipfile
+
+    what = f"{str(path)!r} is not a readable .npz file"
     try:
-        with np.load(p, allow_pickle=True) as data:
+        with zipfile.ZipFile(path) as z:
+            declared = sum(info.file_size for info in z.infolist())
+    except (OSError, zipfile.BadZipFile, ValueError) as exc:
+        raise CustomOpsError(f"{what} ({type(exc).__name__}: an .npz is a zip of .npy arrays)") from None
+    if declared > INPUT_LIMIT:
+        raise CustomOpsError(f"{what}: its arrays take {declared} bytes, over the {INPUT_LIMIT} allowed")
+    try:
+        with np.load(path, allow_pickle=False) as data:
             return {k: data[k] for k in data.files}
+    except ValueError as exc:
+        if "pickle" in str(exc):
+            raise CustomOpsError(
+                f"{str(path)!r} holds Python objects, which are never unpickled: save strings as unicode "
+                "or bytes arrays (np.str_, np.bytes_)"
+            ) from None
+        raise CustomOpsError(f"{what} (ValueError: {short_error(exc)})") from None
     except Exception as exc:
-        raise CustomOpsError(f"{str(p)!r} is not a readable .npz file ({type(exc).__name__})") from None
+        raise CustomOpsError(f"{what} ({type(exc).__name__})") from None
 
 
 def check_inputs(model: ModelProto, feed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -199,21 +279,6 @@ def check_inputs(model: ModelProto, feed: dict[str, np.ndarray]) -> dict[str, np
 # running
 
 
-@dataclass
-class SideRun:
-    """Outputs of one run by name, or the error that stopped it; ``times`` per node name in µs."""
-
-    values: dict[str, np.ndarray] = field(default_factory=dict)
-    error: str | None = None
-    times: dict[str, float] = field(default_factory=dict)
-
-
-def _short(exc: BaseException) -> str:
-    text = str(exc).strip().replace("\n", " ")
-    text = re.sub(r"^\[ONNXRuntimeError\] : \d+ : \w+ : ", "", text)
-    return text[:400]
-
-
 def _with_outputs(model: ModelProto, names: Sequence[str], types: dict[str, int]) -> ModelProto:
     out = ModelProto()
     out.CopyFrom(model)
@@ -229,51 +294,10 @@ def _with_outputs(model: ModelProto, names: Sequence[str], types: dict[str, int]
     return out
 
 
-def _session(model: ModelProto, custom: bool, profile_dir: str | None = None) -> Any:
-    import onnxruntime as ort
-
-    from customops.runtime import InferenceSession
-
-    opts = ort.SessionOptions()
-    opts.log_severity_level = 3
-    if profile_dir is not None:
-        opts.enable_profiling = True
-        opts.profile_file_prefix = os.path.join(profile_dir, "custom" if custom else "builtin")
-    if custom:
-        return InferenceSession(model, sess_options=opts)
-    return ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
-
-
-def _kernel_times(profile_file: str) -> dict[str, float]:
-    with open(profile_file) as f:
-        events = json.load(f)
-    samples: dict[str, list[float]] = {}
-    for e in events:
-        if e.get("cat") == "Node" and str(e.get("name", "")).endswith("_kernel_time"):
-            samples.setdefault(e["name"][: -len("_kernel_time")], []).append(float(e.get("dur", 0)))
-    return {k: float(np.median(v)) for k, v in samples.items()}
-
-
 def run_side(model: ModelProto, feed: dict[str, np.ndarray], custom: bool, repeats: int = 0) -> SideRun:
-    """Run ``model`` on one side; with ``repeats`` > 0 also profile that many runs for per-node times."""
-    result = SideRun()
-    with tempfile.TemporaryDirectory(prefix="customops-profile-") as tmp:
-        try:
-            sess = _session(model, custom, tmp if repeats else None)
-            names = [o.name for o in sess.get_outputs()]
-            values = sess.run(None, feed)
-            for _ in range(max(repeats - 1, 0)):
-                sess.run(None, feed)
-            result.values = dict(zip(names, values, strict=True))
-        except Exception as exc:
-            result.error = _short(exc)
-            return result
-        if repeats:
-            try:
-                result.times = _kernel_times(sess.end_profiling())
-            except Exception:  # profiling is informative only
-                result.times = {}
-    return result
+    """Run ``model`` on one side, in that side's child process (customops.sides): a crash is the side's
+    error; with ``repeats`` > 0 also profile that many runs for per-node times."""
+    return sides.run_side(model.SerializeToString(), feed, custom, repeats)
 
 
 def _node_model(
@@ -360,7 +384,7 @@ def run_isolated(
         try:
             outputs["reference"] = _run_reference(one, feed)
         except Exception as exc:
-            errors["reference"] = f"{type(exc).__name__}: {_short(exc)}"
+            errors["reference"] = f"{type(exc).__name__}: {short_error(exc)}"
     return Isolated(one, feed, outputs, errors)
 
 
@@ -458,7 +482,7 @@ def compare_model(
         node = main_nodes[r.node]
         exposed.extend(node.output[:1])
         exposed.extend(i for i in node.input if i)
-    inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    inits = {t.name: tensor_value(t, "initializer") for t in model.graph.initializer}
     exposed = [n for n in dict.fromkeys(exposed) if n not in inits and n not in feed]
 
     say("running the model with ORT's built-in kernels")
@@ -642,43 +666,50 @@ def format_table(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _safe(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "node"
-
-
 def save_repros(comparison: Comparison, directory: str | os.PathLike[str]) -> list[Path]:
-    """For each node where a disagreement starts or a side fails: an ONNX test-case directory (model.onnx with the node alone in its
-    standard domain, test_data_set_0/input_N.pb, output_0.pb with the spec side's output) and the command
-    that reproduces the comparison (in README.txt). Returns the directories written."""
+    """For each node where a disagreement starts or a side fails: an ONNX test-case directory (model.onnx
+    with the node alone in its standard domain, test_data_set_0/input_N.pb, output_0.pb with the spec
+    side's output) and the command that reproduces the comparison (in README.txt). Each directory is named
+    after its node as one safe path component inside ``directory`` (customops.safeio), and appears whole
+    or not at all. Returns the directories written."""
     root = Path(directory)
-    root.mkdir(parents=True, exist_ok=True)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CustomOpsError(f"cannot make --save-repro {str(root)!r}: {exc.strerror or exc}") from None
+    used = {p.name.lower() for p in root.iterdir()}
     written = []
     for n in comparison.report["nodes"]:
         iso = comparison.isolated.get(n["node"])
         if n["verdict"] == "agree" or iso is None or n["origin"] == "carried-in":
             continue  # a difference carried in from upstream does not reproduce on the node alone
-        spec_side = "reference" if n["attribution"] == "custom-leaves-spec" else "custom"
-        expected = iso.outputs.get(spec_side)
-        if expected is None:
-            expected = iso.outputs.get("reference")
-        case = root / _safe(n["node"])
-        data = case / "test_data_set_0"
-        data.mkdir(parents=True, exist_ok=True)
-        onnx.save(_typed_outputs(iso.model, expected), case / "model.onnx")
-        for i, inp in enumerate(iso.model.graph.input):
-            (data / f"input_{i}.pb").write_bytes(_tensor(iso.feed[inp.name], inp.name).SerializeToString())
-        if expected is not None:
-            (data / "output_0.pb").write_bytes(
-                _tensor(expected, iso.model.graph.output[0].name).SerializeToString()
-            )
-        command = f"customops compare {case / 'model.onnx'} --inputs {case}"
-        (case / "README.txt").write_text(
-            f"{n['node']} [{n['op']}]: {n['attribution']} ({n['verdict']})\n"
-            f"output_0.pb holds the {spec_side if expected is iso.outputs.get(spec_side) else 'reference'} side's output (the spec side).\n"
-            f"Reproduce:\n  {command}\n"
-        )
+        case = root / safe_component(n["node"], used, fallback="node")
+        with atomic_dir(case) as tmp:
+            _write_repro(tmp, case, n, iso)
         written.append(case)
     return written
+
+
+def _write_repro(into: Path, final: Path, n: dict[str, Any], iso: Isolated) -> None:
+    spec_side = "reference" if n["attribution"] == "custom-leaves-spec" else "custom"
+    expected = iso.outputs.get(spec_side)
+    if expected is None:
+        spec_side, expected = "reference", iso.outputs.get("reference")
+    data = into / "test_data_set_0"
+    data.mkdir()
+    onnx.save(_typed_outputs(iso.model, expected), into / "model.onnx")
+    for i, inp in enumerate(iso.model.graph.input):
+        (data / f"input_{i}.pb").write_bytes(_tensor(iso.feed[inp.name], inp.name).SerializeToString())
+    if expected is not None:
+        (data / "output_0.pb").write_bytes(
+            _tensor(expected, iso.model.graph.output[0].name).SerializeToString()
+        )
+    command = f"customops compare {final / 'model.onnx'} --inputs {final}"
+    (into / "README.txt").write_text(
+        f"{n['node']!r} [{n['op']}]: {n['attribution']} ({n['verdict']})\n"
+        f"output_0.pb holds the {spec_side} side's output (the spec side).\n"
+        f"Reproduce:\n  {command}\n"
+    )
 
 
 def _typed_outputs(model: ModelProto, expected: np.ndarray | None) -> ModelProto:
@@ -701,45 +732,64 @@ def _typed_outputs(model: ModelProto, expected: np.ndarray | None) -> ModelProto
 def _tensor(value: np.ndarray, name: str) -> TensorProto:
     value = np.asarray(value)
     if value.dtype == object:
-        return helper.make_tensor(
-            name, TensorProto.STRING, value.shape, [str(s).encode() for s in value.ravel()]
-        )
+        items = [s if isinstance(s, bytes) else str(s).encode() for s in value.ravel()]
+        return helper.make_tensor(name, TensorProto.STRING, value.shape, items)
     return numpy_helper.from_array(value, name)
 
 
-def run_compare(args: Any) -> int:
-    """The ``customops compare`` command."""
-    from customops.modelio import check_model_file, check_output_spares_input, load_model_files
-    from customops.safeio import check_output_dir, check_output_file
+def _check_destinations(args: Any, files: list[Path]) -> None:
+    """Before any work: every destination can be written, none is an input, no two are the same file."""
+    from customops.modelio import check_output_spares_input
 
-    check_settings(rtol=args.rtol, atol=args.atol, reference_limit=args.reference_limit, seed=args.seed)
     outputs = [
         (option, target) for option, target in (("--json", args.json), ("--html", args.html)) if target
     ]
-    for option, target in outputs:  # before any work: a path that cannot be written is bad input
+    for option, target in outputs:
         check_output_file(target, option)
+        check_output_spares_input(target, files, external=False)
+    check_distinct(outputs)
     if args.save_repro:
         check_output_dir(args.save_repro, "--save-repro")
-    model, _, files = load_model_files(args.model)
-    if args.inputs:
-        files.append(Path(args.inputs))
-    for _, target in outputs:
-        check_output_spares_input(target, files, external=False)
-    check_model_file(args.model)
+
+
+def _feed(args: Any, model: ModelProto) -> dict[str, np.ndarray]:
     dims = parse_dims(args.dim or [])
     if dims and args.inputs:
         raise CustomOpsError("--dim sizes generated inputs; it has no effect with --inputs")
     if args.inputs:
-        feed = load_inputs(args.inputs, model)
-    else:
-        feed = generate_inputs(model, seed=args.seed, dims=dims)
-    feed = check_inputs(model, feed)
-    if args.ops:
-        from customops.registry import OP_TYPES
+        return check_inputs(model, load_inputs(args.inputs, model))
+    return check_inputs(model, generate_inputs(model, seed=args.seed, dims=dims))
 
-        for op in args.ops:
-            if op not in OP_TYPES:
-                raise CustomOpsError(f"unknown op {op!r} in --ops (supported: {', '.join(OP_TYPES)})")
+
+def _write_outputs(args: Any, comparison: Comparison) -> None:
+    if args.json:
+        write_atomic(args.json, jsonout.dumps(comparison.report, indent=1) + "\n")
+    if args.html:
+        from customops.html_report import render
+
+        write_atomic(args.html, render(comparison.report, comparison.tensors))
+    if args.save_repro:
+        for case in save_repros(comparison, args.save_repro):
+            _log(f"reproducer: {case}")
+
+
+def run_compare(args: Any) -> int:
+    """The ``customops compare`` command."""
+    from customops.modelio import check_model_file, load_model_files
+    from customops.registry import OP_TYPES
+
+    check_settings(rtol=args.rtol, atol=args.atol, reference_limit=args.reference_limit, seed=args.seed)
+    for op in args.ops or ():
+        if op not in OP_TYPES:
+            raise CustomOpsError(f"unknown op {op!r} in --ops (supported: {', '.join(OP_TYPES)})")
+    model, _, files = load_model_files(args.model)
+    if args.inputs:
+        files.append(Path(args.inputs))
+    _check_destinations(args, files)
+    check_model_file(args.model)
+    feed = _feed(args, model)
+    if args.verbose:
+        os.environ[sides.VERBOSE_ENV] = "1"
     started = time.perf_counter()
     comparison = compare_model(
         model,
@@ -753,15 +803,7 @@ def run_compare(args: Any) -> int:
         reference_limit=args.reference_limit,
     )
     print(format_table(comparison.report))
-    if args.json:
-        Path(args.json).write_text(jsonout.dumps(comparison.report, indent=1) + "\n")
-    if args.html:
-        from customops.html_report import render
-
-        Path(args.html).write_text(render(comparison.report, comparison.tensors))
-    if args.save_repro:
-        for case in save_repros(comparison, args.save_repro):
-            _log(f"reproducer: {case}")
+    _write_outputs(args, comparison)
     _log(f"compare took {time.perf_counter() - started:.1f} s")
     return comparison.exit_status
 
@@ -804,4 +846,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--json", metavar="PATH", help="write the full report as JSON")
     p.add_argument("--html", metavar="PATH", help="write a self-contained HTML report with heat maps")
     p.add_argument("--save-repro", metavar="DIR", help="write an ONNX test case for each disagreeing node")
+    p.add_argument(
+        "-v", "--verbose", action="store_true", help="show ONNX Runtime's own warnings from both sides"
+    )
     p.set_defaults(func=run_compare)
