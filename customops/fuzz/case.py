@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import math
 import zlib
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -18,7 +19,9 @@ from typing import Any
 import numpy as np
 from onnx import ModelProto, TensorProto, helper, numpy_helper
 
+from customops.errors import CustomOpsError
 from customops.registry import NATIVE_TYPES, OPS, OpVersion, type_support
+from customops.safeio import inflate_bounded
 
 ELEM_CODE: dict[str, int] = {k.lower(): v for k, v in TensorProto.DataType.items()}
 """ONNX element type name (lower case) -> TensorProto code."""
@@ -32,6 +35,15 @@ CARRIER: dict[str, str] = {"int4": "int8", "int2": "int8", "uint4": "uint8", "ui
 """Carrier of the narrow integer types; every other narrow type travels as float32."""
 
 MAIN_OUTPUT = "Y"
+
+MAX_ARRAY_BYTES = 1 << 20
+"""Largest input array a case read from a file may decode to (bytes; also its most elements, and the
+longest dimension). Cases are drawn with at most 240 input elements (customops.fuzz.space.IN_LIMIT), 2 kB
+of float64, and shrinking only makes them smaller: 1 MiB is 500 times that, and bounds what a crafted
+finding.json makes us allocate or inflate (its compressed payload never expands further)."""
+
+MAX_RANK = 16
+"""Highest rank of an array read from a file; the fuzzer draws ranks 1 to 6."""
 
 
 def np_dtype(elem: str) -> np.dtype:
@@ -323,12 +335,41 @@ def _array_json(a: np.ndarray) -> dict[str, Any]:
     return {"elem": elem, "shape": list(a.shape), "data": data}
 
 
-def _array_from_json(d: dict[str, Any]) -> np.ndarray:
-    dtype = np_dtype(d["elem"])
-    if d["elem"] == "string":
-        return np.array(d["data"], dtype=object).reshape(d["shape"])
-    raw = zlib.decompress(base64.b64decode(d["data"]))
-    return np.frombuffer(raw, dtype=dtype).reshape(d["shape"]).copy()
+def known_elem(elem: str) -> bool:
+    """Whether ``elem`` names an ONNX element type that has a numpy dtype here."""
+    try:
+        np_dtype(elem)
+    except (KeyError, ValueError, TypeError):
+        return False
+    return elem != "undefined"
+
+
+def array_from_json(d: dict[str, Any], what: str) -> np.ndarray:
+    """Inverse of :func:`_array_json` for a field checked by customops.fuzz.files (elem known, shape a list
+    of at most MAX_RANK dimensions): the payload must hold exactly shape x dtype, at most
+    :data:`MAX_ARRAY_BYTES`, checked before any array is made or any byte inflated past that."""
+    shape, elem = [int(n) for n in d["shape"]], str(d["elem"])
+    count = math.prod(shape)
+    if elem == "string":
+        if not isinstance(d["data"], list) or len(d["data"]) != count:
+            raise CustomOpsError(f"{what}: a string tensor of shape {shape} needs a list of {count} strings")
+        return np.array([str(s) for s in d["data"]], dtype=object).reshape(shape)
+    dtype = np_dtype(elem)
+    need = count * dtype.itemsize
+    if need > MAX_ARRAY_BYTES:
+        raise CustomOpsError(
+            f"{what}: shape {shape} of {elem} takes {need} bytes; at most {MAX_ARRAY_BYTES} are allowed"
+        )
+    if not isinstance(d["data"], str):
+        raise CustomOpsError(f"{what}: data of a {elem} tensor must be a base64 string of zlib data")
+    try:
+        packed = base64.b64decode(d["data"], validate=True)
+    except (ValueError, TypeError):
+        raise CustomOpsError(f"{what}: data is not base64") from None
+    raw = inflate_bounded(packed, need, what)
+    if len(raw) != need:
+        raise CustomOpsError(f"{what}: data holds {len(raw)} bytes; shape {shape} of {elem} needs {need}")
+    return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
 
 
 def case_to_json(case: Case) -> dict[str, Any]:
@@ -347,11 +388,67 @@ def case_to_json(case: Case) -> dict[str, Any]:
     }
 
 
-def case_from_json(d: dict[str, Any]) -> Case:
-    """Inverse of :func:`case_to_json`."""
+def case_from_json(d: dict[str, Any], what: str = "case") -> Case:
+    """Inverse of :func:`case_to_json`, for a case checked by customops.fuzz.files (fields of the right
+    JSON types): the op, its inputs and attributes must be the registry's, every array is decoded within
+    bounds. Raises CustomOpsError prefixed by ``what``."""
+    opv = _registry_opv(str(d["op"]), int(d["version"]), what)
+    if d["dtype"] not in opv.types:
+        raise CustomOpsError(
+            f"{what}: dtype {d['dtype']!r} is not one of {opv.key}'s ({', '.join(opv.types)})"
+        )
+    names = [i.name for i in opv.inputs]
     inputs: dict[str, Tensor | None] = {}
     for k, t in d["inputs"].items():
-        inputs[k] = None if t is None else Tensor(_array_from_json(t), bool(t["const"]))
-    return Case(
-        d["op"], int(d["version"]), d["dtype"], inputs, dict(d["attrs"]), d.get("seed"), d.get("index")
-    )
+        if k not in names:
+            raise CustomOpsError(
+                f"{what}: {opv.key} has no input {k[:40]!r} (its inputs: {', '.join(names)})"
+            )
+        inputs[k] = None if t is None else Tensor(array_from_json(t, f"{what}: input {k}"), bool(t["const"]))
+    if inputs.get(names[0]) is None:
+        raise CustomOpsError(f"{what}: input {names[0]!r} of {opv.key} must be present")
+    attrs = {k: attr_from_json(opv, k, v, what) for k, v in d["attrs"].items()}
+    return Case(opv.op, opv.version, str(d["dtype"]), inputs, attrs, d.get("seed"), d.get("index"))
+
+
+def _registry_opv(op: str, version: int, what: str) -> OpVersion:
+    try:
+        return opv_of(op, version)
+    except KeyError:
+        known = ", ".join(o.key for o in OPS)
+        raise CustomOpsError(f"{what}: {op}-{version} is not an op this customops knows ({known})") from None
+
+
+_NONFINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+"""How strict JSON writes non-finite floats (customops.jsonout)."""
+
+
+def attr_from_json(opv: OpVersion, name: str, value: Any, what: str) -> Any:
+    """An attribute value read from JSON, checked against the registry's kind of ``name``."""
+    try:
+        kind = opv.attr(name).kind
+    except KeyError:
+        allowed = ", ".join(a.name for a in opv.attributes)
+        raise CustomOpsError(
+            f"{what}: {opv.key} has no attribute {name[:40]!r} (its attributes: {allowed})"
+        ) from None
+    many = kind in ("ints", "floats")
+    if many:
+        out = [_attr_item(kind[:-1], v) for v in value] if isinstance(value, list) else [None]
+    else:
+        out = [_attr_item(kind, value)]
+    if any(v is None for v in out):
+        raise CustomOpsError(f"{what}: attribute {name!r} of {opv.key} must be of kind {kind}")
+    return out if many else out[0]
+
+
+def _attr_item(kind: str, value: Any) -> Any:
+    """``value`` as one item of an attribute of ``kind`` ('int', 'float', 'string'), or None."""
+    if kind == "int":
+        ok = isinstance(value, int) and not isinstance(value, bool) and -(2**63) <= value < 2**63
+        return value if ok else None
+    if kind == "float":
+        if isinstance(value, str):
+            return _NONFINITE.get(value)
+        return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+    return value if isinstance(value, str) else None

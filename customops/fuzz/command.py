@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import argparse
-import json
+import os
 import re
 import shlex
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from customops.errors import CustomOpsError
+
+if TYPE_CHECKING:
+    from customops.fuzz.files import Reproducer
 
 DEFAULT_OUT = "customops-fuzz"
 DEFAULT_CASES = 1000
@@ -29,7 +32,8 @@ def add_parser(sub: Any) -> None:
             "(each in a worker process), group disagreements by signature, shrink one per group and write it "
             "as an ONNX test case. Exit status: 0 no finding, 1 findings, 2 bad input or usage. "
             "'customops fuzz merge DIR...' merges campaign directories (e.g. shards); "
-            "'customops fuzz replay GROUP_DIR...' reruns reproducers."
+            "'customops fuzz replay GROUP_DIR...' reruns reproducers. Campaign directories are read as "
+            "untrusted data: bounded, checked, names only as safe path components."
         ),
     )
     p.add_argument(
@@ -54,7 +58,12 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--seed", metavar="S", help="seed; case i is drawn from (seed, i, op, version) alone (default 0)"
     )
-    p.add_argument("--jobs", metavar="J", help="lanes of three worker processes run in parallel (default 1)")
+    p.add_argument(
+        "--jobs",
+        metavar="J",
+        help="lanes of three worker processes run in parallel (default 1; at most one per usable core "
+        "and one per case)",
+    )
     p.add_argument(
         "--shard", metavar="I/N", help="run only the cases whose index is I modulo N (default 0/1)"
     )
@@ -75,7 +84,15 @@ def add_parser(sub: Any) -> None:
         help=f"runs spent shrinking one group (default {DEFAULT_SHRINK_BUDGET})",
     )
     actions = p.add_subparsers(dest="action", metavar="[merge|replay]")
-    m = actions.add_parser("merge", help="merge campaign directories (e.g. shards) into one summary")
+    m = actions.add_parser(
+        "merge",
+        help="merge campaign directories (e.g. shards) into one summary",
+        description="Merge campaign directories (e.g. shards) into one summary and one copy of each "
+        "group's reproducer under --out. Each campaign counts once: a directory named twice, or two "
+        "holding the same campaign (same targets, seed, cases, shard and indices, e.g. a merge and one of "
+        "its sources), is refused with exit status 2. The inputs are never modified: --out must not be, "
+        "contain or lie inside one of them.",
+    )
     m.add_argument("dirs", nargs="+", metavar="DIR")
     m.add_argument(
         "--out",
@@ -239,32 +256,63 @@ def run_campaign(args: argparse.Namespace) -> int:
         shard=_shard(args.shard),
         indices=_indices(args.index),
     )
-    jobs = _int(args.jobs, "--jobs", 1, 1)
+    jobs = _jobs(args.jobs, len(plan.work()))
     budget = _seconds(args.time_budget, "--time-budget", None)
     timeout = _seconds(args.case_timeout, "--case-timeout", DEFAULT_CASE_TIMEOUT)
     shrink_budget = _int(args.shrink_budget, "--shrink-budget", DEFAULT_SHRINK_BUDGET, 1)
     out = _out_dir(args.out)
     md = _markdown_path(args.markdown)
+    previous = _previous_summary(out, md)
     assert timeout is not None
-    summary = campaign(plan, jobs, budget, timeout, shrink_budget, out, campaign_command(args, out))
-    _report(summary, out, args.json, md, campaign_command(args, out))
+    command = campaign_command(args, out)
+    summary = campaign(plan, jobs, budget, timeout, shrink_budget, out, command, previous)
+    _report(summary, out, args.json, md, command)
     return 1 if summary["groups"] else 0
 
 
+def _jobs(value: str | None, cases: int) -> int:
+    """--jobs, capped by the usable cores and the cases to run (each lane is three processes); the cap
+    is said on stderr."""
+    from customops.fuzz.campaign import log
+    from customops.fuzz.runner import usable_cores
+
+    asked = _int(value, "--jobs", 1, 1)
+    cores = usable_cores()
+    jobs = max(1, min(asked, cores, cases))
+    if jobs < asked:
+        log(f"--jobs {asked}: using {jobs} ({cores} core(s), {cases} case(s))")
+    return jobs
+
+
+def _previous_summary(out: Path, md: Path | None) -> dict[str, Any] | None:
+    """The checked summary.json of an earlier campaign in ``out`` (its stale groups are removed at the
+    end), read before any work so that a bad one stops the campaign at once."""
+    from customops.fuzz.files import SUMMARY, read_summary
+    from customops.safeio import check_distinct, check_output_file
+
+    if not out.is_dir():
+        return None
+    check_output_file(out / SUMMARY, "--out's summary.json")
+    check_distinct([("--out's summary.json", out / SUMMARY), ("--markdown", md)])
+    return read_summary(out) if (out / SUMMARY).exists() else None
+
+
 def campaign(
-    plan: Any, jobs: int, budget: float | None, timeout: float, shrink_budget: int, out: Path, command: str
+    plan: Any,
+    jobs: int,
+    budget: float | None,
+    timeout: float,
+    shrink_budget: int,
+    out: Path,
+    command: str,
+    previous: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Run ``plan``, triage, write the reproducers and summary.json under ``out``; returns the summary."""
+    """Run ``plan``, triage, write the reproducers and summary.json under ``out`` (removing the groups
+    of the ``previous`` summary there that are gone); returns the summary."""
     from customops.fuzz.campaign import case_counts, group_json, log, run_cases, triage
+    from customops.fuzz.files import SUMMARY
     from customops.fuzz.known import known_labels
-    from customops.fuzz.output import (
-        SUMMARY,
-        group_dirname,
-        remove_stale,
-        rerun_commands,
-        write_group,
-        write_json,
-    )
+    from customops.fuzz.output import group_dirname, remove_stale, rerun_commands, write_group, write_json
     from customops.fuzz.runner import Pool
 
     started = time.monotonic()
@@ -278,15 +326,10 @@ def campaign(
         ran = time.monotonic() - started
         groups, notes = triage(records, pool, jobs, shrink_budget)
     out.mkdir(exist_ok=True)
-    previous = None
-    if (out / SUMMARY).is_file():
-        try:
-            previous = json.loads((out / SUMMARY).read_text())
-        except ValueError:
-            previous = None
     entries = []
+    used: set[str] = set()
     for group in groups:
-        group.dirname = group_dirname(group.signature)
+        group.dirname = group_dirname(group.signature, used)
         example = group.members[0].index
         shrunk = group.shrunk.evaluation if group.shrunk is not None else None
         rerun = rerun_commands(group.signature, str(out / group.dirname), example, plan.seed, shrunk)
@@ -343,25 +386,23 @@ def _report(summary: dict[str, Any], out: Path, as_json: bool, md: Path | None, 
     else:
         print(format_table(summary, str(out)))
     if md is not None:
-        md.write_text(markdown(summary, str(out), command))
+        from customops.safeio import write_atomic
+
+        write_atomic(md, markdown(summary, str(out), command))
 
 
 def run_merge(args: argparse.Namespace) -> int:
     """``customops fuzz merge DIR...``."""
-    from customops.fuzz.known import known_labels
-    from customops.fuzz.output import SUMMARY, merge, read_summary, refresh_known, write_json
+    from customops.fuzz.files import SUMMARY, read_summary
+    from customops.fuzz.output import check_campaigns_once, merge, write_json
 
-    dirs = [Path(d) for d in args.dirs]
-    for d in dirs:
-        if not d.is_dir():
-            raise CustomOpsError(f"{str(d)!r} is not a directory")
-    summaries = [(d, read_summary(d)) for d in dirs]
+    dirs = _merge_inputs(args.dirs)
     out = _out_dir(args.merge_out)
     md = _markdown_path(args.merge_markdown)
+    _check_apart(dirs, out, md)
+    summaries = [(d, read_summary(d)) for d in dirs]
+    check_campaigns_once(summaries)
     merged = merge(summaries, out)
-    for g in merged["groups"]:
-        g["known"] = known_labels(g)
-        refresh_known(out, g)
     write_json(out / SUMMARY, merged)
     parts = ["customops", "fuzz", "merge", *map(str, dirs), "--out", str(out)]
     command = shlex.join([*parts, "--markdown", str(md)] if md is not None else parts)
@@ -369,26 +410,86 @@ def run_merge(args: argparse.Namespace) -> int:
     return 1 if merged["groups"] else 0
 
 
+def _merge_inputs(names: list[str]) -> list[Path]:
+    """The campaign directories to merge: each a directory, none named twice."""
+    seen: dict[str, str] = {}
+    for name in names:
+        if not Path(name).is_dir():
+            raise CustomOpsError(f"{name!r} is not a directory")
+        real = os.path.realpath(name)
+        if real in seen:
+            raise CustomOpsError(
+                f"{name!r} is named twice (as {seen[real]!r}); each campaign directory may be merged once, "
+                "or its cases would count twice"
+            )
+        seen[real] = name
+    return [Path(n) for n in names]
+
+
+def _check_apart(dirs: list[Path], out: Path, md: Path | None) -> None:
+    """Refuse --out or --markdown inside an input directory, and --out containing one: inputs are
+    never modified."""
+    from customops.fuzz.files import SUMMARY
+    from customops.safeio import check_distinct
+
+    check_distinct([("--out's summary.json", out / SUMMARY), ("--markdown", md)])
+    target = os.path.realpath(out)
+    for d in dirs:
+        real = os.path.realpath(d)
+        if _within(target, real) or _within(real, target):
+            raise CustomOpsError(
+                f"--out {str(out)!r} overlaps the input directory {str(d)!r}; merge into a directory of its "
+                "own (inputs are never modified)"
+            )
+        if md is not None and _within(os.path.realpath(md), real):
+            raise CustomOpsError(f"--markdown {str(md)!r} is inside the input directory {str(d)!r}")
+
+
+def _within(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
+
+
 def run_replay(args: argparse.Namespace) -> int:
     """``customops fuzz replay GROUP_DIR...``: exit 1 while any still reproduces."""
-    from customops.fuzz.output import load_finding
+    from customops.fuzz.files import read_finding
     from customops.fuzz.runner import Pool
     from customops.fuzz.triage import evaluate, holds
 
     timeout = _seconds(args.replay_timeout, "--case-timeout", DEFAULT_CASE_TIMEOUT)
     assert timeout is not None
-    loaded = [(Path(g), *load_finding(Path(g))) for g in args.groups]
+    loaded = [read_finding(Path(g)) for g in args.groups]
+    for rep in loaded:
+        _check_runnable(rep)
     status = 0
     with Pool(1, timeout) as pool:
-        for path, sig, case, _record in loaded:
-            ev = evaluate(pool, case)
+        for rep in loaded:
+            ev = evaluate(pool, rep.case)
             found = (
                 "; ".join(f"{f.side} {f.kind}" + (f" ({f.detail})" if f.detail else "") for f in ev.findings)
                 or "agree"
             )
-            if holds(sig, ev):
+            if holds(rep.signature, ev):
                 status = 1
-                print(f"REPRODUCES {path}: {sig.text()}")
+                print(f"REPRODUCES {rep.directory}: {rep.signature.text()}")
             else:
-                print(f"GONE {path}: {sig.text()}; now: {found}")
+                print(f"GONE {rep.directory}: {rep.signature.text()}; now: {found}")
     return status
+
+
+def _check_runnable(rep: Reproducer) -> None:
+    """Run, in this process, what replay does with the file's case besides the sides (the validity
+    oracle, the model, the features): a case the checks let through that these still cannot take is a
+    CustomOpsError before any worker starts, not a traceback."""
+    from customops.fuzz.case import build_model
+    from customops.fuzz.space import space_of
+    from customops.fuzz.triage import feature_labels
+    from customops.fuzz.worker import short_error
+
+    try:
+        space_of(rep.case.op).validate(rep.case)
+        build_model(rep.case)
+        feature_labels(rep.case)
+    except Exception as exc:  # any failure of this code on data read from a file is the file's problem
+        raise CustomOpsError(
+            f"finding.json in {str(rep.directory)!r}: its case cannot be replayed ({short_error(exc)})"
+        ) from None

@@ -376,5 +376,5 @@ def known_labels(entry: dict[str, Any]) -> list[str]:
 def _safe(rule: Callable[[dict[str, Any]], bool], entry: dict[str, Any]) -> bool:
     try:
         return bool(rule(entry))
-    except (KeyError, TypeError):
+    except (KeyError, TypeError, AttributeError, ValueError):  # a field of another shape (read from a file)
         return False

@@ -1,17 +1,20 @@
 """What a campaign leaves behind: one ONNX test-case directory per group, summary.json, the table on
 stdout, the Markdown page (docs/findings.md), and merging of campaign directories.
 
-Each directory is written under a temporary name and renamed into place, so an interrupted campaign
-leaves no half-written case directory; summary.json is replaced in one rename too.
+Each directory is filled under a temporary name and renamed into place (customops.safeio.atomic_dir), so
+an interrupted campaign or merge leaves no half-written case directory and no temporary one; every file
+is replaced in one rename too. Campaign directories being merged are read through customops.fuzz.files
+(bounded, checked); a group directory's name becomes a path only as one safe component.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
+import stat
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,17 +22,28 @@ import numpy as np
 
 from customops import jsonout
 from customops.errors import CustomOpsError
-from customops.fuzz.case import build_model, case_from_json, case_to_json, tensor_proto
+from customops.fuzz.case import build_model, case_to_json, tensor_proto
+from customops.fuzz.files import FINDING, MAX_SUMMARY_BYTES, group_dir, read_finding
 from customops.fuzz.triage import Evaluation, Signature
+from customops.safeio import atomic_dir, is_safe_component, read_bounded, safe_component, write_atomic
 
-SUMMARY = "summary.json"
-FINDING = "finding.json"
+MAX_README_BYTES = 64 << 10
+"""Largest README.txt of a reproducer copied by a merge (it is read to rewrite its paths): the fuzzer
+writes about 1 kB."""
+
+MAX_REPRODUCER_FILE = 64 << 20
+"""Largest model.onnx or .pb file of a reproducer copied by a merge (streamed, never held in memory).
+A case's inputs are at most customops.fuzz.case.MAX_ARRAY_BYTES each, so its files are far smaller."""
+
+MAX_INPUTS = 16
+"""Most ``input_N.pb`` files copied from a reproducer's test_data_set_0 (the registry's ops have 5 at most)."""
 
 
-def group_dirname(sig: Signature) -> str:
-    """``Resize-19-builtin-value-ab12cd``: op-version, side, kind and a short id of the signature."""
+def group_dirname(sig: Signature, used: set[str] | None = None) -> str:
+    """``Resize-19-builtin-value-ab12cd``: op-version, side, kind and a short id of the signature, as one
+    safe path component (unique among ``used``, when given)."""
     side = sig.side.replace("+", "-")
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{sig.op}-{sig.version}-{side}-{sig.kind}-{sig.id[:6]}")
+    return safe_component(f"{sig.op}-{sig.version}-{side}-{sig.kind}-{sig.id[:6]}", used, fallback="group")
 
 
 def spec_side(sig: Signature, ev: Evaluation) -> str | None:
@@ -60,14 +74,17 @@ def rerun_commands(
 
 def write_group(root: Path, name: str, sig: Signature, ev: Evaluation, info: dict[str, Any]) -> Path:
     """Write the reproducer of one group atomically; returns its directory."""
+    final = root / name
+    with atomic_dir(final) as tmp:
+        _fill_group(tmp, sig, ev, info)
+    return final
+
+
+def _fill_group(tmp: Path, sig: Signature, ev: Evaluation, info: dict[str, Any]) -> None:
     from customops.fuzz.campaign import outcome_summary
 
-    final = root / name
-    tmp = root / f".tmp-{name}-{os.getpid()}"
-    if tmp.exists():
-        shutil.rmtree(tmp)
     data = tmp / "test_data_set_0"
-    data.mkdir(parents=True)
+    data.mkdir()
     side = spec_side(sig, ev)
     expected = np.asarray(ev.outcomes[side].value) if side else None
     if expected is not None:
@@ -95,8 +112,6 @@ def write_group(root: Path, name: str, sig: Signature, ev: Evaluation, info: dic
     }
     (tmp / FINDING).write_text(jsonout.dumps(record, indent=1) + "\n")
     (tmp / "README.txt").write_text(_readme(sig, ev, side, info))
-    _replace_dir(tmp, final)
-    return final
 
 
 def _readme(sig: Signature, ev: Evaluation, side: str | None, info: dict[str, Any]) -> str:
@@ -122,53 +137,21 @@ def _readme(sig: Signature, ev: Evaluation, side: str | None, info: dict[str, An
     return "\n".join(lines) + "\n"
 
 
-def _replace_dir(tmp: Path, final: Path) -> None:
-    old = None
-    if final.exists():
-        old = final.with_name(f".old-{final.name}-{os.getpid()}")
-        final.rename(old)
-    tmp.rename(final)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
-
-
 def write_json(path: Path, data: Any) -> None:
-    """Write JSON through a temporary file and one rename."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(jsonout.dumps(data, indent=1) + "\n")
-    os.replace(tmp, path)
-
-
-def refresh_known(out: Path, group: dict[str, Any]) -> None:
-    """Write ``group["known"]`` into its reproducer's finding.json under ``out``, so that a merge made
-    with newer label rules leaves no older labels behind in the group directories."""
-    path = out / group["dir"] / FINDING if group.get("dir") else None
-    if path is None or not path.is_file():
-        return
-    record = json.loads(path.read_text())
-    if record.get("known") != group["known"]:
-        record["known"] = group["known"]
-        write_json(path, record)
+    """Write strict JSON atomically (a temporary file beside it and one rename)."""
+    write_atomic(path, jsonout.dumps(data, indent=1) + "\n")
 
 
 def remove_stale(root: Path, previous: dict[str, Any] | None, keep: set[str]) -> None:
-    """Remove group directories an earlier summary in ``root`` listed and the new one does not."""
-    if not previous:
-        return
-    for g in previous.get("groups", []):
+    """Remove group directories an earlier (checked) summary in ``root`` listed and the new one does not:
+    only real directories directly in ``root`` that hold a finding.json."""
+    for g in (previous or {}).get("groups", []):
         name = g.get("dir")
-        if name and name not in keep and (root / name / FINDING).exists():
-            shutil.rmtree(root / name, ignore_errors=True)
-
-
-def read_summary(directory: Path) -> dict[str, Any]:
-    path = directory / SUMMARY
-    if not path.is_file():
-        raise CustomOpsError(f"{str(directory)!r} holds no {SUMMARY} (not a fuzz campaign directory)")
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise CustomOpsError(f"{str(path)!r} is not readable JSON ({type(exc).__name__})") from None
+        if not is_safe_component(name) or name in keep:
+            continue
+        path = root / name
+        if not path.is_symlink() and path.is_dir() and (path / FINDING).is_file():
+            shutil.rmtree(path, ignore_errors=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -358,48 +341,36 @@ def _rel(root: str) -> str:
 
 
 def merge(summaries: list[tuple[Path, dict[str, Any]]], out: Path) -> dict[str, Any]:
-    """One summary from several campaign directories (e.g. shards); copies each group's representative
-    (the one whose first example has the lowest index) into ``out``."""
+    """One summary from several checked campaign summaries (e.g. shards); copies each group's
+    representative (the one whose first example has the lowest index) into ``out``, under a name unique
+    there, with its known labels refreshed (in the summary and in its finding.json)."""
+    from customops.fuzz.known import known_labels
+
     first = summaries[0][1]
-    groups: dict[str, dict[str, Any]] = {}
-    sources: dict[str, Path] = {}
+    groups, sources = _merged_groups(summaries)
     notes: dict[str, dict[str, Any]] = {}
     cases: dict[str, Any] = {}
     campaigns: list[dict[str, Any]] = []
-    for directory, s in summaries:
+    for _, s in summaries:
         campaigns.extend(s["campaigns"])
         _add_counts(cases, s["cases"])
-        for g in s["groups"]:
-            key = json.dumps(g["signature"], sort_keys=True)
-            merged = groups.get(key)
-            if merged is None:
-                groups[key] = json.loads(json.dumps(g))
-                sources[key] = directory
-                continue
-            if g["examples"] and (not merged["examples"] or g["examples"][0] < merged["examples"][0]):
-                keep = {k: merged[k] for k in ("count", "examples", "dtypes")}
-                groups[key] = merged = {**json.loads(json.dumps(g)), **keep}
-                sources[key] = directory
-            _combine(merged, g)
         for n in s.get("reference_notes", []):
             key = json.dumps(n["signature"], sort_keys=True)
             if key in notes:
                 _combine(notes[key], n)
             else:
                 notes[key] = json.loads(json.dumps(n))
-    out.mkdir(parents=True, exist_ok=True)
+    copies = []  # every group renamed and every reproducer checked before anything is written
+    used: set[str] = set()
+    budget = Budget(MAX_SUMMARY_BYTES, "the merged summary")
     for key, g in groups.items():
-        src = sources[key] / g["dir"] if g.get("dir") else None
-        if src is not None and src.is_dir() and src.resolve() != (out / g["dir"]).resolve():
-            tmp = out / f".tmp-{g['dir']}-{os.getpid()}"
-            if tmp.exists():
-                shutil.rmtree(tmp)
-            shutil.copytree(src, tmp)
-            _rewrite_paths(tmp, _recorded_dir(g, sources[key]), str(out / g["dir"]))
-            _replace_dir(tmp, out / g["dir"])
+        g["known"] = known_labels(g)
         if g.get("dir"):
-            old = _recorded_dir(g, sources[key])
-            g["rerun"] = [c.replace(old, str(out / g["dir"])) for c in g.get("rerun", [])]
+            copies += _place_group(g, sources[key], out, used, budget)
+    out.mkdir(parents=True, exist_ok=True)
+    for c in copies:
+        with atomic_dir(out / c.group["dir"]) as tmp:
+            copy_reproducer(c, tmp)
     ordered = sorted(
         groups.values(),
         key=lambda g: (g["signature"]["op"], g["signature"]["version"], -g["count"], g["examples"][:1]),
@@ -417,6 +388,185 @@ def merge(summaries: list[tuple[Path, dict[str, Any]]], out: Path) -> dict[str, 
             notes.values(), key=lambda n: (n["signature"]["op"], n["signature"]["version"], -n["count"])
         ),
     }
+
+
+def _merged_groups(
+    summaries: list[tuple[Path, dict[str, Any]]],
+) -> tuple[dict[str, dict[str, Any]], dict[str, Path]]:
+    """Groups by signature (counts combined) and the campaign directory of each one's representative."""
+    groups: dict[str, dict[str, Any]] = {}
+    sources: dict[str, Path] = {}
+    for directory, s in summaries:
+        for g in s["groups"]:
+            key = json.dumps(g["signature"], sort_keys=True)
+            merged = groups.get(key)
+            if merged is None:
+                groups[key] = json.loads(json.dumps(g))
+                sources[key] = directory
+                continue
+            if g["examples"] and (not merged["examples"] or g["examples"][0] < merged["examples"][0]):
+                keep = {k: merged[k] for k in ("count", "examples", "dtypes")}
+                groups[key] = merged = {**json.loads(json.dumps(g)), **keep}
+                sources[key] = directory
+            _combine(merged, g)
+    return groups, sources
+
+
+def check_campaigns_once(summaries: list[tuple[Path, dict[str, Any]]]) -> None:
+    """Refuse to merge one campaign twice (a directory named twice, a copy of one, or a merge together
+    with one of its sources): its cases would count twice."""
+    seen: dict[str, Path] = {}
+    for directory, s in summaries:
+        keys = [(_campaign_key(c), c["command"]) for c in s["campaigns"]]
+        for key, command in keys:
+            if key in seen:
+                where = "twice" if seen[key] == directory else f"and in {str(seen[key])!r}"
+                raise CustomOpsError(
+                    f"campaign {command[:200]!r} is in {str(directory)!r} {where}; each campaign may be merged "
+                    "once, or its cases would count twice"
+                )
+        seen.update((key, directory) for key, _ in keys)
+
+
+def _campaign_key(c: dict[str, Any]) -> str:
+    """What makes a campaign: the same targets, seed, cases, shard and indices draw the same cases."""
+    return json.dumps([c["targets"], c["seed"], c["cases"], c.get("shard"), c.get("indices")])
+
+
+@dataclass
+class Budget:
+    """How many more characters rewriting paths may add (a path repeated in crafted text could
+    otherwise multiply its size)."""
+
+    left: int
+    what: str
+
+    def take(self, n: int) -> None:
+        self.left -= max(n, 0)
+        if self.left < 0:
+            raise CustomOpsError(f"rewriting paths would make {self.what} too large; it is refused")
+
+
+def repath(text: str, old: str, new: str, budget: Budget) -> str:
+    """``text`` with the path ``old`` replaced by ``new``, within ``budget``."""
+    if not old:
+        return text
+    budget.take(text.count(old) * (len(new) - len(old)))
+    return text.replace(old, new)
+
+
+@dataclass
+class Copy:
+    """A reproducer to copy into the merged directory: from ``src``, for ``group`` (its new dir, commands
+    and labels), with the path ``old`` in its texts replaced by ``new``."""
+
+    src: Path
+    group: dict[str, Any]
+    old: str
+    new: str
+
+
+def _place_group(g: dict[str, Any], source: Path, out: Path, used: set[str], budget: Budget) -> list[Copy]:
+    """Name the group uniquely in ``out`` and point its commands there; its reproducer in the campaign
+    directory ``source``, checked, is the copy to make (none when it is not there)."""
+    src = group_dir(source, g["dir"])
+    old = _recorded_dir(g, source)
+    g["dir"] = safe_component(g["dir"], used)
+    new = str(out / g["dir"])
+    g["rerun"] = [repath(c, old, new, budget) for c in g.get("rerun", [])]
+    if not src.is_dir():
+        return []
+    copy = Copy(src, g, old, new)
+    check_reproducer(copy)
+    return [copy]
+
+
+def reproducer_texts(c: Copy) -> tuple[dict[str, Any], str | None]:
+    """The copy's finding.json record (checked, with the group's dir, commands and labels) and its
+    README.txt (None: absent), the path ``c.old`` replaced by ``c.new`` in both, within bounds."""
+    record = read_finding(c.src).record
+    budget = Budget(MAX_README_BYTES, repr(str(c.src / FINDING)))
+    record.update(
+        dir=c.group["dir"],
+        rerun=[repath(command, c.old, c.new, budget) for command in record.get("rerun", [])],
+        known=c.group["known"],
+    )
+    readme = c.src / "README.txt"
+    if not readme.exists():
+        return record, None
+    text = read_bounded(readme, MAX_README_BYTES, "README.txt").decode("utf-8", errors="replace")
+    return record, repath(text, c.old, c.new, Budget(MAX_README_BYTES, repr(str(readme))))
+
+
+def copy_reproducer(c: Copy, dst: Path) -> None:
+    """Fill the empty directory ``dst`` with the reproducer of ``c``: finding.json and README.txt from
+    :func:`reproducer_texts`, model.onnx and test_data_set_0's ``input_N.pb`` and ``output_0.pb`` as they
+    are. Only regular files are copied (no symbolic link is followed), each bounded in size; anything
+    else in the source is left."""
+    record, readme = reproducer_texts(c)
+    write_atomic(dst / FINDING, jsonout.dumps(record, indent=1) + "\n")
+    if readme is not None:
+        write_atomic(dst / "README.txt", readme)
+    (dst / "test_data_set_0").mkdir()
+    for name in REPRODUCER_FILES:
+        copy_regular(c.src / name, dst / name)
+
+
+REPRODUCER_FILES = (
+    "model.onnx",
+    "test_data_set_0/output_0.pb",
+    *(f"test_data_set_0/input_{i}.pb" for i in range(MAX_INPUTS)),
+)
+"""The files of a reproducer a merge copies as they are (besides finding.json and README.txt)."""
+
+
+def check_reproducer(c: Copy) -> None:
+    """Raise CustomOpsError unless the reproducer of ``c`` can be copied: its texts (see
+    :func:`reproducer_texts`), and each of its other files absent or a regular file (not a symbolic
+    link) within its size limit."""
+    reproducer_texts(c)
+    for name in ("README.txt", *REPRODUCER_FILES):
+        limit = MAX_README_BYTES if name == "README.txt" else MAX_REPRODUCER_FILE
+        try:
+            info = os.lstat(c.src / name)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise CustomOpsError(f"cannot read {str(c.src / name)!r}: {exc.strerror or exc}") from None
+        if not stat.S_ISREG(info.st_mode):
+            raise CustomOpsError(
+                f"{str(c.src / name)!r} is not a regular file; only regular files are copied"
+            )
+        if info.st_size > limit:
+            raise CustomOpsError(f"{str(c.src / name)!r} is larger than {limit} bytes, the most allowed")
+
+
+def copy_regular(src: Path, dst: Path) -> None:
+    """Copy ``src`` to ``dst`` if it is a regular file (not through a symbolic link) of at most
+    MAX_REPRODUCER_FILE bytes; nothing when it is absent; CustomOpsError when it is anything else."""
+    try:
+        fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise CustomOpsError(
+            f"cannot copy {str(src)!r}: {exc.strerror or exc} (only regular files are copied)"
+        ) from None
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise CustomOpsError(f"{str(src)!r} is not a regular file; only regular files are copied")
+        if info.st_size > MAX_REPRODUCER_FILE:
+            raise CustomOpsError(f"{str(src)!r} is larger than {MAX_REPRODUCER_FILE} bytes, the most allowed")
+        with open(dst, "wb") as g:
+            copied = 0
+            while chunk := f.read(1 << 20):
+                copied += len(chunk)
+                if copied > MAX_REPRODUCER_FILE:  # it grew since fstat
+                    raise CustomOpsError(
+                        f"{str(src)!r} is larger than {MAX_REPRODUCER_FILE} bytes, the most allowed"
+                    )
+                g.write(chunk)
 
 
 def _combine(into: dict[str, Any], other: dict[str, Any]) -> None:
@@ -447,24 +597,3 @@ def _recorded_dir(group: dict[str, Any], source: Path) -> str:
         if command.startswith(prefix) and command.endswith(group["dir"]):
             return command[len(prefix) :]
     return str(source / group["dir"])
-
-
-def _rewrite_paths(directory: Path, old: str, new: str) -> None:
-    for name in ("README.txt", FINDING):
-        p = directory / name
-        if p.exists():
-            p.write_text(p.read_text().replace(old, new))
-
-
-def load_finding(directory: Path) -> tuple[Signature, Any, dict[str, Any]]:
-    """The signature, the case and the record of a reproducer directory."""
-    path = directory / FINDING
-    if not path.is_file():
-        raise CustomOpsError(
-            f"{str(directory)!r} holds no {FINDING} (not a reproducer written by customops fuzz)"
-        )
-    try:
-        record = json.loads(path.read_text())
-        return Signature.from_json(record["signature"]), case_from_json(record["case"]), record
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise CustomOpsError(f"{str(path)!r} is not a readable finding ({type(exc).__name__})") from None

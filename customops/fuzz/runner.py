@@ -183,8 +183,12 @@ class Lane:
     def __init__(self, log_dir: str, timeout: float) -> None:
         self.timeout = timeout
         self.workers = {side: SideWorker(side, log_dir) for side in SIDES}
-        for w in self.workers.values():
-            w.start()
+        try:
+            for w in self.workers.values():
+                w.start()
+        except BaseException:  # stop the workers started so far
+            self.close()
+            raise
 
     def run(self, request: Request) -> dict[str, Outcome]:
         jobs = {side: w.submit(request) for side, w in self.workers.items()}
@@ -196,13 +200,27 @@ class Lane:
             w.close()
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity, which containers and taskset restrict)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # no sched_getaffinity (macOS)
+        return os.cpu_count() or 1
+
+
 class Pool:
     """``jobs`` lanes shared by any number of threads: :meth:`run` borrows a lane for one request."""
 
     def __init__(self, jobs: int, timeout: float) -> None:
         self._tmp = tempfile.TemporaryDirectory(prefix="customops-fuzz-")
         self.lanes: queue.Queue[Lane] = queue.Queue()
-        self._all = [Lane(self._tmp.name, timeout) for _ in range(jobs)]
+        self._all: list[Lane] = []
+        try:
+            for _ in range(jobs):
+                self._all.append(Lane(self._tmp.name, timeout))
+        except BaseException:  # e.g. the system refuses more processes: stop the workers started so far
+            self.close()
+            raise
         for lane in self._all:
             self.lanes.put(lane)
         self.runs = 0

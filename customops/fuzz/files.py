@@ -1,0 +1,349 @@
+"""Reading what a campaign left behind: ``summary.json`` and each group's ``finding.json``.
+
+Campaign directories are untrusted data (they are shared, committed, downloaded), so every read of these
+files goes through this module, which bounds the read (:data:`MAX_SUMMARY_BYTES`,
+:data:`MAX_FINDING_BYTES`), checks the type of every field the fuzzer uses, checks that every group
+directory name is one safe path component (:func:`customops.safeio.is_safe_component`), drops fields it
+does not know, and turns any breach into a one-line CustomOpsError naming the field and what is allowed.
+The arrays of a case are decoded by :func:`customops.fuzz.case.case_from_json`, bounded there.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from customops.errors import CustomOpsError
+from customops.fuzz.case import MAX_ARRAY_BYTES, MAX_RANK, Case, case_from_json, known_elem
+from customops.fuzz.triage import Signature
+from customops.safeio import MAX_COMPONENT, is_safe_component, read_bounded
+
+SUMMARY = "summary.json"
+FINDING = "finding.json"
+
+MAX_SUMMARY_BYTES = 8 << 20
+"""Largest summary.json read. The committed merge of five campaigns of 30,000 cases (320 groups) is
+0.6 MB; 8 MiB leaves room for about 4,000 groups, and as JSON parses into at most about 25 times its size
+in Python objects, reading one never takes more than about 200 MB."""
+
+MAX_FINDING_BYTES = 1 << 20
+"""Largest finding.json read. A shrunk reproducer's record is a few kB (the largest committed one is
+4 kB: its case holds a few hundred elements at most); 1 MiB is 250 times that, and parses into 25 MB
+at most."""
+
+MAX_DEPTH = 16
+"""Deepest nesting of arrays and objects accepted; the fuzzer writes 5 levels."""
+
+SAFE_NAME = (
+    f"a safe directory name (one path component of A-Z a-z 0-9 _ . -, not starting with a dot, "
+    f"at most {MAX_COMPONENT} characters)"
+)
+
+
+class BadField(Exception):
+    """A field that breaks the schema: where it is (a JSON path) and what is allowed there."""
+
+    def __init__(self, where: str, allowed: str, value: Any = ...) -> None:
+        shown = "" if value is ... else f", not {_show(value)}"
+        super().__init__(f"{where or 'the top level'} must be {allowed}{shown}")
+
+
+def _show(value: Any) -> str:
+    text = (
+        repr(value) if isinstance(value, str | int | float | bool) or value is None else type(value).__name__
+    )
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+Spec = Callable[[Any, str], Any]
+"""Checks a value found at a JSON path and returns it (possibly normalized), or raises BadField."""
+
+
+def any_json(value: Any, where: str) -> Any:
+    return value
+
+
+def text(value: Any, where: str) -> str:
+    if not isinstance(value, str):
+        raise BadField(where, "a string", value)
+    return value
+
+
+def flag(value: Any, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise BadField(where, "true or false", value)
+    return value
+
+
+def number(value: Any, where: str) -> float | int:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise BadField(where, "a number", value)
+    return value
+
+
+def integer(low: int = 0, high: int = 2**63 - 1) -> Spec:
+    def check(value: Any, where: str) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise BadField(where, f"an integer from {low} to {high}", value)
+        return value
+
+    return check
+
+
+def name(value: Any, where: str) -> str:
+    if not is_safe_component(value):
+        raise BadField(where, SAFE_NAME, value)
+    return value
+
+
+def maybe(spec: Spec) -> Spec:
+    return lambda value, where: None if value is None else spec(value, where)
+
+
+def list_of(item: Spec) -> Spec:
+    def check(value: Any, where: str) -> list[Any]:
+        if not isinstance(value, list):
+            raise BadField(where, "a list", value)
+        return [item(v, f"{where}[{i}]") for i, v in enumerate(value)]
+
+    return check
+
+
+def map_of(item: Spec) -> Spec:
+    def check(value: Any, where: str) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise BadField(where, "an object", value)
+        return {k: item(v, _at(where, k)) for k, v in value.items()}
+
+    return check
+
+
+def record(
+    required: dict[str, Spec], optional: dict[str, Spec] | None = None, rest: Spec | None = None
+) -> Spec:
+    """An object with these fields; other fields are checked by ``rest``, or dropped without it."""
+
+    def check(value: Any, where: str) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise BadField(where, "an object", value)
+        missing = [key for key in required if key not in value]
+        if missing:
+            raise BadField(_at(where, missing[0]), "present")
+        out = {}
+        for key, v in value.items():
+            spec = required.get(key) or (optional or {}).get(key) or rest
+            if spec is not None:
+                out[key] = spec(v, _at(where, key))
+        return out
+
+    return check
+
+
+def _at(where: str, key: str) -> str:
+    """The JSON path of ``key`` in ``where``: a key from the file that is not a plain name is quoted
+    (and cut), so that the message stays one short line."""
+    part = key if is_safe_component(key) else repr(key[:40])
+    return f"{where}.{part}" if where else part
+
+
+# ---------------------------------------------------------------------------------------------
+# the two files
+
+
+COUNTS = map_of(integer())
+SIGNATURE = record(
+    {
+        "op": name,
+        "version": integer(1, 10_000),
+        "side": text,
+        "kind": text,
+        "detail": text,
+        "features": list_of(text),
+    }
+)
+EXAMPLES = list_of(integer())
+GROUP_FIELDS: dict[str, Spec] = {
+    "id": text,
+    "dir": maybe(name),
+    "signature": SIGNATURE,
+    "text": text,
+    "counts": flag,
+    "count": integer(),
+    "examples": EXAMPLES,
+    "dtypes": COUNTS,
+    "ranks": list_of(integer()),
+    "seed": maybe(integer()),
+    "rerun": list_of(text),
+    "known": list_of(text),
+    "facts": record({}, {"needs": list_of(text), "attrs": map_of(any_json)}, rest=any_json),
+    "representative": map_of(any_json),
+}
+GROUP = record({k: GROUP_FIELDS[k] for k in ("id", "dir", "signature", "count", "examples")}, GROUP_FIELDS)
+NOTE = record(
+    {"signature": SIGNATURE, "count": integer(), "examples": EXAMPLES},
+    {"id": text, "text": text, "dtypes": COUNTS, "ranks": list_of(integer())},
+)
+CAMPAIGN = record(
+    {
+        "command": text,
+        "targets": list_of(text),
+        "seed": integer(),
+        "cases": integer(),
+        "run": integer(),
+        "skipped": integer(),
+        "seconds": number,
+        "groups": integer(),
+        "findings": integer(),
+    },
+    {
+        "shard": text,
+        "indices": maybe(list_of(integer())),
+        "skipped_reasons": COUNTS,
+        "not_run": integer(),
+        "seconds_cases": number,
+        "jobs": integer(1),
+    },
+)
+CASE_COUNTS = record(
+    {k: integer() for k in ("total", "run", "valid", "invalid", "not_run")} | {"skipped": COUNTS},
+    {"invalid_reasons": COUNTS, "by_target": map_of(COUNTS)},
+)
+VERSIONS = ("tool", "ort_version", "onnx_version", "customops_version", "numpy_version")
+SUMMARY_SCHEMA = record(
+    {"ort_version": text, "campaigns": list_of(CAMPAIGN), "cases": CASE_COUNTS, "groups": list_of(GROUP)},
+    {**{k: text for k in VERSIONS}, "reference_notes": list_of(NOTE)},
+)
+
+
+def elem(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not known_elem(value):
+        raise BadField(where, "an ONNX element type name (e.g. 'float', 'int64')", value)
+    return value
+
+
+def shape(value: Any, where: str) -> list[int]:
+    dims = list_of(integer(0, MAX_ARRAY_BYTES))(value, where)
+    if len(dims) > MAX_RANK or math.prod(max(d, 1) for d in dims) > MAX_ARRAY_BYTES:
+        raise BadField(
+            where, f"a shape of rank {MAX_RANK} at most and {MAX_ARRAY_BYTES} elements at most", value
+        )
+    return dims
+
+
+def array_data(value: Any, where: str) -> str | list[str]:
+    if isinstance(value, list):
+        return list_of(text)(value, where)
+    return text(value, where)
+
+
+TENSOR = record({"const": flag, "elem": elem, "shape": shape, "data": array_data})
+CASE = record(
+    {
+        "op": name,
+        "version": integer(1, 10_000),
+        "dtype": elem,
+        "attrs": map_of(any_json),
+        "inputs": map_of(maybe(TENSOR)),
+    },
+    {"seed": maybe(integer()), "index": maybe(integer())},
+)
+FINDING_SCHEMA = record(
+    {"signature": SIGNATURE, "case": CASE},
+    {
+        **GROUP_FIELDS,
+        "spec_side": maybe(text),
+        "valid": flag,
+        "invalid_reason": maybe(text),
+        "outcomes": map_of(any_json),
+    },
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# readers
+
+
+@dataclass
+class Reproducer:
+    """A group directory's finding.json, checked: its signature, its case (ready to run) and the record."""
+
+    directory: Path
+    signature: Signature
+    case: Case
+    record: dict[str, Any]
+
+
+def load_json(path: Path, limit: int, what: str) -> Any:
+    """The JSON document of ``path`` (at most ``limit`` bytes, strict JSON, nested at most MAX_DEPTH deep)."""
+    data = read_bounded(path, limit, what)
+    try:
+        value = json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as exc:
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc).splitlines()[0][:100]
+        raise CustomOpsError(f"{what} {str(path)!r} is not valid JSON ({reason})") from None
+    if _depth(value) > MAX_DEPTH:
+        raise CustomOpsError(f"{what} {str(path)!r} nests arrays and objects more than {MAX_DEPTH} deep")
+    return value
+
+
+def _reject_constant(token: str) -> None:
+    raise ValueError(f"{token} is not JSON")
+
+
+def _depth(value: Any) -> int:
+    """How deep arrays and objects nest in ``value`` (iteratively: no recursion limit to hit)."""
+    deepest, todo = 0, [(value, 1)]
+    while todo:
+        item, level = todo.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, level)
+            if level <= MAX_DEPTH:
+                todo.extend((v, level + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
+def checked(value: Any, schema: Spec, path: Path, what: str) -> Any:
+    """``value`` checked by ``schema``; a breach is a CustomOpsError naming ``what`` at ``path``."""
+    try:
+        return schema(value, "")
+    except BadField as exc:
+        raise CustomOpsError(f"{what} {str(path)!r}: {exc}") from None
+
+
+def read_summary(directory: Path) -> dict[str, Any]:
+    """The checked summary.json of the campaign directory ``directory``."""
+    path = directory / SUMMARY
+    if not path.is_file():
+        raise CustomOpsError(f"{str(directory)!r} holds no {SUMMARY} (not a fuzz campaign directory)")
+    summary = checked(load_json(path, MAX_SUMMARY_BYTES, SUMMARY), SUMMARY_SCHEMA, path, SUMMARY)
+    summary.setdefault("reference_notes", [])
+    return summary
+
+
+def read_finding(directory: Path) -> Reproducer:
+    """The checked finding.json of the group directory ``directory``, its case decoded (bounded)."""
+    path = directory / FINDING
+    if not path.is_file():
+        raise CustomOpsError(
+            f"{str(directory)!r} holds no {FINDING} (not a reproducer written by customops fuzz)"
+        )
+    data = checked(load_json(path, MAX_FINDING_BYTES, FINDING), FINDING_SCHEMA, path, FINDING)
+    case = case_from_json(data["case"], f"{FINDING} {str(path)!r}: case")
+    return Reproducer(directory, Signature.from_json(data["signature"]), case, data)
+
+
+def group_dir(root: Path, dirname: str) -> Path:
+    """``root / dirname`` for a name read from data: refused unless it is one safe component and the
+    directory (if there) is no symbolic link, so that it stays inside ``root``."""
+    if not is_safe_component(dirname):
+        raise CustomOpsError(f"group directory {dirname!r} in {str(root)!r} is not {SAFE_NAME}")
+    path = root / dirname
+    if path.is_symlink():
+        raise CustomOpsError(
+            f"group directory {str(path)!r} is a symbolic link; only real directories are read"
+        )
+    return path
