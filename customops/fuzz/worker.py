@@ -20,6 +20,11 @@ INJECT_ENV = "CUSTOMOPS_FUZZ_INJECT"
 
 SIDES = ("builtin", "custom", "reference")
 
+MAX_OUTPUT_BYTES = 64 << 20
+"""Largest output a worker sends back. A campaign's valid cases have at most 720 output elements
+(customops.fuzz.space.OUT_LIMIT); a replayed case comes from a file and could ask a side for any size,
+which would then be copied into the coordinator: past this it is an error of that side instead."""
+
 
 @dataclass
 class Request:
@@ -145,6 +150,8 @@ def worker_main(conn: Any, side: str) -> None:
         started = time.perf_counter()
         try:
             value = runner.run(request)
+            if value.nbytes > MAX_OUTPUT_BYTES:
+                raise _Stage("run", MemoryError(f"output of {value.nbytes} bytes, over {MAX_OUTPUT_BYTES}"))
             reply = ("ok", job, value, "", time.perf_counter() - started)
         except _Stage as exc:
             reply = ("error", job, None, str(exc), time.perf_counter() - started)

@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import zlib
@@ -338,6 +339,24 @@ def test_reading_a_bomb_allocates_no_more_than_the_declared_size(camp):
     finally:
         tracemalloc.stop()
     assert peak < 16 << 20, peak
+
+
+def test_a_replayed_case_cannot_send_a_huge_output_back(camp):
+    """A side's output is copied into the coordinator: a case asking for 80 MB of output (Pad's pads
+    come from the file) is an error of that side, not 80 MB in the main process."""
+    from customops.fuzz.files import read_finding
+    from customops.fuzz.runner import Pool
+    from customops.fuzz.triage import evaluate
+
+    group = first_group(camp)
+    pads = base64.b64encode(zlib.compress(struct.pack("<2q", 0, 40_000_000))).decode()
+    edit(group / "finding.json", _input("pads", "data", pads))
+    rep = read_finding(group)
+    assert rep.case.op == "Pad" and rep.case.dtype == "uint16"
+    with Pool(1, 60) as pool:
+        ev = evaluate(pool, rep.case)
+    assert ev.outcomes["custom"].status == "error", ev.outcomes["custom"]
+    assert "over 67108864" in ev.outcomes["custom"].message
 
 
 def test_an_oversized_finding_is_refused_before_it_is_parsed(camp, capsys):
