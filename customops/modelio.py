@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import math
 import os
+import secrets
 import shutil
-import tempfile
-from pathlib import Path
+import stat
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path, PurePosixPath, PureWindowsPath
+from typing import NoReturn
 
 import onnx
 from google.protobuf.message import DecodeError
-from onnx import ModelProto
+from onnx import ModelProto, helper
 
 from customops.errors import CustomOpsError
+from customops.safeio import check_output_file
 
 _TWO_GB = 2**31
 
@@ -28,12 +33,12 @@ def load_model_info(path: str | os.PathLike[str]) -> tuple[ModelProto, bool]:
 
 
 def load_model_files(path: str | os.PathLike[str]) -> tuple[ModelProto, bool, list[Path]]:
-    """Like :func:`load_model_info`; also lists the files read: the model and its external data files."""
+    """Like :func:`load_model_info`; also lists the files read: the model and its external data files.
+
+    The one loader of every model file customops reads. External data is read only from inside the
+    model's directory (see :func:`_external_file`), and only as many bytes as each tensor declares."""
     p = Path(path)
-    if not p.exists():
-        raise CustomOpsError(f"model file {str(p)!r} does not exist")
-    if p.is_dir():
-        raise CustomOpsError(f"model path {str(p)!r} is a directory, not an ONNX file")
+    _check_model_path(p)
     try:
         model = onnx.load_model(str(p), load_external_data=False)
     except (DecodeError, ValueError, RuntimeError, TypeError) as exc:
@@ -44,26 +49,149 @@ def load_model_files(path: str | os.PathLike[str]) -> tuple[ModelProto, bool, li
         raise CustomOpsError(f"cannot read {str(p)!r}: {exc.strerror or exc}") from None
     if not model.HasField("graph"):
         raise CustomOpsError(f"{str(p)!r} is not an ONNX model (no graph)")
-    locations = _external_locations(model)
-    external = bool(locations)
     files = [p]
-    for location in locations:
-        if location and p.parent / location not in files:
-            files.append(p.parent / location)
-    try:
-        onnx.external_data_helper.load_external_data_for_model(model, str(p.parent))
-    except (OSError, ValueError) as exc:
-        raise CustomOpsError(f"cannot read the external data of {str(p)!r}: {exc}") from None
+    external = False
+    for tensor in model_tensors(model):
+        if tensor.data_location != onnx.TensorProto.EXTERNAL:
+            continue
+        external = True
+        source = _load_external(p, tensor)
+        if source not in files:
+            files.append(source)
     return model, external, files
 
 
-def _external_locations(model: ModelProto) -> list[str]:
-    """The ``location`` of every tensor kept in external data ("" where a tensor names none)."""
-    return [
-        next((e.value for e in t.external_data if e.key == "location"), "")
-        for t in onnx.external_data_helper._get_all_tensors(model)
-        if t.data_location == onnx.TensorProto.EXTERNAL
-    ]
+def _check_model_path(p: Path) -> None:
+    try:
+        mode = os.stat(p).st_mode
+    except FileNotFoundError:
+        raise CustomOpsError(f"model file {str(p)!r} does not exist") from None
+    except OSError as exc:
+        raise CustomOpsError(f"cannot read {str(p)!r}: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(mode):
+        raise CustomOpsError(f"model path {str(p)!r} is a directory, not an ONNX file")
+    if not stat.S_ISREG(mode):
+        raise CustomOpsError(f"model path {str(p)!r} is not a regular file (a device, FIFO or socket)")
+
+
+def model_tensors(model: ModelProto) -> Iterator[onnx.TensorProto]:
+    """Every tensor of the model that may hold data: initializers and tensor attributes, in the main
+    graph, subgraphs at any depth and model-local functions."""
+    for g in _graphs(model):
+        yield from g.initializer
+        yield from (s.values for s in g.sparse_initializer)
+        yield from (s.indices for s in g.sparse_initializer)
+    for node in _all_nodes(model):
+        for a in node.attribute:
+            if a.type == onnx.AttributeProto.TENSOR:
+                yield a.t
+            elif a.type == onnx.AttributeProto.TENSORS:
+                yield from a.tensors
+
+
+def _graphs(model: ModelProto) -> Iterator[onnx.GraphProto]:
+    stack = [model.graph]
+    for fn in model.functions:
+        stack.extend(_node_graphs(fn.node))
+    while stack:
+        g = stack.pop()
+        yield g
+        stack.extend(_node_graphs(g.node))
+
+
+def _node_graphs(nodes: Iterable[onnx.NodeProto]) -> Iterator[onnx.GraphProto]:
+    for node in nodes:
+        for a in node.attribute:
+            if a.type == onnx.AttributeProto.GRAPH:
+                yield a.g
+            elif a.type == onnx.AttributeProto.GRAPHS:
+                yield from a.graphs
+
+
+def _all_nodes(model: ModelProto) -> Iterator[onnx.NodeProto]:
+    for fn in model.functions:
+        yield from fn.node
+    for g in _graphs(model):
+        yield from g.node
+
+
+_SUB_BYTE_BITS = {
+    onnx.TensorProto.INT4: 4,
+    onnx.TensorProto.UINT4: 4,
+    onnx.TensorProto.FLOAT4E2M1: 4,
+    getattr(onnx.TensorProto, "INT2", -1): 2,
+    getattr(onnx.TensorProto, "UINT2", -1): 2,
+}
+
+
+def _declared_bytes(tensor: onnx.TensorProto) -> int | None:
+    """How many bytes the data of ``tensor`` takes by its element type and dims (None: not fixed)."""
+    count = math.prod(tensor.dims)
+    bits = _SUB_BYTE_BITS.get(tensor.data_type)
+    if bits is not None:
+        return (count * bits + 7) // 8
+    if tensor.data_type in (onnx.TensorProto.STRING, onnx.TensorProto.UNDEFINED):
+        return None
+    try:
+        return count * helper.tensor_dtype_to_np_dtype(tensor.data_type).itemsize
+    except (KeyError, ValueError, TypeError):
+        return None
+
+
+def _load_external(model_path: Path, tensor: onnx.TensorProto) -> Path:
+    """Read the external data of ``tensor`` into it (raw_data) and return the file it came from; raise
+    CustomOpsError naming the tensor and the rule when its location or size is not acceptable."""
+    info = {e.key: e.value for e in tensor.external_data}
+
+    def refuse(rule: str) -> NoReturn:
+        raise CustomOpsError(f"{str(model_path)!r}: external data of tensor {tensor.name!r}: {rule}")
+
+    source = _external_file(model_path, info.get("location", ""), refuse)
+    try:
+        offset, length = int(info.get("offset", 0)), info.get("length")
+        length = None if length is None else int(length)
+    except ValueError:
+        refuse("offset and length must be integers")
+    declared = _declared_bytes(tensor)
+    if declared is None:
+        refuse(f"element type {tensor.data_type} cannot be kept in external data")
+    size = source.stat().st_size
+    available = size - offset if length is None else length
+    if offset < 0 or available < 0 or offset + available > size:
+        refuse(f"offset {offset} and length {length} lie outside {str(source.name)!r} ({size} bytes)")
+    if available != declared:
+        refuse(f"{available} bytes stored where the tensor declares {declared} (dims {list(tensor.dims)})")
+    try:
+        with open(source, "rb") as f:
+            f.seek(offset)
+            tensor.raw_data = f.read(declared)
+    except OSError as exc:
+        refuse(f"cannot read {str(source)!r}: {exc.strerror or exc}")
+    tensor.ClearField("data_location")  # as if it had never been external
+    del tensor.external_data[:]
+    return source
+
+
+def _external_file(model_path: Path, location: str, refuse: Callable[[str], NoReturn]) -> Path:
+    """The file ``location`` names: relative, inside the model's directory (no '..', no symlink leading
+    out of it), a regular file."""
+    if not location:
+        refuse("no location")
+    rel = PurePosixPath(location.replace("\\", "/"))
+    if rel.is_absolute() or PureWindowsPath(location).drive:
+        refuse(f"location {location!r} is absolute; it must be relative to the model's directory")
+    if ".." in rel.parts:
+        refuse(f"location {location!r} leads out of the model's directory ('..')")
+    base = model_path.absolute().parent
+    target = base.joinpath(*rel.parts)
+    real_base = base.resolve()
+    real = target.resolve()
+    if real != real_base and real_base not in real.parents:
+        refuse(f"location {location!r} is a symlink leading out of the model's directory")
+    if not target.is_file():
+        what = "does not exist" if not target.exists() else "is not a regular file"
+        refuse(f"location {location!r} {what}")
+    return target
 
 
 def check_output_spares_input(output: str | os.PathLike[str], inputs: list[Path], *, external: bool) -> None:
@@ -110,7 +238,7 @@ def check_model_file(path: str | os.PathLike[str]) -> None:
         message = str(exc).strip()
     model = onnx.load_model(str(path), load_external_data=False)
     unshaped = _unshaped(model)
-    external = bool(_external_locations(model))
+    external = any(t.data_location == onnx.TensorProto.EXTERNAL for t in model_tensors(model))
     note = ""
     if unshaped and not external:  # checked in memory, where external data could not be found
         for v in unshaped:
@@ -132,39 +260,53 @@ def save_model(model: ModelProto, path: str | os.PathLike[str], *, external: boo
     """Write ``model`` to ``path`` atomically: it appears complete or not at all.
 
     With ``external`` (default: when the model is 2 GB or more) tensors of 1 KiB and more go to
-    ``<name>.data`` beside ``path``.
+    ``<name>.data`` beside ``path``. An existing ``path`` (or data file) that is not a regular file (a
+    device, a FIFO) is refused, never replaced. The work happens in a hidden directory beside ``path``
+    that is removed whatever happens, an interruption (KeyboardInterrupt, SystemExit) included.
     """
     out = Path(path)
-    parent = out.parent if str(out.parent) else Path(".")
-    if not parent.is_dir():
-        raise CustomOpsError(f"output directory {str(parent)!r} does not exist")
-    if out.is_dir():
-        raise CustomOpsError(f"output path {str(out)!r} is a directory")
     if external is None:
         external = model.ByteSize() >= _TWO_GB
-    tmpdir = Path(tempfile.mkdtemp(prefix=".customops-", dir=parent))
+    check_output_file(out, "output")
+    if external:
+        check_output_file(Path(str(out) + ".data"), "output data file")
+    tmpdir: Path | None = None
     try:
-        tmp_model = tmpdir / out.name
-        if external:
-            data_name = out.name + ".data"
-            copy = ModelProto()
-            copy.CopyFrom(model)
-            onnx.save_model(
-                copy,
-                str(tmp_model),
-                save_as_external_data=True,
-                all_tensors_to_one_file=True,
-                location=data_name,
-                size_threshold=1024,
-            )
-            if (tmpdir / data_name).exists():
-                os.replace(tmpdir / data_name, parent / data_name)
-        else:
-            onnx.save_model(model, str(tmp_model))
-        os.replace(tmp_model, out)
+        # named before it is made, so that an interruption at any point after it exists removes it
+        tmpdir = out.absolute().parent / f".customops-{secrets.token_hex(8)}"
+        try:
+            tmpdir.mkdir(mode=0o700)
+        except FileExistsError:
+            tmpdir = None  # not ours
+            raise
+        _write_into(model, tmpdir, out, external)
     except CustomOpsError:
         raise
     except (OSError, ValueError) as exc:
         raise CustomOpsError(f"cannot write {str(out)!r}: {exc}") from None
     finally:
-        shutil.rmtree(tmpdir, ignore_errors=True)
+        if tmpdir is not None:
+            shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+def _write_into(model: ModelProto, tmpdir: Path, out: Path, external: bool) -> None:
+    """Save ``model`` in ``tmpdir`` and move it (and its data file) to ``out``."""
+    tmp_model = tmpdir / out.name
+    if not external:
+        onnx.save_model(model, str(tmp_model))
+        os.replace(tmp_model, out)
+        return
+    data_name = out.name + ".data"
+    copy = ModelProto()
+    copy.CopyFrom(model)
+    onnx.save_model(
+        copy,
+        str(tmp_model),
+        save_as_external_data=True,
+        all_tensors_to_one_file=True,
+        location=data_name,
+        size_threshold=1024,
+    )
+    if (tmpdir / data_name).exists():
+        os.replace(tmpdir / data_name, out.absolute().parent / data_name)
+    os.replace(tmp_model, out)
