@@ -77,11 +77,17 @@ def markdown_table(rows: list, probed: bool = True) -> str:
 
 def _cmd_rewrite(args: argparse.Namespace) -> int:
     from customops.modelio import check_model_file, check_output_spares_input, load_model_files, save_model
-    from customops.rewriter import rewrite_model
+    from customops.rewriter import already_rewritten, is_rewritten, rewrite_model
+    from customops.safeio import check_output_file
 
+    if not args.dry_run:
+        check_output_file(args.output, "output")
     model, external, files = load_model_files(args.input)
     if not args.dry_run:
         check_output_spares_input(args.output, files, external=external)
+    count = is_rewritten(model)
+    if count:
+        raise CustomOpsError(already_rewritten(count, f"'customops restore {args.input} OUT'"))
     check_model_file(args.input)
     result = rewrite_model(
         model, ops=_split(args.ops), nodes=_split(args.nodes), exclude=_split(args.exclude) or ()
@@ -108,12 +114,13 @@ def _cmd_rewrite(args: argparse.Namespace) -> int:
 
 def _cmd_restore(args: argparse.Namespace) -> int:
     from customops.modelio import check_output_spares_input, load_model_files, save_model
-    from customops.registry import DOMAIN
-    from customops.rewriter import all_nodes, restore
+    from customops.rewriter import is_rewritten, restore
+    from customops.safeio import check_output_file
 
+    check_output_file(args.output, "output")
     model, external, files = load_model_files(args.input)
     check_output_spares_input(args.output, files, external=external)
-    count = sum(1 for n in all_nodes(model) if n.domain == DOMAIN)
+    count = is_rewritten(model)
     save_model(restore(model), args.output, external=external or None)
     print(f"restored {count} node(s); wrote {args.output}")
     return 0

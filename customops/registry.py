@@ -47,6 +47,11 @@ Every value of each of these types is exactly representable in its bridge type, 
 exact; the cast back rounds the kernel's result (which only matters for interpolating Resize modes).
 """
 
+BRIDGE_MIN_OPSET = 6
+"""The first opset at which a bridge can be built: before opset 6 Cast takes its target as a string and
+ONNX Runtime has no Cast kernel at all (Cast-1), so a bridged type is refused below it (only Pad-2, which
+applies from opset 2, is affected; ONNX Runtime cannot run such a model's float16 Pad itself either)."""
+
 UNSUPPORTED_TYPES = {
     "float4e2m1": "ONNX Runtime has no Cast for float4e2m1, so it cannot be bridged to float",
     "complex64": "ONNX Runtime's custom-op layer rejects complex element types at model load",
@@ -414,8 +419,9 @@ def custom_defaults(custom: str) -> dict[str, object]:
     return {name: defaults[name] for name, _ in CUSTOM_OPS[custom].attributes}
 
 
-def type_support(opv: OpVersion, elem_type: str) -> tuple[str, str | None]:
-    """How we run ``elem_type`` for ``opv``: ('native', None), ('bridged', via-type) or ('no', reason)."""
+def type_support(opv: OpVersion, elem_type: str, opset: int | None = None) -> tuple[str, str | None]:
+    """How we run ``elem_type`` for ``opv`` (in a model importing the default domain at ``opset``, when
+    given): ('native', None), ('bridged', via-type) or ('no', reason)."""
     if elem_type not in opv.types:
         return (
             "no",
@@ -424,5 +430,16 @@ def type_support(opv: OpVersion, elem_type: str) -> tuple[str, str | None]:
     if elem_type in NATIVE_TYPES:
         return "native", None
     if elem_type in BRIDGED_TYPES:
+        if opset is not None and opset < BRIDGE_MIN_OPSET:
+            return "no", bridge_limit(elem_type, opset)
         return "bridged", BRIDGED_TYPES[elem_type]
     return "no", UNSUPPORTED_TYPES.get(elem_type, f"element type {elem_type!r} is not supported")
+
+
+def bridge_limit(elem_type: str, opset: int | None = None) -> str:
+    """Why ``elem_type`` cannot be bridged below :data:`BRIDGE_MIN_OPSET` (at ``opset``, when given)."""
+    at = f" (this model imports opset {opset})" if opset is not None else ""
+    return (
+        f"{elem_type} needs a Cast to {BRIDGED_TYPES[elem_type]} and back, and ONNX Runtime has no Cast "
+        f"kernel before opset {BRIDGE_MIN_OPSET}{at}"
+    )

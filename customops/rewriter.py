@@ -7,6 +7,7 @@ why it was left alone.
 
 from __future__ import annotations
 
+import base64
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -121,16 +122,58 @@ def _value_types(graph: GraphProto, into: dict[str, int]) -> None:
                         into.setdefault(node.output[0], a.t.data_type)
 
 
+def _string_constants(model: ModelProto) -> dict[str, list[bytes]]:
+    """The elements of every string initializer and string Constant of the model, by value name."""
+    found: dict[str, list[bytes]] = {}
+    graphs = list(_walk_graph(model.graph))
+    for g in graphs:
+        for t in g.initializer:
+            if t.data_type == onnx.TensorProto.STRING:
+                found[t.name] = list(t.string_data)
+    for node in all_nodes(model):
+        if node.op_type != "Constant" or node.domain not in STANDARD_DOMAINS or not node.output:
+            continue
+        for a in node.attribute:
+            if (
+                a.name == "value"
+                and a.type == AttributeProto.TENSOR
+                and a.t.data_type == onnx.TensorProto.STRING
+            ):
+                found[node.output[0]] = list(a.t.string_data)
+            elif a.name == "value_string":
+                found[node.output[0]] = [a.s]
+            elif a.name == "value_strings":
+                found[node.output[0]] = list(a.strings)
+    return found
+
+
+def _string_problem(node: NodeProto, strings: dict[str, list[bytes]]) -> str | None:
+    """Why a constant string input of ``node`` cannot cross onnxruntime-extensions' Python layer exactly
+    (it decodes strings as UTF-8, aborting the process on invalid bytes, and cuts them at a NUL), or None."""
+    for name in node.input:
+        for i, value in enumerate(strings.get(name, ())):
+            if b"\0" in value:
+                what = "holds a NUL byte, where onnxruntime-extensions' Python layer cuts strings"
+            else:
+                try:
+                    value.decode("utf-8")
+                    continue
+                except UnicodeDecodeError:
+                    what = "is not valid UTF-8, which onnxruntime-extensions' Python layer cannot pass"
+            return f"element {i} of constant string input {name!r} {what}"
+    return None
+
+
 _BIG_TENSOR = 1 << 20
 
 
 def _without_big_data(model: ModelProto) -> ModelProto:
     """A copy whose large initializers keep their type and dims but not their data (for inference only)."""
-    from onnx.external_data_helper import _get_all_tensors
+    from customops.modelio import model_tensors
 
     probe = ModelProto()
     probe.CopyFrom(model)
-    for t in _get_all_tensors(probe):
+    for t in model_tensors(probe):
         if t.ByteSize() > _BIG_TENSOR:
             for name in ("raw_data", "float_data", "int32_data", "int64_data", "double_data", "uint64_data"):
                 t.ClearField(name)
@@ -197,6 +240,7 @@ class _Rewriter:
         self.nodes = nodes
         self.exclude = exclude
         self.namer = Namer(_names(model))
+        self.strings = _string_constants(model)
         self.reports: list[NodeReport] = []
 
     def _selected(self, node: NodeProto) -> str | None:
@@ -220,7 +264,7 @@ class _Rewriter:
                 changed |= self.rewrite_nodes(
                     sub, f"{scope}/{node.name or node.op_type}.{attr_name}", opset, types
                 )
-            replacement = self.node(node, scope, opset, types)
+            replacement = self.node(node, scope, opset, types, container)
             if replacement is None:
                 new_nodes.append(node)
             else:
@@ -232,7 +276,12 @@ class _Rewriter:
         return changed
 
     def node(
-        self, node: NodeProto, scope: str, opset: int | None, types: dict[str, int]
+        self,
+        node: NodeProto,
+        scope: str,
+        opset: int | None,
+        types: dict[str, int],
+        container: GraphProto | FunctionProto,
     ) -> list[NodeProto] | None:
         if node.domain not in STANDARD_DOMAINS or node.op_type not in OP_TYPES:
             return None
@@ -254,13 +303,50 @@ class _Rewriter:
                 )
             )
             return None
+        shaped = _shaped_value_info(container, node.output[0] if node.output else "")
         try:
-            tr = translate(node, opv, opset or 0, types.get, self.namer)  # type: ignore[arg-type]
+            problem = _string_problem(node, self.strings)
+            if problem:
+                raise Skip(problem)
+            kept = [base64.b64encode(v.SerializeToString()).decode("ascii") for v in shaped]
+            tr = translate(node, opv, opset or 0, types.get, self.namer, kept)  # type: ignore[arg-type]
         except Skip as why:
             self.reports.append(NodeReport(scope, label, op_label, "skipped", str(why)))
             return None
+        for v in shaped:
+            v.type.tensor_type.ClearField("shape")
         self.reports.append(NodeReport(scope, label, op_label, "swapped"))
         return tr.nodes
+
+
+def _shaped_value_info(container: GraphProto | FunctionProto, name: str) -> list[onnx.ValueInfoProto]:
+    """The value_info entries of ``container`` that give value ``name`` a tensor shape.
+
+    ONNX Runtime cannot infer shapes through our ops, so it takes these shapes on trust for their outputs
+    and plans buffer reuse from them: a symbolic dim an exporter shared with another tensor then makes it
+    hand our node a buffer of the wrong size, and the error it raises inside the custom-op callback
+    aborts the process. The rewriter clears these shapes (keeping the element type) and restore puts
+    them back."""
+    return [
+        v
+        for v in container.value_info
+        if name and v.name == name and v.type.HasField("tensor_type") and v.type.tensor_type.HasField("shape")
+    ]
+
+
+def is_rewritten(model: ModelProto) -> int:
+    """How many nodes of ``model`` (main graph, subgraphs, functions) are in :data:`DOMAIN`: 0 for a model
+    :func:`rewrite` has not been run on."""
+    return sum(1 for n in all_nodes(model) if n.domain == DOMAIN)
+
+
+def already_rewritten(count: int, how: str = "customops.restore(model)") -> str:
+    """The message refusing to rewrite a model that has ``count`` nodes in our domain; ``how`` says how
+    to restore it first."""
+    return (
+        f"the model is already rewritten ({count} node(s) in the {DOMAIN} domain): "
+        f"restore it first with {how}, then rewrite"
+    )
 
 
 def _check_selection(
@@ -311,6 +397,9 @@ def rewrite_model(
     ``model`` is an onnx.ModelProto (not modified), serialized bytes or a path (:func:`as_model`).
     """
     model = as_model(model)
+    count = is_rewritten(model)
+    if count:
+        raise CustomOpsError(already_rewritten(count))
     _check_selection(model, ops, nodes, exclude or ())
     out = ModelProto()
     out.CopyFrom(model)
@@ -348,34 +437,37 @@ def rewrite(
     return rewrite_model(model, ops=ops, nodes=nodes, exclude=exclude).model
 
 
-def _restore_nodes(nodes: list[NodeProto]) -> tuple[list[NodeProto], bool]:
-    helpers: set[str] = set()
-    for node in nodes:
-        found = original_of(node)
-        if found is not None:
-            helpers.update(found[1])
+def _restore_nodes(container: GraphProto | FunctionProto) -> bool:
+    """Put back the original nodes of ``container`` (and its subgraphs) and their output shapes."""
+    nodes = list(container.node)
+    found = [original_of(n) for n in nodes]  # every node's restore information is checked first
+    helpers = {h for o in found if o is not None for h in o.helpers}
     out: list[NodeProto] = []
     changed = False
-    for node in nodes:
+    for node, original in zip(nodes, found, strict=True):
         for _, sub in _subgraphs(node):
-            changed |= _restore_graph(sub)
-        found = original_of(node)
-        if found is not None:
-            out.append(found[0])
+            changed |= _restore_nodes(sub)
+        if original is not None:
+            out.append(original.node)
+            _restore_value_info(container, original.node.output[0], original.value_info)
             changed = True
         elif node.name in helpers and node.doc_string == HELPER_DOC:
             changed = True
         else:
             out.append(node)
-    return out, changed
-
-
-def _restore_graph(graph: GraphProto) -> bool:
-    nodes, changed = _restore_nodes(list(graph.node))
     if changed:
-        del graph.node[:]
-        graph.node.extend(nodes)
+        del container.node[:]
+        container.node.extend(out)
     return changed
+
+
+def _restore_value_info(
+    container: GraphProto | FunctionProto, name: str, kept: list[onnx.ValueInfoProto]
+) -> None:
+    """Give the value_info entries of ``name`` back what the rewriter took off them, in order."""
+    entries = [v for v in container.value_info if v.name == name]
+    for entry, original in zip(entries, kept, strict=False):
+        entry.CopyFrom(original)
 
 
 def _drop_domain(container: object) -> None:
@@ -391,12 +483,9 @@ def restore(model: Any) -> ModelProto:
     ``model`` is an onnx.ModelProto (not modified), serialized bytes or a path (:func:`as_model`)."""
     out = ModelProto()
     out.CopyFrom(as_model(model))
-    _restore_graph(out.graph)
+    _restore_nodes(out.graph)
     for fn in out.functions:
-        nodes, changed = _restore_nodes(list(fn.node))
-        if changed:
-            del fn.node[:]
-            fn.node.extend(nodes)
+        _restore_nodes(fn)
         if not any(n.domain == DOMAIN for n in fn.node):
             _drop_domain(fn)
     if not any(n.domain == DOMAIN for n in all_nodes(out)):
@@ -404,4 +493,4 @@ def restore(model: Any) -> ModelProto:
     return out
 
 
-__all__ = ["NodeReport", "RewriteResult", "restore", "rewrite", "rewrite_model"]
+__all__ = ["NodeReport", "RewriteResult", "is_rewritten", "restore", "rewrite", "rewrite_model"]

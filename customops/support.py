@@ -8,14 +8,15 @@ from dataclasses import dataclass
 
 from onnx import TensorProto, helper
 
-from customops.registry import OPS, OpVersion, lookup, type_support
+from customops.registry import BRIDGE_MIN_OPSET, OPS, OpVersion, bridge_limit, lookup, type_support
 
 _CODE = {k.lower(): v for k, v in TensorProto.DataType.items()}
 
 
 @dataclass(frozen=True)
 class SupportRow:
-    """One (op, version, element type): ``ours`` is 'native', 'bridged' or 'no'; ``builtin`` is a bool."""
+    """One (op, version, element type): ``ours`` is 'native', 'bridged' or 'no'; ``builtin`` is a bool;
+    ``note`` says where a bridged type is refused (opsets before BRIDGE_MIN_OPSET), or is empty."""
 
     op: str
     version: int
@@ -23,6 +24,14 @@ class SupportRow:
     ours: str
     detail: str
     builtin: bool
+    note: str = ""
+
+
+def bridge_note(opv: OpVersion, how: str, elem: str) -> str:
+    """For a bridged type of a version that applies before BRIDGE_MIN_OPSET: at which opsets it is refused."""
+    if how != "bridged" or opv.version >= BRIDGE_MIN_OPSET:
+        return ""
+    return f"bridged at opset {BRIDGE_MIN_OPSET} and later only: {bridge_limit(elem)}"
 
 
 def probe_opset(opv: OpVersion) -> int:
@@ -77,6 +86,7 @@ def support_table(probe: bool = True) -> list[SupportRow]:
                     how,
                     detail or "",
                     builtin_supports(opv.op, opv.version, elem) if probe else False,
+                    bridge_note(opv, how, elem),
                 )
             )
     return rows

@@ -17,9 +17,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import onnx
+from google.protobuf.message import DecodeError
 from onnx import AttributeProto, NodeProto, TensorProto, helper
 
 from customops import attrs as attr_codec
+from customops.errors import CustomOpsError
 from customops.registry import (
     CUSTOM_OPS,
     DOMAIN,
@@ -85,7 +87,10 @@ def _attribute_values(node: NodeProto, opv: OpVersion) -> dict[str, object]:
             )
         value = helper.get_attribute_value(a)
         if isinstance(value, bytes):
-            value = value.decode("utf-8")
+            try:
+                value = value.decode("utf-8")
+            except UnicodeDecodeError:
+                raise Skip(f"attribute {a.name!r} is not valid UTF-8") from None
         expected = {
             "int": AttributeProto.INT,
             "float": AttributeProto.FLOAT,
@@ -151,10 +156,11 @@ class _Builder:
         return out
 
     def cast(self, name: str, to: str, what: str) -> str:
+        """A Cast helper of ``name`` to ``to``, before the custom node. Casts appear only where the opset
+        is :data:`~customops.registry.BRIDGE_MIN_OPSET` or later (the registry refuses bridges below
+        it; index and roi casts belong to versions of opset 11 on), so ``to`` is always the Cast-6 int."""
         out = self.namer(f"{self.stem}/customops_{what}")
-        code = _ELEM_CODE[to]
-        to_attr: object = code if self.opset >= 6 else TensorProto.DataType.Name(code)
-        self.before.append(self._helper("Cast", [name], [out], what, to=to_attr))
+        self.before.append(self._helper("Cast", [name], [out], what, to=_ELEM_CODE[to]))
         return out
 
     def index_input(self, index: int, what: str) -> str | None:
@@ -173,7 +179,7 @@ def _main_type(b: _Builder, name: str) -> tuple[str, str]:
     if code is None:
         raise Skip(f"element type of input {name!r} is unknown (no type information reaches it)")
     elem = elem_type_name(code)
-    how, detail = type_support(b.opv, elem)
+    how, detail = type_support(b.opv, elem, b.opset)
     if how == "no":
         raise Skip(str(detail))
     return elem, (detail if how == "bridged" else elem)  # type: ignore[return-value]
@@ -204,10 +210,12 @@ def translate(
     opset: int,
     type_of: Callable[[str], int | None],
     namer: Namer,
+    value_info: Iterable[str] = (),
 ) -> Translation:
     """Translate ``node`` (of standard ``opv``, in a graph importing the default domain at ``opset``).
 
-    ``type_of`` gives a value's element type code or None; ``namer`` hands out unused names.
+    ``type_of`` gives a value's element type code or None; ``namer`` hands out unused names;
+    ``value_info`` (base64 ValueInfoProtos) is what the rewriter takes off the output, kept for restore.
     Raises :class:`Skip` with the reason when the node cannot be swapped.
     """
     values = _attribute_values(node, opv)
@@ -277,24 +285,88 @@ def translate(
     encoded = _encode(custom, kernel)
     encoded["customops_origin"] = opv.key
     encoded["customops_node"] = node.name or node.output[0]
-    restore_info = {
+    restore_info: dict[str, object] = {
         "node": base64.b64encode(node.SerializeToString()).decode("ascii"),
         "helpers": b.helpers,
     }
+    if value_info:
+        restore_info["value_info"] = list(value_info)
     encoded[RESTORE_ATTR] = json.dumps(restore_info, separators=(",", ":"))
     new = helper.make_node(custom, [x, *rest], outputs, name=node.name, domain=DOMAIN, **encoded)
     new.doc_string = node.doc_string
     return Translation([*b.before, new, *b.after], new, list(b.helpers))
 
 
-def original_of(node: NodeProto) -> tuple[NodeProto, list[str]] | None:
-    """For a node the translator made: (the original node, names of the helper nodes it added)."""
+@dataclass(frozen=True)
+class Original:
+    """What a custom node's restore information holds: the original node, the names of the helper nodes
+    added with it, and the value_info entries (serialized) the rewriter took the shape off."""
+
+    node: NodeProto
+    helpers: list[str]
+    value_info: list[onnx.ValueInfoProto]
+
+
+def original_of(node: NodeProto) -> Original | None:
+    """For a node the translator made, what restore puts back; None for any other node. Raises
+    CustomOpsError naming the node when its restore information is corrupt."""
     if node.domain != DOMAIN:
         return None
-    for a in node.attribute:
-        if a.name == RESTORE_ATTR:
-            info = json.loads(a.s.decode("utf-8"))
-            original = NodeProto()
-            original.ParseFromString(base64.b64decode(info["node"]))
-            return original, list(info["helpers"])
-    return None
+    found = [a for a in node.attribute if a.name == RESTORE_ATTR]
+    if not found:
+        return None
+    try:
+        return _decode_restore(found[0])
+    except _Corrupt as why:
+        label = node.name or (node.output[0] if node.output else node.op_type)
+        raise CustomOpsError(
+            f"node {label!r}: its {RESTORE_ATTR} attribute is corrupt ({why}); the model cannot be restored"
+        ) from None
+
+
+class _Corrupt(Exception):
+    """Restore information that is not what the translator writes."""
+
+
+def _b64_message(text: object, message: NodeProto | onnx.ValueInfoProto, what: str) -> None:
+    if not isinstance(text, str):
+        raise _Corrupt(f"{what} is not a string")
+    try:
+        message.ParseFromString(base64.b64decode(text.encode("ascii"), validate=True))
+    except (ValueError, UnicodeError, DecodeError):
+        raise _Corrupt(f"{what} is not a base64 serialized {type(message).__name__}") from None
+
+
+def _decode_restore(attr: AttributeProto) -> Original:
+    if attr.type != AttributeProto.STRING:
+        raise _Corrupt(f"type {AttributeProto.AttributeType.Name(attr.type)}, expected STRING")
+    try:
+        info = json.loads(attr.s.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise _Corrupt("not JSON") from None
+    if not isinstance(info, dict):
+        raise _Corrupt("not a JSON object")
+    original = NodeProto()
+    _b64_message(info.get("node"), original, "'node'")
+    helpers = info.get("helpers", [])
+    if not isinstance(helpers, list) or not all(isinstance(h, str) for h in helpers):
+        raise _Corrupt("'helpers' is not a list of names")
+    infos = info.get("value_info", [])
+    if not isinstance(infos, list):
+        raise _Corrupt("'value_info' is not a list")
+    value_info = [onnx.ValueInfoProto() for _ in infos]
+    for text, v in zip(infos, value_info, strict=True):
+        _b64_message(text, v, "a 'value_info' entry")
+    _check_standard(original)
+    return Original(original, helpers, value_info)
+
+
+def _check_standard(node: NodeProto) -> None:
+    """A restored node must be a standard op that onnx knows, with an output."""
+    if not node.op_type:
+        raise _Corrupt("the original node has no op_type")
+    if node.domain not in ("", "ai.onnx") or not onnx.defs.has(node.op_type, ""):
+        where = f"{node.domain}." if node.domain else ""
+        raise _Corrupt(f"the original node's op {where}{node.op_type} is not a standard ONNX op")
+    if not node.output or not node.output[0]:
+        raise _Corrupt("the original node has no output")
