@@ -118,6 +118,7 @@ def _prepare(
         )
 
     out_shape = (n, channels, *image)
+    _alloc.check_output(out_shape, x.dtype)
     geometry = _geometry(x.dtype, block, blocks, dil, stride, begin)
     large = _alloc.is_large(out_shape, x.dtype)
     return _Prepared(

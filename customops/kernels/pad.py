@@ -266,6 +266,7 @@ def _prepare(
                 )
 
     out_dtype = dtype if fill is None or dtype.kind not in "US" else np.result_type(np.empty(0, dtype), fill)
+    _alloc.check_output(out_shape, out_dtype)
     only_fill = mode == "constant" and any(k <= 0 for k in kept)
     itemsize = np.dtype(out_dtype).itemsize
     split = _split_axis(out_shape, kept, itemsize)

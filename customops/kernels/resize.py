@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from customops.errors import KernelError
+from customops.kernels import _alloc
 from customops.kernels._plans import Uncacheable, flat_key, planned
 
 if TYPE_CHECKING:
@@ -718,6 +719,7 @@ def _prepare(
     out_shape = list(shape)
     for ax in plan:
         out_shape[ax.axis] = ax.out_len
+    _alloc.check_output(tuple(out_shape), dtype)
     prepared = _Prepared(tuple(shape), dtype, tuple(out_shape), {}, [], {}, None)
     if math.prod(out_shape) == 0:
         return prepared
@@ -891,7 +893,7 @@ def _down_run(indices: np.ndarray, weights: np.ndarray) -> np.ndarray:
 
 def _fast_path(prepared: _Prepared) -> Callable[[np.ndarray], np.ndarray] | None:
     """A compiled implementation of this resize, or None (the numpy passes run)."""
-    from customops.kernels import _alloc, _jit, _threads
+    from customops.kernels import _jit, _threads
 
     dtype = prepared.dtype
     shape = prepared.shape
