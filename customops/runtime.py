@@ -8,21 +8,35 @@ calls for ops we did not register back to the stock handler.
 
 What happens when one of our kernels fails:
 
-* in :class:`InferenceSession` ``run``: the hook records the error and sets ``terminate`` on that run's
-  ``RunOptions``; ONNX Runtime stops after the node and ``run`` raises :class:`~customops.KernelError`
-  with the kernel's message.
-* in a plain ``onnxruntime.InferenceSession`` (no handle on the run): the hook cannot stop the run, so it
-  returns *empty* outputs (shape ``(0,)``) for the failing node, never plausible numbers, prints the error
-  on stderr and records it (see :func:`pop_errors`).
+* in a run of :class:`InferenceSession` (``run``, ``run_with_ort_values``, ``run_with_iobinding``,
+  ``run_with_ortvaluevector``): the hook records the error in the context of the run in progress on the
+  calling thread and sets ``terminate`` on that run's ``RunOptions``; ONNX Runtime stops after the node
+  and the run raises :class:`~customops.KernelError` with the kernel's message. Errors are routed by
+  thread identity alone: with sequential execution ONNX Runtime calls our kernels on the thread that
+  called run, and :class:`InferenceSession` always executes sequentially, so an error reaches exactly
+  the run that caused it and never another one.
+* in a plain ``onnxruntime.InferenceSession`` (no handle on the run), or on a thread that runs no session
+  of ours: the hook cannot stop the run, so it returns an *empty* output (shape ``(0,)``) for the failing
+  node, prints the error on stderr and records it (see :func:`pop_errors`). Nodes downstream may still
+  turn that empty tensor into plausible values (a ReduceMean of it is 0): a plain session's results mean
+  nothing unless :func:`pop_errors` comes back empty.
+
+KeyboardInterrupt and SystemExit are never taken for kernel failures and never let into the layer
+(anything escaping the hook aborts the process): the run in progress stops after the node and raises
+the same exception once ONNX Runtime has returned. Ctrl-C goes through :func:`_on_sigint` (installed in
+place of Python's default handler), which raises KeyboardInterrupt only where the hook catches it.
 """
 
 from __future__ import annotations
 
+import _thread
 import functools
 import importlib
 import os
+import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -93,19 +107,22 @@ allocator.apply_from_environment()  # CUSTOMOPS_MALLOC: see customops.allocator
 
 
 class _RunContext:
-    """The run in progress on one thread: its RunOptions, the kernel errors it met, and whether one of
-    our nodes met a large tensor (an input or output of kernels._alloc.LARGE bytes or more)."""
+    """The run in progress on one thread: its RunOptions, the kernel errors it met, a KeyboardInterrupt
+    or SystemExit met in it (``stop``), and whether one of our nodes met a large tensor (an input or
+    output of kernels._alloc.LARGE bytes or more)."""
 
-    __slots__ = ("errors", "large", "run_options")
+    __slots__ = ("errors", "large", "run_options", "stop")
 
     def __init__(self, run_options: ort.RunOptions) -> None:
         self.run_options = run_options
         self.errors: list[str] = []
         self.large = False
+        self.stop: BaseException | None = None
 
 
 _ACTIVE: dict[int, _RunContext] = {}
 _LARGE = _alloc.LARGE
+_CHECKED = _alloc.CHECKED
 _get_ident = threading.get_ident
 _THREAD = threading.local()
 _UNCLAIMED: list[str] = []
@@ -137,6 +154,7 @@ def _declare() -> None:
                 _BINDINGS[opdef._id] = _Binding(op, t, NUMPY_TYPES[t], kernel)
         PyCustomOpDef.install_hooker(_invoke)
         _declared = True
+    _install_sigint()
 
 
 def _decode_attributes(
@@ -163,17 +181,45 @@ def _as_output(binding: _Binding, value: Any) -> tuple[tuple[int, ...], Any]:
     if binding.elem_type == "string":
         if arr.dtype != object and arr.dtype.kind not in "US":
             raise KernelError(f"kernel returned dtype {arr.dtype} for a string output")
-        return arr.shape, [str(s) for s in arr.ravel().tolist()]
+        _alloc.check_output(arr.shape, arr.dtype, allocated=True)
+        return arr.shape, [_layer_text(s) for s in arr.ravel().tolist()]
     if arr.dtype != binding.out_dtype:
         raise KernelError(f"kernel returned dtype {arr.dtype}, expected {binding.out_dtype}")
+    if arr.nbytes >= _CHECKED:
+        _alloc.check_output(arr.shape, arr.dtype, allocated=True)
     return arr.shape, np.ascontiguousarray(arr)
 
 
+def _layer_text(value: Any) -> str:
+    """``value`` as the layer carries a string exactly: text without NUL that UTF-8 can encode (it
+    passes strings as NUL-terminated UTF-8); raises KernelError for anything else."""
+    if isinstance(value, bytes):
+        try:
+            value = value.decode("utf-8")
+        except UnicodeDecodeError:
+            raise KernelError(f"string output {value[:40]!r} is not UTF-8") from None
+    elif not isinstance(value, str):
+        value = str(value)
+    reason = _layer_refuses(value)
+    if reason:
+        raise KernelError(f"string output {value[:40]!r} {reason}")
+    return value
+
+
+def _layer_refuses(text: str) -> str:
+    """Why the layer cannot carry ``text`` exactly ('' when it can)."""
+    if "\x00" in text:
+        return "holds a NUL character, where ONNX Runtime's Python-op layer would cut it"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "holds a lone surrogate, which UTF-8 cannot encode"
+    return ""
+
+
 def _current_context() -> _RunContext | None:
-    ctx = _ACTIVE.get(threading.get_ident())
-    if ctx is None and len(_ACTIVE) == 1:
-        ctx = next(iter(_ACTIVE.values()))
-    return ctx
+    """The run of ours in progress on this thread (its kernels run here: runs are sequential), if any."""
+    return _ACTIVE.get(_get_ident())
 
 
 def _invoke(k_id: int, feed: Sequence[Any], raw_attrs: dict[str, str]) -> tuple[Any, ...]:
@@ -194,23 +240,36 @@ def _invoke(k_id: int, feed: Sequence[Any], raw_attrs: dict[str, str]) -> tuple[
             and result.flags.c_contiguous
             and binding.elem_type != "string"
         ):
-            if result.nbytes >= _LARGE or feed[0].nbytes >= _LARGE:
-                _met_large()
+            if result.nbytes >= _CHECKED or feed[0].nbytes >= _LARGE:
+                _met_large(result, feed[0])
             return (k_id, result.shape, result)  # the common case; _as_output has the general rules
         shape, data = _as_output(binding, result)
         return (k_id, shape, data)
     except BaseException as exc:
-        message = (
-            f"{label}: {exc}" if isinstance(exc, CustomOpsError) else f"{label}: {type(exc).__name__}: {exc}"
-        )
-        _report(message)
-        empty: Any = [] if binding.elem_type == "string" else np.zeros(0, binding.out_dtype)
-        return (k_id, (0,), empty)
+        return _failed(binding, k_id, label, exc)
 
 
-def _met_large() -> None:
-    """Record that the current run of ours met a large tensor: the session recycles from its next run
-    on (InferenceSession.run), and the kernels' own recycling of this thread steps aside for good."""
+def _failed(binding: _Binding, k_id: int, label: str, exc: BaseException) -> tuple[Any, ...]:
+    """Record ``exc`` for the run in progress and return the node's empty output. Everything the hook
+    does after its kernel failed happens in here (see :func:`_on_sigint`)."""
+    if isinstance(exc, KeyboardInterrupt | SystemExit):
+        _stop(exc)
+    elif isinstance(exc, CustomOpsError):
+        _report(f"{label}: {exc}")
+    else:
+        _report(f"{label}: {type(exc).__name__}: {exc}")
+    empty: Any = [] if binding.elem_type == "string" else np.zeros(0, binding.out_dtype)
+    return (k_id, (0,), empty)
+
+
+def _met_large(result: np.ndarray, first: np.ndarray) -> None:
+    """Check that the layer can copy ``result`` (kernels._alloc.check_output, again now: a kernel's plan
+    may be older than the memory left), and record a large tensor: the session recycles from its next
+    run on (InferenceSession.run), and the kernels' own recycling of this thread steps aside for good."""
+    if result.nbytes >= _CHECKED:
+        _alloc.check_output(result.shape, result.dtype, allocated=True)
+    if result.nbytes < _LARGE and first.nbytes < _LARGE:
+        return
     ctx = _current_context()
     if ctx is not None and not ctx.large:
         ctx.large = True
@@ -224,7 +283,12 @@ def _report(message: str) -> None:
         ctx.run_options.terminate = True
         return
     _UNCLAIMED.append(message)
-    print(f"customops: kernel failed, its output is empty: {message}", file=sys.stderr, flush=True)
+    print(
+        "customops: a kernel failed in a run customops cannot stop; its output is empty and no result "
+        f"of this run means anything (customops.pop_errors()): {message}",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def pop_errors() -> list[str]:
@@ -232,6 +296,85 @@ def pop_errors() -> list[str]:
     errors = list(_UNCLAIMED)
     _UNCLAIMED.clear()
     return errors
+
+
+def _stop(exc: BaseException) -> None:
+    """A KeyboardInterrupt or SystemExit met in the hook: the run of ours in progress on this thread stops
+    after the node and raises it once ONNX Runtime returns. A run we have no handle on goes on; a
+    KeyboardInterrupt is raised in the main thread again once it has left the hook (:func:`_redeliver`),
+    a SystemExit is reported as the node's failure."""
+    ctx = _current_context()
+    if ctx is not None:
+        if ctx.stop is None:
+            ctx.stop = exc
+        ctx.run_options.terminate = True
+    elif isinstance(exc, KeyboardInterrupt) and signal.getsignal(signal.SIGINT) is _on_sigint:
+        _redeliver()
+    else:
+        _report(f"{type(exc).__name__} raised in a kernel: {exc}")
+
+
+_INVOKE_CODE = _invoke.__code__
+_UNGUARDED = frozenset({_failed.__code__, getattr(_STOCK_HOOK, "__code__", None)})
+"""Code run by the hook outside its ``try``: an exception raised in it would reach the layer."""
+
+
+def _unguarded(frame: Any) -> bool:
+    """Whether an exception raised in ``frame`` could escape our hook into the layer: ``frame`` is the
+    innermost hook itself, or runs under it outside its ``try``."""
+    child = None
+    while frame is not None:
+        if frame.f_code is _INVOKE_CODE:
+            return child is None or child.f_code in _UNGUARDED
+        child, frame = frame, frame.f_back
+    return False
+
+
+def _in_hook(frame: Any) -> bool:
+    """Whether ``frame`` runs under our hook."""
+    while frame is not None:
+        if frame.f_code is _INVOKE_CODE:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _on_sigint(signum: int, frame: Any) -> None:
+    """SIGINT, in place of Python's default handler: KeyboardInterrupt, except where it could escape our
+    hook into the layer (which aborts the process); there it stops the run in progress instead
+    (:func:`_stop`). Interrupted inside a kernel, the kernel stops at once (the hook catches it)."""
+    if _unguarded(frame):
+        _stop(KeyboardInterrupt())
+        return
+    raise KeyboardInterrupt
+
+
+def _install_sigint() -> None:
+    """Put :func:`_on_sigint` in place of Python's default SIGINT handler: from the main thread only,
+    and never over a handler someone else installed."""
+    main = threading.current_thread() is threading.main_thread()
+    if main and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _on_sigint)
+
+
+_delivering = threading.Lock()
+
+
+def _redeliver() -> None:
+    """Raise KeyboardInterrupt in the main thread again once it has left our hook, from a new thread
+    (at most one at a time): for runs we have no handle on. :func:`_on_sigint` takes it."""
+    if _delivering.acquire(blocking=False):
+        threading.Thread(target=_deliver, name="customops-interrupt", daemon=True).start()
+
+
+def _deliver() -> None:
+    try:
+        main = threading.main_thread().ident
+        while _in_hook(sys._current_frames().get(main)):
+            time.sleep(0.001)
+        _thread.interrupt_main()
+    finally:
+        _delivering.release()
 
 
 _CONFIG_KEY = "customops.registered"
@@ -263,8 +406,16 @@ class InferenceSession(ort.InferenceSession):
     """An ``onnxruntime.InferenceSession`` with our custom ops registered.
 
     ``model`` is a path, serialized bytes or an ``onnx.ModelProto``. ``providers`` defaults to the CPU.
-    ``run`` raises :class:`~customops.KernelError` with the kernel's own message when one of our kernels
-    fails, and the process lives on.
+    ``run`` (and ``run_with_ort_values``, ``run_with_iobinding``, ``run_with_ortvaluevector``) raises
+    :class:`~customops.KernelError` with the kernel's own message when one of our kernels fails, and the
+    process lives on; a KeyboardInterrupt or SystemExit met in a kernel stops the run after that node
+    and is raised from it. String inputs the layer cannot carry exactly raise
+    :class:`~customops.CustomOpsError` before the run (:func:`check_layer_strings`).
+
+    The session always executes sequentially: it sets ``execution_mode`` to ``ORT_SEQUENTIAL`` on the
+    options it is given (results are identical; ``ORT_PARALLEL`` would run our kernels on ONNX
+    Runtime's threads, where an error cannot be told apart from another run's). ``run_async`` is
+    refused for the same reason: call ``run`` from a thread of your own.
     """
 
     def __init__(
@@ -278,9 +429,11 @@ class InferenceSession(ort.InferenceSession):
             model = model.SerializeToString()
         elif isinstance(model, os.PathLike):
             model = os.fspath(model)
+        options = session_options(sess_options)
+        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         super().__init__(
             model,
-            sess_options=session_options(sess_options),
+            sess_options=options,
             providers=list(providers) if providers is not None else ["CPUExecutionProvider"],
             **kwargs,
         )
@@ -293,6 +446,60 @@ class InferenceSession(ort.InferenceSession):
 
     def run(self, output_names, input_feed, run_options=None):  # type: ignore[override]
         """Run like ``onnxruntime.InferenceSession.run``; a failing custom kernel raises its message."""
+        large = _checked_feed(input_feed)
+        return self._routed(
+            lambda options: ort.InferenceSession.run(self, output_names, input_feed, options),
+            run_options,
+            large,
+        )
+
+    def run_with_ort_values(self, output_names, input_dict_ort_values, run_options=None):  # type: ignore[override]
+        """``onnxruntime.InferenceSession.run_with_ort_values``, with kernel errors raised as by ``run``."""
+        for name, value in input_dict_ort_values.items():
+            _check_ort_value(name, value)
+        return self._routed(
+            lambda options: ort.InferenceSession.run_with_ort_values(
+                self, output_names, input_dict_ort_values, options
+            ),
+            run_options,
+            False,
+        )
+
+    def run_with_iobinding(self, iobinding, run_options=None):  # type: ignore[override]
+        """``onnxruntime.InferenceSession.run_with_iobinding``, with kernel errors raised as by ``run``.
+        String inputs bound to ``iobinding`` are not checked (an IOBinding does not show them)."""
+        self._routed(
+            lambda options: ort.InferenceSession.run_with_iobinding(self, iobinding, options),
+            run_options,
+            False,
+        )
+
+    def run_with_ortvaluevector(self, run_options, feed_names, feeds, fetch_names, fetches, fetch_devices):  # type: ignore[override]
+        """``onnxruntime.InferenceSession.run_with_ortvaluevector``, with kernel errors raised as by ``run``."""
+        for name, value in zip(feed_names, feeds, strict=False):
+            _check_ort_value(name, value)
+        self._routed(
+            lambda options: ort.InferenceSession.run_with_ortvaluevector(
+                self, options, feed_names, feeds, fetch_names, fetches, fetch_devices
+            ),
+            run_options,
+            False,
+        )
+
+    def run_async(self, output_names, input_feed, callback, user_data, run_options=None):  # type: ignore[override]
+        """Refused: ONNX Runtime would run our kernels on its own threads, where a kernel error could not
+        reach this run. Call ``run`` from a thread of your own instead."""
+        raise CustomOpsError(
+            "customops.InferenceSession.run_async is not supported: ONNX Runtime would call our kernels on "
+            "its own threads, where their errors cannot reach the run; call run from a thread of your own"
+        )
+
+    def _routed(
+        self, call: Callable[[ort.RunOptions], Any], run_options: ort.RunOptions | None, large: bool
+    ) -> Any:
+        """``call(run_options)`` as a run of ours on this thread: the hook records the kernel errors, stops
+        and large tensors of the kernels this thread runs meanwhile in its context; raises the first
+        KeyboardInterrupt or SystemExit, else the first kernel error, after ONNX Runtime returns."""
         tid = _get_ident()
         outer = _ACTIVE.get(tid)  # a run nested in another on the same thread (a kernel running a model)
         if run_options is None:
@@ -307,18 +514,14 @@ class InferenceSession(ort.InferenceSession):
         _ACTIVE[tid] = ctx
         recycler = self._recycler
         token = None
-        if (
-            recycler is not None
-            and (self._recycling or _large_feed(input_feed))
-            and recycler.var.get() is recycler.delegate
-        ):
+        if recycler is not None and (self._recycling or large) and recycler.var.get() is recycler.delegate:
             token = recycler.var.set(recycler.handler)
         try:
-            outputs = super().run(output_names, input_feed, run_options)
+            outputs = call(run_options)
         except Exception:
-            if ctx.errors:
-                raise KernelError(ctx.errors[0]) from None
-            raise
+            if not ctx.errors and ctx.stop is None:
+                raise
+            outputs = None
         finally:
             if token is not None:
                 recycler.var.reset(token)  # type: ignore[union-attr]
@@ -328,24 +531,74 @@ class InferenceSession(ort.InferenceSession):
                 _ACTIVE[tid] = outer
             if ctx.large:
                 self._recycling = True
-            if ctx.errors:
-                run_options.terminate = False  # set by _report to stop the run
+            if ctx.errors or ctx.stop is not None:
+                run_options.terminate = False  # set by the hook to stop the run
+        if ctx.stop is not None:
+            raise ctx.stop
         if ctx.errors:
             raise KernelError(ctx.errors[0])
         return outputs
 
 
-def _large_feed(feed: Any) -> bool:
-    """Whether a run's inputs hold an array of kernels._alloc.LARGE bytes or more (a run that recycles from
-    its start, so that its nodes reuse the blocks its earlier nodes freed)."""
+def _checked_feed(feed: Any) -> bool:
+    """Check the string inputs of a run (:func:`check_layer_strings`); return whether its inputs hold an
+    array of kernels._alloc.LARGE bytes or more (a run that recycles from its start, so that its nodes
+    reuse the blocks its earlier nodes freed)."""
     try:
-        values = feed.values()
+        items = feed.items()
     except AttributeError:  # not a dict: onnxruntime's own run says what is wrong with it
         return False
-    for value in values:  # noqa: SIM110 - a loop, not any(): this runs on every run, tiny ones included
-        if getattr(value, "nbytes", 0) >= _LARGE:
-            return True
-    return False
+    large = False
+    for name, value in items:
+        if type(value) is np.ndarray and value.dtype.kind not in "OSU":
+            if value.nbytes >= _LARGE:
+                large = True
+        else:
+            check_layer_strings(name, value)
+    return large
+
+
+def check_layer_strings(name: str, value: Any) -> None:
+    """Raise CustomOpsError when ``value``, fed as input ``name``, holds a string that ONNX Runtime's
+    Python-op layer cannot carry exactly: it hands strings to our kernels as NUL-terminated UTF-8 (a NUL
+    cuts the string there) and decodes them as UTF-8 (invalid bytes abort the process). Values that are
+    not strings (numbers, OrtValues of other types) pass."""
+    if type(value) is np.ndarray:
+        if value.dtype.kind not in "OSU":
+            return
+    elif isinstance(value, list | tuple):
+        value = np.asarray(value, dtype=object)
+    else:
+        return
+    for item in value.ravel().tolist():
+        reason = _feed_refuses(item)
+        if reason:
+            raise CustomOpsError(f"input {name!r}: string {item[:40]!r} {reason}")
+
+
+def _feed_refuses(item: Any) -> str:
+    """Why the layer cannot carry the string ``item`` of a feed exactly ('' when it can, or when ONNX
+    Runtime makes something else of it: numbers and other objects become their ``str``)."""
+    if isinstance(item, bytes):
+        # onnxruntime passes the bytes of a numpy bytes array as they are (and a bytes object inside an
+        # object array as its repr, which is text)
+        try:
+            item = item.decode("utf-8")
+        except UnicodeDecodeError:
+            return "is not UTF-8"
+    if isinstance(item, str):
+        return _layer_refuses(item)
+    return ""
+
+
+def _check_ort_value(name: str, value: Any) -> None:
+    """:func:`check_layer_strings` for an OrtValue input (string tensors only)."""
+    data_type = getattr(value, "data_type", None)
+    if data_type is not None and data_type() == "tensor(string)":
+        try:
+            check_layer_strings(name, value.numpy())
+        except UnicodeDecodeError:
+            raise CustomOpsError(f"input {name!r}: a string is not UTF-8") from None
 
 
 def registered_types() -> dict[str, tuple[str, ...]]:

@@ -1,0 +1,162 @@
+"""Ctrl-C and SystemExit during a run are not kernel failures (issue 16, item 13).
+
+The runs happen in child processes (an exception escaping the hook aborts the process). The model is a
+chain of Resize nodes whose kernel also sleeps, so that a run lasts several seconds and a prompt stop
+shows in how many kernels the interrupted run called, not in a measured time.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import customops
+from customops import runtime
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+NODES = 8
+
+_PRELUDE = f"""
+import os, signal, sys, time
+import numpy as np
+import onnxruntime as ort
+from onnx import TensorProto, helper
+import customops
+from customops import runtime
+
+NODES = {NODES}
+names = ["x"] + [f"r{{i}}" for i in range(NODES)]
+nodes = [helper.make_node("Resize", [names[i], "", "scales"], [names[i + 1]]) for i in range(NODES)]
+scales = helper.make_tensor("scales", TensorProto.FLOAT, [4], [1, 1, 1, 1])
+graph = helper.make_graph(
+    nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)],
+    [helper.make_tensor_value_info(names[-1], TensorProto.FLOAT, None)], [scales],
+)
+model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+model.ir_version = 8
+model = customops.rewrite(model)
+feed = {{"x": np.ones((1, 1, 4, 4), np.float32)}}
+calls = []
+on_call = {{}}  # call number -> what to do then
+
+customops.session_options()  # registers our ops (and our SIGINT handler)
+for binding in runtime._BINDINGS.values():
+    if binding.op.name == "Resize" and binding.elem_type == "float":
+        real = binding.kernel
+        def slow(*args, real=real, **kwargs):
+            calls.append(1)
+            action = on_call.get(len(calls))
+            if action is not None:
+                action()
+            time.sleep(0.3)
+            return real(*args, **kwargs)
+        binding.kernel = slow
+        binding.attr_cache.clear()
+"""
+
+
+def _child(code: str, **kwargs) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", _PRELUDE + textwrap.dedent(code)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=_ROOT,
+        env={**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH", _ROOT)},
+        **kwargs,
+    )
+
+
+def _finish(proc: subprocess.Popen[str]) -> tuple[int, str, str]:
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode not in (134, -6, 139, -11), err[-2000:]
+    return proc.returncode, out, err
+
+
+def test_ctrl_c_from_outside_stops_the_run_and_raises_keyboard_interrupt():
+    proc = _child(
+        """
+        sess = customops.InferenceSession(model)
+        sess.run(None, feed)  # the first run compiles what it needs
+        calls.clear()
+        on_call[NODES + 2] = lambda: print("in kernel", flush=True)  # the second node of the second run
+        try:
+            for _ in range(2):
+                sess.run(None, feed)
+            print("not interrupted")
+        except KeyboardInterrupt:
+            print("KeyboardInterrupt from run after", len(calls) - NODES, "kernels of", NODES, flush=True)
+        except Exception as e:
+            print("other:", type(e).__name__, e, flush=True)
+        """
+    )
+    assert proc.stdout.readline() == "in kernel\n"
+    proc.send_signal(signal.SIGINT)
+    code, out, err = _finish(proc)
+    assert code == 0, err[-2000:]
+    assert out.startswith("KeyboardInterrupt from run after"), out + err[-2000:]
+    called = int(out.split()[4])
+    assert 2 <= called < NODES, out
+
+
+@pytest.mark.parametrize("plain", [False, True], ids=["ours", "plain"])
+def test_sigint_inside_a_kernel_is_an_interrupt_not_a_failure(plain):
+    proc = _child(
+        f"""
+        if {plain}:
+            sess = ort.InferenceSession(
+                model.SerializeToString(), customops.session_options(), providers=["CPUExecutionProvider"]
+            )
+        else:
+            sess = customops.InferenceSession(model)
+        on_call[3] = lambda: os.kill(os.getpid(), signal.SIGINT)
+        returned = False
+        try:
+            sess.run(None, feed)
+            returned = True
+            for _ in range(6000):  # a plain session's run cannot be stopped: the interrupt comes after it
+                time.sleep(0.01)
+            print("not interrupted")
+        except KeyboardInterrupt:
+            print("KeyboardInterrupt", "after run" if returned else "from run", len(calls), flush=True)
+        print("errors:", customops.pop_errors(), flush=True)
+        """
+    )
+    code, out, err = _finish(proc)
+    assert code == 0, err[-2000:]
+    first, errors = out.splitlines()[:2]
+    if plain:
+        # the run goes on (the nodes after the interrupted one fail on its empty output), then the
+        # interrupt arrives; it is never reported as a kernel failure
+        assert first.startswith("KeyboardInterrupt"), out + err[-2000:]
+        assert "KeyboardInterrupt" not in errors, out
+    else:
+        assert first == "KeyboardInterrupt from run 3", out + err[-2000:]
+        assert errors == "errors: []", out
+
+
+def test_system_exit_in_a_kernel_is_raised_from_run(monkeypatch):
+    from tests.helpers import one_node_model
+
+    x = np.ones((1, 1, 2, 2), np.float32)
+    model, feed = one_node_model(
+        "Resize", {"X": x, "roi": None, "scales": np.array([1, 1, 2, 2], np.float32)}, 13
+    )
+    sess = customops.InferenceSession(customops.rewrite(model))
+    for binding in runtime._BINDINGS.values():
+        if binding.op.name == "Resize" and binding.elem_type == "float":
+            monkeypatch.setattr(binding, "kernel", lambda *a, **k: sys.exit(3))
+            monkeypatch.setattr(binding, "attr_cache", {})
+    with pytest.raises(SystemExit) as info:
+        sess.run(None, feed)
+    assert info.value.code == 3
+    monkeypatch.undo()
+    for binding in runtime._BINDINGS.values():
+        binding.attr_cache.clear()
+    assert sess.run(None, feed)[0].shape == (1, 1, 4, 4)
