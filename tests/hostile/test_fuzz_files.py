@@ -72,11 +72,11 @@ def refused(capsys: Any, args: list[str], needle: str, keep: list[Path]) -> str:
     status = run_main(args)
     err = capsys.readouterr().err
     lines = err.strip().splitlines()
+    for p, digest in before.items():
+        assert tree_hash(p) == digest, f"{p} changed"
     assert status == 2, err[-3000:]
     assert len(lines) == 1 and "Traceback" not in err, err[-3000:]
     assert needle in lines[0], lines[0]
-    for p, digest in before.items():
-        assert tree_hash(p) == digest, f"{p} changed"
     return lines[0]
 
 
