@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
@@ -227,13 +229,41 @@ TOOL_MODULES: tuple[str, ...] = (
 command itself) registering a parser whose ``func(args) -> int`` runs it."""
 
 
+class Terminated(SystemExit):
+    """SIGTERM, raised in the main thread so that every ``finally`` runs: temporary files are removed and
+    child processes ended before the command exits with 143."""
+
+
+def _on_sigterm(signum: int, frame: Any) -> NoReturn:
+    raise Terminated(128 + signum)
+
+
+ORT_COMMANDS = frozenset({"compare", "conformance", "bench", "ops", "fuzz"})
+"""Commands that run ONNX Runtime in this process: its default logger is kept below errors there."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status (0 ok, 1 findings, 2 bad input or usage)."""
+    """Run the command line; returns the exit status (0 ok, 1 findings, 2 bad input or usage, 130 Ctrl-C,
+    143 SIGTERM)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     from customops.kernels import _jit
 
     _jit.announce_compilation(sys.stderr)  # a first run on a machine pauses there for a few seconds
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _on_sigterm) if main_thread else None
+    try:
+        return _run(args)
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.command in ORT_COMMANDS and not getattr(args, "verbose", False):
+        from customops.sides import quiet_ort_log
+
+        quiet_ort_log()
     try:
         return int(args.func(args))
     except CustomOpsError as exc:
@@ -242,6 +272,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"customops {args.command}: interrupted", file=sys.stderr)
         return 130
+    except Terminated as exc:
+        print(f"customops {args.command}: terminated", file=sys.stderr)
+        return int(exc.code)  # type: ignore[arg-type]
     except BrokenPipeError:
         # the reader of stdout went away (``customops ops | head``): stop quietly, as a command killed by
         # SIGPIPE would; stdout goes to devnull so that flushing it at exit does not fail again

@@ -258,7 +258,7 @@ def check_inputs(model: ModelProto, feed: dict[str, np.ndarray]) -> dict[str, np
         elem, declared = _declared(v)
         want = _np_dtype(elem) if elem else value.dtype
         if value.dtype.kind in "US" and want.kind == "O":
-            value = value.astype(object)
+            value = _strings(name, value)
         if value.dtype != want:
             raise CustomOpsError(f"input {name!r} has dtype {value.dtype}, the model declares {want}")
         if v.type.tensor_type.HasField("shape"):
@@ -273,6 +273,20 @@ def check_inputs(model: ModelProto, feed: dict[str, np.ndarray]) -> dict[str, np
                     )
         out[name] = value
     return out
+
+
+def _strings(name: str, value: np.ndarray) -> np.ndarray:
+    """A unicode or bytes array as the object array of str that ONNX Runtime's Python API takes (it would
+    carry a bytes element as its repr)."""
+    if value.dtype.kind == "U":
+        return value.astype(object)
+    try:
+        return np.vectorize(lambda b: b.decode("utf-8"), otypes=[object])(value)
+    except UnicodeDecodeError:
+        raise CustomOpsError(
+            f"input {name!r} holds bytes that are not UTF-8, which ONNX Runtime's Python API cannot pass "
+            "exactly: give UTF-8 strings"
+        ) from None
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -467,9 +481,15 @@ def compare_model(
     import onnxruntime as ort
 
     import customops
-    from customops.rewriter import _infer, _value_types, rewrite_model
+    from customops.rewriter import _infer, _value_types, is_rewritten, restore, rewrite_model
 
     say = progress or (lambda _m: None)
+    count = is_rewritten(model)
+    if count:
+        say(
+            f"the model is already rewritten ({count} node(s) in the customops domain): comparing its restored form"
+        )
+        model = restore(model)
     result = rewrite_model(model, ops=ops)
     rewritten = result.model
     types: dict[str, int] = {}

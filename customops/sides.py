@@ -114,8 +114,12 @@ def run_here(model: bytes, feed: dict[str, np.ndarray], custom: bool, repeats: i
     return result
 
 
-def _serve(conn: Connection, side: str) -> None:
+def _serve(conn: Connection, side: str, note_fd: int | None) -> None:
     quiet_ort_log()
+    if note_fd is not None:  # the command's own stderr, for the note of a first compilation
+        from customops.kernels import _jit
+
+        _jit.announce_compilation(os.fdopen(note_fd, "w"))
     abort = os.environ.get(INJECT_ENV, "") == f"abort:{side}"
     conn.send("ready")
     while True:
@@ -141,12 +145,13 @@ def _empty_log() -> None:
 
 
 def main(argv: list[str]) -> None:
-    """``python -m customops.sides SIDE FD``: serve runs of SIDE on the connection at file descriptor FD."""
+    """``python -m customops.sides SIDE FD [NOTE_FD]``: serve runs of SIDE on the connection at file
+    descriptor FD; NOTE_FD, if given, is where the note of a first compilation goes."""
     side, fd = argv[0], int(argv[1])
     if side not in SIDES:
         raise SystemExit(f"unknown side {side!r}")
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and then ends us
-    _serve(Connection(fd), side)
+    _serve(Connection(fd), side, int(argv[2]) if len(argv) > 2 else None)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -159,6 +164,15 @@ def _exit_reason(code: int | None) -> str:
             return f"killed by {signal.Signals(-code).name}"
         return f"killed by signal {-code}"
     return f"exited with status {code}"
+
+
+def _stderr_fd() -> list[int]:
+    """A duplicate of this process's stderr file descriptor (the child's own fd 2 is its log), if it has
+    one; the caller closes it."""
+    try:
+        return [os.dup(sys.stderr.fileno())]
+    except (AttributeError, OSError, ValueError):  # replaced by an object without a descriptor
+        return []
 
 
 class SideProcess:
@@ -174,14 +188,17 @@ class SideProcess:
         parent, child = socket.socketpair()
         self.log.seek(0)
         self.log.truncate()
+        fds = [child.fileno(), *_stderr_fd()]
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "customops.sides", self.side, str(child.fileno())],
-            pass_fds=[child.fileno()],
+            [sys.executable, "-m", "customops.sides", self.side, *map(str, fds)],
+            pass_fds=fds,
             stdin=subprocess.DEVNULL,
             stdout=self.log,
             stderr=None if os.environ.get(VERBOSE_ENV) == "1" else self.log,
         )
         child.close()
+        for fd in fds[1:]:
+            os.close(fd)
         self.conn = Connection(parent.detach())
         if self.conn.recv() != "ready":
             raise OSError("the child did not say it was ready")
