@@ -1,0 +1,220 @@
+"""compare survives a side that dies, keeps ONNX Runtime's log out of its one line, compares an
+already-rewritten model in its restored form, and stops cleanly on Ctrl-C and SIGTERM (issue 16 items 7,
+13, 19, 21, 22)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+import customops
+from customops.sides import INJECT_ENV
+
+ROOT = Path(__file__).resolve().parents[2]
+DEVIATION = ROOT / "models" / "ort_deviation.onnx"
+
+
+def _customops(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "customops", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def test_a_custom_side_that_aborts_is_reported_and_compare_lives_on(tmp_path):
+    report = tmp_path / "r.json"
+    proc = _customops("compare", str(DEVIATION), "--json", str(report), env={INJECT_ENV: "abort:custom"})
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    summary = proc.stdout.strip().splitlines()[-1]
+    assert summary.startswith("FAILED: the model does not run on the custom side: the custom side crashed")
+    assert "SIGABRT" in summary
+    data = json.loads(report.read_text())
+    assert data["verdict"] == "failed"
+    assert data["sides"]["builtin"]["ok"] and "crashed" in data["sides"]["custom"]["error"]
+
+
+def test_a_builtin_side_that_aborts_is_reported_too(tmp_path):
+    proc = _customops("compare", str(DEVIATION), env={INJECT_ENV: "abort:builtin"})
+    assert proc.returncode == 1, proc.stderr
+    assert "the built-in side crashed (killed by SIGABRT)" in proc.stdout
+
+
+def _string_model_through_identity(path: Path) -> Path:
+    """A string constant that is not UTF-8 reaches our Resize through an Identity: no check before the run
+    can see it, and onnxruntime-extensions' layer aborts on it (in the custom side's child)."""
+    text = helper.make_tensor("s", TensorProto.STRING, [1, 1, 1, 2], [b"\xffa", b"b"])
+    scales = onnx.numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")
+    graph = helper.make_graph(
+        [
+            helper.make_node("Identity", ["s"], ["si"]),
+            helper.make_node("Resize", ["si", "", "scales"], ["y"], mode="nearest", name="r"),
+        ],
+        "g",
+        [],
+        [helper.make_tensor_value_info("y", TensorProto.STRING, None)],
+        [text, scales],
+    )
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)]), path)
+    return path
+
+
+def test_a_real_abort_in_the_layer_takes_down_only_the_child(tmp_path):
+    model = _string_model_through_identity(tmp_path / "s.onnx")
+    proc = _customops("compare", str(model))
+    assert proc.returncode == 2, proc.stderr  # neither side runs it: ORT's CPU Resize has no string kernel
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("customops compare: error")]
+    assert len(lines) == 1 and "the custom side crashed (killed by SIGABRT)" in lines[0]
+    assert "not valid UTF-8" in lines[0] or "UnicodeDecodeError" in lines[0]
+    assert "Traceback" not in proc.stderr
+
+
+def test_ort_log_lines_stay_out_unless_verbose(tmp_path):
+    node = helper.make_node("Foo", ["x"], ["y"], domain="some.vendor")
+    graph = helper.make_graph(
+        [node],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )
+    opsets = [helper.make_opsetid("", 19), helper.make_opsetid("some.vendor", 1)]
+    path = tmp_path / "vendor.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=opsets), path)
+    proc = _customops("compare", str(path))
+    assert proc.returncode == 2
+    assert "\x1b[" not in proc.stderr and "[E:onnxruntime" not in proc.stderr, proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("customops compare: error") and "some.vendor:Foo" in last  # ORT's own message
+
+
+def test_an_already_rewritten_model_is_compared_in_its_restored_form(tmp_path):
+    rewritten = tmp_path / "rw.onnx"
+    onnx.save(customops.rewrite(onnx.load(DEVIATION)), rewritten)
+    proc = _customops("compare", str(rewritten))
+    assert proc.returncode == 1, proc.stderr
+    assert "already rewritten (1 node(s) in the customops domain): comparing its restored form" in proc.stderr
+    assert "builtin-leaves-spec" in proc.stdout.strip().splitlines()[-1]
+    proc = _customops("rewrite", str(rewritten), str(tmp_path / "again.onnx"))
+    assert proc.returncode == 2 and "customops restore" in proc.stderr
+    assert not (tmp_path / "again.onnx").exists()
+
+
+def _slow_model(path: Path) -> Path:
+    """Eight linear Resize x2-then-/2 pairs over a 1x3x1024x1024 image: a second or more on either side."""
+    nodes, last = [], "x"
+    up = onnx.numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "up")
+    down = onnx.numpy_helper.from_array(np.array([1, 1, 0.5, 0.5], np.float32), "down")
+    for i in range(8):
+        nodes.append(helper.make_node("Resize", [last, "", "up"], [f"u{i}"], mode="linear", name=f"up{i}"))
+        nodes.append(
+            helper.make_node("Resize", [f"u{i}", "", "down"], [f"d{i}"], mode="linear", name=f"down{i}")
+        )
+        last = f"d{i}"
+    graph = helper.make_graph(
+        nodes,
+        "slow",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 1024, 1024])],
+        [helper.make_tensor_value_info(last, TensorProto.FLOAT, None)],
+        [up, down],
+    )
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)]), path)
+    return path
+
+
+def _signal_when(proc: subprocess.Popen, stream_line: str, sig: int) -> str:
+    """Read ``proc``'s stderr until a line containing ``stream_line``, then send ``sig`` to its group;
+    return the rest of stderr."""
+    assert proc.stderr is not None
+    seen = []
+    for line in proc.stderr:
+        seen.append(line)
+        if stream_line in line:
+            break
+    else:
+        pytest.fail("".join(seen))
+    os.killpg(proc.pid, sig)
+    return "".join(seen) + proc.stderr.read()
+
+
+def _group_gone(pgid: int, seconds: float = 30) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+@pytest.mark.parametrize(
+    ("sig", "status", "word"), [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")]
+)
+def test_ctrl_c_and_sigterm_stop_compare_and_its_children(tmp_path, sig, status, word):
+    model = _slow_model(tmp_path / "slow.onnx")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "customops", "compare", str(model)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own process group, as a terminal's job is
+    )
+    err = _signal_when(proc, "running the model with customops kernels", sig)
+    assert proc.wait(timeout=60) == status, err
+    assert err.strip().splitlines()[-1] == f"customops compare: {word}", err
+    assert "Traceback" not in err
+    assert _group_gone(proc.pid), "a child process outlived the command"
+
+
+def test_sigterm_during_a_rewrite_leaves_nothing_behind(tmp_path):
+    big = onnx.numpy_helper.from_array(np.zeros((64, 1024, 1024), np.float32), "big")  # 256 MiB to save
+    pads = onnx.numpy_helper.from_array(np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64), "pads")
+    graph = helper.make_graph(
+        [
+            helper.make_node("Pad", ["x", "pads"], ["p"], mode="edge", name="pad"),
+            helper.make_node("Add", ["big", "big"], ["b"]),
+        ],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 2, 2])],
+        [
+            helper.make_tensor_value_info("p", TensorProto.FLOAT, None),
+            helper.make_tensor_value_info("b", TensorProto.FLOAT, None),
+        ],
+        [big, pads],
+    )
+    source = tmp_path / "in" / "big.onnx"
+    source.parent.mkdir()
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), source)
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "customops", "rewrite", str(source), str(out_dir / "big.onnx")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 120
+    while not any(out_dir.iterdir()) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.002)
+    if proc.poll() is not None:
+        pytest.skip("the rewrite finished before the signal could be sent")
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143, err
+    assert err.strip().splitlines()[-1] == "customops rewrite: terminated"
+    assert list(out_dir.iterdir()) == [], "a partial or temporary file was left behind"
