@@ -69,12 +69,24 @@ def markdown_table(rows: list, probed: bool = True) -> str:
         f"| op | version | customops element types (* bridged) | not supported | {head} |",
         "|---|---|---|---|---|",
     ]
+    notes = []
     for (op, version), rs in by_key.items():
-        ours = " ".join(r.elem_type + ("\\*" if r.ours == "bridged" else "") for r in rs if r.ours != "no")
+        ours = " ".join(_cell(r, notes) for r in rs if r.ours != "no")
         refused = " ".join(r.elem_type for r in rs if r.ours == "no") or "-"
         builtin = " ".join(r.elem_type for r in rs if r.builtin) if probed else "?"
         lines.append(f"| {op} | {version} | {ours} | {refused} | {builtin or '-'} |")
+    lines.extend(["", *notes] if notes else [])
     return "\n".join(lines)
+
+
+def _cell(row: Any, notes: list[str]) -> str:
+    """One element type in the table: ``\\*`` when bridged, a numbered mark when a note limits it (the
+    note is added to ``notes``)."""
+    text = row.elem_type + ("\\*" if row.ours == "bridged" else "")
+    if row.note:
+        notes.append(f"({len(notes) + 1}) {row.op}-{row.version} {row.elem_type}: {row.note}.")
+        text += f"<sup>({len(notes)})</sup>"
+    return text
 
 
 def _cmd_rewrite(args: argparse.Namespace) -> int:

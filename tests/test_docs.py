@@ -21,6 +21,8 @@ def test_readme_support_table_matches_the_registry():
     block = README.split("<!-- support-table -->")[1].split("<!-- /support-table -->")[0]
     generated = markdown_table(support_table(probe=False), probed=False)
     assert _columns(block, 4) == _columns(generated, 4)
+    notes = [line for line in block.splitlines() if line.startswith("(")]
+    assert notes == [line for line in generated.splitlines() if line.startswith("(")]
 
 
 def test_readme_python_example_runs():
