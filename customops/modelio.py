@@ -7,7 +7,7 @@ import os
 import secrets
 import shutil
 import stat
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import NoReturn
 
@@ -77,11 +77,11 @@ def _check_model_path(p: Path) -> None:
 def model_tensors(model: ModelProto) -> Iterator[onnx.TensorProto]:
     """Every tensor of the model that may hold data: initializers and tensor attributes, in the main
     graph, subgraphs at any depth and model-local functions."""
-    for g in _graphs(model):
+    for g in all_graphs(model):
         yield from g.initializer
         yield from (s.values for s in g.sparse_initializer)
         yield from (s.indices for s in g.sparse_initializer)
-    for node in _all_nodes(model):
+    for node in all_nodes(model):
         for a in node.attribute:
             if a.type == onnx.AttributeProto.TENSOR:
                 yield a.t
@@ -89,30 +89,41 @@ def model_tensors(model: ModelProto) -> Iterator[onnx.TensorProto]:
                 yield from a.tensors
 
 
-def _graphs(model: ModelProto) -> Iterator[onnx.GraphProto]:
-    stack = [model.graph]
-    for fn in model.functions:
-        stack.extend(_node_graphs(fn.node))
+def subgraphs(node: onnx.NodeProto) -> Iterator[tuple[str, onnx.GraphProto]]:
+    """The graphs held in ``node``'s attributes, with a name each (``body``, ``branches[1]``)."""
+    for a in node.attribute:
+        if a.type == onnx.AttributeProto.GRAPH:
+            yield a.name, a.g
+        elif a.type == onnx.AttributeProto.GRAPHS:
+            for i, g in enumerate(a.graphs):
+                yield f"{a.name}[{i}]", g
+
+
+def walk_graph(graph: onnx.GraphProto) -> Iterator[onnx.GraphProto]:
+    """``graph`` and every subgraph in it, at any depth (no recursion: the depth is the file's)."""
+    stack = [graph]
     while stack:
         g = stack.pop()
         yield g
-        stack.extend(_node_graphs(g.node))
+        for node in reversed(g.node):
+            stack.extend(reversed([sub for _, sub in subgraphs(node)]))
 
 
-def _node_graphs(nodes: Iterable[onnx.NodeProto]) -> Iterator[onnx.GraphProto]:
-    for node in nodes:
-        for a in node.attribute:
-            if a.type == onnx.AttributeProto.GRAPH:
-                yield a.g
-            elif a.type == onnx.AttributeProto.GRAPHS:
-                yield from a.graphs
+def all_graphs(model: ModelProto) -> Iterator[onnx.GraphProto]:
+    """The main graph, its subgraphs, and the subgraphs in model-local functions' nodes."""
+    yield from walk_graph(model.graph)
+    for fn in model.functions:
+        for node in fn.node:
+            for _, g in subgraphs(node):
+                yield from walk_graph(g)
 
 
-def _all_nodes(model: ModelProto) -> Iterator[onnx.NodeProto]:
+def all_nodes(model: ModelProto) -> Iterator[onnx.NodeProto]:
+    """Every node of the model: main graph, subgraphs at any depth, and model-local functions."""
+    for g in all_graphs(model):
+        yield from g.node
     for fn in model.functions:
         yield from fn.node
-    for g in _graphs(model):
-        yield from g.node
 
 
 _SUB_BYTE_BITS = {

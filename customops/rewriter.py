@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import base64
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +18,7 @@ from google.protobuf.message import DecodeError
 from onnx import AttributeProto, FunctionProto, GraphProto, ModelProto, NodeProto, helper
 
 from customops.errors import CustomOpsError
+from customops.modelio import all_graphs, all_nodes, subgraphs, walk_graph
 from customops.registry import DOMAIN, OP_TYPES, lookup
 from customops.translate import HELPER_DOC, Namer, Skip, original_of, translate
 
@@ -60,43 +61,12 @@ class RewriteResult:
         return [r for r in self.nodes if r.status == "skipped"]
 
 
-def _subgraphs(node: NodeProto) -> Iterator[tuple[str, GraphProto]]:
-    for a in node.attribute:
-        if a.type == AttributeProto.GRAPH:
-            yield a.name, a.g
-        elif a.type == AttributeProto.GRAPHS:
-            for i, g in enumerate(a.graphs):
-                yield f"{a.name}[{i}]", g
-
-
-def _walk_graph(graph: GraphProto) -> Iterator[GraphProto]:
-    yield graph
-    for node in graph.node:
-        for _, g in _subgraphs(node):
-            yield from _walk_graph(g)
-
-
-def all_nodes(model: ModelProto) -> Iterator[NodeProto]:
-    """Every node of the model: main graph, subgraphs at any depth, and model-local functions."""
-    for g in _walk_graph(model.graph):
-        yield from g.node
-    for f in model.functions:
-        for node in f.node:
-            yield node
-            for _, g in _subgraphs(node):
-                for sub in _walk_graph(g):
-                    yield from sub.node
-
-
 def _names(model: ModelProto) -> set[str]:
     used: set[str] = set()
-    graphs = list(_walk_graph(model.graph))
     for f in model.functions:
         used.update(f.input)
         used.update(f.output)
-        for node in f.node:
-            for _, g in _subgraphs(node):
-                graphs.extend(_walk_graph(g))
+    graphs = all_graphs(model)
     for g in graphs:
         used.update(v.name for v in (*g.input, *g.output, *g.value_info))
         used.update(t.name for t in g.initializer)
@@ -109,7 +79,7 @@ def _names(model: ModelProto) -> set[str]:
 
 
 def _value_types(graph: GraphProto, into: dict[str, int]) -> None:
-    for g in _walk_graph(graph):
+    for g in walk_graph(graph):
         for v in (*g.input, *g.output, *g.value_info):
             if v.type.HasField("tensor_type") and v.type.tensor_type.elem_type:
                 into.setdefault(v.name, v.type.tensor_type.elem_type)
@@ -125,8 +95,7 @@ def _value_types(graph: GraphProto, into: dict[str, int]) -> None:
 def _string_constants(model: ModelProto) -> dict[str, list[bytes]]:
     """The elements of every string initializer and string Constant of the model, by value name."""
     found: dict[str, list[bytes]] = {}
-    graphs = list(_walk_graph(model.graph))
-    for g in graphs:
+    for g in all_graphs(model):
         for t in g.initializer:
             if t.data_type == onnx.TensorProto.STRING:
                 found[t.name] = list(t.string_data)
@@ -260,7 +229,7 @@ class _Rewriter:
         changed = False
         new_nodes: list[NodeProto] = []
         for node in container.node:
-            for attr_name, sub in _subgraphs(node):
+            for attr_name, sub in subgraphs(node):
                 changed |= self.rewrite_nodes(
                     sub, f"{scope}/{node.name or node.op_type}.{attr_name}", opset, types
                 )
@@ -445,7 +414,7 @@ def _restore_nodes(container: GraphProto | FunctionProto) -> bool:
     out: list[NodeProto] = []
     changed = False
     for node, original in zip(nodes, found, strict=True):
-        for _, sub in _subgraphs(node):
+        for _, sub in subgraphs(node):
             changed |= _restore_nodes(sub)
         if original is not None:
             out.append(original.node)
