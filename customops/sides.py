@@ -166,6 +166,15 @@ def _exit_reason(code: int | None) -> str:
     return f"exited with status {code}"
 
 
+def _reap(proc: subprocess.Popen[bytes], seconds: float) -> None:
+    """Wait up to ``seconds`` for ``proc`` to end, then kill it."""
+    try:
+        proc.wait(seconds)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(10)
+
+
 def _stderr_fd() -> list[int]:
     """A duplicate of this process's stderr file descriptor (the child's own fd 2 is its log), if it has
     one; the caller closes it."""
@@ -221,11 +230,7 @@ class SideProcess:
     def _crashed(self) -> str:
         reason = "did not start"
         if self.proc is not None:
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
+            _reap(self.proc, 10)
             reason = _exit_reason(self.proc.returncode)
         self.close()
         name = "built-in" if self.side == "builtin" else self.side
@@ -246,11 +251,7 @@ class SideProcess:
             self.conn.close()
             self.conn = None
         if self.proc is not None:
-            try:
-                self.proc.wait(2)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
+            _reap(self.proc, 2)
             self.proc = None
 
 
