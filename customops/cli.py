@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from customops.errors import CustomOpsError
+from customops.safeio import printable
 
 
 def _split(text: str | None) -> list[str] | None:
@@ -257,11 +258,16 @@ ORT_COMMANDS = frozenset({"compare", "conformance", "bench", "ops", "fuzz"})
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (0 ok, 1 findings, 2 bad input or usage, 130 Ctrl-C,
     143 SIGTERM)."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # before the command started (while importing or parsing)
+        print("customops: interrupted", file=sys.stderr)
+        return 130
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    from customops.kernels import _jit
-
-    _jit.announce_compilation(sys.stderr)  # a first run on a machine pauses there for a few seconds
     main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _on_sigterm) if main_thread else None
     try:
@@ -272,14 +278,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    if args.command in ORT_COMMANDS and not getattr(args, "verbose", False):
-        from customops.sides import quiet_ort_log
-
-        quiet_ort_log()
     try:
+        from customops.kernels import _jit
+
+        _jit.announce_compilation(sys.stderr)  # a first run on a machine pauses there for a few seconds
+        if args.command in ORT_COMMANDS and not getattr(args, "verbose", False):
+            from customops.sides import quiet_ort_log
+
+            quiet_ort_log()
         return int(args.func(args))
     except CustomOpsError as exc:
-        print(f"customops {args.command}: error: {exc}", file=sys.stderr)
+        print(f"customops {args.command}: error: {printable(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"customops {args.command}: interrupted", file=sys.stderr)
@@ -287,6 +296,12 @@ def _run(args: argparse.Namespace) -> int:
     except Terminated as exc:
         print(f"customops {args.command}: terminated", file=sys.stderr)
         return int(exc.code)  # type: ignore[arg-type]
+    except MemoryError:
+        print(
+            f"customops {args.command}: error: out of memory (the model or its inputs are too large)",
+            file=sys.stderr,
+        )
+        return 2
     except BrokenPipeError:
         # the reader of stdout went away (``customops ops | head``): stop quietly, as a command killed by
         # SIGPIPE would; stdout goes to devnull so that flushing it at exit does not fail again

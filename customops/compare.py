@@ -30,6 +30,8 @@ from customops.safeio import (
     check_distinct,
     check_output_dir,
     check_output_file,
+    open_bounded,
+    printable,
     read_bounded,
     safe_component,
     write_atomic,
@@ -129,8 +131,17 @@ def generate_inputs(
 
 
 def _check_generated_size(shapes: dict[str, tuple[list[int], np.dtype]]) -> None:
-    """Refuse, before drawing anything, inputs that would take more than :data:`INPUT_LIMIT` bytes."""
-    total = sum(math.prod(shape) * max(dtype.itemsize, 8) for shape, dtype in shapes.values())
+    """Refuse, before drawing anything, a negative size and inputs that would take more than
+    :data:`INPUT_LIMIT` bytes (every dimension is checked, so that a zero cannot hide a huge one)."""
+    total = 0
+    for name, (shape, dtype) in shapes.items():
+        for d in shape:
+            if d < 0 or d * 8 > INPUT_LIMIT:
+                raise CustomOpsError(
+                    f"graph input {name!r} declares a dimension of {d}: each must be at least 0 and the "
+                    f"inputs at most {INPUT_LIMIT / 2**30:.0f} GiB; pass --inputs"
+                )
+        total += math.prod(shape) * max(dtype.itemsize, 8)
     if total > INPUT_LIMIT:
         raise CustomOpsError(
             f"the generated inputs would take {total / 2**30:.1f} GiB, over the {INPUT_LIMIT / 2**30:.0f} GiB "
@@ -221,15 +232,21 @@ def _read_npz(path: Path) -> dict[str, np.ndarray]:
     import zipfile
 
     what = f"{str(path)!r} is not a readable .npz file"
+    with open_bounded(path, INPUT_LIMIT, "inputs file") as f:
+        try:
+            with zipfile.ZipFile(f) as z:
+                declared = sum(info.file_size for info in z.infolist())
+        except (OSError, zipfile.BadZipFile, ValueError) as exc:
+            raise CustomOpsError(f"{what} ({type(exc).__name__}: an .npz is a zip of .npy arrays)") from None
+        if declared > INPUT_LIMIT:
+            raise CustomOpsError(f"{what}: its arrays take {declared} bytes, over the {INPUT_LIMIT} allowed")
+        f.seek(0)
+        return _npz_arrays(f, path, what)
+
+
+def _npz_arrays(f: Any, path: Path, what: str) -> dict[str, np.ndarray]:
     try:
-        with zipfile.ZipFile(path) as z:
-            declared = sum(info.file_size for info in z.infolist())
-    except (OSError, zipfile.BadZipFile, ValueError) as exc:
-        raise CustomOpsError(f"{what} ({type(exc).__name__}: an .npz is a zip of .npy arrays)") from None
-    if declared > INPUT_LIMIT:
-        raise CustomOpsError(f"{what}: its arrays take {declared} bytes, over the {INPUT_LIMIT} allowed")
-    try:
-        with np.load(path, allow_pickle=False) as data:
+        with np.load(f, allow_pickle=False) as data:
             return {k: data[k] for k in data.files}
     except ValueError as exc:
         if "pickle" in str(exc):
@@ -248,7 +265,7 @@ def check_inputs(model: ModelProto, feed: dict[str, np.ndarray]) -> dict[str, np
     for name in feed:
         if name not in expected:
             raise CustomOpsError(
-                f"input {name!r} is not a graph input (graph inputs: {', '.join(expected) or 'none'})"
+                f"input {name!r} is not a graph input (graph inputs: {', '.join(map(repr, expected)) or 'none'})"
             )
     out: dict[str, np.ndarray] = {}
     for name, v in expected.items():
@@ -669,6 +686,7 @@ def format_table(report: dict[str, Any]) -> str:
     for n in report["nodes"]:
         m = n["in_model"] or ((n["isolated"] or {}).get("builtin_vs_custom") or {})
         row(n["node"], n["op"], m, n["verdict"], (n["attribution"], n["origin"]), n["time_us"])
+    rows = [tuple(printable(c) for c in r) for r in rows]  # names from the model: no control characters
     widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
@@ -683,7 +701,7 @@ def format_table(report: dict[str, Any]) -> str:
         if info["error"]:
             lines.append(f"  {side} side failed: {info['error']}")
     lines.append(report["summary"])
-    return "\n".join(lines)
+    return "\n".join(printable(line) for line in lines)
 
 
 def save_repros(comparison: Comparison, directory: str | os.PathLike[str]) -> list[Path]:
@@ -770,6 +788,17 @@ def _check_destinations(args: Any, files: list[Path]) -> None:
     check_distinct(outputs)
     if args.save_repro:
         check_output_dir(args.save_repro, "--save-repro")
+        if args.inputs and Path(args.inputs).is_dir() and _inside(args.save_repro, args.inputs):
+            raise CustomOpsError(
+                f"--save-repro {str(args.save_repro)!r} is inside --inputs {str(args.inputs)!r}; the input is "
+                "never modified: choose a directory outside it"
+            )
+
+
+def _inside(path: str | os.PathLike[str], directory: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is ``directory`` or lies inside it (symbolic links followed)."""
+    real, base = os.path.realpath(path), os.path.realpath(directory)
+    return real == base or real.startswith(base.rstrip(os.sep) + os.sep)
 
 
 def _feed(args: Any, model: ModelProto) -> dict[str, np.ndarray]:

@@ -62,45 +62,101 @@ def compare_arrays(a: Any, b: Any, rtol: float, atol: float) -> dict[str, Any]:
     }
     if not m["shape_match"]:
         return m
+    stats = _Stats()
+    for ca, cb in _chunks(a, b):
+        stats.add(ca, cb, rtol, atol)
+    m.update(stats.metrics(a, b))
     if a.dtype == object or b.dtype == object or a.dtype.kind in "US" or b.dtype.kind in "US":
-        equal = np.asarray(a.astype(str) == b.astype(str))
-        m["mismatches"] = int(a.size - np.count_nonzero(equal))
         m["pass"] = m["mismatches"] == 0 and m["dtype_match"]
         return m
-    if a.dtype.kind == "c" or b.dtype.kind == "c":
-        fa, fb = a.astype(np.complex128), b.astype(np.complex128)
-    else:
-        fa, fb = a.astype(np.float64), b.astype(np.float64)
-    nan_a, nan_b = np.isnan(fa), np.isnan(fb)
-    inf_a, inf_b = np.isinf(fa), np.isinf(fb)
-    m["nan_match"] = bool(np.array_equal(nan_a, nan_b))
-    same_inf = np.array_equal(inf_a, inf_b)
-    m["inf_match"] = bool(same_inf and np.array_equal(fa[inf_a], fb[inf_b]))
-    finite = ~(nan_a | nan_b | inf_a | inf_b)
-    with np.errstate(invalid="ignore", over="ignore"):
-        diff = np.abs(fa - fb)
-    mag = np.abs(fb)
-    special_ok = (nan_a & nan_b) | (inf_a & inf_b & (fa == fb))
-    within = np.zeros(a.shape, dtype=bool)
-    within[finite] = diff[finite] <= atol + rtol * mag[finite]
-    m["mismatches"] = int(a.size - np.count_nonzero(within | special_ok))
-    if np.any(finite):
-        d, g = diff[finite], mag[finite]
-        m["max_abs"] = float(d.max())
+    m["pass"] = bool(m["mismatches"] == 0 and m["nan_match"] and m["inf_match"] and m["dtype_match"])
+    return m
+
+
+CHUNK = 1 << 20
+"""Elements compared at a time: the float64 temporaries of one chunk, not of a whole tensor."""
+
+
+def _chunks(a: np.ndarray, b: np.ndarray) -> Any:
+    """Matching flat slices of ``a`` and ``b`` (of one shape), :data:`CHUNK` elements at a time."""
+    fa, fb = a.reshape(-1), b.reshape(-1)
+    for start in range(0, max(fa.size, 1), CHUNK):
+        yield fa[start : start + CHUNK], fb[start : start + CHUNK]
+
+
+class _Stats:
+    """The metrics of a comparison, gathered chunk by chunk (every figure is a count, a maximum or an
+    all(), so the chunks give exactly what one pass over the whole tensors would)."""
+
+    def __init__(self) -> None:
+        self.mismatches = 0
+        self.nan_match = True
+        self.inf_match = True
+        self.finite = False
+        self.max_abs: float | None = None
+        self.max_rel: float | None = None
+        self.needed_atol: float | None = None
+        self.needed_rtol = 0.0
+        self.max_ulp: int | None = None
+
+    def add(self, a: np.ndarray, b: np.ndarray, rtol: float, atol: float) -> None:
+        if a.dtype == object or b.dtype == object or a.dtype.kind in "US" or b.dtype.kind in "US":
+            self.mismatches += int(a.size - np.count_nonzero(np.asarray(a.astype(str) == b.astype(str))))
+            return
+        wide = np.complex128 if a.dtype.kind == "c" or b.dtype.kind == "c" else np.float64
+        fa, fb = a.astype(wide), b.astype(wide)
+        nan_a, nan_b = np.isnan(fa), np.isnan(fb)
+        inf_a, inf_b = np.isinf(fa), np.isinf(fb)
+        self.nan_match &= bool(np.array_equal(nan_a, nan_b))
+        same_inf = np.array_equal(inf_a, inf_b)
+        self.inf_match &= bool(same_inf and np.array_equal(fa[inf_a], fb[inf_b]))
+        finite = ~(nan_a | nan_b | inf_a | inf_b)
+        with np.errstate(invalid="ignore", over="ignore"):
+            diff = np.abs(fa - fb)
+        mag = np.abs(fb)
+        special_ok = (nan_a & nan_b) | (inf_a & inf_b & (fa == fb))
+        within = np.zeros(a.shape, dtype=bool)
+        within[finite] = diff[finite] <= atol + rtol * mag[finite]
+        self.mismatches += int(a.size - np.count_nonzero(within | special_ok))
+        if np.any(finite):
+            self._finite(a[finite], b[finite], diff[finite], mag[finite], rtol, atol)
+
+    def _finite(
+        self, a: np.ndarray, b: np.ndarray, d: np.ndarray, g: np.ndarray, rtol: float, atol: float
+    ) -> None:
+        self.finite = True
+        self.max_abs = _max(self.max_abs, float(d.max()))
         # a reference of 0 or a subnormal one makes these infinite or huge: a value, not a warning
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             rel = np.where(g > 0, d / g, np.where(d > 0, np.inf, 0.0))
-            m["max_rel"] = float(rel.max())
-            m["needed_atol"] = float(np.maximum(d - rtol * g, 0).max())
+            self.max_rel = _max(self.max_rel, float(rel.max()))
+            self.needed_atol = _max(self.needed_atol, float(np.maximum(d - rtol * g, 0).max()))
             over = d > atol
             need = np.where(g > 0, (d - atol) / g, np.inf)
-            m["needed_rtol"] = float(need[over].max()) if over.any() else 0.0
+            if over.any():
+                self.needed_rtol = max(self.needed_rtol, float(need[over].max()))
         if a.dtype == b.dtype and a.dtype.kind == "f" and a.dtype.itemsize in (2, 4, 8):
-            ulp = np.abs(_ordered(a[finite]) - _ordered(b[finite]))
-            m["max_ulp"] = int(ulp.max())
-    elif a.size:
-        m["max_abs"] = 0.0 if m["mismatches"] == 0 else None
-    else:
-        m["max_abs"] = 0.0
-    m["pass"] = bool(m["mismatches"] == 0 and m["nan_match"] and m["inf_match"] and m["dtype_match"])
-    return m
+            self.max_ulp = _max(self.max_ulp, int(np.abs(_ordered(a) - _ordered(b)).max()))
+
+    def metrics(self, a: np.ndarray, b: np.ndarray) -> dict[str, Any]:
+        out: dict[str, Any] = {"mismatches": self.mismatches}
+        if a.dtype == object or b.dtype == object or a.dtype.kind in "US" or b.dtype.kind in "US":
+            return out
+        out.update(nan_match=self.nan_match, inf_match=self.inf_match)
+        if self.finite:
+            out.update(
+                max_abs=self.max_abs,
+                max_rel=self.max_rel,
+                needed_atol=self.needed_atol,
+                needed_rtol=self.needed_rtol,
+                max_ulp=self.max_ulp,
+            )
+        elif a.size:
+            out["max_abs"] = 0.0 if self.mismatches == 0 else None
+        else:
+            out["max_abs"] = 0.0
+        return out
+
+
+def _max(x: Any, y: Any) -> Any:
+    return y if x is None else max(x, y)

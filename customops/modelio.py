@@ -188,6 +188,8 @@ def _external_file(model_path: Path, location: str, refuse: Callable[[str], NoRe
     out of it), a regular file."""
     if not location:
         refuse("no location")
+    if "\x00" in location or len(location) > 4096:
+        refuse(f"location {location[:80]!r} holds a NUL character or is over 4096 characters long")
     rel = PurePosixPath(location.replace("\\", "/"))
     if rel.is_absolute() or PureWindowsPath(location).drive:
         refuse(f"location {location!r} is absolute; it must be relative to the model's directory")
@@ -195,13 +197,15 @@ def _external_file(model_path: Path, location: str, refuse: Callable[[str], NoRe
         refuse(f"location {location!r} leads out of the model's directory ('..')")
     base = model_path.absolute().parent
     target = base.joinpath(*rel.parts)
-    real_base = base.resolve()
-    real = target.resolve()
+    try:
+        real_base, real = base.resolve(), target.resolve()
+        is_file, exists = target.is_file(), target.exists()
+    except (OSError, ValueError) as exc:
+        refuse(f"location {location[:80]!r} cannot be used: {getattr(exc, 'strerror', None) or exc}")
     if real != real_base and real_base not in real.parents:
         refuse(f"location {location!r} is a symlink leading out of the model's directory")
-    if not target.is_file():
-        what = "does not exist" if not target.exists() else "is not a regular file"
-        refuse(f"location {location!r} {what}")
+    if not is_file:
+        refuse(f"location {location!r} {'is not a regular file' if exists else 'does not exist'}")
     return target
 
 

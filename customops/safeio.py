@@ -17,6 +17,7 @@ import tempfile
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from customops.errors import CustomOpsError
 
@@ -25,6 +26,16 @@ MAX_COMPONENT = 100
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 _TMP_PREFIX = ".customops-"
+
+
+def _read_umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _read_umask()
+"""The process's umask, read once at import (reading it means setting it, which is not thread-safe)."""
 
 
 def safe_component(name: str, used: set[str] | None = None, fallback: str = "item") -> str:
@@ -44,6 +55,16 @@ def safe_component(name: str, used: set[str] | None = None, fallback: str = "ite
     return candidate
 
 
+def printable(text: object) -> str:
+    """``text`` for a terminal or a Markdown page: every character that is not printable (a newline, an
+    escape sequence's ESC, other control characters) written as its escape (``\\n``, ``\\x1b``), so a name
+    from data can neither break a one-line message nor drive the terminal."""
+    out = str(text)
+    if out.isprintable():
+        return out
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in out)
+
+
 def is_safe_component(name: object) -> bool:
     """Whether ``name`` (read from data) is already one safe path component (see :func:`safe_component`)."""
     return isinstance(name, str) and bool(name) and safe_component(name) == name
@@ -54,7 +75,7 @@ def _existing_kind(path: Path) -> str | None:
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
-        return None
+        return "other" if os.path.islink(path) else None  # a dangling symbolic link
     except OSError as exc:
         raise CustomOpsError(f"cannot use {str(path)!r}: {exc.strerror or exc}") from None
     if stat.S_ISREG(mode):
@@ -94,7 +115,7 @@ def check_output_file(path: str | os.PathLike[str], what: str) -> None:
         raise CustomOpsError(f"{what} {str(out)!r} is a directory, not a file")
     if kind == "other":
         raise CustomOpsError(
-            f"{what} {str(out)!r} exists and is not a regular file (a device, FIFO or socket)"
+            f"{what} {str(out)!r} exists and is not a regular file (a device, FIFO, socket or dangling link)"
         )
     _check_parent(out, what)
     if kind == "file" and not os.access(out, os.W_OK):
@@ -144,7 +165,7 @@ def write_atomic(path: str | os.PathLike[str], data: bytes | str) -> None:
             f.write(payload)
             f.flush()
             os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
+        os.chmod(tmp, _mode_for(out))
         os.replace(tmp, out)
     except OSError as exc:
         with contextlib.suppress(OSError):
@@ -156,20 +177,32 @@ def write_atomic(path: str | os.PathLike[str], data: bytes | str) -> None:
         raise
 
 
+def _mode_for(path: Path) -> int:
+    """The permission bits a file written at ``path`` gets: those of the file it replaces, else the
+    umask's (as ``open`` would give)."""
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        return 0o666 & ~_UMASK
+
+
 @contextlib.contextmanager
-def atomic_dir(final: str | os.PathLike[str]) -> Iterator[Path]:
-    """Yield a fresh hidden directory beside ``final`` to fill; on success it replaces ``final`` (an
-    existing directory there is removed first), on any failure it is removed and ``final`` is untouched."""
+def atomic_dir(final: str | os.PathLike[str], *, replace: bool = False) -> Iterator[Path]:
+    """Yield a fresh hidden directory beside ``final`` to fill; on success it becomes ``final``, on any
+    failure it is removed and ``final`` is untouched. An existing ``final`` is refused, unless ``replace``
+    (the caller has checked that it is a directory of its own making): a real directory is then removed
+    first; a file or a symbolic link is still refused."""
     out = Path(final)
+    if os.path.lexists(out) and (not replace or out.is_symlink() or not out.is_dir()):
+        raise CustomOpsError(f"{str(out)!r} already exists and is not replaced")
     try:
         tmp = Path(tempfile.mkdtemp(prefix=_TMP_PREFIX, dir=out.absolute().parent))
+        os.chmod(tmp, 0o777 & ~_UMASK)
     except OSError as exc:
         raise CustomOpsError(f"cannot write {str(out)!r}: {exc.strerror or exc}") from None
     try:
         yield tmp
-        if out.is_symlink() or out.is_file():
-            out.unlink()
-        elif out.is_dir():
+        if out.is_dir() and not out.is_symlink():
             shutil.rmtree(out)
         os.replace(tmp, out)
     except OSError as exc:
@@ -178,21 +211,38 @@ def atomic_dir(final: str | os.PathLike[str]) -> Iterator[Path]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def open_bounded(path: str | os.PathLike[str], limit: int, what: str) -> BinaryIO:
+    """``path`` opened for reading, refused (CustomOpsError) unless it is a regular file of at most
+    ``limit`` bytes: a device (``/dev/zero``), a FIFO (which would block) or a directory is never read.
+    The checks are made on the open file itself, so what is read is what was checked."""
+    p = Path(path)
+    try:
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise CustomOpsError(f"{what} {str(p)!r} does not exist") from None
+    except (OSError, ValueError) as exc:
+        raise CustomOpsError(
+            f"cannot read {what} {str(p)!r}: {getattr(exc, 'strerror', None) or exc}"
+        ) from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+        os.close(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise CustomOpsError(f"{what} {str(p)!r} is not a regular file")
+        raise CustomOpsError(f"{what} {str(p)!r} is larger than {limit} bytes, the most allowed")
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
+
+
 def read_bounded(path: str | os.PathLike[str], limit: int, what: str) -> bytes:
     """The bytes of the regular file ``path``, refused (CustomOpsError) when it holds more than ``limit``."""
-    p = Path(path)
-    kind = _existing_kind(p)
-    if kind is None:
-        raise CustomOpsError(f"{what} {str(p)!r} does not exist")
-    if kind != "file":
-        raise CustomOpsError(f"{what} {str(p)!r} is not a regular file")
-    try:
-        with open(p, "rb") as f:
+    with open_bounded(path, limit, what) as f:
+        try:
             data = f.read(limit + 1)
-    except OSError as exc:
-        raise CustomOpsError(f"cannot read {what} {str(p)!r}: {exc.strerror or exc}") from None
+        except OSError as exc:
+            raise CustomOpsError(f"cannot read {what} {str(path)!r}: {exc.strerror or exc}") from None
     if len(data) > limit:
-        raise CustomOpsError(f"{what} {str(p)!r} is larger than {limit} bytes, the most allowed")
+        raise CustomOpsError(f"{what} {str(path)!r} is larger than {limit} bytes, the most allowed")
     return data
 
 

@@ -34,6 +34,10 @@ INJECT_ENV = "CUSTOMOPS_SIDE_INJECT"
 """Test hook: ``abort:SIDE`` makes the child of SIDE call ``os.abort()`` on every run it is asked for, as a
 crash inside ORT or the layer would."""
 
+OUTPUT_LIMIT = 2 * 2**30
+"""Most bytes a side's run may hand back (all its outputs together): compare holds four such runs and
+their metrics at once; a model whose outputs exceed this is reported as the side's error, not read."""
+
 VERBOSE_ENV = "CUSTOMOPS_ORT_LOG"
 """Set to ``1`` (the CLI's ``-v``) to keep ONNX Runtime's own log at warning level in the children."""
 
@@ -133,8 +137,18 @@ def _serve(conn: Connection, side: str, note_fd: int | None) -> None:
         _empty_log()
         if abort:
             os.abort()
-        result = run_here(model, feed, side == "custom", repeats)
+        result = bounded(run_here(model, feed, side == "custom", repeats))
         conn.send((result.values, result.error, result.times))  # plain types: we run as __main__ here
+
+
+def bounded(result: SideRun) -> SideRun:
+    """``result``, or its error in place of outputs that hold more than :data:`OUTPUT_LIMIT` bytes."""
+    size = sum(int(np.asarray(v).nbytes) for v in result.values.values())
+    if size <= OUTPUT_LIMIT:
+        return result
+    return SideRun(
+        error=f"the outputs of this run hold {size} bytes, over the {OUTPUT_LIMIT} bytes compare takes back"
+    )
 
 
 def _empty_log() -> None:

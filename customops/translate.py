@@ -342,8 +342,8 @@ def _decode_restore(attr: AttributeProto) -> Original:
         raise _Corrupt(f"type {AttributeProto.AttributeType.Name(attr.type)}, expected STRING")
     try:
         info = json.loads(attr.s.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        raise _Corrupt("not JSON") from None
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise _Corrupt("not JSON (or nested too deeply)") from None
     if not isinstance(info, dict):
         raise _Corrupt("not a JSON object")
     original = NodeProto()

@@ -312,7 +312,14 @@ def campaign(
     from customops.fuzz.campaign import case_counts, group_json, log, run_cases, triage
     from customops.fuzz.files import SUMMARY
     from customops.fuzz.known import known_labels
-    from customops.fuzz.output import group_dirname, remove_stale, rerun_commands, write_group, write_json
+    from customops.fuzz.output import (
+        group_dirname,
+        remove_stale,
+        rerun_commands,
+        taken_names,
+        write_group,
+        write_json,
+    )
     from customops.fuzz.runner import Pool
 
     started = time.monotonic()
@@ -327,7 +334,7 @@ def campaign(
         groups, notes = triage(records, pool, jobs, shrink_budget)
     out.mkdir(exist_ok=True)
     entries = []
-    used: set[str] = set()
+    used = taken_names(out)
     for group in groups:
         group.dirname = group_dirname(group.signature, used)
         example = group.members[0].index

@@ -25,7 +25,14 @@ from customops.errors import CustomOpsError
 from customops.fuzz.case import build_model, case_to_json, tensor_proto
 from customops.fuzz.files import FINDING, MAX_SUMMARY_BYTES, group_dir, read_finding
 from customops.fuzz.triage import Evaluation, Signature
-from customops.safeio import atomic_dir, is_safe_component, read_bounded, safe_component, write_atomic
+from customops.safeio import (
+    atomic_dir,
+    is_safe_component,
+    printable,
+    read_bounded,
+    safe_component,
+    write_atomic,
+)
 
 MAX_README_BYTES = 64 << 10
 """Largest README.txt of a reproducer copied by a merge (it is read to rewrite its paths): the fuzzer
@@ -72,10 +79,25 @@ def rerun_commands(
     return out
 
 
+def is_reproducer(path: Path) -> bool:
+    """Whether ``path`` is a group directory of ours: a real directory (not a link) holding a finding.json.
+    Only such a directory is ever replaced or removed."""
+    return not path.is_symlink() and path.is_dir() and (path / FINDING).is_file()
+
+
+def taken_names(root: Path) -> set[str]:
+    """The names (lower-cased) in ``root`` that a group may not take: everything there that is not a
+    reproducer of ours, which is never replaced."""
+    if not root.is_dir():
+        return set()
+    return {p.name.lower() for p in root.iterdir() if not is_reproducer(p)}
+
+
 def write_group(root: Path, name: str, sig: Signature, ev: Evaluation, info: dict[str, Any]) -> Path:
-    """Write the reproducer of one group atomically; returns its directory."""
+    """Write the reproducer of one group atomically, replacing only a reproducer of ours of that name
+    (names come from :func:`group_dirname` with :func:`taken_names`); returns its directory."""
     final = root / name
-    with atomic_dir(final) as tmp:
+    with atomic_dir(final, replace=True) as tmp:
         _fill_group(tmp, sig, ev, info)
     return final
 
@@ -150,7 +172,7 @@ def remove_stale(root: Path, previous: dict[str, Any] | None, keep: set[str]) ->
         if not is_safe_component(name) or name in keep:
             continue
         path = root / name
-        if not path.is_symlink() and path.is_dir() and (path / FINDING).is_file():
+        if is_reproducer(path):
             shutil.rmtree(path, ignore_errors=True)
 
 
@@ -168,7 +190,7 @@ def format_table(summary: dict[str, Any], root: str) -> str:
     rows = [("group", "count", "side", "kind", "detail / features that matter", "known")]
     for g in summary["groups"]:
         sig = g["signature"]
-        detail = sig["detail"] or ", ".join(sig["features"]) or "-"
+        detail = printable(sig["detail"] or ", ".join(sig["features"]) or "-")
         rows.append(
             (
                 g["dir"] or g["id"],
@@ -295,7 +317,7 @@ def markdown(summary: dict[str, Any], root: str, command: str) -> str:
     ]
     for g in groups:
         sig = g["signature"]
-        detail = (sig["detail"] or ", ".join(sig["features"]) or "-").replace("|", "\\|")
+        detail = printable(sig["detail"] or ", ".join(sig["features"]) or "-").replace("|", "\\|")
         known = ", ".join(g.get("known", [])) or "**new**"
         where = f"[{g['dir']}]({_rel(root)}/{g['dir']})" if g.get("dir") else "-"
         out.append(
@@ -321,7 +343,7 @@ def markdown(summary: dict[str, Any], root: str, command: str) -> str:
         for (op, kind), items in by_key.items():
             items = sorted(items, key=lambda n: -n["count"])
             top = "; ".join(f"{(n['signature']['detail'] or '-')[:70]} ({n['count']})" for n in items[:3])
-            top = top.replace("|", "\\|")
+            top = printable(top).replace("|", "\\|")
             out.append(f"| {op} | {kind} | {sum(n['count'] for n in items)} | {len(items)} | {top} |")
     skipped: Counter[str] = Counter()
     for c in summary["campaigns"]:
@@ -361,7 +383,7 @@ def merge(summaries: list[tuple[Path, dict[str, Any]]], out: Path) -> dict[str, 
             else:
                 notes[key] = json.loads(json.dumps(n))
     copies = []  # every group renamed and every reproducer checked before anything is written
-    used: set[str] = set()
+    used = taken_names(out)
     budget = Budget(MAX_SUMMARY_BYTES, "the merged summary")
     for key, g in groups.items():
         g["known"] = known_labels(g)
@@ -369,7 +391,7 @@ def merge(summaries: list[tuple[Path, dict[str, Any]]], out: Path) -> dict[str, 
             copies += _place_group(g, sources[key], out, used, budget)
     out.mkdir(parents=True, exist_ok=True)
     for c in copies:
-        with atomic_dir(out / c.group["dir"]) as tmp:
+        with atomic_dir(out / c.group["dir"], replace=True) as tmp:
             copy_reproducer(c, tmp)
     ordered = sorted(
         groups.values(),

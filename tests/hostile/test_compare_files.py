@@ -265,3 +265,91 @@ def test_huge_dims_are_refused_before_anything_is_drawn(tmp_path, capsys):
     assert proc.returncode == 2, proc.stderr
     lines = [line for line in proc.stderr.splitlines() if line.strip() and "compil" not in line]
     assert len(lines) == 1 and "GiB" in lines[0] and "--dim" in lines[0], proc.stderr
+
+
+@pytest.mark.parametrize("source", ["/dev/zero", "fifo", "directory-file"])
+def test_inputs_that_are_not_regular_files_are_never_read(tmp_path, source):
+    model = _small_model(tmp_path / "m.onnx")
+    if source == "fifo":
+        path = tmp_path / "in.npz"
+        os.mkfifo(path)
+    elif source == "directory-file":
+        path = tmp_path / "case"
+        path.mkdir()
+        (path / "input_0.pb").symlink_to("/dev/zero")
+    else:
+        path = Path(source)
+    proc = subprocess.run(  # in a child: an unbounded read or a blocked open would not end
+        [sys.executable, "-m", "customops", "compare", str(model), "--inputs", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2, proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert "is not a regular file" in line
+
+
+def _dynamic_model(path: Path, dims: list) -> Path:
+    node = helper.make_node("Pad", ["x", "pads"], ["y"], mode="edge", name="pad")
+    pads = onnx.numpy_helper.from_array(np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64), "pads")
+    graph = helper.make_graph(
+        [node],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, dims)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [pads],
+    )
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+    return path
+
+
+@pytest.mark.parametrize("dims", [[-2, -3, 2, 2], [2**62, 2**62, 0, 2]])
+def test_declared_dims_that_cannot_be_drawn_are_refused_in_one_line(tmp_path, capsys, dims):
+    model = _dynamic_model(tmp_path / "m.onnx", dims)
+    assert main(["compare", str(model)]) == 2
+    line = _one_error_line(capsys)
+    assert "declares a dimension" in line and "--inputs" in line
+
+
+def test_names_from_the_model_never_break_the_one_line_or_drive_the_terminal(tmp_path, capsys):
+    model = onnx.load(_small_model(tmp_path / "m.onnx"))
+    evil = "in\nput\x1b[31mRED"
+    model.graph.input[0].name = evil
+    model.graph.node[0].input[0] = evil
+    path = tmp_path / "evil.onnx"
+    onnx.save(model, path)
+    inputs = tmp_path / "x.npz"
+    np.savez(inputs, x=np.zeros((1, 1, 2, 2), np.float32))
+    assert main(["compare", str(path), "--inputs", str(inputs)]) == 2
+    line = _one_error_line(capsys)
+    assert "\x1b" not in line and "\\x1b" in line and "\\n" in line
+    np.savez(inputs, **{evil: np.zeros((1, 1, 2, 2), np.float32)})
+    assert main(["compare", str(path), "--inputs", str(inputs)]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out
+
+
+def test_save_repro_inside_the_inputs_directory_is_refused(tmp_path, capsys):
+    model = tmp_path / "m.onnx"
+    shutil.copy(DEVIATION, model)
+    out = tmp_path / "first"
+    assert main(["compare", str(model), "--save-repro", str(out)]) == 1
+    (case,) = out.iterdir()
+    before = _tree(case)
+    target = case / "test_data_set_0" / "more"
+    assert (
+        main(["compare", str(case / "model.onnx"), "--inputs", str(case), "--save-repro", str(target)]) == 2
+    )
+    assert "inside --inputs" in capsys.readouterr().err.strip().splitlines()[-1]
+    assert _tree(case) == before and not target.exists()
+
+
+def test_a_dangling_symlink_as_save_repro_is_refused_before_the_work(tmp_path, capsys):
+    model = _small_model(tmp_path / "m.onnx")
+    link = tmp_path / "dangling"
+    link.symlink_to(tmp_path / "nowhere" / "sub")
+    report = tmp_path / "r.json"
+    assert main(["compare", str(model), "--json", str(report), "--save-repro", str(link)]) == 2
+    assert "not a directory" in _one_error_line(capsys)
+    assert not report.exists()

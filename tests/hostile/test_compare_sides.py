@@ -218,3 +218,88 @@ def test_sigterm_during_a_rewrite_leaves_nothing_behind(tmp_path):
     assert proc.returncode == 143, err
     assert err.strip().splitlines()[-1] == "customops rewrite: terminated"
     assert list(out_dir.iterdir()) == [], "a partial or temporary file was left behind"
+
+
+def _big_output_model(path: Path, elements: int) -> Path:
+    """A tiny file whose graph output is ``elements`` float32 values (ConstantOfShape), beside one Resize."""
+    shape = onnx.numpy_helper.from_array(np.array([elements], np.int64), "shape")
+    scales = onnx.numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")
+    value = helper.make_tensor("v", TensorProto.FLOAT, [1], [1.5])
+    graph = helper.make_graph(
+        [
+            helper.make_node("ConstantOfShape", ["shape"], ["big"], value=value),
+            helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="nearest", name="r"),
+        ],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 2, 2])],
+        [
+            helper.make_tensor_value_info("big", TensorProto.FLOAT, None),
+            helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+        ],
+        [shape, scales],
+    )
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)]), path)
+    return path
+
+
+def test_memory_stays_a_small_multiple_of_a_large_output(tmp_path):
+    """A 64 MiB graph output from a 200-byte model: compare's processes peak at a few times the output,
+    not at dozens (metrics go chunk by chunk; the largest process is measured from a wrapper)."""
+    model = _big_output_model(tmp_path / "big.onnx", 16 << 20)
+    wrapper = (
+        "import resource, subprocess, sys;"
+        "p = subprocess.run([sys.executable, '-m', 'customops', 'compare', sys.argv[1]], capture_output=True);"
+        "print(p.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", wrapper, str(model)], capture_output=True, text=True, timeout=300
+    )
+    status, peak_kib = map(int, proc.stdout.split())
+    assert status == 0, proc.stderr
+    assert peak_kib < 1024 * 1024, (
+        f"a process of compare peaked at {peak_kib / 1024:.0f} MiB for a 64 MiB output"
+    )
+
+
+def test_a_side_whose_outputs_exceed_the_limit_reports_it_instead_of_sending_them(monkeypatch):
+    from customops import sides
+
+    monkeypatch.setattr(sides, "OUTPUT_LIMIT", 1000)
+    small = sides.SideRun(values={"y": np.zeros(10, np.float32)})
+    assert sides.bounded(small) is small
+    big = sides.bounded(sides.SideRun(values={"y": np.zeros(1000, np.float32)}))
+    assert big.values == {} and "4000 bytes, over the 1000" in big.error
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 1 << 20])
+def test_metrics_chunk_by_chunk_are_those_of_one_pass(monkeypatch, chunk):
+    from customops import metrics
+
+    rng = np.random.default_rng(chunk)
+    a = rng.standard_normal((3, 50)).astype(np.float32)
+    b = (a + rng.standard_normal((3, 50)).astype(np.float32) * 1e-5).astype(np.float32)
+    a[0, 3], b[0, 3], a[1, 7], b[2, 9] = np.nan, np.nan, np.inf, 0.0
+    b[1, 1], b[2, 5] = 0.0, np.nan
+    monkeypatch.setattr(metrics, "CHUNK", 1 << 30)
+    whole = metrics.compare_arrays(a, b, 1e-5, 1e-6)
+    monkeypatch.setattr(metrics, "CHUNK", chunk)
+    assert metrics.compare_arrays(a, b, 1e-5, 1e-6) == whole
+    assert whole["mismatches"] > 0 and whole["max_ulp"] > 0 and not whole["nan_match"]
+
+
+@pytest.mark.parametrize("delay", [0.15, 0.3, 0.5])
+def test_ctrl_c_at_any_moment_of_the_start_gives_one_line(tmp_path, delay):
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "customops", "compare", str(DEVIATION)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    time.sleep(delay)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    if proc.returncode == 1 and "interrupted" not in err:
+        pytest.skip("the comparison finished before the signal")
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and err.strip().splitlines()[-1].endswith("interrupted")

@@ -453,6 +453,33 @@ def test_a_good_merge_leaves_its_input_as_it_was_and_replays(camp, tmp_path, cap
     assert run_main(["fuzz", "replay", str(out / summary["groups"][0]["dir"])]) == 1
 
 
+def test_merge_never_replaces_what_is_in_out_unless_it_is_a_reproducer(camp, tmp_path, capsys):
+    """A group named like an existing entry of --out (a user's directory or file) takes another name; only
+    a reproducer of ours (a directory holding finding.json) is replaced."""
+    group = first_group(camp)
+    group.rename(camp / "Documents")
+
+    def rename(summary: Any) -> None:
+        for g in summary["groups"]:
+            if g["dir"] == group.name:
+                g["dir"] = "Documents"
+
+    edit(camp / "summary.json", rename)
+    out = tmp_path / "home"
+    (out / "Documents").mkdir(parents=True)
+    (out / "Documents" / "thesis.txt").write_text("precious\n")
+    assert run_main(["fuzz", "merge", str(camp), "--out", str(out)]) == 1
+    assert (out / "Documents" / "thesis.txt").read_text() == "precious\n"
+    assert sorted(p.name for p in (out / "Documents").iterdir()) == ["thesis.txt"]
+    summary = json.loads((out / "summary.json").read_text())
+    renamed = [g["dir"] for g in summary["groups"] if g["dir"].startswith("Documents")]
+    assert renamed == ["Documents-2"] and (out / "Documents-2" / "finding.json").is_file()
+    capsys.readouterr()
+    assert run_main(["fuzz", "merge", str(camp), "--out", str(out)]) == 1  # again: its own groups replaced
+    assert (out / "Documents" / "thesis.txt").read_text() == "precious\n"
+    assert not (out / "Documents-3").exists()
+
+
 # ---------------------------------------------------------------------------------------------
 # item 17: destinations checked before any work; writes atomic; no temporary directory left
 

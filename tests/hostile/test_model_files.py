@@ -72,19 +72,33 @@ def _hostile_dir(tmp_path: Path, case: str) -> Path:
     elif case == "length-beyond-file":
         (work / "w.bin").write_bytes(_data_bytes())
         model = _external(_pad_model(), "w.bin", length=str(1 << 40))
+    elif case == "nul-in-location":
+        model = _external(_pad_model(), "w\x00.bin")
+    elif case == "component-too-long":
+        model = _external(_pad_model(), "a" * 300)
     else:
         raise AssertionError(case)
     (work / "in.onnx").write_bytes(model.SerializeToString())
     return work
 
 
-CASES = ["dotdot", "absolute", "symlink", "bigger-than-declared", "length-beyond-file"]
+CASES = [
+    "dotdot",
+    "absolute",
+    "symlink",
+    "bigger-than-declared",
+    "length-beyond-file",
+    "nul-in-location",
+    "component-too-long",
+]
 RULES = {
     "dotdot": "leads out of the model's directory",
     "absolute": "is absolute",
     "symlink": "symlink leading out of the model's directory",
     "bigger-than-declared": "bytes stored where the tensor declares 16",
     "length-beyond-file": "lie outside",
+    "nul-in-location": "holds a NUL character",
+    "component-too-long": "cannot be used",
 }
 
 

@@ -240,6 +240,7 @@ CORRUPTIONS = {
         json.dumps({"node": _b64(helper.make_node("Pad", ["x"], ["y"]).SerializeToString()), "helpers": 3}),
     ),
     "wrong-attribute-type": helper.make_attribute("customops_restore", 7),
+    "nested-too-deeply": helper.make_attribute("customops_restore", "[" * 200_000),
 }
 
 

@@ -1,6 +1,7 @@
 """customops.safeio: names from data become one safe path component; writes are atomic; reads bounded."""
 
 import os
+import stat
 import zlib
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from customops.safeio import (
     check_output_file,
     inflate_bounded,
     is_safe_component,
+    open_bounded,
     read_bounded,
     safe_component,
     write_atomic,
@@ -90,11 +92,11 @@ def test_atomic_dir_replaces_whole_or_not_at_all(tmp_path):
     final = tmp_path / "case"
     final.mkdir()
     (final / "old").write_text("x")
-    with pytest.raises(RuntimeError), atomic_dir(final) as tmp:
+    with pytest.raises(RuntimeError), atomic_dir(final, replace=True) as tmp:
         (tmp / "half").write_text("y")
         raise RuntimeError("stop")
     assert sorted(p.name for p in final.iterdir()) == ["old"]
-    with atomic_dir(final) as tmp:
+    with atomic_dir(final, replace=True) as tmp:
         (tmp / "new").write_text("y")
     assert sorted(p.name for p in final.iterdir()) == ["new"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["case"]
@@ -114,3 +116,56 @@ def test_reads_and_inflation_are_bounded(tmp_path):
         inflate_bounded(b"not zlib", 100, "payload")
     with pytest.raises(CustomOpsError, match="truncated"):
         inflate_bounded(zlib.compress(b"abc" * 100)[:-5], 1000, "payload")
+
+
+def test_a_dangling_link_is_never_taken_for_a_free_name(tmp_path):
+    link = tmp_path / "dangling"
+    link.symlink_to(tmp_path / "nowhere" / "x")
+    with pytest.raises(CustomOpsError, match="not a directory"):
+        check_output_dir(link, "--save-repro")
+    with pytest.raises(CustomOpsError, match="not a regular file"):
+        check_output_file(link, "--json")
+
+
+def test_atomic_dir_replaces_only_when_asked_and_only_a_real_directory(tmp_path):
+    (tmp_path / "file").write_text("mine")
+    (tmp_path / "link").symlink_to(tmp_path / "file")
+    for name in ("file", "link"):
+        for replace in (False, True):
+            with (
+                pytest.raises(CustomOpsError, match="already exists"),
+                atomic_dir(tmp_path / name, replace=replace),
+            ):
+                pass
+    (tmp_path / "mine").mkdir()
+    with pytest.raises(CustomOpsError, match="already exists"), atomic_dir(tmp_path / "mine"):
+        pass
+    assert (tmp_path / "file").read_text() == "mine" and (tmp_path / "mine").is_dir()
+
+
+def test_written_files_keep_the_mode_of_what_they_replace(tmp_path):
+    out = tmp_path / "private.json"
+    out.write_text("old")
+    out.chmod(0o600)
+    write_atomic(out, "new")
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600
+    with atomic_dir(tmp_path / "case") as tmp:
+        (tmp / "x").write_text("y")
+    assert stat.S_IMODE((tmp_path / "case").stat().st_mode) == 0o777 & ~_umask()
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+@pytest.mark.parametrize("source", ["/dev/zero", "fifo", "dir"])
+def test_bounded_reads_never_open_what_is_not_a_regular_file(tmp_path, source):
+    path = Path(source) if source.startswith("/") else tmp_path / source
+    if source == "fifo":
+        os.mkfifo(path)  # without O_NONBLOCK, opening it would block for ever
+    elif source == "dir":
+        path.mkdir()
+    with pytest.raises(CustomOpsError, match=r"not a regular file|cannot read"):
+        open_bounded(path, 100, "inputs file")
