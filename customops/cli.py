@@ -278,9 +278,9 @@ def _main(argv: Sequence[str] | None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    try:
-        from customops.kernels import _jit
+    from customops.kernels import _jit
 
+    try:
         _jit.announce_compilation(sys.stderr)  # a first run on a machine pauses there for a few seconds
         if args.command in ORT_COMMANDS and not getattr(args, "verbose", False):
             from customops.sides import quiet_ort_log
@@ -309,6 +309,8 @@ def _run(args: argparse.Namespace) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
         return 141
+    finally:
+        _jit.announce_compilation(None)  # this command's stderr may be gone once it has returned
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -291,3 +291,28 @@ def test_python_dash_m_customops_is_the_command():
     assert ok.returncode == 0 and strict_json(ok.stdout)
     bad = subprocess.run([sys.executable, "-m", "customops", "nope"], capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "invalid choice: 'nope'" in bad.stderr
+
+
+def test_a_compilation_after_a_command_in_the_same_process_does_not_write_to_its_closed_stderr(tmp_path):
+    """cli.main() run in a process whose stderr is then closed (pytest's capture does that), followed by a
+    first compilation in that process: the kernel runs; the note goes nowhere (issue 17 item 9)."""
+    script = (
+        "import io, sys\n"
+        "import numpy as np\n"
+        "from customops.cli import main\n"
+        "fake, real = io.StringIO(), sys.stderr\n"
+        "sys.stderr = fake\n"
+        "main(['ops', '--no-probe'])\n"
+        "sys.stderr = real\n"
+        "fake.close()\n"
+        "from customops.kernels.pad import pad\n"
+        "x = np.arange(2 * 300 * 300, dtype=np.float32).reshape(1, 2, 300, 300)\n"
+        "y = pad(x, np.array([0, 0, 2, 2, 0, 0, 2, 2]), mode='reflect')\n"
+        "print(y.shape, float(y[0, 0, 0, 0]))\n"
+    )
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba-cache")}  # a cold cache: it compiles
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=env
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "(1, 2, 304, 304) 602.0"
