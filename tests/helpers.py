@@ -134,3 +134,59 @@ def strict_json(text: str):
         raise ValueError(f"{constant} is not JSON")
 
     return json.loads(text, parse_constant=reject)
+
+
+WRONG_KERNEL_ENV = "CUSTOMOPS_TEST_WRONG_KERNEL"
+"""Read by the ``sitecustomize.py`` of :func:`wrong_kernel_dir`: ``MODULE:HOW`` makes the kernel
+``customops.kernels.MODULE:MODULE`` wrong, ``HOW`` being ``add1`` (1 added to its output, same dtype) or
+``raise`` (it always fails)."""
+
+_WRONG_KERNEL_SITE = '''\
+"""Test-only (tests.helpers.wrong_kernel_dir): a deliberately wrong customops kernel, when asked for."""
+
+import os
+
+
+def _install(spec):
+    import importlib
+
+    name, _, how = spec.partition(":")
+    module = importlib.import_module("customops.kernels." + name)
+    original = getattr(module, name)
+
+    def wrong(result):
+        if how == "raise":
+            raise ValueError("deliberately wrong kernel (test)")
+        import numpy
+
+        result = numpy.asarray(result)
+        return (result + 1).astype(result.dtype)
+
+    def kernel(*args, **kwargs):
+        return wrong(original(*args, **kwargs))
+
+    def bind(**kwargs):
+        bound = original.bind(**kwargs)
+        return lambda *args: wrong(bound(*args))
+
+    kernel.bind = bind
+    setattr(module, name, kernel)
+
+
+if os.environ.get("CUSTOMOPS_TEST_WRONG_KERNEL"):
+    _install(os.environ["CUSTOMOPS_TEST_WRONG_KERNEL"])
+'''
+
+
+def wrong_kernel_dir(directory) -> str:
+    """Write into ``directory`` a ``sitecustomize.py`` that, in every Python process started with
+    ``directory`` on PYTHONPATH and :data:`WRONG_KERNEL_ENV` set, replaces one of our kernels with a
+    deliberately wrong one before anything runs. Test-only: the side processes of compare
+    (customops.sides) load their kernels by name (customops.runtime), so they pick up the wrong one;
+    an in-process monkeypatch would not reach them. Returns the directory."""
+    import pathlib
+
+    path = pathlib.Path(directory)
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "sitecustomize.py").write_text(_WRONG_KERNEL_SITE)
+    return str(path)
