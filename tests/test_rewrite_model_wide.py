@@ -68,39 +68,28 @@ def _branch(name, op_nodes, out):
 
 
 def test_nodes_inside_if_branches_and_loop_bodies_two_deep():
-    # outer If: then-branch holds a Loop whose body pads the outer x; else-branch resizes x.
+    # outer If: then-branch holds a Loop whose body pads the outer x (each iteration's Pad output is a
+    # scan output, so the values themselves reach y); else-branch resizes x into y (one more axis in front)
     pads = np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64)
     body = helper.make_graph(
         [
             _const("loop_pads", pads),
             helper.make_node("Pad", ["x", "loop_pads"], ["padded"], name="pad_in_loop", mode="edge"),
             helper.make_node("Identity", ["cond_in"], ["cond_out"]),
-            helper.make_node("ReduceSum", ["padded"], ["acc_out"], keepdims=0),
         ],
         "body",
-        [
-            _vi("iter", TensorProto.INT64, []),
-            _vi("cond_in", TensorProto.BOOL, []),
-            _vi("acc_in", TensorProto.FLOAT, []),
-        ],
-        [_vi("cond_out", TensorProto.BOOL, []), _vi("acc_out", TensorProto.FLOAT, [])],
+        [_vi("iter", TensorProto.INT64, []), _vi("cond_in", TensorProto.BOOL, [])],
+        [_vi("cond_out", TensorProto.BOOL, []), _vi("padded", shape=[1, 1, 5, 5])],
     )
-    inner_then = _branch(
-        "inner_then",
+    then_branch = helper.make_graph(
         [
             _const("trip", np.array(2, np.int64)),
             _const("cond0", np.array(True)),
-            _const("acc0", np.array(0, F32)),
-            helper.make_node("Loop", ["trip", "cond0", "acc0"], ["acc"], body=body, name="loop"),
-            helper.make_node("Reshape", ["acc", "shape1"], ["then_out"]),
+            helper.make_node("Loop", ["trip", "cond0"], ["then_out"], body=body, name="loop"),
         ],
-        "then_out",
-    )
-    then_branch = helper.make_graph(
-        [_const("shape1", np.array([1], np.int64)), *inner_then.node],
         "then",
         [],
-        [_vi("then_out", shape=[1])],
+        [_vi("then_out", rank=5)],
     )
     else_branch = _branch(
         "else",
@@ -109,21 +98,31 @@ def test_nodes_inside_if_branches_and_loop_bodies_two_deep():
             helper.make_node(
                 "Resize", ["x", "", "scales"], ["resized"], name="resize_in_else", mode="linear"
             ),
-            helper.make_node("ReduceSum", ["resized"], ["s"], keepdims=0),
-            _const("shape2", np.array([1], np.int64)),
-            helper.make_node("Reshape", ["s", "shape2"], ["else_out"]),
+            _const("axis0", np.array([0], np.int64)),
+            helper.make_node("Unsqueeze", ["resized", "axis0"], ["else_out"]),
         ],
         "else_out",
     )
+    else_branch.output[0].CopyFrom(_vi("else_out", shape=[1, 1, 1, 6, 6]))
     node = helper.make_node(
         "If", ["flag"], ["y"], then_branch=then_branch, else_branch=else_branch, name="if"
     )
     model = _model(
-        [node], [_vi("x", shape=[1, 1, 3, 3]), _vi("flag", TensorProto.BOOL, [])], [_vi("y", shape=[1])]
+        [node],
+        [_vi("x", shape=[1, 1, 3, 3]), _vi("flag", TensorProto.BOOL, [])],
+        [_vi("y", rank=5)],
     )
     x = RNG.standard_normal((1, 1, 3, 3)).astype(F32)
-    for flag in (True, False):
-        result = _check_round_trip(model, {"x": x, "flag": np.array(flag)}, expect_swapped=2, rtol=1e-4)
+    # the values themselves, element by element (a sum of them would pass a permuted output)
+    padded = np.pad(x, [(0, 0), (0, 0), (1, 1), (1, 1)], mode="edge")
+    _check_round_trip(
+        model, {"x": x, "flag": np.array(True)}, expect_swapped=2, expected=[np.stack([padded, padded])]
+    )
+    (resized,) = run_builtin(model, {"x": x, "flag": np.array(False)})
+    assert resized.shape == (1, 1, 1, 6, 6)
+    # half_pixel linear 2x: the corners keep x's corners
+    assert resized[0, 0, 0, 0, 0] == x[0, 0, 0, 0] and resized[0, 0, 0, -1, -1] == x[0, 0, -1, -1]
+    result = _check_round_trip(model, {"x": x, "flag": np.array(False)}, expect_swapped=2, rtol=1e-6)
     scopes = {r.node: r.scope for r in result.nodes}
     assert "loop" in scopes["pad_in_loop"] and "then_branch" in scopes["pad_in_loop"]
     assert "else_branch" in scopes["resize_in_else"]
