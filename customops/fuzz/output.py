@@ -427,7 +427,7 @@ def _merged_groups(
                 sources[key] = directory
                 continue
             if g["examples"] and (not merged["examples"] or g["examples"][0] < merged["examples"][0]):
-                keep = {k: merged[k] for k in ("count", "examples", "dtypes")}
+                keep = {k: merged[k] for k in ("count", "examples", "dtypes", "ranks") if k in merged}
                 groups[key] = merged = {**json.loads(json.dumps(g)), **keep}
                 sources[key] = directory
             _combine(merged, g)
@@ -509,6 +509,7 @@ def reproducer_texts(c: Copy) -> tuple[dict[str, Any], str | None]:
     record = read_finding(c.src).record
     budget = Budget(MAX_README_BYTES, repr(str(c.src / FINDING)))
     record.update(
+        {k: c.group[k] for k in ("count", "examples", "dtypes", "ranks") if k in c.group},  # merged counts
         dir=c.group["dir"],
         rerun=[repath(command, c.old, c.new, budget) for command in record.get("rerun", [])],
         known=c.group["known"],

@@ -183,15 +183,23 @@ def error_key(message: str) -> str:
 
 
 def classify(dtype: str, verdict: Verdict, outcomes: dict[str, Outcome], scale: float = 0.0) -> list[Finding]:
-    """The findings of one case (several when several sides crash or hang); ``scale`` widens the absolute
-    tolerance (see :func:`magnitude`)."""
+    """The findings of one case (several when several sides crash or hang, or when the reference alone
+    does while ORT's kernel or ours has a finding too); ``scale`` widens the absolute tolerance (see
+    :func:`magnitude`)."""
     found = [
         Finding(s, o.status, error_key(o.message))
         for s, o in outcomes.items()
         if o.status in ("crash", "hang")
     ]
-    if found:
+    if any(f.side != "reference" for f in found):
         return found
+    if found:  # the reference alone crashed or hung: it cannot vote, ORT's kernel and ours still compare
+        return found + [f for f in _compared(dtype, verdict, outcomes, scale) if f.side != "reference"]
+    return _compared(dtype, verdict, outcomes, scale)
+
+
+def _compared(dtype: str, verdict: Verdict, outcomes: dict[str, Outcome], scale: float) -> list[Finding]:
+    """The findings of a case on which no side crashed or hung, except perhaps the reference."""
     b, c, r = (outcomes[s] for s in SIDES)
     ok_b, ok_c, ok_r = (o.status == "ok" for o in (b, c, r))
     if verdict.valid:
