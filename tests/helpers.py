@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -190,3 +193,17 @@ def wrong_kernel_dir(directory) -> str:
     path.mkdir(parents=True, exist_ok=True)
     (path / "sitecustomize.py").write_text(_WRONG_KERNEL_SITE)
     return str(path)
+
+
+def run_cli(
+    *args: str, cwd: object = None, env: dict[str, str] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess:
+    """``customops ARGS`` in a child process (``cwd`` its working directory, ``env`` added to ours)."""
+    return subprocess.run(
+        [sys.executable, "-m", "customops.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+    )

@@ -9,14 +9,8 @@ import sys
 import onnx
 import pytest
 
-from tests.helpers import strict_json
+from tests.helpers import run_cli, strict_json
 from tests.test_rewrite import _pipeline
-
-
-def run_cli(*args: str, cwd=None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "customops.cli", *args], capture_output=True, text=True, timeout=300, cwd=cwd
-    )
 
 
 def test_ops_prints_the_support_table_with_probed_builtin_coverage():

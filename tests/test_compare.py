@@ -3,8 +3,6 @@ the spec answer; the reference is not trusted blindly; the command's inputs, out
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -15,7 +13,7 @@ from onnx import TensorProto, helper
 from customops.compare import compare_model, generate_inputs
 from customops.errors import CustomOpsError
 from customops.metrics import compare_arrays
-from tests.helpers import one_node_model, strict_json
+from tests.helpers import one_node_model, run_cli, strict_json
 
 F32 = np.float32
 
@@ -382,12 +380,6 @@ def test_metrics_report_ulps_nan_placement_and_the_tolerance_needed():
     moved = compare_arrays(np.array([np.nan, 1], F32), np.array([1, np.nan], F32), 1e-3, 1e-3)
     assert not moved["nan_match"] and not moved["pass"]
     assert compare_arrays(np.array([1, 2]), np.array([1, 3]), 0, 0)["mismatches"] == 1
-
-
-def run_cli(*args, cwd=None):
-    return subprocess.run(
-        [sys.executable, "-m", "customops.cli", *args], capture_output=True, text=True, timeout=300, cwd=cwd
-    )
 
 
 def test_cli_writes_json_html_and_reproducers_that_reproduce(tmp_path):

@@ -11,8 +11,6 @@ The wrong custom kernel reaches the custom side's child process (customops.sides
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +20,14 @@ from onnx import TensorProto, helper, numpy_helper
 
 from customops import sides
 from customops.compare import Isolated, attribute, compare_model, generate_inputs
-from tests.helpers import WRONG_KERNEL_ENV, one_node_model, run_builtin, strict_json, wrong_kernel_dir
+from tests.helpers import (
+    WRONG_KERNEL_ENV,
+    one_node_model,
+    run_builtin,
+    run_cli,
+    strict_json,
+    wrong_kernel_dir,
+)
 
 F32 = np.float32
 MODELS = Path(__file__).resolve().parent.parent / "models"
@@ -151,12 +156,6 @@ def _pythonpath() -> str:
     import os
 
     return os.environ.get("PYTHONPATH", "")
-
-
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "customops.cli", *args], capture_output=True, text=True, timeout=300
-    )
 
 
 def _pb(path: Path) -> np.ndarray:

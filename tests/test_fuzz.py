@@ -6,9 +6,6 @@ deviations."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +14,7 @@ import pytest
 from customops.fuzz.case import Case, Tensor, case_to_json
 from customops.fuzz.space import make_case
 from customops.registry import lookup
-from tests.helpers import strict_json
+from tests.helpers import run_cli, strict_json
 
 RESIZE_DEVIATIONS = {
     "T-RESIZE",
@@ -31,19 +28,6 @@ RESIZE_DEVIATIONS = {
     "R-ALIGN-CORNERS-INT-LENGTH",
 }
 """Ids of docs/ort-deviations.md (pinned by hand in tests/test_compare.py) a Resize-19 campaign can find."""
-
-
-def run_cli(
-    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
-) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "customops.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, **(env or {})},
-        cwd=cwd,
-    )
 
 
 def _groups(summary: dict) -> list:

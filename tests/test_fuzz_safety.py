@@ -10,10 +10,7 @@ another checkout with ``PYTHONPATH`` set to it tests that checkout's code."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,19 +20,9 @@ import pytest
 from customops.fuzz.runner import Outcome
 from customops.fuzz.space import Verdict
 from customops.fuzz.triage import Finding, classify, error_key
-from tests.helpers import strict_json
+from tests.helpers import run_cli, strict_json
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "customops.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, **(env or {})},
-    )
 
 
 # ---------------------------------------------------------------------------------------------

@@ -19,26 +19,15 @@ from onnx import TensorProto, helper
 
 import customops
 from customops.sides import INJECT_ENV
+from tests.helpers import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 DEVIATION = ROOT / "models" / "ort_deviation.onnx"
 
 
-def _customops(
-    *args: str, env: dict[str, str] | None = None, timeout: float = 300
-) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "customops", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, **(env or {})},
-    )
-
-
 def test_a_custom_side_that_aborts_is_reported_and_compare_lives_on(tmp_path):
     report = tmp_path / "r.json"
-    proc = _customops("compare", str(DEVIATION), "--json", str(report), env={INJECT_ENV: "abort:custom"})
+    proc = run_cli("compare", str(DEVIATION), "--json", str(report), env={INJECT_ENV: "abort:custom"})
     assert proc.returncode == 1, proc.stderr
     assert "Traceback" not in proc.stderr
     summary = proc.stdout.strip().splitlines()[-1]
@@ -50,7 +39,7 @@ def test_a_custom_side_that_aborts_is_reported_and_compare_lives_on(tmp_path):
 
 
 def test_a_builtin_side_that_aborts_is_reported_too(tmp_path):
-    proc = _customops("compare", str(DEVIATION), env={INJECT_ENV: "abort:builtin"})
+    proc = run_cli("compare", str(DEVIATION), env={INJECT_ENV: "abort:builtin"})
     assert proc.returncode == 1, proc.stderr
     assert "the built-in side crashed (killed by SIGABRT)" in proc.stdout
 
@@ -76,7 +65,7 @@ def _string_model_through_identity(path: Path) -> Path:
 
 def test_a_real_abort_in_the_layer_takes_down_only_the_child(tmp_path):
     model = _string_model_through_identity(tmp_path / "s.onnx")
-    proc = _customops("compare", str(model))
+    proc = run_cli("compare", str(model))
     assert proc.returncode == 2, proc.stderr  # neither side runs it: ORT's CPU Resize has no string kernel
     lines = [line for line in proc.stderr.splitlines() if line.startswith("customops compare: error")]
     assert len(lines) == 1 and "the custom side crashed (killed by SIGABRT)" in lines[0]
@@ -95,7 +84,7 @@ def test_ort_log_lines_stay_out_unless_verbose(tmp_path):
     opsets = [helper.make_opsetid("", 19), helper.make_opsetid("some.vendor", 1)]
     path = tmp_path / "vendor.onnx"
     onnx.save(helper.make_model(graph, opset_imports=opsets), path)
-    proc = _customops("compare", str(path))
+    proc = run_cli("compare", str(path))
     assert proc.returncode == 2
     assert "\x1b[" not in proc.stderr and "[E:onnxruntime" not in proc.stderr, proc.stderr
     last = proc.stderr.strip().splitlines()[-1]
@@ -105,11 +94,11 @@ def test_ort_log_lines_stay_out_unless_verbose(tmp_path):
 def test_an_already_rewritten_model_is_compared_in_its_restored_form(tmp_path):
     rewritten = tmp_path / "rw.onnx"
     onnx.save(customops.rewrite(onnx.load(DEVIATION)), rewritten)
-    proc = _customops("compare", str(rewritten))
+    proc = run_cli("compare", str(rewritten))
     assert proc.returncode == 1, proc.stderr
     assert "already rewritten (1 node(s) in the customops domain): comparing its restored form" in proc.stderr
     assert "builtin-leaves-spec" in proc.stdout.strip().splitlines()[-1]
-    proc = _customops("rewrite", str(rewritten), str(tmp_path / "again.onnx"))
+    proc = run_cli("rewrite", str(rewritten), str(tmp_path / "again.onnx"))
     assert proc.returncode == 2 and "customops restore" in proc.stderr
     assert not (tmp_path / "again.onnx").exists()
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import stat
-import subprocess
 import sys
 from pathlib import Path
 
@@ -16,12 +15,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import customops
-
-
-def run_cli(*args: str, cwd) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "customops.cli", *args], capture_output=True, text=True, timeout=300, cwd=cwd
-    )
+from tests.helpers import run_cli
 
 
 def _pad_model(n: int = 4) -> onnx.ModelProto:

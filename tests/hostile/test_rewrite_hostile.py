@@ -16,17 +16,10 @@ import pytest
 from onnx import AttributeProto, TensorProto, helper
 
 import customops
+from tests.helpers import run_cli
 
 F = TensorProto.FLOAT
 ABORTS = (134, 139, -6, -11)
-
-
-def run_cli(*args: str, cwd) -> subprocess.CompletedProcess:
-    """The command line in a child process whose working directory is ``cwd`` (so that PYTHONPATH, not
-    the repository, decides which customops runs)."""
-    return subprocess.run(
-        [sys.executable, "-m", "customops.cli", *args], capture_output=True, text=True, timeout=300, cwd=cwd
-    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -78,6 +71,7 @@ def _vi(name, elem=F):
 
 _RUN = """
 import sys, numpy as np, customops
+
 print("customops from", customops.__file__)
 feed = dict(np.load(sys.argv[2]))
 sess = customops.InferenceSession(sys.argv[1])
