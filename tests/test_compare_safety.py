@@ -11,6 +11,7 @@ The wrong custom kernel reaches the custom side's child process (customops.sides
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -179,22 +180,19 @@ def _edge_pad_model(tmp_path: Path) -> tuple[Path, Path, np.ndarray, np.ndarray]
     return tmp_path / "m.onnx", tmp_path / "in.npz", x, spec
 
 
+def _compare_saving(model: Path, inputs: Path, report: Path, repro: Path) -> subprocess.CompletedProcess:
+    """``customops compare MODEL --inputs INPUTS --json REPORT --save-repro REPRO``."""
+    args = ("--inputs", str(inputs), "--json", str(report), "--save-repro", str(repro))
+    return run_cli("compare", str(model), *args)
+
+
 def test_wrong_custom_kernel_is_blamed_on_us_and_its_reproducer_holds_the_reference_answer(
     tmp_path, wrong_kernel
 ):
     path, inputs, _, spec = _edge_pad_model(tmp_path)
     wrong_kernel("pad:add1")
     repro = tmp_path / "repro"
-    proc = run_cli(
-        "compare",
-        str(path),
-        "--inputs",
-        str(inputs),
-        "--json",
-        str(tmp_path / "r.json"),
-        "--save-repro",
-        str(repro),
-    )
+    proc = _compare_saving(path, inputs, tmp_path / "r.json", repro)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert proc.stdout.strip().splitlines()[-1].startswith("DISAGREE"), proc.stdout
     report = strict_json((tmp_path / "r.json").read_text())
@@ -239,16 +237,7 @@ def test_failing_custom_kernel_is_custom_cannot_run_and_the_reproducer_holds_the
     path, inputs, _, spec = _edge_pad_model(tmp_path)
     wrong_kernel("pad:raise")
     repro = tmp_path / "repro"
-    proc = run_cli(
-        "compare",
-        str(path),
-        "--inputs",
-        str(inputs),
-        "--json",
-        str(tmp_path / "r.json"),
-        "--save-repro",
-        str(repro),
-    )
+    proc = _compare_saving(path, inputs, tmp_path / "r.json", repro)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert (
         proc.stdout.strip().splitlines()[-1].startswith("FAILED: the model does not run on the custom side")
