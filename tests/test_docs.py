@@ -120,3 +120,28 @@ def test_readme_fuzz_example_prints_the_row_it_shows(tmp_path):
     printed = [line for line in proc.stdout.splitlines() if line.startswith(group + " ")]
     assert printed and printed[0].split()[-1] == label, proc.stdout
     assert (tmp_path / "fz" / group / "model.onnx").exists()
+
+
+def _relative_links() -> list[tuple[str, str]]:
+    """(document, target) for every Markdown link of README.md and docs/ that is not a URL or an anchor."""
+    docs = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    links = []
+    for doc in docs:
+        for target in re.findall(r"\]\(([^)\s]+)\)", doc.read_text()):
+            if not re.match(r"^[a-z]+:", target) and not target.startswith("#"):
+                links.append((str(doc.relative_to(ROOT)), target))
+    return links
+
+
+def test_every_relative_link_in_the_docs_leads_somewhere():
+    links = _relative_links()
+    assert len(links) > 20  # the README and docs link to each other and to findings/
+    dead = [(doc, t) for doc, t in links if not ((ROOT / doc).parent / t.split("#")[0]).exists()]
+    assert not dead, f"links to nothing: {dead}"
+
+
+def test_every_docs_path_named_in_the_code_exists():
+    named = set()
+    for source in [*ROOT.glob("customops/**/*.py"), *ROOT.glob("tests/**/*.py")]:
+        named.update(re.findall(r"\bdocs/[\w./-]+\.md\b", source.read_text()))
+    assert named and not [p for p in sorted(named) if not (ROOT / p).exists()]

@@ -1,7 +1,7 @@
 """ONNX Resize (versions 10 to 19) as a numpy kernel.
 
 One function, :func:`resize`, accepts the union of every version's attributes; the translator rejects
-attributes that a given opset version does not have. docs/_fragments/semantics_resize.md records where
+attributes that a given opset version does not have. docs/semantics.md records where
 the spec text, onnx.reference and ONNX Runtime disagree and what this kernel does.
 """
 

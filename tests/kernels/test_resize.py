@@ -278,7 +278,7 @@ def test_against_oracle(data, mode, coordinate, exclude) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Hand-computed cases: the decisions in docs/_fragments/semantics_resize.md
+# Hand-computed cases: the decisions in docs/semantics.md
 
 
 def test_scale_given_enters_the_coordinate_transform() -> None:
