@@ -627,14 +627,11 @@ def machine() -> dict[str, Any]:
         info["onnxruntime_extensions"] = onnxruntime_extensions.__version__
     except ImportError:  # pragma: no cover
         pass
-    from customops import allocator
     from customops.kernels import _jit, _threads
 
     info.update(_jit.describe())
     info["threads"] = _threads.threads()
     info["threads_source"] = _threads.describe()
-    info["malloc"] = allocator.policy()
-    info["recycler"] = allocator.recycler_state()
     return info
 
 
@@ -861,8 +858,7 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"machine: {info['nproc']} cores ({info['cpu']}); onnxruntime {info['onnxruntime']}, "
         f"onnxruntime-extensions {info.get('onnxruntime_extensions', '?')}, numpy {info['numpy']}, "
-        f"{info['jit']}, kernel threads {info['threads_source']}, malloc {info['malloc']} "
-        f"(large-block recycling {info['recycler']}); "
+        f"{info['jit']}, kernel threads {info['threads_source']}; "
         f"{'quick' if args.quick else 'full'} run, median of {samples}"
     )
     print()

@@ -45,7 +45,6 @@ import numpy as np
 import onnxruntime as ort
 from onnxruntime_extensions import PyCustomOpDef, _ocos, get_library_path, onnx_op
 
-from customops import allocator
 from customops import attrs as attr_codec
 from customops.errors import CustomOpsError, KernelError
 from customops.kernels import _alloc
@@ -103,25 +102,20 @@ _STOCK_HOOK = _ocos._on_pyop_invocation
 _lock = threading.Lock()
 _declared = False
 
-allocator.apply_from_environment()  # CUSTOMOPS_MALLOC: see customops.allocator
-
 
 class _RunContext:
-    """The run in progress on one thread: its RunOptions, the kernel errors it met, a KeyboardInterrupt
-    or SystemExit met in it (``stop``), and whether one of our nodes met a large tensor (an input or
-    output of kernels._alloc.LARGE bytes or more)."""
+    """The run in progress on one thread: its RunOptions, the kernel errors it met, and a
+    KeyboardInterrupt or SystemExit met in it (``stop``)."""
 
-    __slots__ = ("errors", "large", "run_options", "stop")
+    __slots__ = ("errors", "run_options", "stop")
 
     def __init__(self, run_options: ort.RunOptions) -> None:
         self.run_options = run_options
         self.errors: list[str] = []
-        self.large = False
         self.stop: BaseException | None = None
 
 
 _ACTIVE: dict[int, _RunContext] = {}
-_LARGE = _alloc.LARGE
 _CHECKED = _alloc.CHECKED
 _get_ident = threading.get_ident
 _THREAD = threading.local()
@@ -240,8 +234,9 @@ def _invoke(k_id: int, feed: Sequence[Any], raw_attrs: dict[str, str]) -> tuple[
             and result.flags.c_contiguous
             and binding.elem_type != "string"
         ):
-            if result.nbytes >= _CHECKED or feed[0].nbytes >= _LARGE:
-                _met_large(result, feed[0])
+            if result.nbytes >= _CHECKED:
+                # again now, whatever the kernel checked: its plan may be older than the memory left
+                _alloc.check_output(result.shape, result.dtype, allocated=True)
             return (k_id, result.shape, result)  # the common case; _as_output has the general rules
         shape, data = _as_output(binding, result)
         return (k_id, shape, data)
@@ -260,20 +255,6 @@ def _failed(binding: _Binding, k_id: int, label: str, exc: BaseException) -> tup
         _report(f"{label}: {type(exc).__name__}: {exc}")
     empty: Any = [] if binding.elem_type == "string" else np.zeros(0, binding.out_dtype)
     return (k_id, (0,), empty)
-
-
-def _met_large(result: np.ndarray, first: np.ndarray) -> None:
-    """Check that the layer can copy ``result`` (kernels._alloc.check_output, again now: a kernel's plan
-    may be older than the memory left), and record a large tensor: the session recycles from its next
-    run on (InferenceSession.run), and the kernels' own recycling of this thread steps aside for good."""
-    if result.nbytes >= _CHECKED:
-        _alloc.check_output(result.shape, result.dtype, allocated=True)
-    if result.nbytes < _LARGE and first.nbytes < _LARGE:
-        return
-    ctx = _current_context()
-    if ctx is not None and not ctx.large:
-        ctx.large = True
-        _alloc.release()
 
 
 def _report(message: str) -> None:
@@ -437,20 +418,13 @@ class InferenceSession(ort.InferenceSession):
             providers=list(providers) if providers is not None else ["CPUExecutionProvider"],
             **kwargs,
         )
-        # numpy's memory handler for our runs: large blocks recycled (customops.allocator), in runs
-        # whose inputs hold a large array and in every run after one in which one of our nodes met a
-        # large tensor (setting and resetting numpy's variable costs 1-2 us a run, more than a tiny
-        # node's kernel saves from it)
-        self._recycler = allocator.recycler()
-        self._recycling = False
 
     def run(self, output_names, input_feed, run_options=None):  # type: ignore[override]
         """Run like ``onnxruntime.InferenceSession.run``; a failing custom kernel raises its message."""
-        large = _checked_feed(input_feed)
+        _checked_feed(input_feed)
         return self._routed(
             lambda options: ort.InferenceSession.run(self, output_names, input_feed, options),
             run_options,
-            large,
         )
 
     def run_with_ort_values(self, output_names, input_dict_ort_values, run_options=None):  # type: ignore[override]
@@ -462,7 +436,6 @@ class InferenceSession(ort.InferenceSession):
                 self, output_names, input_dict_ort_values, options
             ),
             run_options,
-            False,
         )
 
     def run_with_iobinding(self, iobinding, run_options=None):  # type: ignore[override]
@@ -471,7 +444,6 @@ class InferenceSession(ort.InferenceSession):
         self._routed(
             lambda options: ort.InferenceSession.run_with_iobinding(self, iobinding, options),
             run_options,
-            False,
         )
 
     def run_with_ortvaluevector(self, run_options, feed_names, feeds, fetch_names, fetches, fetch_devices):  # type: ignore[override]
@@ -483,7 +455,6 @@ class InferenceSession(ort.InferenceSession):
                 self, options, feed_names, feeds, fetch_names, fetches, fetch_devices
             ),
             run_options,
-            False,
         )
 
     def run_async(self, output_names, input_feed, callback, user_data, run_options=None):  # type: ignore[override]
@@ -494,11 +465,9 @@ class InferenceSession(ort.InferenceSession):
             "its own threads, where their errors cannot reach the run; call run from a thread of your own"
         )
 
-    def _routed(
-        self, call: Callable[[ort.RunOptions], Any], run_options: ort.RunOptions | None, large: bool
-    ) -> Any:
-        """``call(run_options)`` as a run of ours on this thread: the hook records the kernel errors, stops
-        and large tensors of the kernels this thread runs meanwhile in its context; raises the first
+    def _routed(self, call: Callable[[ort.RunOptions], Any], run_options: ort.RunOptions | None) -> Any:
+        """``call(run_options)`` as a run of ours on this thread: the hook records the kernel errors and
+        stops of the kernels this thread runs meanwhile in its context; raises the first
         KeyboardInterrupt or SystemExit, else the first kernel error, after ONNX Runtime returns."""
         tid = _get_ident()
         outer = _ACTIVE.get(tid)  # a run nested in another on the same thread (a kernel running a model)
@@ -512,10 +481,6 @@ class InferenceSession(ort.InferenceSession):
                     _THREAD.run_options = run_options
         ctx = _RunContext(run_options)
         _ACTIVE[tid] = ctx
-        recycler = self._recycler
-        token = None
-        if recycler is not None and (self._recycling or large) and recycler.var.get() is recycler.delegate:
-            token = recycler.var.set(recycler.handler)
         try:
             outputs = call(run_options)
         except Exception:
@@ -523,14 +488,10 @@ class InferenceSession(ort.InferenceSession):
                 raise
             outputs = None
         finally:
-            if token is not None:
-                recycler.var.reset(token)  # type: ignore[union-attr]
             if outer is None:
                 del _ACTIVE[tid]
             else:
                 _ACTIVE[tid] = outer
-            if ctx.large:
-                self._recycling = True
             if ctx.errors or ctx.stop is not None:
                 run_options.terminate = False  # set by the hook to stop the run
         if ctx.stop is not None:
@@ -540,22 +501,15 @@ class InferenceSession(ort.InferenceSession):
         return outputs
 
 
-def _checked_feed(feed: Any) -> bool:
-    """Check the string inputs of a run (:func:`check_layer_strings`); return whether its inputs hold an
-    array of kernels._alloc.LARGE bytes or more (a run that recycles from its start, so that its nodes
-    reuse the blocks its earlier nodes freed)."""
+def _checked_feed(feed: Any) -> None:
+    """Check the string inputs of a run (:func:`check_layer_strings`)."""
     try:
         items = feed.items()
     except AttributeError:  # not a dict: onnxruntime's own run says what is wrong with it
-        return False
-    large = False
+        return
     for name, value in items:
-        if type(value) is np.ndarray and value.dtype.kind not in "OSU":
-            if value.nbytes >= _LARGE:
-                large = True
-        else:
+        if type(value) is not np.ndarray or value.dtype.kind in "OSU":
             check_layer_strings(name, value)
-    return large
 
 
 def check_layer_strings(name: str, value: Any) -> None:

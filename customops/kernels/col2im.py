@@ -120,7 +120,6 @@ def _prepare(
     out_shape = (n, channels, *image)
     _alloc.check_output(out_shape, x.dtype)
     geometry = _geometry(x.dtype, block, blocks, dil, stride, begin)
-    large = _alloc.is_large(out_shape, x.dtype)
     return _Prepared(
         x.shape,
         x.dtype,
@@ -128,8 +127,7 @@ def _prepare(
         (n, channels, *block, *blocks),
         _operations(block, blocks, image, dil, stride, begin, x.dtype.kind in "OUS"),
         geometry,
-        large,
-        _direct(out_shape, x.dtype, geometry, large, x.size),
+        _direct(out_shape, x.dtype, geometry, x.size),
     )
 
 
@@ -143,8 +141,6 @@ class _Prepared:
     cols_shape: tuple[int, ...]
     operations: tuple[tuple[tuple[Any, ...], tuple[Any, ...]], ...]
     geometry: np.ndarray | None
-    large: bool = False
-    """Whether the output is large enough to be recycled (customops.kernels._alloc)."""
     direct: Callable[[np.ndarray], np.ndarray] | None = None
     """The compiled path as one function of a C-contiguous input, everything else resolved when
     planned (:func:`_direct`), or None."""
@@ -200,17 +196,17 @@ def _geometry(
 
 
 def _direct(
-    out_shape: tuple[int, ...], dtype: np.dtype, geometry: np.ndarray | None, large: bool, work: int
+    out_shape: tuple[int, ...], dtype: np.dtype, geometry: np.ndarray | None, work: int
 ) -> Callable[[np.ndarray], np.ndarray] | None:
     """The compiled loop's result as a function of a C-contiguous x, or None without ``geometry`` or
     with no image: the loop zeroes and fills each image of the output, with x and the output as they
-    are (no reshaped views to make). The loop, the thread split and the allocator are chosen here,
-    once: inside a session a tiny call spends several microseconds on each Python step it takes."""
+    are (no reshaped views to make). The loop and the thread split are chosen here, once: inside a
+    session a tiny call spends several microseconds on each Python step it takes."""
     images = out_shape[0] * out_shape[1]
     if geometry is None or not images:
         return None
     loop = _jit.get("col2im_2d")
-    if _threads.serial(work) and not large:
+    if _threads.serial(work):
 
         def small(x: np.ndarray) -> np.ndarray:
             out = np.empty(out_shape, dtype=dtype)
@@ -220,7 +216,7 @@ def _direct(
         return small
 
     def split(x: np.ndarray) -> np.ndarray:
-        out = _alloc.empty(out_shape, dtype) if large else np.empty(out_shape, dtype=dtype)
+        out = np.empty(out_shape, dtype=dtype)
         _threads.run(loop, images, work, x, out, geometry)
         return out
 

@@ -227,8 +227,6 @@ class _Prepared:
     gather: tuple[np.ndarray, np.ndarray] | None = None
     """Tiny outputs: (the flat input index of every output element, shaped like the output; the flat
     output positions that take the constant), or None."""
-    large: bool = False
-    """Whether the output is large enough to be recycled (customops.kernels._alloc)."""
 
 
 def _prepare(
@@ -302,7 +300,6 @@ def _prepare(
         steps,
         loop,
         gather,
-        _alloc.is_large(out_shape, out_dtype),
     )
 
 
@@ -350,10 +347,7 @@ def _execute(prepared: _Prepared, data: np.ndarray) -> np.ndarray:
         if constant.size:
             values.reshape(-1)[constant] = prepared.fill
         return values
-    if prepared.large:
-        out = _alloc.empty(prepared.out_shape, prepared.out_dtype)
-    else:
-        out = np.empty(prepared.out_shape, dtype=prepared.out_dtype)
+    out = np.empty(prepared.out_shape, dtype=prepared.out_dtype)
     loop = prepared.loop
     if loop is not None and data.flags.c_contiguous:
         bits = loop.bits

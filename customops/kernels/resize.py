@@ -900,7 +900,6 @@ def _fast_path(prepared: _Prepared) -> Callable[[np.ndarray], np.ndarray] | None
     rank = len(shape)
     if rank == 0 or not _jit.enabled():
         return None
-    large = _alloc.is_large(prepared.out_shape, dtype)  # the output is recycled (see _alloc)
     ops: dict[int, tuple[np.ndarray, ...]] = {}
     for ax, idx in prepared.gathers.items():
         if not _is_identity(idx, shape[ax]):
@@ -941,7 +940,7 @@ def _fast_path(prepared: _Prepared) -> Callable[[np.ndarray], np.ndarray] | None
             pair = np.uint64(1 + (1 << (8 * dtype.itemsize)))
 
             def gather2(X: np.ndarray) -> np.ndarray:
-                out = _alloc.empty(out_shape, dtype) if large else np.empty(out_shape, dtype=dtype)
+                out = np.empty(out_shape, dtype=dtype)
                 args = (X.view(view).reshape(in3), out.view(view).reshape(out3).view(wide), iy, pair)
                 _threads.run(repeat2, out3[0] * out3[1], work, *args)
                 return out
@@ -950,7 +949,7 @@ def _fast_path(prepared: _Prepared) -> Callable[[np.ndarray], np.ndarray] | None
         kernel = _jit.get("gather_last2")
 
         def gather(X: np.ndarray) -> np.ndarray:
-            out = _alloc.empty(out_shape, dtype) if large else np.empty(out_shape, dtype=dtype)
+            out = np.empty(out_shape, dtype=dtype)
             args = (X.view(view).reshape(in3), out.view(view).reshape(out3), iy, ix)
             _threads.run(kernel, out3[0] * out3[1], work, *args)
             return out
@@ -1018,7 +1017,7 @@ def _fast_path(prepared: _Prepared) -> Callable[[np.ndarray], np.ndarray] | None
             return last2_serial
 
         def last2(X: np.ndarray) -> np.ndarray:
-            out = _alloc.empty(out_shape, dtype) if large else np.empty(out_shape, dtype=dtype)
+            out = np.empty(out_shape, dtype=dtype)
             _threads.run(kernel2, units, work, X.reshape(in3), out.reshape(out3), *tables)
             return out
 
