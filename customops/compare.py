@@ -655,7 +655,7 @@ def _summary(
     first = next((n for n in bad if n["origin"] == "starts-here"), bad[0] if bad else None)
     if first is not None:
         parts.append(f"first difference starts at {first['node']!r} [{first['op']}]: {first['attribution']}")
-    return f"DISAGREE: {len(bad)} node(s), {len(bad_out)} output(s) differ; " + "; ".join(parts)
+    return "; ".join([f"DISAGREE: {len(bad)} node(s), {len(bad_out)} output(s) differ", *parts])
 
 
 # ---------------------------------------------------------------------------------------------------------
