@@ -498,7 +498,7 @@ def compare_model(
     import onnxruntime as ort
 
     import customops
-    from customops.rewriter import _infer, _value_types, is_rewritten, restore, rewrite_model
+    from customops.rewriter import infer_types, is_rewritten, restore, rewrite_model, value_types
 
     say = progress or (lambda _m: None)
     count = is_rewritten(model)
@@ -510,7 +510,7 @@ def compare_model(
     result = rewrite_model(model, ops=ops)
     rewritten = result.model
     types: dict[str, int] = {}
-    _value_types(_infer(model).graph, types)
+    value_types(infer_types(model).graph, types)
     main_nodes = {(n.name or (n.output[0] if n.output else "")): n for n in model.graph.node}
 
     swapped = [r for r in result.swapped if r.scope == "graph" and r.node in main_nodes]

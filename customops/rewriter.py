@@ -78,7 +78,10 @@ def _names(model: ModelProto) -> set[str]:
     return used
 
 
-def _value_types(graph: GraphProto, into: dict[str, int]) -> None:
+def value_types(graph: GraphProto, into: dict[str, int]) -> None:
+    """Add to ``into`` the element type (a TensorProto enum) of every value of ``graph`` and its subgraphs
+    whose type is known: typed inputs, outputs and value_info, initializers and Constant outputs. A name
+    already in ``into`` keeps its type."""
     for g in walk_graph(graph):
         for v in (*g.input, *g.output, *g.value_info):
             if v.type.HasField("tensor_type") and v.type.tensor_type.elem_type:
@@ -151,8 +154,9 @@ def _without_big_data(model: ModelProto) -> ModelProto:
     return probe
 
 
-def _infer(model: ModelProto) -> ModelProto:
-    """The model with inferred value types (large tensor data left out, so models over 2 GB work too)."""
+def infer_types(model: ModelProto) -> ModelProto:
+    """A copy of ``model`` with inferred value types (large tensor data left out, so models over 2 GB work
+    too); ``model`` itself when inference fails (type information is best effort)."""
     try:
         return onnx.shape_inference.infer_shapes(
             _without_big_data(model), check_type=False, strict_mode=False
@@ -180,7 +184,7 @@ def _function_types(model: ModelProto, fn: FunctionProto, graph_types: dict[str,
     probe = helper.make_model(body, opset_imports=list(fn.opset_import), functions=list(model.functions))
     probe.ir_version = model.ir_version
     types = dict(formal)
-    _value_types(_infer(probe).graph, types)
+    value_types(infer_types(probe).graph, types)
     return types
 
 
@@ -379,8 +383,8 @@ def rewrite_model(
         set(exclude or ()),
     )
     types: dict[str, int] = {}
-    _value_types(_infer(out).graph, types)
-    _value_types(out.graph, types)
+    value_types(infer_types(out).graph, types)
+    value_types(out.graph, types)
     changed = rw.rewrite_nodes(out.graph, "graph", _opset(out.opset_import), types)
     for fn in out.functions:
         if rw.rewrite_nodes(
