@@ -9,14 +9,8 @@ import numpy as np
 
 from customops.errors import KernelError
 from customops.kernels._plans import flat_key, planned
-from customops.kernels.pad import (
-    _execute,
-    _input_key,
-    _int_list,
-    _normalize_axes,
-    _prepare,
-    pad,
-)
+from customops.kernels.args import int_list, normalize_axes
+from customops.kernels.pad import execute_pad, input_key, pad, prepare_pad
 
 __all__ = ["center_crop_pad"]
 
@@ -43,8 +37,8 @@ def center_crop_pad(
 def _pads(data_shape: tuple[int, ...], shape: Any, axes: Any) -> tuple[np.ndarray, np.ndarray]:
     """The Pad arguments (pads, axes) that crop or pad ``data_shape`` to ``shape``; raises KernelError."""
     rank = len(data_shape)
-    ax = _normalize_axes(axes, rank)
-    target = _int_list(shape, "shape")
+    ax = normalize_axes(axes, rank)
+    target = int_list(shape, "shape")
     if len(target) != len(ax):
         raise KernelError(
             f"shape {target!r} has {len(target)} entries but there are {len(ax)} axes {ax!r} to crop or pad"
@@ -72,7 +66,7 @@ def _bind(axes: Sequence[int] | None = None) -> Any:
 
     def _plan(data: np.ndarray, shape: Any) -> Any:
         pads, axes_array = _pads(data.shape, shape, axes)
-        return _prepare(data.shape, data.dtype, pads, None, axes_array, "constant")
+        return prepare_pad(data.shape, data.dtype, pads, None, axes_array, "constant")
 
     def bound(input_data: Any, shape: Any) -> np.ndarray:
         data = input_data if type(input_data) is np.ndarray else np.asarray(input_data)
@@ -83,10 +77,10 @@ def _bind(axes: Sequence[int] | None = None) -> Any:
                 plans,
                 key,
                 (shape,),
-                lambda: (data.shape, data.dtype, _input_key(shape)),
+                lambda: (data.shape, data.dtype, input_key(shape)),
                 lambda: _plan(data, shape),
             )
-        return _execute(prepared, data)
+        return execute_pad(prepared, data)
 
     return bound
 

@@ -13,7 +13,7 @@ import numpy as np
 from customops.errors import KernelError
 from customops.kernels import _alloc, _jit, _threads
 from customops.kernels._plans import Uncacheable, flat_key, planned
-from customops.kernels.pad import _int_list
+from customops.kernels.args import int_list
 
 __all__ = ["col2im"]
 
@@ -22,7 +22,7 @@ def _attribute(value: Any, name: str, count: int, default: int, minimum: int) ->
     """An INTS attribute with count entries each >= minimum; absent (None or empty) means default."""
     if value is None or np.asarray(value).size == 0:
         return [default] * count
-    values = _int_list(value, name)
+    values = int_list(value, name)
     if len(values) != count:
         raise KernelError(f"{name} {values!r} has {len(values)} entries; expected {count}")
     for v in values:
@@ -73,8 +73,8 @@ def _prepare(
     """Check the arguments against x's shape; raises KernelError."""
     if x.ndim != 3:
         raise KernelError(f"input must be 3-D [N, C * prod(block_shape), L], got shape {x.shape!r}")
-    image = _int_list(image_shape, "image_shape")
-    block = _int_list(block_shape, "block_shape")
+    image = int_list(image_shape, "image_shape")
+    block = int_list(block_shape, "block_shape")
     rank = len(image)
     if rank == 0:
         raise KernelError("image_shape is empty; it needs one entry per spatial axis")

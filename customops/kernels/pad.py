@@ -13,6 +13,7 @@ import numpy as np
 from customops.errors import KernelError
 from customops.kernels import _alloc, _threads
 from customops.kernels._plans import Uncacheable, flat_key, planned
+from customops.kernels.args import int_list, is_absent, normalize_axes
 
 __all__ = ["pad"]
 
@@ -21,36 +22,6 @@ MODES: tuple[str, ...] = ("constant", "reflect", "edge", "wrap")
 _CHUNK_BYTES = 1 << 20  # output bytes finished per pass (about an L2 cache)
 _MAX_CHUNKS = 4096
 _CHUNK_MIN_BORDER_BYTES = 128  # last-axis border bytes per row below which one pass is as fast
-
-
-def _is_absent(value: Any) -> bool:
-    """True for an optional input that was not given: None or an empty array."""
-    return value is None or np.asarray(value).size == 0
-
-
-def _int_list(value: Any, name: str) -> list[int]:
-    """A 1-D integer tensor (or sequence of ints) as a list of Python ints."""
-    arr = np.asarray(value)
-    if arr.ndim != 1:
-        raise KernelError(f"{name} must be a 1-D tensor, got shape {arr.shape!r}")
-    if arr.size and arr.dtype.kind not in "iu":
-        raise KernelError(f"{name} must hold integers, got dtype {str(arr.dtype)!r}")
-    return [int(v) for v in arr.tolist()]
-
-
-def _normalize_axes(axes: Any, rank: int, name: str = "axes") -> list[int]:
-    """Axes in [-rank, rank-1] as non-negative ints; absent (None or empty) means every axis."""
-    if _is_absent(axes):
-        return list(range(rank))
-    raw = _int_list(axes, name)
-    out = []
-    for a in raw:
-        if not -rank <= a < rank:
-            raise KernelError(f"{name} value {a!r} is out of range [{-rank}, {rank - 1}] for rank {rank}")
-        out.append(a + rank if a < 0 else a)
-    if len(set(out)) != len(out):
-        raise KernelError(f"{name} {raw!r} refer to the same axis more than once")
-    return out
 
 
 def _default_constant(dtype: np.dtype) -> Any:
@@ -63,7 +34,7 @@ def _default_constant(dtype: np.dtype) -> Any:
 
 def _constant_scalar(constant_value: Any, dtype: np.dtype) -> np.ndarray:
     """constant_value as a 0-d array of dtype; absent means 0, False or the empty string."""
-    if _is_absent(constant_value):
+    if is_absent(constant_value):
         return np.array(_default_constant(dtype), dtype=dtype)
     cv = np.asarray(constant_value)
     if cv.size != 1:
@@ -89,7 +60,7 @@ def _constant_scalar(constant_value: Any, dtype: np.dtype) -> np.ndarray:
 
 
 def _per_axis_pads(pads: Any, axes: list[int], rank: int) -> tuple[list[int], list[int]]:
-    values = _int_list(pads, "pads")
+    values = int_list(pads, "pads")
     n = len(axes)
     if len(values) != 2 * n:
         raise KernelError(
@@ -201,11 +172,11 @@ def pad(
     one side and a positive one on the other, the cropped tensor is what gets padded.
     """
     data = np.asarray(data)
-    return _execute(_prepare(data.shape, data.dtype, pads, constant_value, axes, mode), data)
+    return execute_pad(prepare_pad(data.shape, data.dtype, pads, constant_value, axes, mode), data)
 
 
 @dataclass
-class _Prepared:
+class PreparedPad:
     """A validated Pad of one input shape and dtype: the copies that build the output."""
 
     out_shape: tuple[int, ...]
@@ -229,16 +200,17 @@ class _Prepared:
     output positions that take the constant), or None."""
 
 
-def _prepare(
+def prepare_pad(
     shape: tuple[int, ...], dtype: np.dtype, pads: Any, constant_value: Any, axes: Any, mode: Any
-) -> _Prepared:
-    """Check the arguments against the input's shape and dtype; raises KernelError."""
+) -> PreparedPad:
+    """The Pad of an input of ``shape`` and ``dtype`` (arguments as :func:`pad`'s), checked and planned
+    for :func:`execute_pad`; raises KernelError. CenterCropPad is planned here too."""
     if isinstance(mode, bytes):
         mode = mode.decode("utf-8", "replace")
     if mode not in MODES:
         raise KernelError(f"mode {mode!r} is not one of 'constant', 'reflect', 'edge', 'wrap'")
     rank = len(shape)
-    ax = _normalize_axes(axes, rank)
+    ax = normalize_axes(axes, rank)
     begins, ends = _per_axis_pads(pads, ax, rank)
     out_shape = tuple(d + b + e for d, b, e in zip(shape, begins, ends, strict=True))
     for a, size in enumerate(out_shape):
@@ -284,7 +256,7 @@ def _prepare(
         gather = _gather_plan(mode, shape, out_shape, at, lo, kept)
     elif not only_fill and _loop_pays(out_shape, itemsize, steps):
         loop = _loop_plan(mode, shape, out_shape, np.dtype(out_dtype), fill, at, lo, kept)
-    return _Prepared(
+    return PreparedPad(
         out_shape,
         out_dtype,
         fill,
@@ -338,8 +310,9 @@ def _gather_plan(
     return np.array(np.broadcast_to(flat, out_shape)), np.flatnonzero(outside)
 
 
-def _execute(prepared: _Prepared, data: np.ndarray) -> np.ndarray:
-    """The padded ``data`` (of the shape and dtype ``prepared`` was made for), a new C-contiguous array."""
+def execute_pad(prepared: PreparedPad, data: np.ndarray) -> np.ndarray:
+    """The padded ``data`` (of the shape and dtype ``prepared`` was made for, by :func:`prepare_pad`), a
+    new C-contiguous array."""
     gather = prepared.gather
     if gather is not None:
         flat, constant = gather
@@ -411,7 +384,7 @@ _ONE_ROW_MIN_BYTES = 1 << 14
 
 
 def _loop_pays(out_shape: tuple[int, ...], itemsize: int, steps: list | None) -> bool:
-    """Whether the compiled loop is expected to beat the numpy copies (``steps`` as in _Prepared)."""
+    """Whether the compiled loop is expected to beat the numpy copies (``steps`` as in PreparedPad)."""
     if steps is not None and not steps:
         return False  # crops only
     rows = math.prod(out_shape[:-1])
@@ -485,8 +458,9 @@ def _loop_plan(
     return _Loop(kernel, bits, (planes, h, w * width), (planes, out_h, out_w * width), table, fill_row)
 
 
-def _input_key(value: Any) -> Any:
-    """A hashable key for a small input (None or an ndarray), else Uncacheable."""
+def input_key(value: Any) -> Any:
+    """A hashable plan-cache key for a small input of Pad or CenterCropPad (None, or an ndarray of at most
+    256 numbers or strings); raises Uncacheable for anything else."""
     if value is None:
         return None
     if type(value) is np.ndarray and value.size <= 256:
@@ -501,7 +475,7 @@ def _input_key(value: Any) -> Any:
 def _bind(mode: str = "constant") -> Any:
     """``pad`` with its mode fixed, for repeated calls (the ONNX Runtime hook): the validated copy plan
     is kept per input shape, dtype, pads, constant_value and axes. Errors are raised on every call."""
-    plans: dict[Any, _Prepared] = {}
+    plans: dict[Any, PreparedPad] = {}
 
     def bound(data: Any, pads: Any, constant_value: Any = None, axes: Any = None) -> np.ndarray:
         if type(data) is not np.ndarray:
@@ -516,13 +490,13 @@ def _bind(mode: str = "constant") -> Any:
                 lambda: (
                     data.shape,
                     data.dtype,
-                    _input_key(pads),
-                    _input_key(constant_value),
-                    _input_key(axes),
+                    input_key(pads),
+                    input_key(constant_value),
+                    input_key(axes),
                 ),
-                lambda: _prepare(data.shape, data.dtype, pads, constant_value, axes, mode),
+                lambda: prepare_pad(data.shape, data.dtype, pads, constant_value, axes, mode),
             )
-        return _execute(prepared, data)
+        return execute_pad(prepared, data)
 
     return bound
 

@@ -18,7 +18,7 @@ import customops.kernels.pad as pad_module
 from customops.errors import KernelError
 from customops.kernels import _jit, _pad_loops
 from customops.kernels.center_crop_pad import _pads as center_crop_pads
-from customops.kernels.pad import MODES, _execute, _prepare, pad
+from customops.kernels.pad import MODES, execute_pad, pad, prepare_pad
 
 needs_numba = pytest.mark.skipif(not _jit.enabled(), reason="numba is not available")
 
@@ -90,11 +90,11 @@ def _assert_same_bits(got: np.ndarray, want: np.ndarray, label) -> None:
 
 def _both_paths(data, pads, constant, axes, mode, expect_loop=True):
     """(compiled result, numpy result) of one Pad."""
-    prepared = _prepare(data.shape, data.dtype, pads, constant, axes, mode)
+    prepared = prepare_pad(data.shape, data.dtype, pads, constant, axes, mode)
     if expect_loop:
         assert prepared.loop is not None, (data.shape, pads, mode)
     numpy_only = dataclasses.replace(prepared, loop=None, gather=None)
-    return _execute(prepared, data), _execute(numpy_only, data)
+    return execute_pad(prepared, data), execute_pad(numpy_only, data)
 
 
 @needs_numba
@@ -109,7 +109,7 @@ def test_compiled_loop_matches_numpy_copies(mode, dtype) -> None:
         axes = np.arange(len(shape))[-2:]
         constant = _constant(dtype, rng) if mode == "constant" else None
         try:
-            _prepare(data.shape, data.dtype, pads, constant, axes, mode)
+            prepare_pad(data.shape, data.dtype, pads, constant, axes, mode)
         except KernelError:
             continue  # cropped to nothing, then padded: an error in every mode but constant
         got, want = _both_paths(data, np.array(pads, dtype=np.int64), constant, axes, mode)
@@ -134,7 +134,7 @@ def test_random_pads_match_numpy_copies(mode) -> None:
         constant = _constant(dtype, rng) if mode == "constant" else None
         axes = np.arange(rank - padded, rank)
         try:
-            prepared = _prepare(data.shape, data.dtype, pads, constant, axes, mode)
+            prepared = prepare_pad(data.shape, data.dtype, pads, constant, axes, mode)
         except KernelError:
             continue
         last2 = padded == min(rank, 2) or (not pads[: rank - 2].any() and not pads[rank : 2 * rank - 2].any())
@@ -174,7 +174,7 @@ def test_large_float32_pad_takes_the_compiled_loop() -> None:
     data = np.random.default_rng(13).standard_normal((1, 4, 96, 80)).astype(np.float32)
     pads = np.array([0, 0, 3, 3, 0, 0, 3, 3], dtype=np.int64)
     for mode in MODES:
-        prepared = _prepare(data.shape, data.dtype, pads, None, None, mode)
+        prepared = prepare_pad(data.shape, data.dtype, pads, None, None, mode)
         assert prepared.loop is not None, mode
         assert prepared.loop.kernel is _jit.get("pad_last2", _pad_loops)
         calls = []
@@ -184,26 +184,26 @@ def test_large_float32_pad_takes_the_compiled_loop() -> None:
             return kernel(*args)
 
         counted = dataclasses.replace(prepared, loop=dataclasses.replace(prepared.loop, kernel=counting))
-        got = _execute(counted, data)
+        got = execute_pad(counted, data)
         assert calls == [(4, 96, 80)]
         expected = np.pad(data, [(0, 0), (0, 0), (3, 3), (3, 3)], mode=mode)
         np.testing.assert_array_equal(got, expected)
     # CenterCropPad's plans: a pad takes the loop; a crop alone is one numpy copy
     for target, compiled in (([1, 4, 120, 100], True), ([1, 4, 64, 64], False)):
         pads, axes = center_crop_pads(data.shape, np.array(target), None)
-        prepared = _prepare(data.shape, data.dtype, pads, None, axes, "constant")
+        prepared = prepare_pad(data.shape, data.dtype, pads, None, axes, "constant")
         assert (prepared.loop is not None) is compiled, target
 
 
 @needs_numba
 def test_loop_is_left_out_where_numpy_is_as_fast_or_it_does_not_apply(monkeypatch) -> None:
     x = np.zeros((2, 3, 4, 5), dtype=np.float32)
-    tiny = _prepare(x.shape, x.dtype, np.array([0, 0, 1, 1, 0, 0, 1, 1]), None, None, "edge")
+    tiny = prepare_pad(x.shape, x.dtype, np.array([0, 0, 1, 1, 0, 0, 1, 1]), None, None, "edge")
     assert tiny.gather is not None and tiny.loop is None  # 252 outputs: the flat gather
     monkeypatch.setattr(pad_module, "_TINY_GATHER", 0)  # below: the choices for larger outputs
 
     def loop(data, pads, axes=None, mode="edge"):
-        return _prepare(data.shape, data.dtype, np.array(pads), None, axes, mode).loop
+        return prepare_pad(data.shape, data.dtype, np.array(pads), None, axes, mode).loop
 
     assert loop(x, [0, 0, 1, 1, 0, 0, 1, 1]) is not None
     assert loop(x, [0, 1, 0, 0, 0, 1, 0, 0]) is None  # a leading axis padded
@@ -223,10 +223,10 @@ def test_without_numba_the_numpy_copies_run(monkeypatch) -> None:
     monkeypatch.setattr(_jit, "get", lambda *args, **kwargs: None)
     data = np.arange(60, dtype=np.int16).reshape(3, 4, 5)
     for mode in MODES:
-        prepared = _prepare(data.shape, data.dtype, [1, 2, 2, 1], None, [1, 2], mode)
+        prepared = prepare_pad(data.shape, data.dtype, [1, 2, 2, 1], None, [1, 2], mode)
         assert prepared.loop is None
         expected = np.pad(data, [(0, 0), (1, 2), (2, 1)], mode=mode)
-        np.testing.assert_array_equal(_execute(prepared, data), expected)
+        np.testing.assert_array_equal(execute_pad(prepared, data), expected)
 
 
 @needs_numba
@@ -270,14 +270,14 @@ def test_tiny_gather_matches_numpy_copies(mode) -> None:
         data = _make(shape, dtype, rng)
         constant = _constant(dtype, rng) if mode == "constant" else None
         try:
-            prepared = _prepare(data.shape, data.dtype, pads, constant, None, mode)
+            prepared = prepare_pad(data.shape, data.dtype, pads, constant, None, mode)
         except KernelError:
             continue
         if prepared.only_fill or not 0 < math.prod(prepared.out_shape) <= pad_module._TINY_GATHER:
             continue
         assert prepared.gather is not None and prepared.loop is None, (shape, pads)
-        got = _execute(prepared, data)
-        want = _execute(dataclasses.replace(prepared, gather=None), data)
+        got = execute_pad(prepared, data)
+        want = execute_pad(dataclasses.replace(prepared, gather=None), data)
         _assert_same_bits(got, want, (shape, pads.tolist(), np.dtype(dtype).name))
         ran += 1
     assert ran >= 100
