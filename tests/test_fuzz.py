@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from customops.fuzz.case import Case, Tensor, case_to_json
-from customops.fuzz.space import make_case
+from customops.fuzz.dispatch import make_case
 from customops.registry import lookup
 from tests.helpers import run_cli, strict_json
 
@@ -243,7 +243,7 @@ def test_a_col2im_campaign_labels_findings_whose_output_rank_differs(tmp_path):
 def test_recorded_decisions_found_by_the_fuzzer():
     # docs/semantics.md, "Found by the fuzzer": the oracle's reading and what our kernel does
     from customops.errors import KernelError
-    from customops.fuzz.space import space_of
+    from customops.fuzz.dispatch import space_of
     from customops.kernels.resize import resize
 
     x = np.array([[1, 2, 3]], np.float32)

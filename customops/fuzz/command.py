@@ -488,7 +488,7 @@ def _check_runnable(rep: Reproducer) -> None:
     oracle, the model, the features): a case the checks let through that these still cannot take is a
     CustomOpsError before any worker starts, not a traceback."""
     from customops.fuzz.case import build_model
-    from customops.fuzz.space import space_of
+    from customops.fuzz.dispatch import space_of
     from customops.fuzz.triage import feature_labels
     from customops.fuzz.worker import short_error
 

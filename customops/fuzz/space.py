@@ -1,5 +1,6 @@
 """What every operator's case space shares: shapes, attributes drawn from the registry, the interface of
-a space (generate, validate, mutate into an invalid configuration, simplify), and the dispatch.
+a space (generate, validate, mutate into an invalid configuration, simplify). The spaces themselves are
+in ``spaces_*``, and :mod:`customops.fuzz.dispatch` finds an operator's space and draws its cases.
 
 A space never decides what a runtime does; its oracle (:meth:`Space.validate`) says whether a case is a
 valid configuration of the spec (as docs/semantics.md reads it) and, if not, names the rule it breaks.
@@ -290,68 +291,3 @@ def drop_input_features(case: Case, names: tuple[str, ...]) -> Iterator[tuple[st
     for name in names:
         if case.inputs.get(name) is not None and case.inputs[name].value.size:  # type: ignore[union-attr]
             yield name, case.with_input(name, None)
-
-
-# ---------------------------------------------------------------------------------------------
-# dispatch
-
-
-def spaces() -> dict[str, Space]:
-    """The space of every operator we fuzz, by op type."""
-    from customops.fuzz.spaces_col2im import Col2ImSpace
-    from customops.fuzz.spaces_pad import CenterCropPadSpace, PadSpace
-    from customops.fuzz.spaces_resize import ResizeSpace, UpsampleSpace
-
-    return {
-        s.op: s for s in (ResizeSpace(), UpsampleSpace(), PadSpace(), Col2ImSpace(), CenterCropPadSpace())
-    }
-
-
-_SPACES: dict[str, Space] = {}
-
-
-def space_of(op: str) -> Space:
-    if not _SPACES:
-        _SPACES.update(spaces())
-    return _SPACES[op]
-
-
-@dataclass
-class Drawn:
-    """A generated case with the oracle's verdict, or a skip (``skipped`` says why; ``case`` is then None
-    when the element type was refused before drawing anything)."""
-
-    case: Case | None
-    verdict: Verdict | None
-    dtype: str
-    skipped: str | None = None
-
-
-def make_case(opv: OpVersion, seed: int, index: int) -> Drawn:
-    """Case ``index`` of ``opv`` for ``seed``: a function of (seed, index, op, version) alone."""
-    from customops.fuzz.case import carriable
-    from customops.registry import type_support
-
-    rng = case_rng(seed, index, opv.op, opv.version)
-    dtype = str(rng.choice(opv.types))
-    if "float" in opv.types and rng.random() < FLOAT_SHARE:
-        dtype = "float"
-    how, why = type_support(opv, dtype)
-    if how == "no":
-        return Drawn(None, None, dtype, why or f"element type {dtype} is not supported")
-    space = space_of(opv.op)
-    invalid = rng.random() < INVALID_SHARE
-    case = space.generate(rng, opv, dtype)
-    case.seed, case.index = seed, index
-    if invalid:
-        mutations = space.mutations(opv)
-        for _ in range(4):
-            mutate = mutations[int(rng.integers(0, len(mutations)))]
-            mutated = mutate(rng, case)
-            if mutated is not None:
-                case = mutated
-                break
-    ok, why = carriable(case)
-    if not ok:
-        return Drawn(None, None, dtype, why)
-    return Drawn(case, space.validate(case), dtype)

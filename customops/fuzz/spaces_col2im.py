@@ -9,6 +9,7 @@ import numpy as np
 
 from customops.fuzz import values as V
 from customops.fuzz.case import Case, Tensor
+from customops.fuzz.simplifications import value_simplifications
 from customops.fuzz.space import (
     IN_LIMIT,
     OUT_LIMIT,
@@ -19,7 +20,6 @@ from customops.fuzz.space import (
     draw_values,
     index_array,
 )
-from customops.fuzz.spaces_resize import _value_simplifications
 from customops.registry import OpVersion
 
 _ATTRS = ("dilations", "pads", "strides")
@@ -177,7 +177,7 @@ class Col2ImSpace(Space):
         x = case.main
         g = _geometry(case)
         if g is None:
-            yield from _value_simplifications(case)
+            yield from value_simplifications(case)
             return
         image, block, dil, stride, pads = g
         r = len(image)
@@ -234,7 +234,7 @@ class Col2ImSpace(Space):
                     simpler = _rebuild(case, image, block, attrs)
                     if simpler is not None:
                         yield f"pads[{i}]=0", simpler
-        yield from _value_simplifications(case)
+        yield from value_simplifications(case)
         for name in ("image_shape", "block_shape"):
             t = case.inputs[name]
             if t is not None and t.const:

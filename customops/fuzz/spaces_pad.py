@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 
 from customops.fuzz.case import Case, Tensor
+from customops.fuzz.simplifications import cut_main_axis, drop_main_axis, value_simplifications
 from customops.fuzz.space import (
     Candidate,
     Space,
@@ -25,7 +26,6 @@ from customops.fuzz.space import (
     norm_axes,
     present,
 )
-from customops.fuzz.spaces_resize import _cut_main_axis, _drop_main_axis, _value_simplifications
 from customops.registry import OpVersion
 
 
@@ -146,7 +146,7 @@ class PadSpace(Space):
             for k in reversed(range(rank)):
                 if rank <= 1:
                     break
-                out = case.with_input("data", _drop_main_axis(x, k, case.dtype))
+                out = case.with_input("data", drop_main_axis(x, k, case.dtype))
                 if present(case, "axes") is not None:
                     if k in axes:
                         if len(axes) == 1:
@@ -165,7 +165,7 @@ class PadSpace(Space):
             n = x.shape[k]
             for length in sorted({1, n // 2, n - 1}):
                 if 0 < length < n:
-                    yield f"axis {k} to {length}", case.with_input("data", _cut_main_axis(x, k, length))
+                    yield f"axis {k} to {length}", case.with_input("data", cut_main_axis(x, k, length))
         if present(case, "axes") is not None:
             expanded = _pad_without_axes(self, case)
             if expanded is not None:
@@ -175,7 +175,7 @@ class PadSpace(Space):
                 yield f"default {name}", case.with_attrs(**{name: None})
         if case.inputs.get("constant_value") is not None:
             yield "no constant_value", case.with_input("constant_value", None)
-        yield from _value_simplifications(case)
+        yield from value_simplifications(case)
         if pads is not None:
             for i, v in enumerate(pads.tolist()):
                 for target in sorted({0, int(np.sign(v)), v // 2}, key=abs):
@@ -332,7 +332,7 @@ class CenterCropPadSpace(Space):
             for k in reversed(range(rank)):
                 if rank <= 1:
                     break
-                out = case.with_input("input_data", _drop_main_axis(x, k, case.dtype))
+                out = case.with_input("input_data", drop_main_axis(x, k, case.dtype))
                 if "axes" in case.attrs:
                     if k in axes:
                         if len(axes) == 1:
@@ -358,12 +358,12 @@ class CenterCropPadSpace(Space):
             n = x.shape[k]
             for length in sorted({1, n // 2, n - 1}):
                 if 0 < length < n:
-                    yield f"axis {k} to {length}", case.with_input("input_data", _cut_main_axis(x, k, length))
+                    yield f"axis {k} to {length}", case.with_input("input_data", cut_main_axis(x, k, length))
         if "axes" in case.attrs:
             expanded = _ccp_without_axes(case)
             if expanded is not None:
                 yield "no axes", expanded
-        yield from _value_simplifications(case)
+        yield from value_simplifications(case)
         if t.const:
             yield "shape as input", case.with_input("shape", t.value, const=False)
 

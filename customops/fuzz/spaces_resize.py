@@ -10,12 +10,12 @@ import numpy as np
 
 from customops.fuzz import values as V
 from customops.fuzz.case import Case, Tensor
+from customops.fuzz.simplifications import cut_main_axis, drop_main_axis, value_simplifications
 from customops.fuzz.space import (
     Candidate,
     Space,
     Verdict,
     attr_value,
-    convert_case,
     draw_axes,
     draw_rank,
     draw_registry_attrs,
@@ -68,19 +68,6 @@ def clear_input(case: Case, name: str) -> Case:
     if _input_optional(case, name) or t is None:
         return case.with_input(name, None)
     return case.with_input(name, np.zeros(0, dtype=t.value.dtype))
-
-
-def _drop_main_axis(x: np.ndarray, k: int, elem: str) -> np.ndarray:
-    if x.shape[k] > 0:
-        return np.take(x, 0, axis=k)
-    shape = tuple(d for i, d in enumerate(x.shape) if i != k)
-    return V.simple(shape, elem)
-
-
-def _cut_main_axis(x: np.ndarray, k: int, length: int) -> np.ndarray:
-    index = [slice(None)] * x.ndim
-    index[k] = slice(0, length)
-    return x[tuple(index)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -275,7 +262,7 @@ class ResizeSpace(Space):
                     yield "no axes", expanded
             elif not case.opv.attr(name).required:
                 yield f"default {name}", case.with_attrs(**{name: None})
-        yield from _value_simplifications(case)
+        yield from value_simplifications(case)
         for name in ("roi", "scales", "sizes"):
             t = case.inputs.get(name)
             if t is not None and t.value.size == 0:
@@ -391,7 +378,7 @@ def _shape_simplifications(case: Case) -> Iterator[Candidate]:
     for k in reversed(range(rank)):
         if rank <= 1:
             break
-        out = case.with_input("X", _drop_main_axis(x, k, case.dtype))
+        out = case.with_input("X", drop_main_axis(x, k, case.dtype))
         if "axes" in case.attrs:
             if k in axes:
                 if len(axes) == 1:
@@ -413,37 +400,7 @@ def _shape_simplifications(case: Case) -> Iterator[Candidate]:
         n = x.shape[k]
         for length in sorted({1, n // 2, n - 1}):
             if 0 < length < n:
-                yield f"axis {k} to {length}", case.with_input("X", _cut_main_axis(x, k, length))
-
-
-def _value_simplifications(case: Case) -> Iterator[Candidate]:
-    """T made float, special values made ordinary, values made 1, 2, 3, ..."""
-    if case.dtype != "float":
-        simpler = convert_case(case, "float")
-        if simpler is not None:
-            yield "dtype float", simpler
-    main = case.opv.inputs[0].name
-    x = case.main
-    mask = V.special_mask(x, case.dtype)
-    if mask.any():
-        yield "no special values", case.with_input(main, V.replace_specials(x, case.dtype))
-        if mask.sum() > 1:
-            flat = mask.ravel()
-            for pos in np.flatnonzero(flat):
-                one = x.copy().reshape(-1)
-                one[pos] = V.replace_specials(one[pos : pos + 1], case.dtype)[0]
-                yield f"one special value fewer (at {pos})", case.with_input(main, one.reshape(x.shape))
-    simple = V.simple(x.shape, case.dtype)
-    simple[mask] = x[mask]
-    yield "simple values", case.with_input(main, simple)
-    if x.size:
-        zeros = (
-            V.cast(np.zeros(x.shape), case.dtype)
-            if case.dtype != "string"
-            else np.full(x.shape, "", dtype=object)
-        )
-        zeros[mask] = x[mask]
-        yield "zero values", case.with_input(main, zeros)
+                yield f"axis {k} to {length}", case.with_input("X", cut_main_axis(x, k, length))
 
 
 def _scale_simplifications(case: Case, name: str) -> Iterator[Candidate]:
@@ -606,7 +563,7 @@ class UpsampleSpace(Space):
         for name in list(case.attrs):
             if not case.opv.attr(name).required:
                 yield f"default {name}", case.with_attrs(**{name: None})
-        yield from _value_simplifications(case)
+        yield from value_simplifications(case)
         if case.version == 7:
             scales = case.attrs["scales"]
             for i, s in enumerate(scales):

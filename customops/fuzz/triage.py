@@ -22,8 +22,9 @@ import numpy as np
 
 from customops.fuzz import values as V
 from customops.fuzz.case import Case, build_model
+from customops.fuzz.dispatch import space_of
 from customops.fuzz.runner import Outcome, Pool
-from customops.fuzz.space import OUT_LIMIT, Space, Verdict, space_of
+from customops.fuzz.space import OUT_LIMIT, Space, Verdict
 from customops.fuzz.worker import SIDES, Request
 from customops.metrics import DEFAULT_TOLERANCES, compare_arrays
 
