@@ -347,16 +347,15 @@ class _Hooks:
         self.peak: list[tuple[int, int]] = []
 
     def ours(self) -> None:
-        self.install(self.runtime._invoke)
+        self.install(self.runtime.our_hook())
 
     def stock(self) -> None:
         """The stock path of onnxruntime-extensions on our kernel: the result goes back as a list."""
         runtime = self.runtime
 
         def stock_path(k_id: int, feed: Any, raw: dict[str, str]) -> tuple[Any, ...]:
-            binding = runtime._BINDINGS[k_id]
-            kwargs = runtime._decode_attributes(binding, raw)[0]
-            rv = binding.kernel(*feed, **kwargs)
+            kernel, kwargs = runtime.kernel_call(k_id, raw)
+            rv = kernel(*feed, **kwargs)
             return (k_id, rv.shape, rv.flatten().tolist())
 
         self.install(stock_path)
@@ -364,11 +363,11 @@ class _Hooks:
     def _answering(self, output: Callable[[Any], Any]) -> Callable[[], None]:
         """A hook that answers every call of our ops with ``output(inputs)`` (others go to the stock
         handler). Returns the function that installs it."""
-        bindings = self.runtime._BINDINGS
-        stock = self.runtime._STOCK_HOOK
+        ours = self.runtime.our_registrations()
+        stock = self.runtime.stock_hook()
 
         def answer(k_id: int, feed: Any, raw: dict[str, str]) -> tuple[Any, ...]:
-            if k_id not in bindings:
+            if k_id not in ours:
                 return stock(k_id, feed, raw)
             out = output(feed)
             return (k_id, out.shape, out)
@@ -442,7 +441,7 @@ class _Hooks:
         """Our hook, recording (peak bytes numpy allocated during the call, output bytes)."""
         import tracemalloc
 
-        invoke = self.runtime._invoke
+        invoke = self.runtime.our_hook()
 
         def probed(k_id: int, feed: Any, raw: dict[str, str]) -> tuple[Any, ...]:
             tracemalloc.start()
@@ -463,16 +462,6 @@ class _Hooks:
 _COPY_UNITS = 1 << 12
 
 
-def _replace_kernels(runtime: Any, op: str, kernel: Callable[..., Any]) -> list[tuple[Any, Any]]:
-    saved = []
-    for binding in runtime._BINDINGS.values():
-        if binding.op.name == op:
-            saved.append((binding, binding.kernel))
-            binding.kernel = kernel
-            binding.attr_cache.clear()  # it holds the kernel bound to its attributes
-    return saved
-
-
 def _measure_hook(hooks: _Hooks, samples: int, elements: int) -> dict[str, Any]:
     """Our invocation hook against the stock path on a float identity of ``elements`` values."""
     import numpy as np
@@ -484,8 +473,7 @@ def _measure_hook(hooks: _Hooks, samples: int, elements: int) -> dict[str, Any]:
     node = helper.make_node("Pad", ["x", "pads"], ["y"], mode="constant")
     model = customops.rewrite(_model(node, [("x", x)], {"pads": np.zeros(4, np.int64)}, 19))
     session = customops.InferenceSession(model)
-    saved = _replace_kernels(hooks.runtime, "Pad", lambda data, *args, **kwargs: data)
-    try:
+    with hooks.runtime.kernel_replaced("Pad", lambda data, *args, **kwargs: data):
         run = lambda: session.run(None, {"x": x})  # noqa: E731
         run()
         hook = statistics.median(_time_once(run, 1) for _ in range(max(samples, 5)))
@@ -495,10 +483,6 @@ def _measure_hook(hooks: _Hooks, samples: int, elements: int) -> dict[str, Any]:
             stock = statistics.median(_time_once(run, 1) for _ in range(max(1, samples // 3)))
         finally:
             hooks.ours()
-    finally:
-        for binding, kernel in saved:
-            binding.kernel = kernel
-            binding.attr_cache.clear()
     return {
         "elements": elements,
         "hook_ms": hook * 1e3,

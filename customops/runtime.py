@@ -30,6 +30,7 @@ place of Python's default handler), which raises KeyboardInterrupt only where th
 from __future__ import annotations
 
 import _thread
+import contextlib
 import functools
 import importlib
 import os
@@ -37,7 +38,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, KeysView, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -558,3 +559,51 @@ def _check_ort_value(name: str, value: Any) -> None:
 def registered_types() -> dict[str, tuple[str, ...]]:
     """Element types registered for each custom op."""
     return {name: tuple(t for t in op.types if t in NATIVE_TYPES) for name, op in CUSTOM_OPS.items()}
+
+
+# ---------------------------------------------------------------------------------------------
+# The seam of customops.bench, which times our hook against the stock path and against stand-in
+# kernels: the hooks, which registrations are ours, and our kernels swapped for others.
+
+Hook = Callable[[int, Sequence[Any], dict[str, str]], tuple[Any, ...]]
+"""An invocation hook of onnxruntime-extensions: (registration id, inputs, raw attribute strings) ->
+(registration id, output shape, output data)."""
+
+
+def our_hook() -> Hook:
+    """The invocation hook this module installs (``PyCustomOpDef.install_hooker``) when it declares our
+    ops: it serves our registrations and hands every other call to :func:`stock_hook`."""
+    return _invoke
+
+
+def stock_hook() -> Hook:
+    """onnxruntime-extensions' own invocation hook, which ours replaces (outputs through ``tolist()``)."""
+    return _STOCK_HOOK
+
+
+def our_registrations() -> KeysView[int]:
+    """The ids of our registrations, one per (custom op, element type) declared so far (a live view)."""
+    return _BINDINGS.keys()
+
+
+def kernel_call(k_id: int, raw_attrs: dict[str, str]) -> tuple[Callable[..., Any], dict[str, Any]]:
+    """The kernel of our registration ``k_id`` and the keyword arguments ``raw_attrs`` decode to, as the
+    stock path calls it: ``kernel(*inputs, **kwargs)``."""
+    binding = _BINDINGS[k_id]
+    return binding.kernel, _decode_attributes(binding, raw_attrs)[0]
+
+
+@contextlib.contextmanager
+def kernel_replaced(op: str, kernel: Callable[..., Any]) -> Iterator[None]:
+    """Our registrations of custom op ``op`` call ``kernel`` instead of their own kernel inside the block
+    (the attribute caches, which hold the kernel bound to its attributes, are emptied on entry and exit)."""
+    saved = [(binding, binding.kernel) for binding in _BINDINGS.values() if binding.op.name == op]
+    for binding, _ in saved:
+        binding.kernel = kernel
+        binding.attr_cache.clear()
+    try:
+        yield
+    finally:
+        for binding, own in saved:
+            binding.kernel = own
+            binding.attr_cache.clear()
