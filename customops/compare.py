@@ -30,6 +30,7 @@ from customops.safeio import (
     check_distinct,
     check_output_dir,
     check_output_file,
+    inside,
     open_bounded,
     printable,
     read_bounded,
@@ -788,17 +789,11 @@ def _check_destinations(args: Any, files: list[Path]) -> None:
     check_distinct(outputs)
     if args.save_repro:
         check_output_dir(args.save_repro, "--save-repro")
-        if args.inputs and Path(args.inputs).is_dir() and _inside(args.save_repro, args.inputs):
+        if args.inputs and Path(args.inputs).is_dir() and inside(args.save_repro, args.inputs):
             raise CustomOpsError(
                 f"--save-repro {str(args.save_repro)!r} is inside --inputs {str(args.inputs)!r}; the input is "
                 "never modified: choose a directory outside it"
             )
-
-
-def _inside(path: str | os.PathLike[str], directory: str | os.PathLike[str]) -> bool:
-    """Whether ``path`` is ``directory`` or lies inside it (symbolic links followed)."""
-    real, base = os.path.realpath(path), os.path.realpath(directory)
-    return real == base or real.startswith(base.rstrip(os.sep) + os.sep)
 
 
 def _feed(args: Any, model: ModelProto) -> dict[str, np.ndarray]:

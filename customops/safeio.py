@@ -150,6 +150,13 @@ def check_distinct(targets: list[tuple[str, str | os.PathLike[str] | None]]) -> 
         seen[key] = option
 
 
+def inside(path: str | os.PathLike[str], directory: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is ``directory`` or lies inside it, symbolic links followed (for refusing an output
+    that would land in an input)."""
+    real, base = os.path.realpath(path), os.path.realpath(directory)
+    return real == base or real.startswith(base.rstrip(os.sep) + os.sep)
+
+
 def write_atomic(path: str | os.PathLike[str], data: bytes | str) -> None:
     """Write ``data`` to ``path`` so that it appears complete or not at all: a temporary file beside it,
     flushed to disk, then renamed over it. On any failure (a full disk, a signal) the temporary file is
@@ -211,13 +218,17 @@ def atomic_dir(final: str | os.PathLike[str], *, replace: bool = False) -> Itera
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def open_bounded(path: str | os.PathLike[str], limit: int, what: str) -> BinaryIO:
+def open_bounded(
+    path: str | os.PathLike[str], limit: int, what: str, *, follow_links: bool = True
+) -> BinaryIO:
     """``path`` opened for reading, refused (CustomOpsError) unless it is a regular file of at most
-    ``limit`` bytes: a device (``/dev/zero``), a FIFO (which would block) or a directory is never read.
-    The checks are made on the open file itself, so what is read is what was checked."""
+    ``limit`` bytes: a device (``/dev/zero``), a FIFO (which would block) or a directory is never read;
+    without ``follow_links``, neither is a symbolic link. The checks are made on the open file itself, so
+    what is read is what was checked."""
     p = Path(path)
+    flags = os.O_RDONLY | os.O_NONBLOCK | (0 if follow_links else os.O_NOFOLLOW)
     try:
-        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK)
+        fd = os.open(p, flags)
     except FileNotFoundError:
         raise CustomOpsError(f"{what} {str(p)!r} does not exist") from None
     except (OSError, ValueError) as exc:

@@ -437,23 +437,17 @@ def _check_apart(dirs: list[Path], out: Path, md: Path | None) -> None:
     """Refuse --out or --markdown inside an input directory, and --out containing one: inputs are
     never modified."""
     from customops.fuzz.files import SUMMARY
-    from customops.safeio import check_distinct
+    from customops.safeio import check_distinct, inside
 
     check_distinct([("--out's summary.json", out / SUMMARY), ("--markdown", md)])
-    target = os.path.realpath(out)
     for d in dirs:
-        real = os.path.realpath(d)
-        if _within(target, real) or _within(real, target):
+        if inside(out, d) or inside(d, out):
             raise CustomOpsError(
                 f"--out {str(out)!r} overlaps the input directory {str(d)!r}; merge into a directory of its "
                 "own (inputs are never modified)"
             )
-        if md is not None and _within(os.path.realpath(md), real):
+        if md is not None and inside(md, d):
             raise CustomOpsError(f"--markdown {str(md)!r} is inside the input directory {str(d)!r}")
-
-
-def _within(path: str, directory: str) -> bool:
-    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
 
 
 def run_replay(args: argparse.Namespace) -> int:
