@@ -28,6 +28,7 @@ from customops.fuzz.triage import Evaluation, Signature
 from customops.safeio import (
     atomic_dir,
     is_safe_component,
+    open_bounded,
     printable,
     read_bounded,
     safe_component,
@@ -567,29 +568,20 @@ def check_reproducer(c: Copy) -> None:
 def copy_regular(src: Path, dst: Path) -> None:
     """Copy ``src`` to ``dst`` if it is a regular file (not through a symbolic link) of at most
     MAX_REPRODUCER_FILE bytes; nothing when it is absent; CustomOpsError when it is anything else."""
-    try:
-        fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except FileNotFoundError:
+    if not os.path.lexists(src):
         return
-    except OSError as exc:
-        raise CustomOpsError(
-            f"cannot copy {str(src)!r}: {exc.strerror or exc} (only regular files are copied)"
-        ) from None
-    with os.fdopen(fd, "rb") as f:
-        info = os.fstat(f.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise CustomOpsError(f"{str(src)!r} is not a regular file; only regular files are copied")
-        if info.st_size > MAX_REPRODUCER_FILE:
-            raise CustomOpsError(f"{str(src)!r} is larger than {MAX_REPRODUCER_FILE} bytes, the most allowed")
-        with open(dst, "wb") as g:
-            copied = 0
-            while chunk := f.read(1 << 20):
-                copied += len(chunk)
-                if copied > MAX_REPRODUCER_FILE:  # it grew since fstat
-                    raise CustomOpsError(
-                        f"{str(src)!r} is larger than {MAX_REPRODUCER_FILE} bytes, the most allowed"
-                    )
-                g.write(chunk)
+    with (
+        open_bounded(src, MAX_REPRODUCER_FILE, "reproducer file", follow_links=False) as f,
+        open(dst, "wb") as g,
+    ):
+        copied = 0
+        while chunk := f.read(1 << 20):
+            copied += len(chunk)
+            if copied > MAX_REPRODUCER_FILE:  # it grew since it was checked
+                raise CustomOpsError(
+                    f"{str(src)!r} is larger than {MAX_REPRODUCER_FILE} bytes, the most allowed"
+                )
+            g.write(chunk)
 
 
 def _combine(into: dict[str, Any], other: dict[str, Any]) -> None:
