@@ -52,6 +52,25 @@ BRIDGE_MIN_OPSET = 6
 ONNX Runtime has no Cast kernel at all (Cast-1), so a bridged type is refused below it (only Pad-2, which
 applies from opset 2, is affected; ONNX Runtime cannot run such a model's float16 Pad itself either)."""
 
+
+def layer_string_refusal(value: str | bytes) -> str:
+    """Why onnxruntime-extensions' Python op layer cannot carry the string ``value`` exactly, or '' when it
+    can: it passes strings as NUL-terminated UTF-8, so a NUL cuts the string there, bytes that are not
+    UTF-8 make it abort the process, and a lone surrogate has no UTF-8 form."""
+    if isinstance(value, bytes):
+        try:
+            value = value.decode("utf-8")
+        except UnicodeDecodeError:
+            return "is not UTF-8 (bytes that are not valid UTF-8 make onnxruntime-extensions' Python layer abort)"
+    if "\x00" in value:
+        return "holds a NUL character, where onnxruntime-extensions' Python layer cuts strings"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return "holds a lone surrogate, which UTF-8 cannot encode"
+    return ""
+
+
 UNSUPPORTED_TYPES = {
     "float4e2m1": "ONNX Runtime has no Cast for float4e2m1, so it cannot be bridged to float",
     "complex64": "ONNX Runtime's custom-op layer rejects complex element types at model load",

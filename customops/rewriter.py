@@ -19,7 +19,7 @@ from onnx import AttributeProto, FunctionProto, GraphProto, ModelProto, NodeProt
 
 from customops.errors import CustomOpsError
 from customops.modelio import all_graphs, all_nodes, subgraphs, walk_graph
-from customops.registry import DOMAIN, OP_TYPES, lookup
+from customops.registry import DOMAIN, OP_TYPES, layer_string_refusal, lookup
 from customops.translate import HELPER_DOC, Namer, Skip, original_of, translate
 
 STANDARD_DOMAINS = ("", "ai.onnx")
@@ -121,18 +121,12 @@ def _string_constants(model: ModelProto) -> dict[str, list[bytes]]:
 
 def _string_problem(node: NodeProto, strings: dict[str, list[bytes]]) -> str | None:
     """Why a constant string input of ``node`` cannot cross onnxruntime-extensions' Python layer exactly
-    (it decodes strings as UTF-8, aborting the process on invalid bytes, and cuts them at a NUL), or None."""
+    (:func:`registry.layer_string_refusal`), or None."""
     for name in node.input:
         for i, value in enumerate(strings.get(name, ())):
-            if b"\0" in value:
-                what = "holds a NUL byte, where onnxruntime-extensions' Python layer cuts strings"
-            else:
-                try:
-                    value.decode("utf-8")
-                    continue
-                except UnicodeDecodeError:
-                    what = "is not valid UTF-8, which onnxruntime-extensions' Python layer cannot pass"
-            return f"element {i} of constant string input {name!r} {what}"
+            reason = layer_string_refusal(value)
+            if reason:
+                return f"element {i} of constant string input {name!r} {reason}"
     return None
 
 

@@ -49,7 +49,14 @@ from onnxruntime_extensions import PyCustomOpDef, _ocos, get_library_path, onnx_
 from customops import attrs as attr_codec
 from customops.errors import CustomOpsError, KernelError
 from customops.kernels import _alloc
-from customops.registry import CUSTOM_OPS, DOMAIN, MARKER_ATTRS, NATIVE_TYPES, CustomOp
+from customops.registry import (
+    CUSTOM_OPS,
+    DOMAIN,
+    MARKER_ATTRS,
+    NATIVE_TYPES,
+    CustomOp,
+    layer_string_refusal,
+)
 
 _PYOP_TYPES: dict[str, int] = {
     "float": PyCustomOpDef.dt_float,
@@ -186,30 +193,13 @@ def _as_output(binding: _Binding, value: Any) -> tuple[tuple[int, ...], Any]:
 
 
 def _layer_text(value: Any) -> str:
-    """``value`` as the layer carries a string exactly: text without NUL that UTF-8 can encode (it
-    passes strings as NUL-terminated UTF-8); raises KernelError for anything else."""
-    if isinstance(value, bytes):
-        try:
-            value = value.decode("utf-8")
-        except UnicodeDecodeError:
-            raise KernelError(f"string output {value[:40]!r} is not UTF-8") from None
-    elif not isinstance(value, str):
-        value = str(value)
-    reason = _layer_refuses(value)
+    """``value`` as the layer carries a string exactly (bytes as their UTF-8 text, anything else as its
+    ``str``); raises KernelError for what it cannot carry (:func:`registry.layer_string_refusal`)."""
+    text = value if isinstance(value, str | bytes) else str(value)
+    reason = layer_string_refusal(text)
     if reason:
-        raise KernelError(f"string output {value[:40]!r} {reason}")
-    return value
-
-
-def _layer_refuses(text: str) -> str:
-    """Why the layer cannot carry ``text`` exactly ('' when it can)."""
-    if "\x00" in text:
-        return "holds a NUL character, where ONNX Runtime's Python-op layer would cut it"
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return "holds a lone surrogate, which UTF-8 cannot encode"
-    return ""
+        raise KernelError(f"string output {text[:40]!r} {reason}")
+    return text.decode("utf-8") if isinstance(text, bytes) else text
 
 
 def _current_context() -> _RunContext | None:
@@ -533,17 +523,10 @@ def check_layer_strings(name: str, value: Any) -> None:
 
 def _feed_refuses(item: Any) -> str:
     """Why the layer cannot carry the string ``item`` of a feed exactly ('' when it can, or when ONNX
-    Runtime makes something else of it: numbers and other objects become their ``str``)."""
-    if isinstance(item, bytes):
-        # onnxruntime passes the bytes of a numpy bytes array as they are (and a bytes object inside an
-        # object array as its repr, which is text)
-        try:
-            item = item.decode("utf-8")
-        except UnicodeDecodeError:
-            return "is not UTF-8"
-    if isinstance(item, str):
-        return _layer_refuses(item)
-    return ""
+    Runtime makes something else of it: numbers and other objects become their ``str``). onnxruntime
+    passes the bytes of a numpy bytes array as they are (and a bytes object inside an object array as its
+    repr, which is text)."""
+    return layer_string_refusal(item) if isinstance(item, str | bytes) else ""
 
 
 def _check_ort_value(name: str, value: Any) -> None:
