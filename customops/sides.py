@@ -58,12 +58,21 @@ def short_error(exc: BaseException) -> str:
     return text[:400]
 
 
+def _verbose() -> bool:
+    return os.environ.get(VERBOSE_ENV) == "1"
+
+
+def _ort_log_level() -> int:
+    """ONNX Runtime's severity: warnings (2) with :data:`VERBOSE_ENV`, else errors only (3)."""
+    return 2 if _verbose() else 3
+
+
 def quiet_ort_log() -> None:
     """Keep ONNX Runtime's default logger below errors (it prints coloured warnings and, for a model it
     refuses, several lines before ours), unless :data:`VERBOSE_ENV` asks for it."""
     import onnxruntime as ort
 
-    ort.set_default_logger_severity(2 if os.environ.get(VERBOSE_ENV) == "1" else 3)
+    ort.set_default_logger_severity(_ort_log_level())
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -76,7 +85,7 @@ def _session(model: bytes, custom: bool, profile_dir: str | None) -> Any:
     from customops.runtime import InferenceSession
 
     opts = ort.SessionOptions()
-    opts.log_severity_level = 2 if os.environ.get(VERBOSE_ENV) == "1" else 3
+    opts.log_severity_level = _ort_log_level()
     if profile_dir is not None:
         opts.enable_profiling = True
         opts.profile_file_prefix = os.path.join(profile_dir, "custom" if custom else "builtin")
@@ -217,7 +226,7 @@ class SideProcess:
             pass_fds=fds,
             stdin=subprocess.DEVNULL,
             stdout=self.log,
-            stderr=None if os.environ.get(VERBOSE_ENV) == "1" else self.log,
+            stderr=None if _verbose() else self.log,
         )
         child.close()
         for fd in fds[1:]:
