@@ -16,12 +16,12 @@ from customops.registry import DOMAIN
 __version__ = "0.1.0"
 
 _LAZY = {
-    "session_options": "customops.runtime",
-    "InferenceSession": "customops.runtime",
-    "pop_errors": "customops.runtime",
-    "rewrite": "customops.rewriter",
-    "rewrite_model": "customops.rewriter",
-    "restore": "customops.rewriter",
+    "session_options": "customops.bridge.runtime",
+    "InferenceSession": "customops.bridge.runtime",
+    "pop_errors": "customops.bridge.runtime",
+    "rewrite": "customops.model.rewriter",
+    "rewrite_model": "customops.model.rewriter",
+    "restore": "customops.model.rewriter",
 }
 
 __all__ = [

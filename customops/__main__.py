@@ -4,6 +4,6 @@ from __future__ import annotations
 
 import sys
 
-from customops.cli import main
+from customops.cli.main import main
 
 sys.exit(main())

@@ -185,7 +185,7 @@ def wrong_kernel_dir(directory) -> str:
     """Write into ``directory`` a ``sitecustomize.py`` that, in every Python process started with
     ``directory`` on PYTHONPATH and :data:`WRONG_KERNEL_ENV` set, replaces one of our kernels with a
     deliberately wrong one before anything runs. Test-only: the side processes of compare
-    (customops.sides) load their kernels by name (customops.runtime), so they pick up the wrong one;
+    (customops.eval.sides) load their kernels by name (customops.bridge.runtime), so they pick up the wrong one;
     an in-process monkeypatch would not reach them. Returns the directory."""
     import pathlib
 
@@ -200,7 +200,7 @@ def run_cli(
 ) -> subprocess.CompletedProcess:
     """``customops ARGS`` in a child process (``cwd`` its working directory, ``env`` added to ours)."""
     return subprocess.run(
-        [sys.executable, "-m", "customops.cli", *args],
+        [sys.executable, "-m", "customops.cli.main", *args],
         capture_output=True,
         text=True,
         timeout=timeout,

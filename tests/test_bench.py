@@ -8,13 +8,16 @@ import sys
 
 import pytest
 
-from customops import bench
+from customops.bench import suite as bench
 from tests.helpers import strict_json
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "customops.cli", "bench", *args], capture_output=True, text=True, timeout=600
+        [sys.executable, "-m", "customops.cli.main", "bench", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
 
 

@@ -139,7 +139,7 @@ def test_a_first_compilation_is_announced_once_and_a_cached_run_is_silent(tmp_pa
     import numpy as np
     from onnx import TensorProto, helper, numpy_helper
 
-    from customops.kernels._jit import COMPILING
+    from customops.accel.jit import COMPILING
 
     node = helper.make_node("Pad", ["x", "pads"], ["y"], mode="reflect")
     graph = helper.make_graph(
@@ -152,7 +152,7 @@ def test_a_first_compilation_is_announced_once_and_a_cached_run_is_silent(tmp_pa
     path = tmp_path / "pad.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)]), path)
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba-cache")}  # a cold cache of our own
-    command = [sys.executable, "-m", "customops.cli", "compare", str(path)]
+    command = [sys.executable, "-m", "customops.cli.main", "compare", str(path)]
     runs = [subprocess.run(command, capture_output=True, text=True, timeout=300, env=env) for _ in range(2)]
     for proc in runs:
         assert proc.returncode == 0, proc.stderr  # the two sides agree on this Pad
@@ -164,7 +164,7 @@ def test_a_first_compilation_is_announced_once_and_a_cached_run_is_silent(tmp_pa
 def test_a_reader_that_goes_away_ends_the_command_quietly():
     """``customops ops | head -1``: stdout's reader closes early; no traceback, status 141 as for SIGPIPE."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "customops.cli", "ops", "--json"],
+        [sys.executable, "-m", "customops.cli.main", "ops", "--json"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
@@ -221,7 +221,7 @@ def test_graph_values_without_a_shape_pass_the_relaxed_check(tmp_path):
     ],
 )
 def test_usage_mistakes_are_one_line_naming_the_subcommand(capsys, args, prog, needle):
-    from customops.cli import main
+    from customops.cli.main import main
 
     with pytest.raises(SystemExit) as info:
         main(args)
@@ -252,7 +252,7 @@ def test_usage_mistakes_are_one_line_naming_the_subcommand(capsys, args, prog, n
 def test_unwritable_output_paths_are_refused_before_any_work(capsys, tmp_path, model_file, args, needle):
     """Each used to end, after the whole comparison or campaign, in an IsADirectoryError or
     FileExistsError traceback (bench and rewrite already checked)."""
-    from customops.cli import main
+    from customops.cli.main import main
 
     values = {"model": str(model_file), "tmp": str(tmp_path)}
     before = sorted(p.name for p in tmp_path.iterdir())
@@ -293,7 +293,7 @@ def test_a_compilation_after_a_command_in_the_same_process_does_not_write_to_its
     script = (
         "import io, sys\n"
         "import numpy as np\n"
-        "from customops.cli import main\n"
+        "from customops.cli.main import main\n"
         "fake, real = io.StringIO(), sys.stderr\n"
         "sys.stderr = fake\n"
         "main(['ops', '--no-probe'])\n"

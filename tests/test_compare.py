@@ -10,9 +10,9 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from customops.compare import compare_model, generate_inputs
+from customops.compare.pipeline import compare_model, generate_inputs
 from customops.errors import CustomOpsError
-from customops.metrics import compare_arrays
+from customops.eval.metrics import compare_arrays
 from tests.helpers import one_node_model, run_cli, strict_json
 
 F32 = np.float32
@@ -544,7 +544,7 @@ def test_cli_json_report_is_strict_json_with_infinite_values_as_strings(tmp_path
 def test_reference_warnings_neither_reach_the_user_nor_cost_the_third_vote():
     import warnings
 
-    from customops.compare import _run_reference
+    from customops.compare.pipeline import _run_reference
 
     x = np.array([[[[np.inf, 1.0], [np.nan, -np.inf]]]], np.float32)
     model, feed = one_node_model(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from customops.cli import markdown_table
+from customops.cli.main import markdown_table
 from customops.support import support_table
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -43,7 +43,7 @@ def test_readme_quickstart_compares_a_bundled_model_and_finds_what_it_says():
     model = line.split("customops compare ")[1].split()[0]
     assert (ROOT / model).exists()
     proc = subprocess.run(
-        [sys.executable, "-m", "customops.cli", "compare", model],
+        [sys.executable, "-m", "customops.cli.main", "compare", model],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -80,7 +80,7 @@ def _commands(parser, words=("customops",)):
 
 
 def test_readme_command_line_block_lists_every_command_and_option():
-    from customops.cli import build_parser
+    from customops.cli.main import build_parser
 
     block = README.split("## Command line\n")[1].split("```")[1]
     lines = block.splitlines()
@@ -113,7 +113,7 @@ def test_readme_fuzz_example_prints_the_row_it_shows(tmp_path):
     assert words[:2] == ["customops", "fuzz"] and "--out" in words
     words[words.index("--out") + 1] = str(tmp_path / "fz")
     proc = subprocess.run(
-        [sys.executable, "-m", "customops.cli", *words[1:]], capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", "customops.cli.main", *words[1:]], capture_output=True, text=True, timeout=300
     )
     assert proc.returncode == 1, proc.stderr  # findings
     group, *_, label = row.split()

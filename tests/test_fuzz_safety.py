@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from customops.fuzz.runner import Outcome
-from customops.fuzz.space import Verdict
+from customops.eval.runner import Outcome
+from customops.fuzz.spaces.base import Verdict
 from customops.fuzz.triage import Finding, classify, error_key
 from tests.helpers import run_cli, strict_json
 

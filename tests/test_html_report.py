@@ -11,7 +11,7 @@ from html.parser import HTMLParser
 import numpy as np
 import pytest
 
-from customops.html_report import (
+from customops.compare.html import (
     DIFF_STOPS,
     MAX_PIXELS,
     MIN_PIXELS,

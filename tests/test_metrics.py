@@ -1,4 +1,4 @@
-"""customops.metrics: every figure a comparison reports, on the cases that make tools hide a difference:
+"""customops.eval.metrics: every figure a comparison reports, on the cases that make tools hide a difference:
 strings, dtypes, NaN and inf placement, empty tensors, shapes (issue 17 item 7)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from customops.metrics import compare_arrays, tolerance_for
+from customops.eval.metrics import compare_arrays, tolerance_for
 
 F32 = np.float32
 

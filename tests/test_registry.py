@@ -6,7 +6,7 @@ import onnx
 import pytest
 from onnx import defs, helper
 
-from customops import attrs as codec
+from customops.bridge import attrs as codec
 from customops.registry import CUSTOM_OPS, OPS, lookup, type_support
 
 _KIND = {

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from onnx import TensorProto, helper
 
 import customops
+from customops.model.rewriter import all_nodes
 from customops.registry import DOMAIN
-from customops.rewriter import all_nodes
 from tests.helpers import run_builtin
 
 F32 = np.float32
@@ -243,7 +243,7 @@ def test_external_data_is_read_and_kept_external(tmp_path):
         location="weights.bin",
         size_threshold=1024,
     )
-    from customops.cli import main
+    from customops.cli.main import main
 
     out = tmp_path / "out" / "rewritten.onnx"
     out.parent.mkdir()
@@ -336,7 +336,7 @@ def test_untyped_values_are_skipped_with_a_reason(opset):
 
 def test_type_inference_ignores_large_tensor_data():
     # the weights' data is dropped for inference, their type still reaches the Resize behind them
-    from customops.rewriter import _without_big_data
+    from customops.model.rewriter import _without_big_data
 
     big = np.ones((1, 1, 600, 600), F32)  # 1.4 MB
     model = _model(

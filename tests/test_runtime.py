@@ -66,7 +66,7 @@ def test_kernel_error_reaches_the_caller_and_the_process_lives_on():
 def test_an_error_after_a_nested_run_still_reaches_the_outer_run(monkeypatch):
     """A kernel that runs a model itself (a nested run on the same thread) and then fails: the outer
     run must still raise the kernel's message, and both sessions keep working."""
-    from customops import runtime
+    from customops.bridge import runtime
 
     model, feed = _resize_model(mode="nearest")
     outer = customops.InferenceSession(customops.rewrite(model))

@@ -12,13 +12,13 @@ import pytest
 from onnx import TensorProto, helper
 
 import customops
+from customops.bridge.runtime import NUMPY_TYPES
 from customops.kernels.center_crop_pad import center_crop_pad
 from customops.kernels.col2im import col2im
 from customops.kernels.pad import pad
 from customops.kernels.resize import resize
 from customops.kernels.upsample import upsample
 from customops.registry import NATIVE_TYPES, OPS
-from customops.runtime import NUMPY_TYPES
 from customops.support import probe_opset
 from tests.helpers import one_node_model
 

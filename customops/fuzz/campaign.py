@@ -16,9 +16,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from customops.eval.runner import Pool, parallel
 from customops.fuzz.case import case_to_json
 from customops.fuzz.dispatch import make_case
-from customops.fuzz.runner import Pool, parallel
 from customops.fuzz.triage import Evaluation, Finding, Shrunk, Signature, evaluate, shrink, signature_of
 from customops.registry import OpVersion
 

@@ -38,7 +38,7 @@ MAIN_OUTPUT = "Y"
 
 MAX_ARRAY_BYTES = 1 << 20
 """Largest input array a case read from a file may decode to (bytes; also its most elements, and the
-longest dimension). Cases are drawn with at most 240 input elements (customops.fuzz.space.IN_LIMIT), 2 kB
+longest dimension). Cases are drawn with at most 240 input elements (customops.fuzz.spaces.base.IN_LIMIT), 2 kB
 of float64, and shrinking only makes them smaller: 1 MiB is 500 times that, and bounds what a crafted
 finding.json makes us allocate or inflate (its compressed payload never expands further)."""
 

@@ -273,8 +273,8 @@ def run_campaign(args: argparse.Namespace) -> int:
 def _jobs(value: str | None, cases: int) -> int:
     """--jobs, capped by the usable cores and the cases to run (each lane is three processes); the cap
     is said on stderr."""
+    from customops.eval.runner import usable_cores
     from customops.fuzz.campaign import log
-    from customops.fuzz.runner import usable_cores
 
     asked = _int(value, "--jobs", 1, 1)
     cores = usable_cores()
@@ -309,6 +309,7 @@ def campaign(
 ) -> dict[str, Any]:
     """Run ``plan``, triage, write the reproducers and summary.json under ``out`` (removing the groups
     of the ``previous`` summary there that are gone); returns the summary."""
+    from customops.eval.runner import Pool
     from customops.fuzz.campaign import case_counts, group_json, log, run_cases, triage
     from customops.fuzz.files import SUMMARY
     from customops.fuzz.known import known_labels
@@ -320,7 +321,6 @@ def campaign(
         write_group,
         write_json,
     )
-    from customops.fuzz.runner import Pool
 
     started = time.monotonic()
     work = plan.work()
@@ -452,8 +452,8 @@ def _check_apart(dirs: list[Path], out: Path, md: Path | None) -> None:
 
 def run_replay(args: argparse.Namespace) -> int:
     """``customops fuzz replay GROUP_DIR...``: exit 1 while any still reproduces."""
+    from customops.eval.runner import Pool
     from customops.fuzz.files import read_finding
-    from customops.fuzz.runner import Pool
     from customops.fuzz.triage import evaluate, holds
 
     timeout = _seconds(args.replay_timeout, "--case-timeout", DEFAULT_CASE_TIMEOUT)
@@ -481,10 +481,10 @@ def _check_runnable(rep: Reproducer) -> None:
     """Run, in this process, what replay does with the file's case besides the sides (the validity
     oracle, the model, the features): a case the checks let through that these still cannot take is a
     CustomOpsError before any worker starts, not a traceback."""
+    from customops.eval.worker import short_error
     from customops.fuzz.case import build_model
     from customops.fuzz.dispatch import space_of
     from customops.fuzz.triage import feature_labels
-    from customops.fuzz.worker import short_error
 
     try:
         space_of(rep.case.op).validate(rep.case)

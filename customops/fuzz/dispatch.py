@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from customops.fuzz.case import Case, carriable
-from customops.fuzz.space import FLOAT_SHARE, INVALID_SHARE, Space, Verdict, case_rng
-from customops.fuzz.spaces_col2im import Col2ImSpace
-from customops.fuzz.spaces_pad import CenterCropPadSpace, PadSpace
-from customops.fuzz.spaces_resize import ResizeSpace, UpsampleSpace
+from customops.fuzz.spaces.base import FLOAT_SHARE, INVALID_SHARE, Space, Verdict, case_rng
+from customops.fuzz.spaces.col2im import Col2ImSpace
+from customops.fuzz.spaces.pad import CenterCropPadSpace, PadSpace
+from customops.fuzz.spaces.resize import ResizeSpace, UpsampleSpace
 from customops.registry import OpVersion, type_support
 
 

@@ -20,13 +20,13 @@ from typing import Any
 
 import numpy as np
 
+from customops.eval.metrics import DEFAULT_TOLERANCES, compare_arrays
+from customops.eval.runner import Outcome, Pool
+from customops.eval.worker import SIDES, Request
 from customops.fuzz import values as V
 from customops.fuzz.case import Case, build_model
 from customops.fuzz.dispatch import space_of
-from customops.fuzz.runner import Outcome, Pool
-from customops.fuzz.space import OUT_LIMIT, Space, Verdict
-from customops.fuzz.worker import SIDES, Request
-from customops.metrics import DEFAULT_TOLERANCES, compare_arrays
+from customops.fuzz.spaces.base import OUT_LIMIT, Space, Verdict
 
 OUTPUT_KINDS = ("value", "shape", "dtype")
 KINDS = (*OUTPUT_KINDS, "rejects-valid", "accepts-invalid", "crash", "hang")

@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from customops.accel.plans import flat_key, planned
 from customops.errors import KernelError
-from customops.kernels._plans import flat_key, planned
 from customops.kernels.args import int_list, normalize_axes
 from customops.kernels.pad import execute_pad, input_key, pad, prepare_pad
 

@@ -10,9 +10,10 @@ from typing import Any
 
 import numpy as np
 
+from customops.accel import jit, parallel
+from customops.accel.plans import Uncacheable, flat_key, planned
 from customops.errors import KernelError
-from customops.kernels import _alloc, _jit, _threads
-from customops.kernels._plans import Uncacheable, flat_key, planned
+from customops.kernels import limits
 from customops.kernels.args import int_list
 
 __all__ = ["col2im"]
@@ -118,7 +119,7 @@ def _prepare(
         )
 
     out_shape = (n, channels, *image)
-    _alloc.check_output(out_shape, x.dtype)
+    limits.check_output(out_shape, x.dtype)
     geometry = _geometry(x.dtype, block, blocks, dil, stride, begin)
     return _Prepared(
         x.shape,
@@ -187,7 +188,7 @@ def _geometry(
     dtype: np.dtype, block: list[int], blocks: list[int], dil: list[int], stride: list[int], begin: list[int]
 ) -> np.ndarray | None:
     """The compiled loop's parameters for 2-D images of a type it handles, else None."""
-    if len(block) != 2 or dtype not in _JIT_TYPES or not _jit.enabled():
+    if len(block) != 2 or dtype not in _JIT_TYPES or not jit.enabled():
         return None
     return np.array(
         [block[0], block[1], dil[0], dil[1], begin[0], begin[1], stride[0], stride[1], blocks[0], blocks[1]],
@@ -205,8 +206,8 @@ def _direct(
     images = out_shape[0] * out_shape[1]
     if geometry is None or not images:
         return None
-    loop = _jit.get("col2im_2d")
-    if _threads.serial(work):
+    loop = jit.get("col2im_2d")
+    if parallel.serial(work):
 
         def small(x: np.ndarray) -> np.ndarray:
             out = np.empty(out_shape, dtype=dtype)
@@ -217,7 +218,7 @@ def _direct(
 
     def split(x: np.ndarray) -> np.ndarray:
         out = np.empty(out_shape, dtype=dtype)
-        _threads.run(loop, images, work, x, out, geometry)
+        parallel.run(loop, images, work, x, out, geometry)
         return out
 
     return split

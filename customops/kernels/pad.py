@@ -10,9 +10,10 @@ from typing import Any
 
 import numpy as np
 
+from customops.accel import parallel
+from customops.accel.plans import Uncacheable, flat_key, planned
 from customops.errors import KernelError
-from customops.kernels import _alloc, _threads
-from customops.kernels._plans import Uncacheable, flat_key, planned
+from customops.kernels import limits
 from customops.kernels.args import int_list, is_absent, normalize_axes
 
 __all__ = ["pad"]
@@ -236,7 +237,7 @@ def prepare_pad(
                 )
 
     out_dtype = dtype if fill is None or dtype.kind not in "US" else np.result_type(np.empty(0, dtype), fill)
-    _alloc.check_output(out_shape, out_dtype)
+    limits.check_output(out_shape, out_dtype)
     only_fill = mode == "constant" and any(k <= 0 for k in kept)
     itemsize = np.dtype(out_dtype).itemsize
     split = _split_axis(out_shape, kept, itemsize)
@@ -325,7 +326,7 @@ def execute_pad(prepared: PreparedPad, data: np.ndarray) -> np.ndarray:
     if loop is not None and data.flags.c_contiguous:
         bits = loop.bits
         args = (np.ndarray(loop.in3, bits, data), np.ndarray(loop.out3, bits, out), loop.table, loop.fill)
-        _threads.run(loop.kernel, loop.out3[0], out.size, *args)
+        parallel.run(loop.kernel, loop.out3[0], out.size, *args)
         return out
     if out.size == 0:
         return out
@@ -368,7 +369,7 @@ def execute_pad(prepared: PreparedPad, data: np.ndarray) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------------
-# Compiled path (customops.kernels._pad_loops): pads and crops of the last two axes only, numeric and
+# Compiled path (customops.accel.pad_loops): pads and crops of the last two axes only, numeric and
 # bool types moved as unsigned integers of their width. Each output row is its left border, a copy of
 # the kept part of one input row and its right border, written in order: about the time of one copy of
 # the output, where the numpy copies take about twice as long.
@@ -423,16 +424,16 @@ def _loop_plan(
         return None
     if any((at[a], lo[a], kept[a], out_shape[a]) != (0, 0, shape[a], shape[a]) for a in range(rank - 2)):
         return None  # a leading axis is padded or cropped
-    from customops.kernels import _jit, _pad_loops
+    from customops.accel import jit, pad_loops
 
-    if dtype.itemsize in _jit.BITS:
-        bits, width = _jit.BITS[dtype.itemsize], 1
+    if dtype.itemsize in jit.BITS:
+        bits, width = jit.BITS[dtype.itemsize], 1
     elif dtype.kind == "c" and dtype.itemsize == 16:
-        bits, width = _jit.BITS[8], 2  # complex128: (real, imag) pairs of uint64
+        bits, width = jit.BITS[8], 2  # complex128: (real, imag) pairs of uint64
     else:
         return None
 
-    kernel = _jit.get("pad_last2", _pad_loops)
+    kernel = jit.get("pad_last2", pad_loops)
     if kernel is None:
         return None
     planes = math.prod(shape[:-2])

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from customops.accel.plans import Uncacheable, flat_key, planned
 from customops.errors import KernelError
-from customops.kernels import _alloc
-from customops.kernels._plans import Uncacheable, flat_key, planned
+from customops.kernels import limits
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -719,7 +719,7 @@ def _prepare(
     out_shape = list(shape)
     for ax in plan:
         out_shape[ax.axis] = ax.out_len
-    _alloc.check_output(tuple(out_shape), dtype)
+    limits.check_output(tuple(out_shape), dtype)
     prepared = _Prepared(tuple(shape), dtype, tuple(out_shape), {}, [], {}, None)
     if math.prod(out_shape) == 0:
         return prepared
@@ -794,7 +794,7 @@ def _execute(prepared: _Prepared, X: np.ndarray) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------------
-# Compiled fast paths (customops.kernels._jit): float32 / float64 filters, numeric nearest gathers.
+# Compiled fast paths (customops.accel.jit): float32 / float64 filters, numeric nearest gathers.
 
 _SCRATCH_BYTES = 1 << 19  # filtered input rows kept per block of output rows (about an L2 cache)
 
@@ -855,7 +855,7 @@ def _weight_bits(weights: np.ndarray) -> np.ndarray:
 
 
 def _x2_run(indices: np.ndarray, weights: np.ndarray, width: int) -> np.ndarray:
-    """(lo, hi) for _jit._h_row_x2: the longest run of m around the middle where outputs 2m and 2m + 1 of
+    """(lo, hi) for jit._h_row_x2: the longest run of m around the middle where outputs 2m and 2m + 1 of
     a 2- or 4-tap table (L, T) over an axis of ``width`` upsampled to 2 * width read the same taps
     relative to m with the same weights; (0, 0) when there is none worth it."""
     length, taps = indices.shape
@@ -872,7 +872,7 @@ def _x2_run(indices: np.ndarray, weights: np.ndarray, width: int) -> np.ndarray:
 
 
 def _down_run(indices: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """(k, lo, hi) for _jit._h_row_down: the longest run of outputs j around the middle of a table (L, T)
+    """(k, lo, hi) for jit._h_row_down: the longest run of outputs j around the middle of a table (L, T)
     that read taps k * j + c_t with weights w_t, for one k > 1 (a downsampled axis); (0, 0, 0) when there
     is none worth it. Splitting a row into its phases reads all of it once, so it pays only when the
     gathers would read each element twice or more (T >= 2k: the antialiased filters, cubic /2; measured,
@@ -893,12 +893,12 @@ def _down_run(indices: np.ndarray, weights: np.ndarray) -> np.ndarray:
 
 def _fast_path(prepared: _Prepared) -> Callable[[np.ndarray], np.ndarray] | None:
     """A compiled implementation of this resize, or None (the numpy passes run)."""
-    from customops.kernels import _jit, _threads
+    from customops.accel import jit, parallel
 
     dtype = prepared.dtype
     shape = prepared.shape
     rank = len(shape)
-    if rank == 0 or not _jit.enabled():
+    if rank == 0 or not jit.enabled():
         return None
     ops: dict[int, tuple[np.ndarray, ...]] = {}
     for ax, idx in prepared.gathers.items():
@@ -912,7 +912,7 @@ def _fast_path(prepared: _Prepared) -> Callable[[np.ndarray], np.ndarray] | None
     last = rank - 1
     if not prepared.filters:
         # nearest (or filters that reduce to copies): a gather of the last two axes
-        view = _jit.BITS.get(dtype.itemsize) if dtype.kind in "biufc" else None  # gathers copy bits
+        view = jit.BITS.get(dtype.itemsize) if dtype.kind in "biufc" else None  # gathers copy bits
         if view is None or not set(ops) <= {last - 1, last} or rank < 2:
             return None
         iy = ops[last - 1][0][:, 0] if last - 1 in ops else np.arange(shape[last - 1])
@@ -933,25 +933,25 @@ def _fast_path(prepared: _Prepared) -> Callable[[np.ndarray], np.ndarray] | None
                 return X.take(flat)  # the output's shape: take() reads X flattened
 
             return tiny
-        wide = _jit.BITS.get(2 * dtype.itemsize)
+        wide = jit.BITS.get(2 * dtype.itemsize)
         if wide is not None and out3[2] == 2 * in3[2] and _repeat_factor(ix, in3[2]) == 2:
             # every element twice along the last axis (nearest x2): one store of both copies
-            repeat2 = _jit.get("repeat2_last2")
+            repeat2 = jit.get("repeat2_last2")
             pair = np.uint64(1 + (1 << (8 * dtype.itemsize)))
 
             def gather2(X: np.ndarray) -> np.ndarray:
                 out = np.empty(out_shape, dtype=dtype)
                 args = (X.view(view).reshape(in3), out.view(view).reshape(out3).view(wide), iy, pair)
-                _threads.run(repeat2, out3[0] * out3[1], work, *args)
+                parallel.run(repeat2, out3[0] * out3[1], work, *args)
                 return out
 
             return gather2
-        kernel = _jit.get("gather_last2")
+        kernel = jit.get("gather_last2")
 
         def gather(X: np.ndarray) -> np.ndarray:
             out = np.empty(out_shape, dtype=dtype)
             args = (X.view(view).reshape(in3), out.view(view).reshape(out3), iy, ix)
-            _threads.run(kernel, out3[0] * out3[1], work, *args)
+            parallel.run(kernel, out3[0] * out3[1], work, *args)
             return out
 
         return gather
@@ -968,7 +968,7 @@ def _fast_path(prepared: _Prepared) -> Callable[[np.ndarray], np.ndarray] | None
         rows_first_cost = 2 * height * out_w * tx.shape[1] + out_h * out_w * ty.shape[1]
         columns_first_cost = out_h * width * ty.shape[1] + 2 * out_h * out_w * tx.shape[1]
         columns_first = columns_first_cost < rows_first_cost
-        kernel2 = _jit.get("resize_columns_first" if columns_first else "resize_rows_first")
+        kernel2 = jit.get("resize_columns_first" if columns_first else "resize_rows_first")
         in3 = (math.prod(shape[:-2]), shape[-2], shape[-1])
         out3 = (in3[0], out_shape[-2], out_shape[-1])
         (tyi, tyw), (txi, txw) = tables[last - 1], tables[last]
@@ -980,8 +980,8 @@ def _fast_path(prepared: _Prepared) -> Callable[[np.ndarray], np.ndarray] | None
         # the loops take a range of flat units, each in one plane: output rows, or blocks of them
         units = in3[0] * (out_h if columns_first else -(-out_h // block))
         tables = (tyi, tyw, txi, txw, *extra)
-        if not columns_first and in3[1] * out_w <= _SMALL_SCRATCH and _threads.serial(work):
-            small = _jit.get("resize_small_rows_first")
+        if not columns_first and in3[1] * out_w <= _SMALL_SCRATCH and parallel.serial(work):
+            small = jit.get("resize_small_rows_first")
             ty, tx = tyw.shape[0] // 2, txw.shape[0] // 2
             ints = np.concatenate([[ty, tx], tyi[:ty].ravel(), txi[:tx].ravel()]).astype(np.uintp)
             weights_ = np.concatenate([tyw[:ty].ravel(), txw[:tx].ravel()])
@@ -1007,7 +1007,7 @@ def _fast_path(prepared: _Prepared) -> Callable[[np.ndarray], np.ndarray] | None
                 return out
 
             return last2_small_any
-        if _threads.serial(work):
+        if parallel.serial(work):
 
             def last2_serial(X: np.ndarray) -> np.ndarray:
                 out = np.empty(out_shape, dtype=dtype)
@@ -1018,7 +1018,7 @@ def _fast_path(prepared: _Prepared) -> Callable[[np.ndarray], np.ndarray] | None
 
         def last2(X: np.ndarray) -> np.ndarray:
             out = np.empty(out_shape, dtype=dtype)
-            _threads.run(kernel2, units, work, X.reshape(in3), out.reshape(out3), *tables)
+            parallel.run(kernel2, units, work, X.reshape(in3), out.reshape(out3), *tables)
             return out
 
         return last2
@@ -1033,8 +1033,8 @@ def _fast_path(prepared: _Prepared) -> Callable[[np.ndarray], np.ndarray] | None
         step_dtype = dtype if i == len(order) - 1 else np.dtype(np.float64)
         runs = (_x2_run(*ops[ax], n), _down_run(*ops[ax])) if post == 1 else ()
         steps.append((ax, pre, n, post, tuple(current), step_dtype, *tables[ax], runs))
-    rows_kernel = _jit.get("resize_rows")
-    middle_kernel = _jit.get("resize_middle")
+    rows_kernel = jit.get("resize_rows")
+    middle_kernel = jit.get("resize_middle")
 
     def passes(X: np.ndarray) -> np.ndarray:
         y = X
@@ -1044,10 +1044,10 @@ def _fast_path(prepared: _Prepared) -> Callable[[np.ndarray], np.ndarray] | None
             work = out.size * ti.shape[0]
             if post == 1:
                 args = (y.reshape(pre, n), out.reshape(pre, length), ti, tw, *runs)
-                _threads.run(rows_kernel, pre, work, *args)
+                parallel.run(rows_kernel, pre, work, *args)
             else:
                 args = (y.reshape(pre, n, post), out.reshape(pre, length, post), ti, tw)
-                _threads.run(middle_kernel, pre * length, work, *args)
+                parallel.run(middle_kernel, pre * length, work, *args)
             y = out
         return y
 
@@ -1082,7 +1082,7 @@ def _bind(**attributes: Any) -> Callable[..., np.ndarray]:
 
     Equivalent to ``lambda X, roi=None, scales=None, sizes=None: resize(X, roi, scales, sizes,
     **attributes)``; the tables of each input shape, dtype and roi/scales/sizes are kept (at most
-    PLAN_CACHE_SIZE of them, customops.kernels._plans). Errors are raised on every call, as ``resize``
+    PLAN_CACHE_SIZE of them, customops.accel.plans). Errors are raised on every call, as ``resize``
     raises them.
     """
     unknown = set(attributes) - set(_ATTRIBUTE_DEFAULTS)

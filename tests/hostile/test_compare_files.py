@@ -18,7 +18,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from customops.cli import main
+from customops.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
 DEVIATION = ROOT / "models" / "ort_deviation.onnx"
@@ -104,7 +104,7 @@ def test_string_inputs_travel_as_unicode_arrays(tmp_path, capsys):
 
 
 def test_an_npz_whose_arrays_declare_more_than_the_limit_is_refused_unread(tmp_path, capsys, monkeypatch):
-    import customops.compare as compare
+    import customops.compare.pipeline as compare
 
     monkeypatch.setattr(compare, "INPUT_LIMIT", 1000)
     inputs = tmp_path / "in.npz"
@@ -254,7 +254,7 @@ def test_huge_dims_are_refused_before_anything_is_drawn(tmp_path, capsys):
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), model)
     code = (
         "import resource, sys; resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30));"
-        "from customops.cli import main; sys.exit(main(sys.argv[1:]))"
+        "from customops.cli.main import main; sys.exit(main(sys.argv[1:]))"
     )
     proc = subprocess.run(
         [sys.executable, "-c", code, "compare", str(model), "--dim", "H=30000", "--dim", "W=30000"],

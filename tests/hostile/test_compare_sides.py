@@ -18,7 +18,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import customops
-from customops.sides import INJECT_ENV
+from customops.eval.sides import INJECT_ENV
 from tests.helpers import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -251,7 +251,7 @@ def test_memory_stays_a_small_multiple_of_a_large_output(tmp_path):
 
 
 def test_a_side_whose_outputs_exceed_the_limit_reports_it_instead_of_sending_them(monkeypatch):
-    from customops import sides
+    from customops.eval import sides
 
     monkeypatch.setattr(sides, "OUTPUT_LIMIT", 1000)
     small = sides.SideRun(values={"y": np.zeros(10, np.float32)})
@@ -262,7 +262,7 @@ def test_a_side_whose_outputs_exceed_the_limit_reports_it_instead_of_sending_the
 
 @pytest.mark.parametrize("chunk", [1, 7, 1 << 20])
 def test_metrics_chunk_by_chunk_are_those_of_one_pass(monkeypatch, chunk):
-    from customops import metrics
+    from customops.eval import metrics
 
     rng = np.random.default_rng(chunk)
     a = rng.standard_normal((3, 50)).astype(np.float32)

@@ -15,7 +15,7 @@ import onnxruntime as ort
 import pytest
 
 import customops
-from customops import runtime
+from customops.bridge import runtime
 from tests.helpers import one_node_model
 
 F32 = np.float32

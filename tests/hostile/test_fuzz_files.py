@@ -4,7 +4,7 @@ the input is left byte for byte, every read and decompression is bounded, and no
 left behind.
 
 The campaign directories are edited copies of one small real campaign (module fixture). CLI runs happen
-in-process (``customops.cli.main``); subprocesses get the PYTHONPATH of the customops under test, so that
+in-process (``customops.cli.main.main``); subprocesses get the PYTHONPATH of the customops under test, so that
 the file can be run against another checkout of the code."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 import customops
-from customops.cli import main
+from customops.cli.main import main
 
 CODE = str(Path(customops.__file__).resolve().parent.parent)
 """The checkout whose customops is under test (subprocesses import the same one)."""
@@ -33,7 +33,7 @@ CODE = str(Path(customops.__file__).resolve().parent.parent)
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "customops.cli", *args],
+        [sys.executable, "-m", "customops.cli.main", *args],
         capture_output=True,
         text=True,
         timeout=300,
@@ -344,8 +344,8 @@ def test_reading_a_bomb_allocates_no_more_than_the_declared_size(camp):
 def test_a_replayed_case_cannot_send_a_huge_output_back(camp):
     """A side's output is copied into the coordinator: a case asking for 80 MB of output (Pad's pads
     come from the file) is an error of that side, not 80 MB in the main process."""
+    from customops.eval.runner import Pool
     from customops.fuzz.files import read_finding
-    from customops.fuzz.runner import Pool
     from customops.fuzz.triage import evaluate
 
     group = first_group(camp)

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-import customops.fuzz.runner as runner
-from customops.cli import main
+import customops.eval.runner as runner
+from customops.cli.main import main
 
 CORES = len(os.sched_getaffinity(0))
 

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import customops
-from customops import runtime
+from customops.bridge import runtime
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NODES = 8
@@ -28,7 +28,7 @@ import numpy as np
 import onnxruntime as ort
 from onnx import TensorProto, helper
 import customops
-from customops import runtime
+from customops.bridge import runtime
 
 NODES = {NODES}
 names = ["x"] + [f"r{{i}}" for i in range(NODES)]

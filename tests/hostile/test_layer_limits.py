@@ -2,7 +2,7 @@
 
 onnxruntime-extensions copies each of our outputs into a tensor it asks ONNX Runtime for after our
 kernel returned; when that allocation fails the C++ exception aborts the process. Every kernel checks
-its output size before allocating (kernels._alloc.check_output) and the hook checks again before
+its output size before allocating (kernels.limits.check_output) and the hook checks again before
 handing a large result over. Each case runs in a child process whose address space is limited to what
 it uses plus 1.5 times the output: room for the kernel's array, not for the layer's copy as well.
 """
@@ -128,8 +128,8 @@ def test_a_result_the_layer_cannot_copy_is_refused_even_with_a_planned_shape():
 
 
 def test_string_tensors_are_limited_to_what_the_layer_can_index():
-    from customops.kernels import _alloc
+    from customops.kernels import limits
 
     with pytest.raises(Exception, match="at most 2147483647"):
-        _alloc.check_output((2**31,), object)
-    _alloc.check_output((3,), object)
+        limits.check_output((2**31,), object)
+    limits.check_output((3,), object)

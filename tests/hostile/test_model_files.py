@@ -122,7 +122,7 @@ def test_external_data_inside_the_directory_still_loads(tmp_path):
     (tmp_path / "sub" / "w.bin").write_bytes(b"pad" + _data_bytes())
     model = _external(_pad_model(), "sub/w.bin", offset="3", length="16")
     (tmp_path / "in.onnx").write_bytes(model.SerializeToString())
-    from customops.modelio import load_model_files
+    from customops.model.io import load_model_files
 
     loaded, external, files = load_model_files(tmp_path / "in.onnx")
     assert external and files[1] == tmp_path / "sub" / "w.bin"
@@ -168,7 +168,7 @@ def test_an_output_that_is_not_a_regular_file_is_refused_and_left_as_it_is(tmp_p
 
 
 def test_save_model_refuses_a_fifo(tmp_path):
-    from customops.modelio import save_model
+    from customops.model.io import save_model
 
     fifo = tmp_path / "out.onnx"
     os.mkfifo(fifo)
@@ -196,7 +196,7 @@ def test_an_interruption_anywhere_in_save_model_leaves_no_temporary_directory(tm
     save_model does (its own lines up to its cleanup, and every line of the helpers it calls in modelio),
     one after another: each time the directory holds no hidden leftovers, and the output is either
     absent or the whole model."""
-    from customops import modelio
+    from customops.model import io as modelio
 
     first, cleanup = _work_lines(modelio)
     model = _pad_model(512)

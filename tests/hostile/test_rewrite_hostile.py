@@ -321,7 +321,7 @@ def test_the_registry_and_support_table_say_where_the_bridge_stops():
 
 
 def test_rewrite_refuses_a_rewritten_model_and_counts_its_nodes():
-    from customops.rewriter import is_rewritten
+    from customops.model.rewriter import is_rewritten
 
     rewritten = _rewritten_pad()
     assert is_rewritten(rewritten) == 1

@@ -19,7 +19,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import customops
-from customops import runtime
+from customops.bridge import runtime
 from tests.helpers import one_node_model
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -139,7 +139,7 @@ def test_a_string_output_utf8_cannot_encode_raises_instead_of_aborting():
     proc = _child(
         """
         import numpy as np, customops
-        from customops import runtime
+        from customops.bridge import runtime
         from tests.hostile.test_strings import _string_resize
         sess = _string_resize()
         for binding in runtime._BINDINGS.values():

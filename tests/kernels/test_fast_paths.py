@@ -1,6 +1,6 @@
 """The fast paths agree with the plain numpy kernels.
 
-Compiled loops (customops.kernels._jit, numba) against the numpy passes they replace, run in a child
+Compiled loops (customops.accel.jit, numba) against the numpy passes they replace, run in a child
 process with CUSTOMOPS_JIT=0; and each kernel's ``bind(**attributes)`` (what the ONNX Runtime hook
 calls, with its per-shape plan cache) against the plain function, including errors.
 """
@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from customops.accel import jit
 from customops.errors import KernelError
-from customops.kernels import _jit
 from customops.kernels.center_crop_pad import center_crop_pad
 from customops.kernels.col2im import col2im
 from customops.kernels.pad import pad
@@ -123,8 +123,8 @@ def numpy_results(tmp_path_factory) -> list[np.ndarray]:
         import pickle, sys
         sys.path.insert(0, {str(ROOT)!r})
         from tests.kernels.test_fast_paths import _run_all
-        from customops.kernels import _jit
-        assert not _jit.enabled()
+        from customops.accel import jit
+        assert not jit.enabled()
         with open({str(path)!r}, "wb") as f:
             pickle.dump(_run_all(), f)
         """
@@ -138,7 +138,7 @@ def numpy_results(tmp_path_factory) -> list[np.ndarray]:
         return pickle.load(f)
 
 
-@pytest.mark.skipif(not _jit.enabled(), reason="numba is not available")
+@pytest.mark.skipif(not jit.enabled(), reason="numba is not available")
 def test_compiled_paths_agree_with_the_numpy_kernels(numpy_results) -> None:
     compiled = _run_all()
     assert len(compiled) == len(numpy_results)
@@ -161,7 +161,7 @@ def test_compiled_paths_agree_with_the_numpy_kernels(numpy_results) -> None:
             assert got.tobytes() == want.tobytes(), (name, kwargs)
 
 
-@pytest.mark.skipif(not _jit.enabled(), reason="numba is not available")
+@pytest.mark.skipif(not jit.enabled(), reason="numba is not available")
 def test_float32_filters_round_once_from_float64() -> None:
     rng = np.random.default_rng(9)
     X = (rng.standard_normal((1, 2, 40, 33)) * 1e3).astype(np.float32)
@@ -216,9 +216,9 @@ def _attrs(coord: str, mode: str) -> tuple:
     return (0, None, coord, -0.75, 0, 0.0, "stretch", mode, "round_prefer_floor")
 
 
-@pytest.mark.skipif(not _jit.enabled(), reason="numba is not available")
+@pytest.mark.skipif(not jit.enabled(), reason="numba is not available")
 def test_x2_pairs_give_the_table_loop_bits(monkeypatch) -> None:
-    """The rows-first loop with its x2 pairs (_jit._h_row_x2) against the same loop through the tables
+    """The rows-first loop with its x2 pairs (jit._h_row_x2) against the same loop through the tables
     only: the same bits, non-finite rows and float64 included."""
     from customops.kernels import resize as resize_module
 
@@ -246,9 +246,9 @@ def test_x2_pairs_give_the_table_loop_bits(monkeypatch) -> None:
     assert used >= 24  # every config but align_corners has a run
 
 
-@pytest.mark.skipif(not _jit.enabled(), reason="numba is not available")
+@pytest.mark.skipif(not jit.enabled(), reason="numba is not available")
 def test_the_short_loop_of_small_images_gives_the_general_loops_bits(monkeypatch) -> None:
-    """_jit.resize_small_rows_first against resize_rows_first: the same bits, signed zeros included;
+    """jit.resize_small_rows_first against resize_rows_first: the same bits, signed zeros included;
     an image with inf, NaN or float64 sums that overflow falls back to the general loop."""
     from customops.kernels import resize as resize_module
 
@@ -288,9 +288,9 @@ def test_the_short_loop_of_small_images_gives_the_general_loops_bits(monkeypatch
     assert paths.count("last2_small") >= 300 and paths.count("last2_small_any") >= 200
 
 
-@pytest.mark.skipif(not _jit.enabled(), reason="numba is not available")
+@pytest.mark.skipif(not jit.enabled(), reason="numba is not available")
 def test_downsampling_phases_give_the_table_loop_bits(monkeypatch) -> None:
-    """The columns-first loop with its phase split (_jit._h_row_down) against the same loop through the
+    """The columns-first loop with its phase split (jit._h_row_down) against the same loop through the
     tables only: the same bits, non-finite rows and float64 included."""
     from customops.kernels import resize as resize_module
 
@@ -316,7 +316,7 @@ def test_downsampling_phases_give_the_table_loop_bits(monkeypatch) -> None:
     assert used >= 20  # every config with at least 2k taps (two-tap linear and cubic /4 gather)
 
 
-@pytest.mark.skipif(not _jit.enabled(), reason="numba is not available")
+@pytest.mark.skipif(not jit.enabled(), reason="numba is not available")
 def test_last_axis_runs_give_the_table_loop_bits(monkeypatch) -> None:
     """The one-axis loop (only the last axis resized: audio frames, 1-D signals) with its x2 pairs and
     phases against the same loop through the tables only: the same bits."""
@@ -410,7 +410,7 @@ def test_bound_col2im_and_upsample_match() -> None:
 
 def test_bound_kernels_keep_one_plan_per_small_input_value() -> None:
     """One bound kernel called in turn with small inputs that differ in value, sign of zero, dtype or
-    shape (the flat plan keys of customops.kernels._plans): every call gives the bits of the plain
+    shape (the flat plan keys of customops.accel.plans): every call gives the bits of the plain
     function, the first time and from the kept plan."""
     x = np.arange(24, dtype=np.float32).reshape(1, 2, 3, 4)
     empty_roi, empty_sizes, empty_scales = (
@@ -457,7 +457,7 @@ def test_bound_kernels_keep_one_plan_per_small_input_value() -> None:
             assert bound(x, shape).tobytes() == center_crop_pad(x, shape).tobytes()
 
 
-@pytest.mark.skipif(not _jit.enabled(), reason="numba is not available")
+@pytest.mark.skipif(not jit.enabled(), reason="numba is not available")
 @pytest.mark.parametrize(
     ("mode", "antialias", "shape", "sizes", "coordinates"),
     [

@@ -1,4 +1,4 @@
-"""The compiled Pad loop (customops.kernels._pad_loops) against Pad's numpy copies, bit for bit.
+"""The compiled Pad loop (customops.accel.pad_loops) against Pad's numpy copies, bit for bit.
 
 Each case prepares one plan and runs it twice: as prepared (compiled loop) and with the loop removed
 (the numpy copies, what runs without numba). ``_loop_pays`` is patched so that small tensors take the
@@ -15,12 +15,12 @@ import numpy as np
 import pytest
 
 import customops.kernels.pad as pad_module
+from customops.accel import jit, pad_loops
 from customops.errors import KernelError
-from customops.kernels import _jit, _pad_loops
 from customops.kernels.center_crop_pad import _pads as center_crop_pads
 from customops.kernels.pad import MODES, execute_pad, pad, prepare_pad
 
-needs_numba = pytest.mark.skipif(not _jit.enabled(), reason="numba is not available")
+needs_numba = pytest.mark.skipif(not jit.enabled(), reason="numba is not available")
 
 DTYPES = (
     np.float32,
@@ -176,7 +176,7 @@ def test_large_float32_pad_takes_the_compiled_loop() -> None:
     for mode in MODES:
         prepared = prepare_pad(data.shape, data.dtype, pads, None, None, mode)
         assert prepared.loop is not None, mode
-        assert prepared.loop.kernel is _jit.get("pad_last2", _pad_loops)
+        assert prepared.loop.kernel is jit.get("pad_last2", pad_loops)
         calls = []
 
         def counting(*args, kernel=prepared.loop.kernel, calls=calls):
@@ -220,7 +220,7 @@ def test_loop_is_left_out_where_numpy_is_as_fast_or_it_does_not_apply(monkeypatc
 
 @pytest.mark.usefixtures("always_compiled")
 def test_without_numba_the_numpy_copies_run(monkeypatch) -> None:
-    monkeypatch.setattr(_jit, "get", lambda *args, **kwargs: None)
+    monkeypatch.setattr(jit, "get", lambda *args, **kwargs: None)
     data = np.arange(60, dtype=np.int16).reshape(3, 4, 5)
     for mode in MODES:
         prepared = prepare_pad(data.shape, data.dtype, [1, 2, 2, 1], None, [1, 2], mode)

@@ -12,7 +12,7 @@ import threading
 import numpy as np
 import pytest
 
-from customops.kernels import _jit, _threads
+from customops.accel import jit, parallel
 from customops.kernels.resize import resize
 from tests.kernels.test_fast_paths import CASES, ROOT, _run_all
 
@@ -20,35 +20,35 @@ from tests.kernels.test_fast_paths import CASES, ROOT, _run_all
 @pytest.fixture
 def split_everything(monkeypatch):
     """Three threads, and every loop of two or more rows split, however small."""
-    monkeypatch.setitem(_threads._state, "threads", 3)
-    monkeypatch.setattr(_threads, "_MIN_WORK", 1)
+    monkeypatch.setitem(parallel._state, "threads", 3)
+    monkeypatch.setattr(parallel, "_MIN_WORK", 1)
 
 
 def _one_thread(monkeypatch) -> list[np.ndarray]:
-    monkeypatch.setitem(_threads._state, "threads", 1)
+    monkeypatch.setitem(parallel._state, "threads", 1)
     return _run_all()
 
 
-@pytest.mark.skipif(not _jit.enabled(), reason="numba is not available")
+@pytest.mark.skipif(not jit.enabled(), reason="numba is not available")
 def test_split_loops_are_bit_identical(monkeypatch) -> None:
     serial = _one_thread(monkeypatch)
-    monkeypatch.setitem(_threads._state, "threads", 3)
-    monkeypatch.setattr(_threads, "_MIN_WORK", 1)
+    monkeypatch.setitem(parallel._state, "threads", 3)
+    monkeypatch.setattr(parallel, "_MIN_WORK", 1)
     calls: list[tuple[int, int]] = []
-    real_run = _threads.run
+    real_run = parallel.run
 
     def counting(loop, length, work, *args):
-        calls.append((length, _threads.parts(length, work)))
+        calls.append((length, parallel.parts(length, work)))
         return real_run(loop, length, work, *args)
 
-    monkeypatch.setattr(_threads, "run", counting)
+    monkeypatch.setattr(parallel, "run", counting)
     split = _run_all()
     assert any(parts > 1 for _, parts in calls), "no loop was split"
     for (name, _args, kwargs), got, want in zip(CASES, split, serial, strict=True):
         assert got.tobytes() == want.tobytes(), (name, kwargs)
 
 
-@pytest.mark.skipif(not _jit.enabled(), reason="numba is not available")
+@pytest.mark.skipif(not jit.enabled(), reason="numba is not available")
 def test_split_large_resize_matches_serial(monkeypatch) -> None:
     """Real sizes, default work threshold: the fused rows-first, columns-first and nearest loops."""
     rng = np.random.default_rng(3)
@@ -61,9 +61,9 @@ def test_split_large_resize_matches_serial(monkeypatch) -> None:
         dict(mode="linear", scales=np.array([1, 2, 1, 1], np.float32)),
         dict(mode="cubic", scales=np.array([1, 1, 1, 1.5], np.float32)),
     ]
-    monkeypatch.setitem(_threads._state, "threads", 1)
+    monkeypatch.setitem(parallel._state, "threads", 1)
     serial = [resize(x, **c) for c in configs]
-    monkeypatch.setitem(_threads._state, "threads", 2)
+    monkeypatch.setitem(parallel._state, "threads", 2)
     for config, want in zip(configs, serial, strict=True):
         got = resize(x, **config)
         assert got.tobytes() == want.tobytes(), config
@@ -76,29 +76,29 @@ def test_run_covers_the_range_once(split_everything) -> None:
         assert tag == "t"
         seen.append((start, stop))
 
-    _threads.run(loop, 23, 10**9, "t")
+    parallel.run(loop, 23, 10**9, "t")
     seen.sort()
     assert seen[0][0] == 0 and seen[-1][1] == 23
     assert all(a[1] == b[0] for a, b in itertools.pairwise(seen))
-    assert len(seen) == min(23, 3 * _threads._PIECES_PER_THREAD)
+    assert len(seen) == min(23, 3 * parallel._PIECES_PER_THREAD)
 
 
 def test_pieces_are_bounded_per_thread_and_by_work() -> None:
-    per = _threads._PIECES_PER_THREAD
-    assert len(_threads.pieces(1000, 10**12, 2)) == 2 * per
-    assert len(_threads.pieces(1000, 10**12, 1)) == 1
-    few = _threads.pieces(1000, 3 * _threads._MIN_PIECE_WORK, 2)
+    per = parallel._PIECES_PER_THREAD
+    assert len(parallel.pieces(1000, 10**12, 2)) == 2 * per
+    assert len(parallel.pieces(1000, 10**12, 1)) == 1
+    few = parallel.pieces(1000, 3 * parallel._MIN_PIECE_WORK, 2)
     assert len(few) == 3 and few[-1][1] == 1000
-    assert _threads.pieces(5, 10**12, 2) == [(i, i + 1) for i in range(5)]
-    assert _threads.pieces(0, 10**12, 2) == [(0, 0)]
+    assert parallel.pieces(5, 10**12, 2) == [(i, i + 1) for i in range(5)]
+    assert parallel.pieces(0, 10**12, 2) == [(0, 0)]
 
 
 def test_a_slow_thread_holds_up_one_piece_only(monkeypatch) -> None:
     """A worker stalled on its first piece (as behind ORT's spinning threads on a shared core): the calling
     thread takes every other piece instead of waiting with half the loop undone."""
-    monkeypatch.setitem(_threads._state, "threads", 2)
+    monkeypatch.setitem(parallel._state, "threads", 2)
     caller = threading.get_ident()
-    total = len(_threads.pieces(64, 10**12, 2))
+    total = len(parallel.pieces(64, 10**12, 2))
     done: list[int] = []
     release = threading.Event()
 
@@ -109,18 +109,18 @@ def test_a_slow_thread_holds_up_one_piece_only(monkeypatch) -> None:
         if done.count(caller) >= total - 1:
             release.set()
 
-    _threads.run(loop, 64, 10**12)
+    parallel.run(loop, 64, 10**12)
     assert len(done) == total
     assert done.count(caller) >= total - 1, done
 
 
 def test_small_work_stays_on_the_calling_thread(monkeypatch) -> None:
-    monkeypatch.setitem(_threads._state, "threads", 4)
-    assert _threads.parts(1000, _threads._MIN_WORK - 1) == 1
-    assert _threads.parts(1, 10**12) == 1
-    assert _threads.parts(1000, 10**12) == 4
-    monkeypatch.setitem(_threads._state, "threads", 1)
-    assert _threads.parts(1000, 10**12) == 1
+    monkeypatch.setitem(parallel._state, "threads", 4)
+    assert parallel.parts(1000, parallel._MIN_WORK - 1) == 1
+    assert parallel.parts(1, 10**12) == 1
+    assert parallel.parts(1000, 10**12) == 4
+    monkeypatch.setitem(parallel._state, "threads", 1)
+    assert parallel.parts(1000, 10**12) == 1
 
 
 def test_errors_in_a_worker_reach_the_caller(split_everything) -> None:
@@ -129,12 +129,12 @@ def test_errors_in_a_worker_reach_the_caller(split_everything) -> None:
             raise ValueError(f"part {start}")
 
     with pytest.raises(ValueError, match="part"):
-        _threads.run(loop, 10, 10**9)
+        parallel.run(loop, 10, 10**9)
 
 
 @pytest.mark.parametrize(("value", "expected"), [("1", 1), ("3", 3), ("0", None), ("many", None)])
 def test_thread_count_from_the_environment(value, expected) -> None:
-    script = "from customops.kernels import _threads; print(_threads.threads()); print(_threads.describe())"
+    script = "from customops.accel import parallel; print(parallel.threads()); print(parallel.describe())"
     env = {**os.environ, "CUSTOMOPS_THREADS": value}
     out = subprocess.run(
         [sys.executable, "-c", script], env=env, capture_output=True, text=True, cwd=ROOT, check=True
@@ -155,17 +155,17 @@ def test_a_forked_child_gets_its_own_pool() -> None:
     script = textwrap.dedent(
         """
         import os, numpy as np
-        from customops.kernels import _threads
-        _threads._state["threads"] = 2
-        _threads._MIN_WORK = 1
+        from customops.accel import parallel
+        parallel._state["threads"] = 2
+        parallel._MIN_WORK = 1
         def loop(out, start, stop):
             out[start:stop] = 1
         out = np.zeros(10)
-        _threads.run(loop, 10, 10**9, out)
+        parallel.run(loop, 10, 10**9, out)
         pid = os.fork()
         if pid == 0:
             child = np.zeros(10)
-            _threads.run(loop, 10, 10**9, child)
+            parallel.run(loop, 10, 10**9, child)
             os._exit(0 if child.sum() == 10 else 3)
         _, status = os.waitpid(pid, 0)
         print(os.waitstatus_to_exitcode(status))
@@ -175,7 +175,7 @@ def test_a_forked_child_gets_its_own_pool() -> None:
     assert out.stdout.strip() == "0", out.stderr
 
 
-@pytest.mark.skipif(not _jit.enabled(), reason="numba is not available")
+@pytest.mark.skipif(not jit.enabled(), reason="numba is not available")
 @pytest.mark.parametrize("mode", ["constant", "reflect", "edge", "wrap"])
 def test_split_pad_matches_serial(monkeypatch, mode) -> None:
     from customops.kernels.center_crop_pad import center_crop_pad
@@ -184,10 +184,10 @@ def test_split_pad_matches_serial(monkeypatch, mode) -> None:
     rng = np.random.default_rng(4)
     x = rng.standard_normal((2, 5, 33, 40)).astype(np.float32)
     pads = np.array([0, 0, 3, -2, 0, 0, 1, 7], np.int64)
-    monkeypatch.setitem(_threads._state, "threads", 1)
+    monkeypatch.setitem(parallel._state, "threads", 1)
     want = pad(x, pads, mode=mode)
     cropped = center_crop_pad(x, np.array([40, 30], np.int64), axes=[2, 3])
-    monkeypatch.setitem(_threads._state, "threads", 3)
-    monkeypatch.setattr(_threads, "_MIN_WORK", 1)
+    monkeypatch.setitem(parallel._state, "threads", 3)
+    monkeypatch.setattr(parallel, "_MIN_WORK", 1)
     assert pad(x, pads, mode=mode).tobytes() == want.tobytes()
     assert center_crop_pad(x, np.array([40, 30], np.int64), axes=[2, 3]).tobytes() == cropped.tobytes()

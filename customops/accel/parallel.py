@@ -1,6 +1,6 @@
 """Running a compiled loop over parts of its output on several threads.
 
-The compiled loops (customops.kernels._jit) release the GIL and take a range ``[start, stop)`` of the
+The compiled loops (customops.accel.jit) release the GIL and take a range ``[start, stop)`` of the
 units they compute (output rows, blocks of rows, planes) as their last two arguments; every output
 element is computed by the same arithmetic whichever part it falls in, so results do not depend on the
 number of threads.

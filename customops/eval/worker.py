@@ -22,7 +22,7 @@ SIDES = ("builtin", "custom", "reference")
 
 MAX_OUTPUT_BYTES = 64 << 20
 """Largest output a worker sends back. A campaign's valid cases have at most 720 output elements
-(customops.fuzz.space.OUT_LIMIT); a replayed case comes from a file and could ask a side for any size,
+(customops.fuzz.spaces.base.OUT_LIMIT); a replayed case comes from a file and could ask a side for any size,
 which would then be copied into the coordinator: past this it is an error of that side instead."""
 
 
@@ -164,7 +164,7 @@ def worker_main(conn: Any, side: str) -> None:
 
 
 def main(argv: list[str]) -> None:
-    """``python -m customops.fuzz.worker SIDE FD``: serve the connection on file descriptor FD."""
+    """``python -m customops.eval.worker SIDE FD``: serve the connection on file descriptor FD."""
     from multiprocessing.connection import Connection
 
     side, fd = argv[0], int(argv[1])

@@ -10,8 +10,7 @@ import numpy as np
 
 from customops.fuzz import values as V
 from customops.fuzz.case import Case, Tensor
-from customops.fuzz.simplifications import cut_main_axis, drop_main_axis, value_simplifications
-from customops.fuzz.space import (
+from customops.fuzz.spaces.base import (
     Candidate,
     Space,
     Verdict,
@@ -28,6 +27,7 @@ from customops.fuzz.space import (
     norm_axes,
     present,
 )
+from customops.fuzz.spaces.simplifications import cut_main_axis, drop_main_axis, value_simplifications
 from customops.registry import OpVersion
 
 _SCALES = (1.0, 1.0, 2.0, 3.0, 0.5, 1.5, 0.75, 0.6, 1 / 3, 4 / 3, 1.25, 0.8, 0.7, 2.5)

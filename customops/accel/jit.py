@@ -12,7 +12,7 @@ depend on vector width. Col2Im sums in the element type in increasing kernel-off
 
 Threads: every loop is serial and compiled with ``nogil=True``; the large ones take the range of units
 they compute as their last two arguments (output rows, blocks of rows or planes, numbered across planes
-so that a range is one contiguous part of the output), and :mod:`customops.kernels._threads` runs the
+so that a range is one contiguous part of the output), and :mod:`customops.accel.parallel` runs the
 parts on several threads (numba's own parallel regions gave mixed results here: their workers compete
 with ORT's intra-op threads; docs/performance.md).
 

@@ -7,8 +7,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 
 from customops.fuzz.case import Case, Tensor
-from customops.fuzz.simplifications import cut_main_axis, drop_main_axis, value_simplifications
-from customops.fuzz.space import (
+from customops.fuzz.spaces.base import (
     Candidate,
     Space,
     Verdict,
@@ -26,6 +25,7 @@ from customops.fuzz.space import (
     norm_axes,
     present,
 )
+from customops.fuzz.spaces.simplifications import cut_main_axis, drop_main_axis, value_simplifications
 from customops.registry import OpVersion
 
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from customops.fuzz import values as V
 from customops.fuzz.case import Case
-from customops.fuzz.space import Candidate, convert_case
+from customops.fuzz.spaces.base import Candidate, convert_case
 
 
 def drop_main_axis(x: np.ndarray, k: int, elem: str) -> np.ndarray:

@@ -1,6 +1,6 @@
 """Compiled loop of Pad (customops.kernels.pad): pads and crops of the last two axes, row by row.
 
-Plain Python functions, compiled on demand by :func:`customops.kernels._jit.get` (``numba.njit``). Pad
+Plain Python functions, compiled on demand by :func:`customops.accel.jit.get` (``numba.njit``). Pad
 only moves elements, so callers pass every numeric and bool type as the unsigned integer of its width
 (complex128 as pairs of uint64): four compiled specializations. Tables and offsets are unsigned
 (np.uintp): added to a loop index, a signed offset brings in numba's negative-index handling, which

@@ -5,7 +5,7 @@ callback, a segmentation fault in a kernel), it takes down only the child: the s
 "the custom side crashed: ..." with the child's last words, and a fresh child serves the next run. Each
 side keeps one child per process, started on first use and reused (starting one imports onnxruntime).
 
-The child is ``python -m customops.sides SIDE FD``; it talks to us over a socket pair with
+The child is ``python -m customops.eval.sides SIDE FD``; it talks to us over a socket pair with
 ``multiprocessing.connection`` (pickles between our own two processes only: the parent sends the
 serialized model and numpy arrays it holds, the child sends back arrays).
 """
@@ -82,7 +82,7 @@ def quiet_ort_log() -> None:
 def _session(model: bytes, custom: bool, profile_dir: str | None) -> Any:
     import onnxruntime as ort
 
-    from customops.runtime import InferenceSession
+    from customops.bridge.runtime import InferenceSession
 
     opts = ort.SessionOptions()
     opts.log_severity_level = _ort_log_level()
@@ -130,9 +130,9 @@ def run_here(model: bytes, feed: dict[str, np.ndarray], custom: bool, repeats: i
 def _serve(conn: Connection, side: str, note_fd: int | None) -> None:
     quiet_ort_log()
     if note_fd is not None:  # the command's own stderr, for the note of a first compilation
-        from customops.kernels import _jit
+        from customops.accel import jit
 
-        _jit.announce_compilation(os.fdopen(note_fd, "w"))
+        jit.announce_compilation(os.fdopen(note_fd, "w"))
     abort = os.environ.get(INJECT_ENV, "") == f"abort:{side}"
     conn.send("ready")
     while True:
@@ -168,7 +168,7 @@ def _empty_log() -> None:
 
 
 def main(argv: list[str]) -> None:
-    """``python -m customops.sides SIDE FD [NOTE_FD]``: serve runs of SIDE on the connection at file
+    """``python -m customops.eval.sides SIDE FD [NOTE_FD]``: serve runs of SIDE on the connection at file
     descriptor FD; NOTE_FD, if given, is where the note of a first compilation goes."""
     side, fd = argv[0], int(argv[1])
     if side not in SIDES:
@@ -222,7 +222,7 @@ class SideProcess:
         self.log.truncate()
         fds = [child.fileno(), *_stderr_fd()]
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "customops.sides", self.side, *map(str, fds)],
+            [sys.executable, "-m", "customops.eval.sides", self.side, *map(str, fds)],
             pass_fds=fds,
             stdin=subprocess.DEVNULL,
             stdout=self.log,

@@ -46,9 +46,9 @@ import numpy as np
 import onnxruntime as ort
 from onnxruntime_extensions import PyCustomOpDef, _ocos, get_library_path, onnx_op
 
-from customops import attrs as attr_codec
+from customops.bridge import attrs as attr_codec
 from customops.errors import CustomOpsError, KernelError
-from customops.kernels import _alloc
+from customops.kernels import limits
 from customops.registry import (
     CUSTOM_OPS,
     DOMAIN,
@@ -124,7 +124,7 @@ class _RunContext:
 
 
 _ACTIVE: dict[int, _RunContext] = {}
-_CHECKED = _alloc.CHECKED
+_CHECKED = limits.CHECKED
 _get_ident = threading.get_ident
 _THREAD = threading.local()
 _UNCLAIMED: list[str] = []
@@ -183,12 +183,12 @@ def _as_output(binding: _Binding, value: Any) -> tuple[tuple[int, ...], Any]:
     if binding.elem_type == "string":
         if arr.dtype != object and arr.dtype.kind not in "US":
             raise KernelError(f"kernel returned dtype {arr.dtype} for a string output")
-        _alloc.check_output(arr.shape, arr.dtype, allocated=True)
+        limits.check_output(arr.shape, arr.dtype, allocated=True)
         return arr.shape, [_layer_text(s) for s in arr.ravel().tolist()]
     if arr.dtype != binding.out_dtype:
         raise KernelError(f"kernel returned dtype {arr.dtype}, expected {binding.out_dtype}")
     if arr.nbytes >= _CHECKED:
-        _alloc.check_output(arr.shape, arr.dtype, allocated=True)
+        limits.check_output(arr.shape, arr.dtype, allocated=True)
     return arr.shape, np.ascontiguousarray(arr)
 
 
@@ -227,7 +227,7 @@ def _invoke(k_id: int, feed: Sequence[Any], raw_attrs: dict[str, str]) -> tuple[
         ):
             if result.nbytes >= _CHECKED:
                 # again now, whatever the kernel checked: its plan may be older than the memory left
-                _alloc.check_output(result.shape, result.dtype, allocated=True)
+                limits.check_output(result.shape, result.dtype, allocated=True)
             return (k_id, result.shape, result)  # the common case; _as_output has the general rules
         shape, data = _as_output(binding, result)
         return (k_id, shape, data)
@@ -545,7 +545,7 @@ def registered_types() -> dict[str, tuple[str, ...]]:
 
 
 # ---------------------------------------------------------------------------------------------
-# The seam of customops.bench, which times our hook against the stock path and against stand-in
+# The seam of customops.bench.suite, which times our hook against the stock path and against stand-in
 # kernels: the hooks, which registrations are ours, and our kernels swapped for others.
 
 Hook = Callable[[int, Sequence[Any], dict[str, str]], tuple[Any, ...]]

@@ -9,8 +9,7 @@ import numpy as np
 
 from customops.fuzz import values as V
 from customops.fuzz.case import Case, Tensor
-from customops.fuzz.simplifications import value_simplifications
-from customops.fuzz.space import (
+from customops.fuzz.spaces.base import (
     IN_LIMIT,
     OUT_LIMIT,
     Candidate,
@@ -20,6 +19,7 @@ from customops.fuzz.space import (
     draw_values,
     index_array,
 )
+from customops.fuzz.spaces.simplifications import value_simplifications
 from customops.registry import OpVersion
 
 _ATTRS = ("dilations", "pads", "strides")

@@ -18,9 +18,9 @@ from google.protobuf.message import DecodeError
 from onnx import AttributeProto, FunctionProto, GraphProto, ModelProto, NodeProto, helper
 
 from customops.errors import CustomOpsError
-from customops.modelio import all_graphs, all_nodes, subgraphs, walk_graph
+from customops.model.io import all_graphs, all_nodes, subgraphs, walk_graph
+from customops.model.translate import HELPER_DOC, Namer, Skip, original_of, translate
 from customops.registry import DOMAIN, OP_TYPES, layer_string_refusal, lookup
-from customops.translate import HELPER_DOC, Namer, Skip, original_of, translate
 
 STANDARD_DOMAINS = ("", "ai.onnx")
 
@@ -135,7 +135,7 @@ _BIG_TENSOR = 1 << 20
 
 def _without_big_data(model: ModelProto) -> ModelProto:
     """A copy whose large initializers keep their type and dims but not their data (for inference only)."""
-    from customops.modelio import model_tensors
+    from customops.model.io import model_tensors
 
     probe = ModelProto()
     probe.CopyFrom(model)
@@ -343,7 +343,7 @@ def as_model(model: Any) -> ModelProto:
             raise CustomOpsError(f"the bytes given are not a serialized ONNX model ({exc})") from None
         return out
     if isinstance(model, (str, os.PathLike)):
-        from customops.modelio import load_model_files
+        from customops.model.io import load_model_files
 
         return load_model_files(model)[0]
     raise CustomOpsError(

@@ -340,7 +340,7 @@ class _Hooks:
     def __init__(self) -> None:
         from onnxruntime_extensions import PyCustomOpDef
 
-        from customops import runtime
+        from customops.bridge import runtime
 
         self.runtime = runtime
         self.install = PyCustomOpDef.install_hooker
@@ -385,10 +385,10 @@ class _Hooks:
         function that installs it."""
         import numpy as np
 
-        from customops.kernels import _threads
+        from customops.accel import parallel
 
         size = math.prod(shape)
-        serial = _threads.serial(size)
+        serial = parallel.serial(size)
 
         def zero(flat: Any, start: int, stop: int) -> None:
             flat[start:stop] = 0  # numpy releases the GIL for this
@@ -397,7 +397,7 @@ class _Hooks:
             if serial:
                 return np.zeros(shape, dtype)
             out = np.empty(shape, dtype)
-            _threads.run(zero, size, size, out.reshape(-1))
+            parallel.run(zero, size, size, out.reshape(-1))
             return out
 
         return self._answering(write)
@@ -410,7 +410,7 @@ class _Hooks:
         Returns the function that installs it."""
         import numpy as np
 
-        from customops.kernels import _threads
+        from customops.accel import parallel
 
         dtype = np.dtype(dtype)
         bits = np.dtype(f"u{dtype.itemsize}") if dtype.itemsize in (1, 2, 4, 8) else np.dtype(np.uint8)
@@ -432,7 +432,7 @@ class _Hooks:
             out = np.empty(shape, dtype)
             src = feed[0].reshape(-1).view(bits)  # the layer's inputs are fresh C-contiguous copies
             dst = out.reshape(-1).view(bits)
-            _threads.run(part, units, src.size + dst.size, src, dst)
+            parallel.run(part, units, src.size + dst.size, src, dst)
             return out
 
         return self._answering(copy)
@@ -611,11 +611,11 @@ def machine() -> dict[str, Any]:
         info["onnxruntime_extensions"] = onnxruntime_extensions.__version__
     except ImportError:  # pragma: no cover
         pass
-    from customops.kernels import _jit, _threads
+    from customops.accel import jit, parallel
 
-    info.update(_jit.describe())
-    info["threads"] = _threads.threads()
-    info["threads_source"] = _threads.describe()
+    info.update(jit.describe())
+    info["threads"] = parallel.threads()
+    info["threads_source"] = parallel.describe()
     return info
 
 

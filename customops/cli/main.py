@@ -91,8 +91,8 @@ def _cell(row: Any, notes: list[str]) -> str:
 
 
 def _cmd_rewrite(args: argparse.Namespace) -> int:
-    from customops.modelio import check_model_file, check_output_spares_input, load_model_files, save_model
-    from customops.rewriter import already_rewritten, is_rewritten, rewrite_model
+    from customops.model.io import check_model_file, check_output_spares_input, load_model_files, save_model
+    from customops.model.rewriter import already_rewritten, is_rewritten, rewrite_model
     from customops.safeio import check_output_file
 
     if not args.dry_run:
@@ -128,8 +128,8 @@ def _cmd_rewrite(args: argparse.Namespace) -> int:
 
 
 def _cmd_restore(args: argparse.Namespace) -> int:
-    from customops.modelio import check_output_spares_input, load_model_files, save_model
-    from customops.rewriter import is_rewritten, restore
+    from customops.model.io import check_output_spares_input, load_model_files, save_model
+    from customops.model.rewriter import is_rewritten, restore
     from customops.safeio import check_output_file
 
     check_output_file(args.output, "output")
@@ -233,9 +233,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 TOOL_MODULES: tuple[str, ...] = (
-    "customops.compare",
+    "customops.compare.pipeline",
     "customops.conformance",
-    "customops.bench",
+    "customops.bench.suite",
     "customops.fuzz",
 )
 """Modules that add a subcommand: each has ``add_parser(subparsers)`` (cheap: heavy imports happen in the
@@ -278,12 +278,12 @@ def _main(argv: Sequence[str] | None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from customops.kernels import _jit
+    from customops.accel import jit
 
     try:
-        _jit.announce_compilation(sys.stderr)  # a first run on a machine pauses there for a few seconds
+        jit.announce_compilation(sys.stderr)  # a first run on a machine pauses there for a few seconds
         if args.command in ORT_COMMANDS and not getattr(args, "verbose", False):
-            from customops.sides import quiet_ort_log
+            from customops.eval.sides import quiet_ort_log
 
             quiet_ort_log()
         return int(args.func(args))
@@ -310,7 +310,7 @@ def _run(args: argparse.Namespace) -> int:
         os.close(devnull)
         return 141
     finally:
-        _jit.announce_compilation(None)  # this command's stderr may be gone once it has returned
+        jit.announce_compilation(None)  # this command's stderr may be gone once it has returned
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -22,9 +22,11 @@ import numpy as np
 import onnx
 from onnx import ModelProto, NodeProto, TensorProto, helper, numpy_helper
 
-from customops import jsonout, sides
+from customops import jsonout
 from customops.errors import CustomOpsError
-from customops.metrics import DEFAULT_TOLERANCES, compare_arrays, tolerance_for
+from customops.eval import sides
+from customops.eval.metrics import DEFAULT_TOLERANCES, compare_arrays, tolerance_for
+from customops.eval.sides import SideRun, short_error
 from customops.safeio import (
     atomic_dir,
     check_distinct,
@@ -37,7 +39,6 @@ from customops.safeio import (
     safe_component,
     write_atomic,
 )
-from customops.sides import SideRun, short_error
 
 REFERENCE_LIMIT = 200_000
 """Inputs with more elements than this are not given to onnx.reference (it interpolates element by element)."""
@@ -327,7 +328,7 @@ def _with_outputs(model: ModelProto, names: Sequence[str], types: dict[str, int]
 
 
 def run_side(model: ModelProto, feed: dict[str, np.ndarray], custom: bool, repeats: int = 0) -> SideRun:
-    """Run ``model`` on one side, in that side's child process (customops.sides): a crash is the side's
+    """Run ``model`` on one side, in that side's child process (customops.eval.sides): a crash is the side's
     error; with ``repeats`` > 0 also profile that many runs for per-node times."""
     return sides.run_side(model.SerializeToString(), feed, custom, repeats)
 
@@ -387,7 +388,7 @@ def run_isolated(
     node: NodeProto, values: dict[str, np.ndarray], model: ModelProto, reference_limit: int = REFERENCE_LIMIT
 ) -> Isolated:
     """Run ``node`` alone on the built-in side, on ours and with onnx.reference."""
-    from customops.rewriter import rewrite_model
+    from customops.model.rewriter import rewrite_model
 
     constants = frozenset(t.name for t in model.graph.initializer)
     one, feed = _node_model(node, values, model.opset_import, model.ir_version, constants)
@@ -499,7 +500,7 @@ def compare_model(
     import onnxruntime as ort
 
     import customops
-    from customops.rewriter import infer_types, is_rewritten, restore, rewrite_model, value_types
+    from customops.model.rewriter import infer_types, is_rewritten, restore, rewrite_model, value_types
 
     say = progress or (lambda _m: None)
     count = is_rewritten(model)
@@ -778,7 +779,7 @@ def _tensor(value: np.ndarray, name: str) -> TensorProto:
 
 def _check_destinations(args: Any, files: list[Path]) -> None:
     """Before any work: every destination can be written, none is an input, no two are the same file."""
-    from customops.modelio import check_output_spares_input
+    from customops.model.io import check_output_spares_input
 
     outputs = [
         (option, target) for option, target in (("--json", args.json), ("--html", args.html)) if target
@@ -809,7 +810,7 @@ def _write_outputs(args: Any, comparison: Comparison) -> None:
     if args.json:
         write_atomic(args.json, jsonout.dumps(comparison.report, indent=1) + "\n")
     if args.html:
-        from customops.html_report import render
+        from customops.compare.html import render
 
         write_atomic(args.html, render(comparison.report, comparison.tensors))
     if args.save_repro:
@@ -819,7 +820,7 @@ def _write_outputs(args: Any, comparison: Comparison) -> None:
 
 def run_compare(args: Any) -> int:
     """The ``customops compare`` command."""
-    from customops.modelio import check_model_file, load_model_files
+    from customops.model.io import check_model_file, load_model_files
     from customops.registry import OP_TYPES
 
     check_settings(rtol=args.rtol, atol=args.atol, reference_limit=args.reference_limit, seed=args.seed)

@@ -21,7 +21,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from customops.errors import CustomOpsError
-from customops.fuzz.worker import SIDES, Request
+from customops.eval.worker import SIDES, Request
 
 STARTUP_TIMEOUT = 300.0
 """Seconds a new worker may take to import onnxruntime and say it is ready."""
@@ -62,11 +62,11 @@ class SideWorker:
         self._job = 0
 
     def start(self) -> None:
-        """Start the worker process (``python -m customops.fuzz.worker``), connected by a socket pair."""
+        """Start the worker process (``python -m customops.eval.worker``), connected by a socket pair."""
         parent, child = socket.socketpair()
         with open(self.log_path, "wb") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "customops.fuzz.worker", self.side, str(child.fileno())],
+                [sys.executable, "-m", "customops.eval.worker", self.side, str(child.fileno())],
                 pass_fds=[child.fileno()],
                 stdin=subprocess.DEVNULL,
                 stdout=log,

@@ -20,7 +20,7 @@ import onnx
 from google.protobuf.message import DecodeError
 from onnx import AttributeProto, NodeProto, TensorProto, helper
 
-from customops import attrs as attr_codec
+from customops.bridge import attrs as attr_codec
 from customops.errors import CustomOpsError
 from customops.registry import (
     CUSTOM_OPS,
