@@ -497,3 +497,36 @@ def test_a_non_finite_value_reaches_only_the_outputs_that_weigh_it(
         assert reach.any() and not np.isfinite(got[reach]).any(), value
         same = ~reach
         assert got[same].tobytes() == clean[same].tobytes(), value
+
+
+@pytest.mark.skipif(not jit.enabled(), reason="numba is not available")
+@pytest.mark.parametrize(
+    ("path", "shape", "dtype", "scales", "mode"),
+    [
+        ("tiny", (1, 3, 8, 8), np.float32, [1, 1, 2, 2], "nearest"),  # 768 outputs: one ndarray.take
+        ("gather2", (1, 2, 20, 17), np.int16, [1, 1, 2, 2], "nearest"),  # every column twice
+        ("gather", (1, 2, 20, 17), np.uint8, [1, 1, 1.5, 1.5], "nearest"),
+        ("last2_small", (1, 3, 8, 8), np.float32, [1, 1, 2, 2], "linear"),  # 4-D, rows first, small
+        ("last2_small_any", (3, 6, 5), np.float64, [1, 2, 2], "cubic"),  # another rank: a 4-D view
+        ("last2_serial", (1, 3, 24, 20), np.float32, [1, 1, 0.25, 0.25], "linear"),  # columns first
+        ("last2", (1, 3, 200, 300), np.float32, [1, 1, 2, 2], "linear"),  # enough work for threads
+        ("passes", (1, 3, 24, 20), np.float32, [1, 1, 2.5, 1], "cubic"),  # a middle axis alone
+        (None, (1, 3, 8, 8), np.uint8, [1, 1, 2, 2], "linear"),  # integer filters: the numpy passes
+        (None, (3, 8, 8), np.float32, [2, 1, 1], "nearest"),  # a gather of the first axis
+        (None, (3, 8, 8), np.float32, [1, 1, 1], "linear"),  # nothing to do
+        (None, (2, 2), np.dtype(object), [2, 2], "nearest"),  # strings
+    ],
+)
+def test_each_fast_path_is_chosen_for_its_inputs(path, shape, dtype, scales, mode) -> None:
+    """_fast_path picks the compiled implementation named ``path`` (None: the numpy passes) for these
+    inputs, and what it computes is what the numpy kernel computes."""
+    from customops.kernels import resize as resize_module
+
+    x = (np.arange(np.prod(shape)).reshape(shape) % 7).astype(dtype)
+    s = np.array(scales, np.float32)
+    prepared = resize_module._prepare(shape, x.dtype, None, s, None, *_attrs("half_pixel", mode))
+    fast = resize_module._fast_path(prepared)
+    assert (None if fast is None else fast.__name__) == path
+    if fast is not None:
+        prepared.fast = None
+        assert fast(x).tobytes() == resize_module._execute(prepared, x).tobytes()
