@@ -10,6 +10,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
+from customops.compare import pipeline as compare_pipeline
 from customops.compare.pipeline import compare_model, generate_inputs
 from customops.errors import CustomOpsError
 from customops.eval.metrics import compare_arrays
@@ -558,3 +559,11 @@ def test_reference_warnings_neither_reach_the_user_nor_cost_the_third_vote():
         warnings.simplefilter("error")
         y = _run_reference(model, feed)
     assert y.shape == (1, 1, 4, 4) and np.isnan(y).any()
+
+
+def test_cli_defaults_are_the_pipelines():
+    """The parser keeps its own copies of two defaults (so that ``customops -h`` need not import onnx)."""
+    from customops.cli import compare as cli_compare
+
+    assert cli_compare.REFERENCE_LIMIT == compare_pipeline.REFERENCE_LIMIT
+    assert cli_compare.DEFAULT_DIM == compare_pipeline.DEFAULT_DIM

@@ -233,9 +233,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 TOOL_MODULES: tuple[str, ...] = (
-    "customops.compare.pipeline",
+    "customops.cli.compare",
     "customops.conformance",
-    "customops.bench.suite",
+    "customops.cli.bench",
     "customops.fuzz",
 )
 """Modules that add a subcommand: each has ``add_parser(subparsers)`` (cheap: heavy imports happen in the

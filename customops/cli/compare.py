@@ -1,0 +1,153 @@
+"""``customops compare``: the arguments, their checks before any work, and where the results go."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from customops.errors import CustomOpsError
+
+if TYPE_CHECKING:
+    import numpy as np
+    from onnx import ModelProto
+
+    from customops.compare.pipeline import Comparison
+
+REFERENCE_LIMIT = 200_000
+"""Default of ``--reference-limit`` (customops.compare.pipeline.REFERENCE_LIMIT; a test keeps them equal)."""
+
+DEFAULT_DIM = 4
+"""Default of ``--dim`` (customops.compare.pipeline.DEFAULT_DIM; a test keeps them equal)."""
+
+
+def add_parser(sub: Any) -> None:
+    """Register ``customops compare``."""
+    p = sub.add_parser(
+        "compare",
+        help="run a model with ORT's built-in kernels and with ours, node by node, with onnx.reference as third vote",
+        description="Exit status: 0 everything agrees, 1 a disagreement or a side failed to run, 2 bad input.",
+    )
+    p.add_argument("model", metavar="MODEL", help="the ONNX model")
+    p.add_argument(
+        "--inputs", help="inputs: an .npz file (keys = graph input names) or an ONNX test-case directory"
+    )
+    p.add_argument(
+        "--ops",
+        type=lambda s: [t.strip() for t in s.split(",") if t.strip()],
+        help="only these op types, comma separated",
+    )
+    p.add_argument(
+        "--rtol", type=float, help="relative tolerance for every float tensor (default: per dtype, see docs)"
+    )
+    p.add_argument(
+        "--atol", type=float, help="absolute tolerance for every float tensor (default: per dtype)"
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of generated inputs (default 0)")
+    p.add_argument(
+        "--dim",
+        action="append",
+        metavar="NAME=VALUE",
+        help=f"size of a symbolic dimension (default {DEFAULT_DIM})",
+    )
+    p.add_argument(
+        "--reference-limit",
+        type=int,
+        default=REFERENCE_LIMIT,
+        help=f"largest input (elements) given to onnx.reference (default {REFERENCE_LIMIT})",
+    )
+    p.add_argument("--json", metavar="PATH", help="write the full report as JSON")
+    p.add_argument("--html", metavar="PATH", help="write a self-contained HTML report with heat maps")
+    p.add_argument("--save-repro", metavar="DIR", help="write an ONNX test case for each disagreeing node")
+    p.add_argument(
+        "-v", "--verbose", action="store_true", help="show ONNX Runtime's own warnings from both sides"
+    )
+    p.set_defaults(func=run)
+
+
+def check_destinations(args: Any, files: list[Path]) -> None:
+    """Before any work: every destination can be written, none is an input, no two are the same file."""
+    from customops.model.io import check_output_spares_input
+    from customops.safeio import check_distinct, check_output_dir, check_output_file, inside
+
+    outputs = [
+        (option, target) for option, target in (("--json", args.json), ("--html", args.html)) if target
+    ]
+    for option, target in outputs:
+        check_output_file(target, option)
+        check_output_spares_input(target, files, external=False)
+    check_distinct(outputs)
+    if args.save_repro:
+        check_output_dir(args.save_repro, "--save-repro")
+        if args.inputs and Path(args.inputs).is_dir() and inside(args.save_repro, args.inputs):
+            raise CustomOpsError(
+                f"--save-repro {str(args.save_repro)!r} is inside --inputs {str(args.inputs)!r}; the input is "
+                "never modified: choose a directory outside it"
+            )
+
+
+def feed_of(args: Any, model: ModelProto) -> dict[str, np.ndarray]:
+    """The inputs: read from ``--inputs`` or generated (``--seed``, ``--dim``), checked against the model."""
+    from customops.compare.pipeline import check_inputs, generate_inputs, load_inputs, parse_dims
+
+    dims = parse_dims(args.dim or [])
+    if dims and args.inputs:
+        raise CustomOpsError("--dim sizes generated inputs; it has no effect with --inputs")
+    if args.inputs:
+        return check_inputs(model, load_inputs(args.inputs, model))
+    return check_inputs(model, generate_inputs(model, seed=args.seed, dims=dims))
+
+
+def write_outputs(args: Any, comparison: Comparison) -> None:
+    """``--json``, ``--html`` and ``--save-repro``, each written whole or not at all."""
+    from customops import jsonout
+    from customops.compare.pipeline import log, save_repros
+    from customops.safeio import write_atomic
+
+    if args.json:
+        write_atomic(args.json, jsonout.dumps(comparison.report, indent=1) + "\n")
+    if args.html:
+        from customops.compare.html import render
+
+        write_atomic(args.html, render(comparison.report, comparison.tensors))
+    if args.save_repro:
+        for case in save_repros(comparison, args.save_repro):
+            log(f"reproducer: {case}")
+
+
+def run(args: Any) -> int:
+    """The ``customops compare`` command."""
+    from customops.compare.pipeline import check_settings, compare_model, format_table, log
+    from customops.eval import sides
+    from customops.model.io import check_model_file, load_model_files
+    from customops.registry import OP_TYPES
+
+    check_settings(rtol=args.rtol, atol=args.atol, reference_limit=args.reference_limit, seed=args.seed)
+    for op in args.ops or ():
+        if op not in OP_TYPES:
+            raise CustomOpsError(f"unknown op {op!r} in --ops (supported: {', '.join(OP_TYPES)})")
+    model, _, files = load_model_files(args.model)
+    if args.inputs:
+        files.append(Path(args.inputs))
+    check_destinations(args, files)
+    check_model_file(args.model)
+    feed = feed_of(args, model)
+    if args.verbose:
+        os.environ[sides.VERBOSE_ENV] = "1"
+    started = time.perf_counter()
+    comparison = compare_model(
+        model,
+        feed,
+        ops=args.ops,
+        rtol=args.rtol,
+        atol=args.atol,
+        model_name=str(args.model),
+        seed=args.seed,
+        progress=log,
+        reference_limit=args.reference_limit,
+    )
+    print(format_table(comparison.report))
+    write_outputs(args, comparison)
+    log(f"compare took {time.perf_counter() - started:.1f} s")
+    return comparison.exit_status
