@@ -7,13 +7,15 @@ the spec text, onnx.reference and ONNX Runtime disagree and what this kernel doe
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
+from customops.accel import jit, parallel
 from customops.accel.plans import Uncacheable, flat_key, planned
 from customops.errors import KernelError
 from customops.kernels import limits
@@ -797,6 +799,11 @@ def _execute(prepared: _Prepared, X: np.ndarray) -> np.ndarray:
 # Compiled fast paths (customops.accel.jit): float32 / float64 filters, numeric nearest gathers.
 
 _SCRATCH_BYTES = 1 << 19  # filtered input rows kept per block of output rows (about an L2 cache)
+_TINY_GATHER = 1024  # output elements up to which a nearest gather is one ndarray.take (measured)
+# Input rows x output width up to which rows first takes the short loop. A 3-plane x2 bound call, linear
+# / cubic: 8x8 2.9 / 4.1 us against 4.5 / 5.5, 16x16 5.2 / 9.1 against 8.6 / 12.3; at 32x32 cubic is
+# faster in the general loop (its x2 pairs vectorize).
+_SMALL_SCRATCH = 1 << 10
 
 
 def _is_identity(idx: np.ndarray, n: int) -> bool:
@@ -891,14 +898,35 @@ def _down_run(indices: np.ndarray, weights: np.ndarray) -> np.ndarray:
     return np.array([k, lo, hi], dtype=np.int64) if hi - lo >= _MIN_RUN else none
 
 
-def _fast_path(prepared: _Prepared) -> Callable[[np.ndarray], np.ndarray] | None:
-    """A compiled implementation of this resize, or None (the numpy passes run)."""
-    from customops.accel import jit, parallel
+@dataclass
+class _Job:
+    """A resize as the compiled paths see it: each axis that changes, as a tap table.
 
-    dtype = prepared.dtype
+    ``ops`` maps an axis to its (indices, weights), both (output length, taps); a gather is one tap of
+    weight 1. ``copies``: no axis filters (nearest, or filters that reduce to copies).
+    """
+
+    shape: tuple[int, ...]
+    out_shape: tuple[int, ...]
+    dtype: np.dtype
+    ops: dict[int, tuple[np.ndarray, np.ndarray]]
+    copies: bool
+
+    @functools.cached_property
+    def gather_indices(self) -> tuple[np.ndarray, np.ndarray]:
+        """(iy, ix): the input row and column each output row and column copies, as np.uintp (for a
+        job that copies along the last two axes; computed once, for the checks and the gathers)."""
+        last = len(self.shape) - 1
+        iy = self.ops[last - 1][0][:, 0] if last - 1 in self.ops else np.arange(self.shape[last - 1])
+        ix = self.ops[last][0][:, 0] if last in self.ops else np.arange(self.shape[last])
+        return np.ascontiguousarray(iy, dtype=np.uintp), np.ascontiguousarray(ix, dtype=np.uintp)
+
+
+def _job(prepared: _Prepared) -> _Job | None:
+    """The prepared resize as a :class:`_Job`, or None when no compiled path can run it (no numba, a
+    0-d input, or nothing to do: every gather an identity)."""
     shape = prepared.shape
-    rank = len(shape)
-    if rank == 0 or not jit.enabled():
+    if not shape or not jit.enabled():
         return None
     ops: dict[int, tuple[np.ndarray, ...]] = {}
     for ax, idx in prepared.gathers.items():
@@ -908,131 +936,289 @@ def _fast_path(prepared: _Prepared) -> Callable[[np.ndarray], np.ndarray] | None
         ops[ax] = (indices, weights)
     if not ops:
         return None
-    out_shape = prepared.out_shape
-    last = rank - 1
-    if not prepared.filters:
-        # nearest (or filters that reduce to copies): a gather of the last two axes
-        view = jit.BITS.get(dtype.itemsize) if dtype.kind in "biufc" else None  # gathers copy bits
-        if view is None or not set(ops) <= {last - 1, last} or rank < 2:
-            return None
-        iy = ops[last - 1][0][:, 0] if last - 1 in ops else np.arange(shape[last - 1])
-        ix = ops[last][0][:, 0] if last in ops else np.arange(shape[last])
-        iy = np.ascontiguousarray(iy, dtype=np.uintp)
-        ix = np.ascontiguousarray(ix, dtype=np.uintp)
-        in3 = (math.prod(shape[:-2]), shape[-2], shape[-1])
-        out3 = (in3[0], out_shape[-2], out_shape[-1])
-        work = math.prod(out3)
-        if work <= _TINY_GATHER:
-            # one ndarray.take through a table of flat indices shaped like the output: about 3 us instead
-            # of 6 for an 8x8 -> 16x16 image of 3 channels (numba's dispatch and views cost more)
-            planes = np.arange(in3[0], dtype=np.intp)[:, None, None] * (in3[1] * in3[2])
-            rows = iy.astype(np.intp)[None, :, None] * in3[2]
-            flat = (planes + rows + ix.astype(np.intp)[None, None, :]).reshape(out_shape)
+    return _Job(shape, prepared.out_shape, prepared.dtype, ops, not prepared.filters)
 
-            def tiny(X: np.ndarray) -> np.ndarray:
-                return X.take(flat)  # the output's shape: take() reads X flattened
 
-            return tiny
-        wide = jit.BITS.get(2 * dtype.itemsize)
-        if wide is not None and out3[2] == 2 * in3[2] and _repeat_factor(ix, in3[2]) == 2:
-            # every element twice along the last axis (nearest x2): one store of both copies
-            repeat2 = jit.get("repeat2_last2")
-            pair = np.uint64(1 + (1 << (8 * dtype.itemsize)))
+def _planes(shape: tuple[int, ...]) -> tuple[int, int, int]:
+    """``shape`` seen as (planes, rows, columns): the last two axes and the product of the others."""
+    return (math.prod(shape[:-2]), shape[-2], shape[-1])
 
-            def gather2(X: np.ndarray) -> np.ndarray:
-                out = np.empty(out_shape, dtype=dtype)
-                args = (X.view(view).reshape(in3), out.view(view).reshape(out3).view(wide), iy, pair)
-                parallel.run(repeat2, out3[0] * out3[1], work, *args)
-                return out
 
-            return gather2
-        kernel = jit.get("gather_last2")
-
-        def gather(X: np.ndarray) -> np.ndarray:
-            out = np.empty(out_shape, dtype=dtype)
-            args = (X.view(view).reshape(in3), out.view(view).reshape(out3), iy, ix)
-            parallel.run(kernel, out3[0] * out3[1], work, *args)
-            return out
-
-        return gather
-
-    if dtype not in (np.float32, np.float64):
+def _family(job: _Job) -> str | None:
+    """Which compiled loops can run the job: "copies" (it only copies elements of a numeric type, along
+    the last two axes), "last2" (it filters float32 or float64 along both of the last two axes; a gather
+    of one of them is a filter of one tap), "axes" (it filters float32 or float64 along other axes), or
+    None (none can: the numpy passes run)."""
+    rank, last = len(job.shape), len(job.shape) - 1
+    if job.copies:
+        numeric = _copy_view(job.dtype) is not None
+        return "copies" if numeric and rank >= 2 and set(job.ops) <= {last - 1, last} else None
+    if job.dtype not in (np.float32, np.float64):
         return None
-    tables = {ax: _tap_tables(indices, weights) for ax, (indices, weights) in ops.items()}
-    if rank >= 2 and set(ops) == {last - 1, last}:
-        block, rows = _block_rows(ops[last - 1][0], out_shape[last])
-        # Filtering along the last axis gathers; down the columns it streams whole rows. Columns first
-        # when that makes the gathering pass the smaller one.
-        ty, tx = ops[last - 1][0], ops[last][0]
-        height, width, out_h, out_w = shape[-2], shape[-1], out_shape[-2], out_shape[-1]
-        rows_first_cost = 2 * height * out_w * tx.shape[1] + out_h * out_w * ty.shape[1]
-        columns_first_cost = out_h * width * ty.shape[1] + 2 * out_h * out_w * tx.shape[1]
-        columns_first = columns_first_cost < rows_first_cost
-        kernel2 = jit.get("resize_columns_first" if columns_first else "resize_rows_first")
-        in3 = (math.prod(shape[:-2]), shape[-2], shape[-1])
-        out3 = (in3[0], out_shape[-2], out_shape[-1])
-        (tyi, tyw), (txi, txw) = tables[last - 1], tables[last]
-        if columns_first:
-            extra: tuple[Any, ...] = (_down_run(tx, ops[last][1]),)
-        else:
-            extra = (block, rows, _x2_run(tx, ops[last][1], width))
-        work = min(rows_first_cost, columns_first_cost) * in3[0]
-        # the loops take a range of flat units, each in one plane: output rows, or blocks of them
-        units = in3[0] * (out_h if columns_first else -(-out_h // block))
-        tables = (tyi, tyw, txi, txw, *extra)
-        if not columns_first and in3[1] * out_w <= _SMALL_SCRATCH and parallel.serial(work):
-            small = jit.get("resize_small_rows_first")
-            ty, tx = tyw.shape[0] // 2, txw.shape[0] // 2
-            ints = np.concatenate([[ty, tx], tyi[:ty].ravel(), txi[:tx].ravel()]).astype(np.uintp)
-            weights_ = np.concatenate([tyw[:ty].ravel(), txw[:tx].ravel()])
+    return "last2" if rank >= 2 and set(job.ops) == {last - 1, last} else "axes"
 
-            def redo(X: np.ndarray, out: np.ndarray) -> None:
-                kernel2(X.reshape(in3), out.reshape(out3), *tables, 0, units)  # a row that is not finite
 
-            if rank == 4:  # NCHW, as it comes
+def _copy_view(dtype: np.dtype) -> np.dtype | None:
+    """The unsigned type whose bits the compiled gathers copy for ``dtype`` (None: not a numeric type)."""
+    return jit.BITS.get(dtype.itemsize) if dtype.kind in "biufc" else None
 
-                def last2_small(X: np.ndarray) -> np.ndarray:
-                    out = np.empty(out_shape, dtype=dtype)
-                    if not small(X, out, ints, weights_):
-                        redo(X, out)
-                    return out
 
-                return last2_small
-            in4, out4 = (1, *in3), (1, *out3)
+# Cost models: about how many elements of work a path does (parallel.run splits a loop over threads
+# from its work; the last-two-axes loops choose their order from it).
 
-            def last2_small_any(X: np.ndarray) -> np.ndarray:
-                out = np.empty(out_shape, dtype=dtype)
-                if not small(X.reshape(in4), out.reshape(out4), ints, weights_):
-                    redo(X, out)
-                return out
 
-            return last2_small_any
-        if parallel.serial(work):
+def _gather_work(job: _Job) -> int:
+    """The gathers' work: one copy per output element."""
+    return math.prod(job.out_shape)
 
-            def last2_serial(X: np.ndarray) -> np.ndarray:
-                out = np.empty(out_shape, dtype=dtype)
-                kernel2(X.reshape(in3), out.reshape(out3), *tables, 0, units)
-                return out
 
-            return last2_serial
+def _rows_first_cost(job: _Job) -> int:
+    """Per plane, the work of filtering the last axis first (height x out_w outputs of the horizontal
+    taps), then down the columns (out_h x out_w outputs of the vertical taps). The pass along the last
+    axis gathers and counts twice; the one down the columns streams whole rows."""
+    (ty, _), (tx, _) = job.ops[len(job.shape) - 2], job.ops[len(job.shape) - 1]
+    height, out_h, out_w = job.shape[-2], job.out_shape[-2], job.out_shape[-1]
+    return 2 * height * out_w * tx.shape[1] + out_h * out_w * ty.shape[1]
 
-        def last2(X: np.ndarray) -> np.ndarray:
-            out = np.empty(out_shape, dtype=dtype)
-            parallel.run(kernel2, units, work, X.reshape(in3), out.reshape(out3), *tables)
-            return out
 
-        return last2
+def _columns_first_cost(job: _Job) -> int:
+    """Per plane, the work of filtering down the columns first (out_h x width outputs of the vertical
+    taps), then along the last axis (out_h x out_w outputs of the horizontal taps, counting twice)."""
+    (ty, _), (tx, _) = job.ops[len(job.shape) - 2], job.ops[len(job.shape) - 1]
+    width, out_h, out_w = job.shape[-1], job.out_shape[-2], job.out_shape[-1]
+    return out_h * width * ty.shape[1] + 2 * out_h * out_w * tx.shape[1]
 
-    # One pass per axis, in the numpy order (the axis that shrinks most first); float64 in between.
+
+def _columns_first(job: _Job) -> bool:
+    """Whether the last-two-axes loop filters down the columns first: when that makes the gathering pass
+    (along the last axis) the smaller one."""
+    return _columns_first_cost(job) < _rows_first_cost(job)
+
+
+def _last2_work(job: _Job) -> int:
+    """The last-two-axes loops' work: the cheaper order's cost, times the planes."""
+    return min(_rows_first_cost(job), _columns_first_cost(job)) * _planes(job.shape)[0]
+
+
+# When each compiled path applies, within its family (the cost models decide).
+
+
+def _always(job: _Job) -> bool:
+    """The last candidate of a family: it runs whatever the ones before it did not take."""
+    return True
+
+
+def _tiny_applies(job: _Job) -> bool:
+    """A gather of at most _TINY_GATHER elements."""
+    return _gather_work(job) <= _TINY_GATHER
+
+
+def _gather2_applies(job: _Job) -> bool:
+    """A gather that copies every element twice along the last axis (nearest x2), where an unsigned
+    type twice as wide can store both copies at once."""
+    width = job.shape[-1]
+    return (
+        jit.BITS.get(2 * job.dtype.itemsize) is not None
+        and job.out_shape[-1] == 2 * width
+        and _repeat_factor(job.gather_indices[1], width) == 2
+    )
+
+
+def _short_loop_applies(job: _Job) -> bool:
+    """The short loop (jit.resize_small_rows_first) of last2_small and last2_small_any: rows first, a
+    scratch of input rows x output width up to _SMALL_SCRATCH, and work for one call on this thread."""
+    return (
+        not _columns_first(job)
+        and job.shape[-2] * job.out_shape[-1] <= _SMALL_SCRATCH
+        and parallel.serial(_last2_work(job))
+    )
+
+
+def _last2_small_applies(job: _Job) -> bool:
+    """The short loop on a 4-D X."""
+    return len(job.shape) == 4 and _short_loop_applies(job)
+
+
+def _last2_small_any_applies(job: _Job) -> bool:
+    """The short loop on X of another rank."""
+    return len(job.shape) != 4 and _short_loop_applies(job)
+
+
+def _last2_serial_applies(job: _Job) -> bool:
+    """A last-two-axes loop that parallel.run would not split."""
+    return parallel.serial(_last2_work(job))
+
+
+# ---------------------------------------------------------------------------------------------
+# The compiled paths. Each builds its tables once and returns a closure of its name over them.
+
+
+def _build_tiny(job: _Job) -> Callable[[np.ndarray], np.ndarray]:
+    """One ndarray.take through a table of flat indices shaped like the output: about 3 us instead of 6
+    for an 8x8 -> 16x16 image of 3 channels (numba's dispatch and views cost more)."""
+    iy, ix = job.gather_indices
+    in3 = _planes(job.shape)
+    planes = np.arange(in3[0], dtype=np.intp)[:, None, None] * (in3[1] * in3[2])
+    rows = iy.astype(np.intp)[None, :, None] * in3[2]
+    flat = (planes + rows + ix.astype(np.intp)[None, None, :]).reshape(job.out_shape)
+
+    def tiny(X: np.ndarray) -> np.ndarray:
+        return X.take(flat)  # the output's shape: take() reads X flattened
+
+    return tiny
+
+
+def _build_gather2(job: _Job) -> Callable[[np.ndarray], np.ndarray]:
+    """jit.repeat2_last2: every element twice along the last axis, both copies in one store."""
+    iy, _ = job.gather_indices
+    dtype, out_shape = job.dtype, job.out_shape
+    view, wide = _copy_view(dtype), jit.BITS[2 * dtype.itemsize]
+    in3, out3 = _planes(job.shape), _planes(out_shape)
+    work = _gather_work(job)
+    repeat2 = jit.get("repeat2_last2")
+    pair = np.uint64(1 + (1 << (8 * dtype.itemsize)))
+
+    def gather2(X: np.ndarray) -> np.ndarray:
+        out = np.empty(out_shape, dtype=dtype)
+        args = (X.view(view).reshape(in3), out.view(view).reshape(out3).view(wide), iy, pair)
+        parallel.run(repeat2, out3[0] * out3[1], work, *args)
+        return out
+
+    return gather2
+
+
+def _build_gather(job: _Job) -> Callable[[np.ndarray], np.ndarray]:
+    """jit.gather_last2: a gather of the last two axes, the elements copied as unsigned integers."""
+    iy, ix = job.gather_indices
+    dtype, out_shape = job.dtype, job.out_shape
+    view = _copy_view(dtype)
+    in3, out3 = _planes(job.shape), _planes(out_shape)
+    work = _gather_work(job)
+    kernel = jit.get("gather_last2")
+
+    def gather(X: np.ndarray) -> np.ndarray:
+        out = np.empty(out_shape, dtype=dtype)
+        args = (X.view(view).reshape(in3), out.view(view).reshape(out3), iy, ix)
+        parallel.run(kernel, out3[0] * out3[1], work, *args)
+        return out
+
+    return gather
+
+
+class _Last2(NamedTuple):
+    """The arguments of a last-two-axes loop (jit.resize_rows_first or resize_columns_first): X and the
+    output viewed as ``in3`` and ``out3`` (planes, rows, columns), the ``tables`` after them, and the
+    ``units`` (output rows or blocks of rows, across planes) the loop's range covers."""
+
+    kernel: Callable[..., Any]
+    in3: tuple[int, int, int]
+    out3: tuple[int, int, int]
+    tables: tuple[Any, ...]
+    units: int
+    work: int
+
+
+def _last2_loop(job: _Job) -> _Last2:
+    """Plan the last-two-axes loop in the order of :func:`_columns_first`."""
+    (ty, wy), (tx, wx) = job.ops[len(job.shape) - 2], job.ops[len(job.shape) - 1]
+    in3, out3 = _planes(job.shape), _planes(job.out_shape)
+    (tyi, tyw), (txi, txw) = _tap_tables(ty, wy), _tap_tables(tx, wx)
+    if _columns_first(job):
+        kernel = jit.get("resize_columns_first")
+        tables: tuple[Any, ...] = (tyi, tyw, txi, txw, _down_run(tx, wx))
+        units = in3[0] * out3[1]
+    else:
+        kernel = jit.get("resize_rows_first")
+        block, rows = _block_rows(ty, out3[2])
+        tables = (tyi, tyw, txi, txw, block, rows, _x2_run(tx, wx, in3[2]))
+        units = in3[0] * -(-out3[1] // block)
+    return _Last2(kernel, in3, out3, tables, units, _last2_work(job))
+
+
+def _short_loop(plan: _Last2) -> tuple[Callable[..., bool], np.ndarray, np.ndarray, Callable[..., None]]:
+    """jit.resize_small_rows_first with its two packed tables (ints, weights), and ``redo(X, out)``: the
+    rows-first loop over the whole image, for when the short loop meets a row that is not finite."""
+    kernel, in3, out3, tables, units, _ = plan
+    tyi, tyw, txi, txw = tables[:4]
+    ty, tx = tyw.shape[0] // 2, txw.shape[0] // 2
+    ints = np.concatenate([[ty, tx], tyi[:ty].ravel(), txi[:tx].ravel()]).astype(np.uintp)
+    weights = np.concatenate([tyw[:ty].ravel(), txw[:tx].ravel()])
+
+    def redo(X: np.ndarray, out: np.ndarray) -> None:
+        kernel(X.reshape(in3), out.reshape(out3), *tables, 0, units)  # a row that is not finite
+
+    return jit.get("resize_small_rows_first"), ints, weights, redo
+
+
+def _build_last2_small(job: _Job) -> Callable[[np.ndarray], np.ndarray]:
+    """The short loop on a 4-D (NCHW) X, as it comes."""
+    small, ints, weights, redo = _short_loop(_last2_loop(job))
+    dtype, out_shape = job.dtype, job.out_shape
+
+    def last2_small(X: np.ndarray) -> np.ndarray:
+        out = np.empty(out_shape, dtype=dtype)
+        if not small(X, out, ints, weights):
+            redo(X, out)
+        return out
+
+    return last2_small
+
+
+def _build_last2_small_any(job: _Job) -> Callable[[np.ndarray], np.ndarray]:
+    """The short loop on X of another rank, through a 4-D view (1, planes, rows, columns)."""
+    plan = _last2_loop(job)
+    small, ints, weights, redo = _short_loop(plan)
+    dtype, out_shape = job.dtype, job.out_shape
+    in4, out4 = (1, *plan.in3), (1, *plan.out3)
+
+    def last2_small_any(X: np.ndarray) -> np.ndarray:
+        out = np.empty(out_shape, dtype=dtype)
+        if not small(X.reshape(in4), out.reshape(out4), ints, weights):
+            redo(X, out)
+        return out
+
+    return last2_small_any
+
+
+def _build_last2_serial(job: _Job) -> Callable[[np.ndarray], np.ndarray]:
+    """The last-two-axes loop called once on this thread (parallel.run would not split it)."""
+    kernel, in3, out3, tables, units, _ = _last2_loop(job)
+    dtype, out_shape = job.dtype, job.out_shape
+
+    def last2_serial(X: np.ndarray) -> np.ndarray:
+        out = np.empty(out_shape, dtype=dtype)
+        kernel(X.reshape(in3), out.reshape(out3), *tables, 0, units)
+        return out
+
+    return last2_serial
+
+
+def _build_last2(job: _Job) -> Callable[[np.ndarray], np.ndarray]:
+    """The last-two-axes loop through parallel.run, split over threads."""
+    kernel, in3, out3, tables, units, work = _last2_loop(job)
+    dtype, out_shape = job.dtype, job.out_shape
+
+    def last2(X: np.ndarray) -> np.ndarray:
+        out = np.empty(out_shape, dtype=dtype)
+        parallel.run(kernel, units, work, X.reshape(in3), out.reshape(out3), *tables)
+        return out
+
+    return last2
+
+
+def _build_passes(job: _Job) -> Callable[[np.ndarray], np.ndarray]:
+    """One pass per axis, in the numpy order (the axis that shrinks most first); float64 in between.
+    The last axis takes jit.resize_rows (with its x2 and downsampling runs), others jit.resize_middle."""
+    ops, shape = job.ops, job.shape
     order = sorted(ops, key=lambda ax: (ops[ax][0].shape[0] / shape[ax], -ax))
     steps = []
     current = list(shape)
     for i, ax in enumerate(order):
         pre, n, post = math.prod(current[:ax]), current[ax], math.prod(current[ax + 1 :])
-        current[ax] = out_shape[ax]
-        step_dtype = dtype if i == len(order) - 1 else np.dtype(np.float64)
+        current[ax] = job.out_shape[ax]
+        step_dtype = job.dtype if i == len(order) - 1 else np.dtype(np.float64)
         runs = (_x2_run(*ops[ax], n), _down_run(*ops[ax])) if post == 1 else ()
-        steps.append((ax, pre, n, post, tuple(current), step_dtype, *tables[ax], runs))
+        steps.append((ax, pre, n, post, tuple(current), step_dtype, *_tap_tables(*ops[ax]), runs))
     rows_kernel = jit.get("resize_rows")
     middle_kernel = jit.get("resize_middle")
 
@@ -1041,7 +1227,7 @@ def _fast_path(prepared: _Prepared) -> Callable[[np.ndarray], np.ndarray] | None
         for ax, pre, n, post, step_shape, step_dtype, ti, tw, runs in steps:
             out = np.empty(step_shape, dtype=step_dtype)
             length = step_shape[ax]
-            work = out.size * ti.shape[0]
+            work = out.size * ti.shape[0]  # this pass's work: outputs times rows of the tap table
             if post == 1:
                 args = (y.reshape(pre, n), out.reshape(pre, length), ti, tw, *runs)
                 parallel.run(rows_kernel, pre, work, *args)
@@ -1054,14 +1240,52 @@ def _fast_path(prepared: _Prepared) -> Callable[[np.ndarray], np.ndarray] | None
     return passes
 
 
+class _Candidate(NamedTuple):
+    """A compiled path: the name of the function ``build(job)`` returns, used when ``applies(job)``."""
+
+    name: str
+    applies: Callable[[_Job], bool]
+    build: Callable[[_Job], Callable[[np.ndarray], np.ndarray]]
+
+
+_FAST_PATHS: dict[str, tuple[_Candidate, ...]] = {
+    # nearest (or filters that reduce to copies) of the last two axes, any numeric type
+    "copies": (
+        _Candidate("tiny", _tiny_applies, _build_tiny),
+        _Candidate("gather2", _gather2_applies, _build_gather2),
+        _Candidate("gather", _always, _build_gather),
+    ),
+    # float32 / float64 filters of both last axes: one loop over both
+    "last2": (
+        _Candidate("last2_small", _last2_small_applies, _build_last2_small),
+        _Candidate("last2_small_any", _last2_small_any_applies, _build_last2_small_any),
+        _Candidate("last2_serial", _last2_serial_applies, _build_last2_serial),
+        _Candidate("last2", _always, _build_last2),
+    ),
+    # float32 / float64 filters of other axes: one loop per axis
+    "axes": (_Candidate("passes", _always, _build_passes),),
+}
+"""The compiled paths of each :func:`_family`, in order of preference: the first that applies runs."""
+
+
+def _choose(job: _Job) -> _Candidate | None:
+    """The compiled path for the job: the first of its family's that applies (None: no family)."""
+    for candidate in _FAST_PATHS.get(_family(job) or "", ()):
+        if candidate.applies(job):
+            return candidate
+    return None
+
+
+def _fast_path(prepared: _Prepared) -> Callable[[np.ndarray], np.ndarray] | None:
+    """A compiled implementation of this resize (see _FAST_PATHS), or None (the numpy passes run)."""
+    job = _job(prepared)
+    if job is None:
+        return None
+    candidate = _choose(job)
+    return None if candidate is None else candidate.build(job)
+
+
 # ---------------------------------------------------------------------------------------------
-
-
-_TINY_GATHER = 1024  # output elements up to which a nearest gather is one ndarray.take (measured)
-# Input rows x output width up to which rows first takes the short loop. A 3-plane x2 bound call, linear
-# / cubic: 8x8 2.9 / 4.1 us against 4.5 / 5.5, 16x16 5.2 / 9.1 against 8.6 / 12.3; at 32x32 cubic is
-# faster in the general loop (its x2 pairs vectorize).
-_SMALL_SCRATCH = 1 << 10
 
 
 def _input_key(value: Any) -> Any:

@@ -527,6 +527,9 @@ def test_each_fast_path_is_chosen_for_its_inputs(path, shape, dtype, scales, mod
     prepared = resize_module._prepare(shape, x.dtype, None, s, None, *_attrs("half_pixel", mode))
     fast = resize_module._fast_path(prepared)
     assert (None if fast is None else fast.__name__) == path
+    job = resize_module._job(prepared)
+    candidate = None if job is None else resize_module._choose(job)
+    assert (None if candidate is None else candidate.name) == path  # the table names its closures
     if fast is not None:
         prepared.fast = None
         assert fast(x).tobytes() == resize_module._execute(prepared, x).tobytes()
