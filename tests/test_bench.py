@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from customops.bench import suite as bench
+from customops.bench import hooks, report, suite, timing
 from tests.helpers import strict_json
 
 
@@ -19,6 +19,33 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
         text=True,
         timeout=600,
     )
+
+
+def _result(name: str, ratio: float, small: bool = False, op: str = "Pad", **changes) -> report.Result:
+    """A result of 1 ms built-in, ``ratio`` ms custom, 0.5 ms floor, 0.8 ms write-only, 0.9 ms copy (none
+    on tiny tensors)."""
+    fields = {
+        "name": name,
+        "op": op,
+        "shape": "1x1",
+        "small": small,
+        "builtin_ms": 1.0,
+        "custom_ms": ratio,
+        "ratio": ratio,
+        "stock_ms": 50.0,
+        "first_call_ms": 3.0,
+        "peak_over_output": 1.2 if op == "Resize" else None,
+        "output_mb": 1.0,
+        "max_abs_diff": 0.0,
+        "samples": 2,
+        "inner": 1,
+        "floor_ms": 0.5,
+        "write_only_ms": 0.8,
+        "copy_ms": None if small else 0.9,
+        "builtin_samples_ms": [1.0, 1.0],
+        "custom_samples_ms": [ratio, ratio],
+    }
+    return report.Result(**{**fields, **changes})
 
 
 def test_quick_filtered_run_prints_a_table_and_writes_json(tmp_path) -> None:
@@ -107,7 +134,7 @@ def test_bad_arguments_exit_2_with_one_line(args, message) -> None:
 
 
 def test_suite_covers_the_required_workloads() -> None:
-    names = [w.name for w in bench.suite()]
+    names = [w.name for w in suite.suite()]
     assert len(names) == len(set(names))
     for required in (
         "resize-nearest-x2",
@@ -125,22 +152,22 @@ def test_suite_covers_the_required_workloads() -> None:
         "centercroppad-pad",
     ):
         assert required in names
-    assert any(w.small for w in bench.suite())
-    assert [w.name for w in bench.select("WRAP")] == ["pad-wrap"]
+    assert any(w.small for w in suite.suite())
+    assert [w.name for w in suite.select("WRAP")] == ["pad-wrap"]
 
 
 def test_every_workload_builds_a_valid_model_at_quick_size() -> None:
     import onnx
 
-    for w in bench.suite():
+    for w in suite.suite():
         model, feed, text = w.build(True)
         onnx.checker.check_model(model)
         assert set(feed) == {"x"} and text
 
 
 def test_summary_and_table_from_results() -> None:
-    def result(name: str, ratio: float, small: bool = False, op: str = "Resize") -> bench.Result:
-        return bench.Result(
+    def result(name: str, ratio: float, small: bool = False, op: str = "Resize") -> report.Result:
+        return report.Result(
             name=name,
             op=op,
             shape="1x1",
@@ -161,28 +188,54 @@ def test_summary_and_table_from_results() -> None:
         )
 
     results = [result("a", 0.25), result("b", 4.0), result("c", 1.0, small=True, op="Pad")]
-    summary = bench.summarize(results)
-    assert math.isclose(summary["geomean_ratio"], 1.0)
-    assert summary["worst"] == "b" and summary["worst_ratio"] == 4.0
-    assert summary["max_overhead_workload"] == "c" and summary["max_overhead_us"] == 0.0
-    assert summary["resize_peak_over_output"] == 1.5
-    assert math.isclose(summary["floor_geomean_ratio"], (0.5 * 2.0 * 0.5) ** (1 / 3))
-    assert summary["floor_at_or_above_builtin"] == ["b"]
-    assert math.isclose(summary["write_only_geomean_ratio"], (0.8 * 2.5 * 0.8) ** (1 / 3))
+    summary = report.summarize(results)
+    assert math.isclose(summary.geomean_ratio, 1.0)
+    assert summary.worst == "b" and summary.worst_ratio == 4.0
+    assert summary.max_overhead_workload == "c" and summary.max_overhead_us == 0.0
+    assert summary.max_overhead_floor_us == -500.0  # the tiny Pad's floor, 0.5 ms under its 1 ms
+    assert summary.resize_peak_over_output == 1.5
+    assert math.isclose(summary.floor_geomean_ratio, (0.5 * 2.0 * 0.5) ** (1 / 3))
+    assert summary.floor_at_or_above_builtin == ("b",)
+    assert math.isclose(summary.write_only_geomean_ratio, (0.8 * 2.5 * 0.8) ** (1 / 3))
     # copy: measured on the two workloads not on tiny tensors
-    assert math.isclose(summary["copy_geomean_ratio"], math.sqrt(0.9 * 3.0))
-    assert math.isclose(summary["custom_over_copy_geomean"], math.sqrt(0.25 / 0.9 * 4.0 / 3.0))
-    assert math.isclose(summary["copied_geomean_ratio"], 1.0) and summary["copy_workloads"] == 2
-    text = bench.table(results)
+    assert math.isclose(summary.copy_geomean_ratio, math.sqrt(0.9 * 3.0))
+    assert math.isclose(summary.custom_over_copy_geomean, math.sqrt(0.25 / 0.9 * 4.0 / 3.0))
+    assert math.isclose(summary.copied_geomean_ratio, 1.0) and summary.copy_workloads == 2
+    text = report.table(results)
     assert text.count("\n") == 4 and "| b | 1x1 |" in text and "| - |" in text
     # ratio, floor ms, floor/built-in, write-only/built-in, copy/built-in
     assert "| 4.00 | 2.00 | 2.00 | 2.50 | 3.00 |" in text
-    assert bench.summarize([]) == {}
-    full = {"elements": 1_000_000, "hook_ms": 0.5, "stock_ms": 120.0, "speedup": 240.0}
-    quick = {"elements": 1_000, "hook_ms": 0.04, "stock_ms": 0.3, "speedup": 7.5}
-    assert bench.summary_lines(summary, full)[-1].endswith("(240x faster; target 100x)")
+    assert report.summarize([]) is None
+    full = report.HookResult(elements=1_000_000, hook_ms=0.5, stock_ms=120.0, speedup=240.0)
+    quick = report.HookResult(elements=1_000, hook_ms=0.04, stock_ms=0.3, speedup=7.5)
+    assert report.summary_lines(summary, full)[-1].endswith("(240x faster; target 100x)")
     # a --quick run's 1,000 floats are not measured against the target
-    assert "target is for 1,000,000 floats: run without --quick" in bench.summary_lines(summary, quick)[-1]
+    assert "target is for 1,000,000 floats: run without --quick" in report.summary_lines(summary, quick)[-1]
+
+
+def test_summary_json_leaves_out_what_the_run_did_not_measure() -> None:
+    large = _result("big", ratio=2.0, copy_ms=1.5)
+    summary = report.summarize([large])
+    assert summary.max_overhead_us is None and summary.resize_peak_over_output is None
+    data = summary.to_json()
+    assert list(data) == [
+        "geomean_ratio",
+        "worst_ratio",
+        "worst",
+        "workloads",
+        "floor_geomean_ratio",
+        "floor_at_or_above_builtin",
+        "write_only_geomean_ratio",
+        "copy_geomean_ratio",
+        "custom_over_copy_geomean",
+        "copied_geomean_ratio",
+        "copy_workloads",
+    ]
+    assert data["floor_at_or_above_builtin"] == []  # measured, and none: an empty list, not left out
+    lines = report.summary_lines(summary, None)
+    assert len(lines) == 4 and not any(line.startswith(("per-call", "peak")) for line in lines)
+    tiny = _result("tiny", ratio=1.5, small=True, floor_ms=None)
+    assert "of which the floor" not in report.summary_lines(report.summarize([tiny]), None)[1]
 
 
 @pytest.mark.parametrize("n", [2, 3, 4, 5])
@@ -190,7 +243,7 @@ def test_sides_follow_each_other_equally_often(n: int) -> None:
     import itertools
     from collections import Counter
 
-    orders = bench._orders(n)
+    orders = timing.orders(n)
     assert all(sorted(order) == list(range(n)) for order in orders)
     follows = Counter(pair for order in orders for pair in itertools.pairwise(order))
     # every ordered pair of distinct sides, each as often as the others
@@ -200,7 +253,7 @@ def test_sides_follow_each_other_equally_often(n: int) -> None:
 
 def test_each_sample_starts_with_an_untimed_run() -> None:
     events: list[str] = []
-    side = bench._Side(
+    side = timing.Side(
         lambda: events.append("run"),
         enter=lambda: events.append("enter"),
         leave=lambda: events.append("leave"),
@@ -209,26 +262,40 @@ def test_each_sample_starts_with_an_untimed_run() -> None:
     side.sample(3)
     assert events == ["enter", "run", "run", "run", "run", "leave"]
     # longer than ORT's pool was measured to spin after a run (50-60 ms)
-    assert bench._SETTLE_S >= 0.06
+    assert timing.SETTLE_S >= 0.06
 
 
 def test_targets_are_judged_on_full_runs_only_and_a_value_at_its_limit_meets_it() -> None:
-    summary = {
-        "geomean_ratio": 1.0,
-        "worst_ratio": 3.02,
-        "max_overhead_us": 19.9,
-        "resize_peak_over_output": 1.6,
+    summary = report.Summary(
+        geomean_ratio=1.0,
+        worst_ratio=3.02,
+        worst="w",
+        workloads=3,
+        max_overhead_us=19.9,
+        resize_peak_over_output=1.6,
+    )
+    hook = report.HookResult(elements=report.HOOK_TARGET_ELEMENTS, hook_ms=1.0, stock_ms=99.5, speedup=99.5)
+    targets = report.judge_targets(summary, hook, full=True)
+    assert [t.met for t in targets] == [True, False, True, False, True]
+    assert targets[2].to_json() == {
+        "target": "per-call overhead on tiny tensors",
+        "value": 19.9,
+        "limit": 20.0,
+        "at_most": True,
+        "unit": "us",
+        "met": True,
     }
-    hook = {"elements": bench.HOOK_TARGET_ELEMENTS, "speedup": 99.5}
-    targets = bench.judge_targets(summary, hook, full=True)
-    assert [t["met"] for t in targets] == [True, False, True, False, True]
-    line = bench.targets_line(targets)
+    line = report.targets_line(targets)
     assert line.startswith("targets: 3 of 5 met; ") and line.count("NOT met") == 2
     assert "+19.9 us (<= 20): met" in line and "3.02x (<= 3): NOT met" in line
-    assert all(t["met"] is None for t in bench.judge_targets(summary, hook, full=False))
-    small_hook = bench.judge_targets(summary, {"elements": 1000, "speedup": 500.0}, full=True)
-    assert small_hook[3]["met"] is None  # the hook's target is defined at 1M floats
-    assert bench.targets_line(small_hook).startswith("targets: 3 of 4 met; ")
+    assert all(t.met is None for t in report.judge_targets(summary, hook, full=False))
+    small = report.HookResult(elements=1000, hook_ms=0.01, stock_ms=5.0, speedup=500.0)
+    small_hook = report.judge_targets(summary, small, full=True)
+    assert small_hook[3].met is None  # the hook's target is defined at 1M floats
+    assert report.targets_line(small_hook).startswith("targets: 3 of 4 met; ")
+    nothing = report.judge_targets(None, None, full=True)
+    assert [t.value for t in nothing] == [None] * 5
+    assert report.targets_line(nothing).startswith("targets: not judged")
 
 
 @pytest.mark.parametrize("side", [24, 600])  # one part, and split over the kernel threads
@@ -238,21 +305,21 @@ def test_copy_side_copies_the_data_input_into_its_output(side: int) -> None:
 
     import customops
 
-    hooks = bench._Hooks()
+    swap = hooks.Hooks()
     x = np.arange(side * side, dtype=np.float32).reshape(1, 1, side, side)
     for pads, grown in (
         (np.array([0, 0, 2, 3, 0, 0, 2, 3]), True),
         (np.array([0, 0, -2, -3, 0, 0, -2, -3]), False),
     ):
         node = helper.make_node("Pad", ["x", "pads"], ["y"], mode="reflect")
-        model = customops.rewrite(bench._model(node, [("x", x)], {"pads": pads}, 19))
+        model = customops.rewrite(suite.one_node_model(node, [("x", x)], {"pads": pads}, 19))
         session = customops.InferenceSession(model)
         expected_shape = session.run(None, {"x": x})[0].shape
-        hooks.copy_once(expected_shape, np.float32)()
+        swap.copy_once(expected_shape, np.float32)()
         try:
             got = session.run(None, {"x": x})[0]
         finally:
-            hooks.ours()
+            swap.ours()
         assert got.shape == expected_shape
         flat, src = got.reshape(-1), x.reshape(-1)
         if grown:  # the input in order, then zeros

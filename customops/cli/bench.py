@@ -8,9 +8,9 @@ from typing import Any
 
 def run(args: argparse.Namespace) -> int:
     """Run the benchmark (imported here: the parser stays cheap)."""
-    from customops.bench import suite
+    from customops.bench import command
 
-    return suite.run(args)
+    return command.run(args)
 
 
 def add_parser(subparsers: Any) -> None:
