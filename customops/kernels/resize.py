@@ -133,6 +133,7 @@ def _plan(
     policy: str,
     uses_roi: bool,
 ) -> list[_Axis]:
+    """Each resized axis' lengths, exact scale and roi, from the optional inputs (None: absent)."""
     count = len(axes)
     if scales is not None and sizes is not None:
         raise KernelError("scales and sizes are both given; give exactly one")
@@ -145,60 +146,72 @@ def _plan(
     assert given is not None
     if given.size != count:
         raise KernelError(f"{label} has {given.size} entries, expected {count} (one per resized axis)")
-
     starts, ends = [0.0] * count, [1.0] * count
     if uses_roi and roi is not None:
-        if roi.size != 2 * count:
-            raise KernelError(
-                f"roi has {roi.size} entries, expected {2 * count} (start and end per resized axis)"
-            )
-        try:
-            values = roi.astype(np.float64)
-        except (TypeError, ValueError):
-            raise KernelError(f"roi {roi!r} is not numeric") from None
-        if not np.isfinite(values).all():
-            raise KernelError(f"roi {roi.tolist()!r} is not finite")
-        starts, ends = values[:count].tolist(), values[count:].tolist()
-
+        starts, ends = _roi_bounds(roi, count)
     in_lens = [shape[a] for a in axes]
     if scales is not None:
-        if scales.dtype.kind not in "fiu":
-            raise KernelError(f"scales have dtype {scales.dtype}, expected float")
-        fractions = []
-        for value in scales.tolist():
-            if not (math.isfinite(value) and value > 0):
-                raise KernelError(f"scale {value!r} is not a positive finite number")
-            fractions.append(Fraction(value))
-        out_lens = [math.floor(f * n) for f, n in zip(fractions, in_lens, strict=True)]
-        for f, m in zip(fractions, out_lens, strict=True):
-            if m > _MAX_LENGTH:
-                raise KernelError(
-                    f"scale {float(f)!r} asks for an output length of {m}, more than {_MAX_LENGTH}"
-                )
+        out_lens, fractions = _lengths_from_scales(scales, in_lens)
     else:
         assert sizes is not None
-        if sizes.dtype.kind not in "iu":
-            raise KernelError(f"sizes have dtype {sizes.dtype}, expected int64")
-        wanted = [int(v) for v in sizes.tolist()]
-        for v in wanted:
-            if v < 0:
-                raise KernelError(f"size {v!r} is negative")
-        if policy == "stretch":
-            out_lens = wanted
-            fractions = [Fraction(m, n) if n else Fraction(1) for m, n in zip(wanted, in_lens, strict=True)]
-        else:
-            # The policy's single scale is the smallest (not_larger) or largest (not_smaller) of
-            # sizes[i] / in_size[d]; axes of length 0 cannot constrain it.
-            ratios = [Fraction(m, n) for m, n in zip(wanted, in_lens, strict=True) if n]
-            pick = min if policy == "not_larger" else max
-            scale = pick(ratios) if ratios else Fraction(1)
-            fractions = [scale] * count
-            # round_int rounds halfway cases up.
-            out_lens = [math.floor(scale * n + Fraction(1, 2)) for n in in_lens]
+        out_lens, fractions = _lengths_from_sizes(sizes, in_lens, policy)
     return [
         _Axis(a, n, m, f, (s, e))
         for a, n, m, f, s, e in zip(axes, in_lens, out_lens, fractions, starts, ends, strict=True)
     ]
+
+
+def _roi_bounds(roi: np.ndarray, count: int) -> tuple[list[float], list[float]]:
+    """The roi's starts and ends, one per resized axis."""
+    if roi.size != 2 * count:
+        raise KernelError(
+            f"roi has {roi.size} entries, expected {2 * count} (start and end per resized axis)"
+        )
+    try:
+        values = roi.astype(np.float64)
+    except (TypeError, ValueError):
+        raise KernelError(f"roi {roi!r} is not numeric") from None
+    if not np.isfinite(values).all():
+        raise KernelError(f"roi {roi.tolist()!r} is not finite")
+    return values[:count].tolist(), values[count:].tolist()
+
+
+def _lengths_from_scales(scales: np.ndarray, in_lens: list[int]) -> tuple[list[int], list[Fraction]]:
+    """Output lengths floor(scale * length), and the scales as exact fractions."""
+    if scales.dtype.kind not in "fiu":
+        raise KernelError(f"scales have dtype {scales.dtype}, expected float")
+    fractions = []
+    for value in scales.tolist():
+        if not (math.isfinite(value) and value > 0):
+            raise KernelError(f"scale {value!r} is not a positive finite number")
+        fractions.append(Fraction(value))
+    out_lens = [math.floor(f * n) for f, n in zip(fractions, in_lens, strict=True)]
+    for f, m in zip(fractions, out_lens, strict=True):
+        if m > _MAX_LENGTH:
+            raise KernelError(f"scale {float(f)!r} asks for an output length of {m}, more than {_MAX_LENGTH}")
+    return out_lens, fractions
+
+
+def _lengths_from_sizes(
+    sizes: np.ndarray, in_lens: list[int], policy: str
+) -> tuple[list[int], list[Fraction]]:
+    """Output lengths and exact scales from sizes under keep_aspect_ratio_policy ``policy``."""
+    if sizes.dtype.kind not in "iu":
+        raise KernelError(f"sizes have dtype {sizes.dtype}, expected int64")
+    wanted = [int(v) for v in sizes.tolist()]
+    for v in wanted:
+        if v < 0:
+            raise KernelError(f"size {v!r} is negative")
+    if policy == "stretch":
+        fractions = [Fraction(m, n) if n else Fraction(1) for m, n in zip(wanted, in_lens, strict=True)]
+        return wanted, fractions
+    # The policy's single scale is the smallest (not_larger) or largest (not_smaller) of
+    # sizes[i] / in_size[d]; axes of length 0 cannot constrain it.
+    ratios = [Fraction(m, n) for m, n in zip(wanted, in_lens, strict=True) if n]
+    pick = min if policy == "not_larger" else max
+    scale = pick(ratios) if ratios else Fraction(1)
+    # round_int rounds halfway cases up.
+    return [math.floor(scale * n + Fraction(1, 2)) for n in in_lens], [scale] * len(in_lens)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -553,16 +566,9 @@ def _filter(
     if len(passes) == 1:
         _apply(y, axis, final_blocks, 0, compute, out, finish)
         return out
-    # Group the last pass's blocks into tiles whose input slab fits the budget.
     row_bytes = max(math.prod(shape) // max(shape[axis], 1) for shape in shapes[:-1]) * compute.itemsize
     budget = max(1, _TILE_BYTES // max(row_bytes, 1))
-    tiles: list[list[_Block]] = [[]]
-    for block in final_blocks:
-        group = tiles[-1]
-        if group and max(block[3], group[-1][3]) - group[0][2] > budget:
-            tiles.append([block])
-        else:
-            group.append(block)
+    tiles = _tiles(final_blocks, budget)
     earlier: list[list[_Block]] = []
     for i, (pass_axis, pass_indices, pass_weights) in enumerate(passes[:-1]):
         shape = list(shapes[i])
@@ -582,6 +588,19 @@ def _filter(
             slab = result
         _apply(slab, axis, group, lo, compute, out, finish)
     return out
+
+
+def _tiles(blocks: list[_Block], budget: int) -> list[list[_Block]]:
+    """Group consecutive blocks of the last pass into tiles whose input slab (from the first block's
+    first input to the furthest one read) spans at most ``budget`` inputs, or is one block."""
+    tiles: list[list[_Block]] = [[]]
+    for block in blocks:
+        group = tiles[-1]
+        if group and max(block[3], group[-1][3]) - group[0][2] > budget:
+            tiles.append([block])
+        else:
+            group.append(block)
+    return tiles
 
 
 def _all_finite(y: np.ndarray) -> bool:
@@ -675,6 +694,49 @@ class _Prepared:
     bound kernel calls it on a C-contiguous X without going through :func:`_execute`."""
 
 
+class _Options(NamedTuple):
+    """Resize's attributes, checked."""
+
+    mode: str
+    coordinate_mode: str
+    nearest_mode: str
+    policy: str
+    antialias: bool
+    exclude_outside: bool
+    cubic_coeff_a: float
+    extrapolation: float
+
+
+def _options(
+    dtype: np.dtype,
+    antialias: Any,
+    coordinate_transformation_mode: Any,
+    cubic_coeff_a: Any,
+    exclude_outside: Any,
+    extrapolation_value: Any,
+    keep_aspect_ratio_policy: Any,
+    mode: Any,
+    nearest_mode: Any,
+) -> _Options:
+    """Check the attributes, and the mode against X's element type ``dtype``; raises KernelError."""
+    mode = _choice("mode", mode, _MODES)
+    coordinate_mode = _choice(
+        "coordinate_transformation_mode", coordinate_transformation_mode, _COORDINATE_MODES
+    )
+    nearest_mode = _choice("nearest_mode", nearest_mode, _NEAREST_MODES)
+    policy = _choice("keep_aspect_ratio_policy", keep_aspect_ratio_policy, _POLICIES)
+    use_antialias = _flag("antialias", antialias)
+    exclude = _flag("exclude_outside", exclude_outside)
+    # cubic_coeff_a "is valid only if mode is cubic": other modes ignore it, whatever its value
+    a = _number("cubic_coeff_a", cubic_coeff_a, finite=mode == "cubic")
+    extrapolation = _number("extrapolation_value", extrapolation_value, finite=False)
+    if dtype.kind in "OSUV" and mode != "nearest":
+        raise KernelError(f"mode {mode!r} needs a numeric tensor, got {dtype}; strings allow only 'nearest'")
+    if dtype.kind not in "biufcOSU":
+        raise KernelError(f"element type {dtype} is not supported")
+    return _Options(mode, coordinate_mode, nearest_mode, policy, use_antialias, exclude, a, extrapolation)
+
+
 def _prepare(
     shape: tuple[int, ...],
     dtype: np.dtype,
@@ -692,30 +754,25 @@ def _prepare(
     nearest_mode: Any,
 ) -> _Prepared:
     """Check the arguments and compute the index and weight tables; raises KernelError."""
-    mode = _choice("mode", mode, _MODES)
-    coordinate_mode = _choice(
-        "coordinate_transformation_mode", coordinate_transformation_mode, _COORDINATE_MODES
+    options = _options(
+        dtype,
+        antialias,
+        coordinate_transformation_mode,
+        cubic_coeff_a,
+        exclude_outside,
+        extrapolation_value,
+        keep_aspect_ratio_policy,
+        mode,
+        nearest_mode,
     )
-    nearest_mode = _choice("nearest_mode", nearest_mode, _NEAREST_MODES)
-    policy = _choice("keep_aspect_ratio_policy", keep_aspect_ratio_policy, _POLICIES)
-    use_antialias = _flag("antialias", antialias)
-    exclude = _flag("exclude_outside", exclude_outside)
-    # cubic_coeff_a "is valid only if mode is cubic": other modes ignore it, whatever its value
-    a = _number("cubic_coeff_a", cubic_coeff_a, finite=mode == "cubic")
-    extrapolation = _number("extrapolation_value", extrapolation_value, finite=False)
-    if dtype.kind in "OSUV" and mode != "nearest":
-        raise KernelError(f"mode {mode!r} needs a numeric tensor, got {dtype}; strings allow only 'nearest'")
-    if dtype.kind not in "biufcOSU":
-        raise KernelError(f"element type {dtype} is not supported")
-
-    cropping = coordinate_mode == "tf_crop_and_resize"
+    cropping = options.coordinate_mode == "tf_crop_and_resize"
     plan = _plan(
         shape,
         _optional_input("roi", roi) if cropping else None,
         _optional_input("scales", scales),
         _optional_input("sizes", sizes),
         _normalize_axes(axes, len(shape)),
-        policy,
+        options.policy,
         cropping,
     )
     out_shape = list(shape)
@@ -728,31 +785,34 @@ def _prepare(
     for ax in plan:
         if ax.in_len == 0:
             raise KernelError(f"axis {ax.axis} has length 0 and cannot be resized to {ax.out_len}")
-
-    gathers = prepared.gathers
-    filters = prepared.filters
-    outside = prepared.outside
-    for ax in plan:
-        x = _source_coordinates(ax, coordinate_mode)
-        if cropping:
-            mask = (x < 0) | (x > ax.in_len - 1)
-            if mask.any():
-                outside[ax.axis] = mask
-        if mode == "nearest":
-            gathers[ax.axis] = _nearest_indices(x, nearest_mode, ax.in_len)
-            continue
-        positions, indices, weights = _filter_table(x, ax, mode, a, use_antialias, exclude)
-        single = _single_tap(positions, indices, weights)
-        if single is not None:
-            gathers[ax.axis] = single
-        else:
-            filters.append((ax.axis, indices, weights))
-
-    prepared.fill = _extrapolation_scalar(extrapolation, dtype) if outside else None
+    _axis_tables(prepared, plan, options)
+    prepared.fill = _extrapolation_scalar(options.extrapolation, dtype) if prepared.outside else None
     prepared.fast = _fast_path(prepared)
-    if not outside and math.prod(prepared.out_shape):
+    if not prepared.outside and math.prod(prepared.out_shape):
         prepared.direct = prepared.fast
     return prepared
+
+
+def _axis_tables(prepared: _Prepared, plan: list[_Axis], options: _Options) -> None:
+    """Fill ``prepared``'s tables for each resized axis: its gather (nearest, or a filter that copies one
+    input per output) or its filter, and for tf_crop_and_resize the mask of outputs outside the input."""
+    mode = options.mode
+    for ax in plan:
+        x = _source_coordinates(ax, options.coordinate_mode)
+        if options.coordinate_mode == "tf_crop_and_resize":
+            mask = (x < 0) | (x > ax.in_len - 1)
+            if mask.any():
+                prepared.outside[ax.axis] = mask
+        if mode == "nearest":
+            prepared.gathers[ax.axis] = _nearest_indices(x, options.nearest_mode, ax.in_len)
+            continue
+        a, antialias, exclude = options.cubic_coeff_a, options.antialias, options.exclude_outside
+        positions, indices, weights = _filter_table(x, ax, mode, a, antialias, exclude)
+        single = _single_tap(positions, indices, weights)
+        if single is not None:
+            prepared.gathers[ax.axis] = single
+        else:
+            prepared.filters.append((ax.axis, indices, weights))
 
 
 def _execute(prepared: _Prepared, X: np.ndarray) -> np.ndarray:
