@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import math
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from customops.bench import hooks, report, suite, timing
+from customops.bench import hooks, report, saved, suite, timing
 from tests.helpers import strict_json
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
@@ -116,6 +120,29 @@ def test_quick_filtered_run_prints_a_table_and_writes_json(tmp_path) -> None:
     assert data["machine"]["nproc"] >= 1 and data["machine"]["onnxruntime"]
     assert data["hook"] is None  # measured only on unfiltered runs
 
+    # the saved run reads back as the run printed it, without running anything
+    again = run_cli("--from", str(out))
+    assert again.returncode == 0 and again.stderr == "" and again.stdout == proc.stdout
+    markdown = run_cli("--from", str(out), "--markdown")
+    assert markdown.returncode == 0 and markdown.stderr == ""
+    assert markdown.stdout == saved.load(out).markdown() + "\n"
+    body = proc.stdout.splitlines()
+    md = markdown.stdout.splitlines()
+    cut = body.index("", 2) + 1  # the machine line, the table, then the summary
+    assert md[:cut] == body[:cut] and md[cut:] == [f"- {line}" for line in body[cut:]]
+
+
+def test_markdown_run_prints_the_table_and_a_list() -> None:
+    proc = run_cli("--quick", "--filter", "small-pad", "--repeat", "1", "--markdown")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("machine: ") and lines[1] == "" and lines[2].startswith("| workload |")
+    assert lines[4].startswith("| small-pad-reflect |") and lines[5] == ""
+    assert lines[6].startswith("- geometric mean custom/built-in")
+    assert lines[-1] == "- targets: not judged (a full run without --quick or --filter judges them)"
+    assert all(line.startswith("- ") for line in lines[6:])
+    assert "small-pad-reflect" in proc.stderr  # progress still goes to stderr
+
 
 @pytest.mark.parametrize(
     "args, message",
@@ -123,6 +150,13 @@ def test_quick_filtered_run_prints_a_table_and_writes_json(tmp_path) -> None:
         (["--filter", "no-such-workload"], "matches no workload"),
         (["--quick", "--json", "/nonexistent-dir/out.json"], "does not exist"),
         (["--repeat", "0"], "must be at least 1"),
+        (["--from", "/nonexistent-dir/bench.json"], "does not exist"),
+        (["--from", "/dev/null"], "is not a regular file"),
+        (
+            ["--from", "docs/bench.json", "--quick", "--repeat", "3"],
+            "--quick, --repeat only applies to a new",
+        ),
+        (["--from", "docs/bench.json", "--json", "x.json"], "--json only applies to a new run"),
     ],
 )
 def test_bad_arguments_exit_2_with_one_line(args, message) -> None:
@@ -327,3 +361,113 @@ def test_copy_side_copies_the_data_input_into_its_output(side: int) -> None:
             assert not flat[src.size :].any()
         else:  # the input's first elements
             np.testing.assert_array_equal(flat, src[: flat.size])
+
+
+def _saved(tmp_path, text: str) -> Path:
+    path = tmp_path / "saved.json"
+    path.write_text(text)
+    return path
+
+
+def _payload() -> dict:
+    """A small saved run: one large and one tiny workload, and the hook, as a full run writes them."""
+    results = [_result("big", ratio=2.0, op="Resize"), _result("tiny", ratio=1.5, small=True)]
+    hook = report.HookResult(elements=report.HOOK_TARGET_ELEMENTS, hook_ms=0.4, stock_ms=120.0, speedup=300.0)
+    settings = report.Settings(quick=False, samples=2, filter=None)
+    machine = {"nproc": 2, "cpu": "CPU", "onnxruntime": "1", "jit": "numba 1", "threads_source": "2 (x)"}
+    return report.Report(machine, settings, results, hook).to_json()
+
+
+def test_a_report_reads_back_from_its_json(tmp_path) -> None:
+    from customops import jsonout
+
+    payload = _payload()
+    assert [t["met"] for t in payload["targets"]] == [False, True, False, True, True]  # judged: a full run
+    back = saved.load(_saved(tmp_path, jsonout.dumps(payload, indent=1)))
+    assert back.to_json() == json.loads(jsonout.dumps(payload))
+    assert back.results[0] == report.Result(**payload["results"][0])
+    text = back.text().splitlines()
+    assert text[0].startswith("machine: 2 cores (CPU); onnxruntime 1, onnxruntime-extensions ?")
+    assert text[0].endswith("full run, median of 2") and text[-1].startswith("targets: 3 of 5 met; ")
+    # the summary and targets are derived again, never taken from the file
+    payload["summary"] = {"geomean_ratio": "whatever"}
+    payload["targets"] = []
+    assert saved.load(_saved(tmp_path, json.dumps(payload))).text() == back.text()
+
+
+def _broken(change) -> dict:
+    payload = _payload()
+    change(payload)
+    return payload
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("{", "is not valid JSON"),
+        ("[" * 100_000 + "]" * 100_000, "is not valid JSON (nested too deeply)"),
+        (json.dumps({"machine": {}}) + "x", "is not valid JSON"),
+        ('{"a": NaN}', "NaN is not JSON"),
+        ("[]", "must be an object, not list"),
+        (json.dumps(_broken(lambda p: p.pop("results"))), "has no 'results'"),
+        (json.dumps(_broken(lambda p: p.update(results=[]))), "results must be a non-empty array"),
+        (json.dumps(_broken(lambda p: p["results"][1].pop("ratio"))), "results[1] has no 'ratio'"),
+        (
+            json.dumps(_broken(lambda p: p["results"][0].update(builtin_ms=0))),
+            "results[0].builtin_ms must be a finite number above 0",
+        ),
+        (json.dumps(_broken(lambda p: p["results"][0].update(floor_ms=-1))), "floor_ms must not be negative"),
+        (
+            json.dumps(_broken(lambda p: p["results"][0].update(ratio="1.0"))),
+            "results[0].ratio must be a number, not str",
+        ),
+        (json.dumps(_broken(lambda p: p["results"][0].update(small=1))), "small must be true or false"),
+        (
+            json.dumps(_broken(lambda p: p["results"][0].update(name=["x"]))),
+            "name must be a string, not list",
+        ),
+        (json.dumps(_broken(lambda p: p["results"][0].update(samples=0))), "samples must be at least 1"),
+        (json.dumps(_broken(lambda p: p["results"][0].update(stock_ms=10**400))), "must be a finite number"),
+        (
+            json.dumps(_broken(lambda p: p["results"][0].update(custom_samples_ms=[1, None]))),
+            "custom_samples_ms[1]",
+        ),
+        (
+            json.dumps(_broken(lambda p: p["hook"].update(speedup=True))),
+            "hook.speedup must be a number, not bool",
+        ),
+        (json.dumps(_broken(lambda p: p["settings"].update(filter=3))), "settings.filter must be a string"),
+        (
+            json.dumps(_broken(lambda p: p["machine"].update(cpu={"a": 1}))),
+            "machine.cpu must be a string or a number",
+        ),
+    ],
+)
+def test_a_broken_saved_run_is_refused_with_one_line(tmp_path, text, message) -> None:
+    from customops.errors import CustomOpsError
+
+    with pytest.raises(CustomOpsError) as caught:
+        saved.load(_saved(tmp_path, text))
+    error = str(caught.value)
+    assert message in error and "\n" not in error and len(error) < 300
+    assert error.startswith("--from ") and "saved.json" in error
+
+
+def test_a_saved_run_larger_than_the_limit_is_not_read(tmp_path, monkeypatch) -> None:
+    from customops.errors import CustomOpsError
+
+    path = _saved(tmp_path, json.dumps(_payload()))
+    monkeypatch.setattr(saved, "MAX_JSON_BYTES", 100)
+    with pytest.raises(CustomOpsError, match="larger than 100 bytes"):
+        saved.load(path)
+
+
+def test_names_from_a_saved_run_cannot_break_the_table_or_the_terminal(tmp_path) -> None:
+    payload = _payload()
+    payload["results"][0]["name"] = "a|b\n| x |\x1b[31m"
+    payload["machine"]["cpu"] = "cpu\x1b]0;title\x07"
+    back = saved.load(_saved(tmp_path, json.dumps(payload)))
+    markdown = back.markdown()
+    row = next(line for line in markdown.splitlines() if line.startswith("| a"))
+    assert row.startswith("| a\\|b\\n\\| x \\|\\x1b[31m | 1x1 |") and row.count(" | ") == 10
+    assert "\x1b" not in markdown and "\x07" not in back.text()

@@ -1,8 +1,8 @@
-"""``customops bench``: run the suite and report it.
+"""``customops bench``: run the suite (or read a saved run back with ``--from``) and report it.
 
-stdout carries the report, stderr the progress; ``--json`` writes every number, machine-readable. Bad
-arguments exit 2 with one line (CustomOpsError). onnx, onnxruntime and numpy are imported only when a run
-starts.
+stdout carries the report (text, or Markdown with ``--markdown``), stderr the progress; ``--json`` writes
+every number, machine-readable. Bad arguments and unreadable ``--from`` files exit 2 with one line
+(CustomOpsError). onnx, onnxruntime and numpy are imported only when a run starts.
 """
 
 from __future__ import annotations
@@ -16,6 +16,9 @@ from typing import Any
 from customops.bench import report
 from customops.bench.suite import select
 from customops.errors import CustomOpsError
+
+SAVED_RUN_CONFLICTS = ("quick", "filter", "repeat", "json")
+"""Options of a new run, which ``--from`` (a saved run) refuses."""
 
 
 def machine() -> dict[str, Any]:
@@ -94,10 +97,20 @@ def _settings(args: argparse.Namespace) -> report.Settings:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the benchmark; 0 when it ran (the targets are reported, not enforced)."""
+    """Run the benchmark, or render the saved run of ``--from``; 0 when it ran (the targets are
+    reported, not enforced)."""
+    if args.from_path is not None:
+        given = [f"--{name}" for name in SAVED_RUN_CONFLICTS if getattr(args, name) not in (None, False)]
+        if given:
+            raise CustomOpsError(f"--from renders a saved run; {', '.join(given)} only applies to a new run")
+        from customops.bench.saved import load
+
+        saved = load(args.from_path)
+        print(saved.markdown() if args.markdown else saved.text())
+        return 0
     settings = _settings(args)
     result = measure(settings)
-    print(result.text())
+    print(result.markdown() if args.markdown else result.text())
     if args.json:
         from customops import jsonout
 

@@ -1,8 +1,10 @@
-"""What ``customops bench`` reports: the results as dataclasses, their summary, the targets, the text
-rendering, and the JSON payload of ``--json``.
+"""What ``customops bench`` reports: the results as dataclasses, their summary, the targets, the text and
+Markdown renderings, and the JSON payload of ``--json``.
 
 The summary and the targets are derived from the per-workload results and the hook measurement, never
-stored on their own. Nothing here runs a benchmark or imports onnx, onnxruntime or numpy.
+stored on their own: a report read back from its JSON (customops.bench.saved) is summarized and judged
+afresh, so what ``--from`` prints is what the run printed. Nothing here runs a benchmark or imports onnx,
+onnxruntime or numpy.
 """
 
 from __future__ import annotations
@@ -403,6 +405,21 @@ class Report:
                 "",
                 *summary_lines(summary, self.hook),
                 targets_line(judge_targets(summary, self.hook, self.settings.full)),
+            ]
+        )
+
+    def markdown(self) -> str:
+        """The report as Markdown (``--markdown``): the machine line, the table, the summary and the
+        targets as a list."""
+        summary = self.summary
+        lines = [*summary_lines(summary, self.hook), targets_line(self.targets)]
+        return "\n".join(
+            [
+                machine_line(self.machine, self.settings),
+                "",
+                table(self.results),
+                "",
+                *(f"- {line}" for line in lines),
             ]
         )
 

@@ -27,4 +27,15 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--quick", action="store_true", help="smaller sizes and fewer repeats: a smoke run")
     p.add_argument("--filter", metavar="TEXT", help="only the workloads whose name contains TEXT")
     p.add_argument("--repeat", type=int, metavar="N", help="samples per workload (default 15, --quick 3)")
+    p.add_argument(
+        "--markdown",
+        action="store_true",
+        help="print the report as Markdown: the table, then the summary and the targets as a list",
+    )
+    p.add_argument(
+        "--from",
+        dest="from_path",
+        metavar="PATH",
+        help="run nothing: report the run saved by --json at PATH (with --markdown, as in docs/performance.md)",
+    )
     p.set_defaults(func=run)
