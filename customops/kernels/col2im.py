@@ -74,21 +74,8 @@ def _prepare(
     """Check the arguments against x's shape; raises KernelError."""
     if x.ndim != 3:
         raise KernelError(f"input must be 3-D [N, C * prod(block_shape), L], got shape {x.shape!r}")
-    image = int_list(image_shape, "image_shape")
-    block = int_list(block_shape, "block_shape")
+    image, block = _image_and_block(image_shape, block_shape)
     rank = len(image)
-    if rank == 0:
-        raise KernelError("image_shape is empty; it needs one entry per spatial axis")
-    if len(block) != rank:
-        raise KernelError(
-            f"block_shape {block!r} has {len(block)} entries but image_shape {image!r} has {rank}"
-        )
-    for v in image:
-        if v < 0:
-            raise KernelError(f"image_shape {image!r} contains {v!r}; sizes must be >= 0")
-    for v in block:
-        if v < 1:
-            raise KernelError(f"block_shape {block!r} contains {v!r}; sizes must be positive")
     dil = _attribute(dilations, "dilations", rank, 1, 1)
     stride = _attribute(strides, "strides", rank, 1, 1)
     pad = _attribute(pads, "pads", 2 * rank, 0, 0)
@@ -101,16 +88,7 @@ def _prepare(
             f"input dimension 1 ({ck}) is not a multiple of prod(block_shape {block!r}) = {kernel}"
         )
     channels = ck // kernel
-    blocks = []
-    for i in range(rank):
-        extent = dil[i] * (block[i] - 1) + 1
-        count = (image[i] + begin[i] + end[i] - extent) // stride[i] + 1
-        if count < 1:
-            raise KernelError(
-                f"block of extent {extent} (block_shape {block[i]}, dilation {dil[i]}) does not fit in "
-                f"spatial axis {i} of size {image[i]} padded by {begin[i]} and {end[i]}"
-            )
-        blocks.append(count)
+    blocks = _block_counts(image, block, dil, stride, begin, end)
     if length != math.prod(blocks):
         raise KernelError(
             f"input dimension 2 ({length}) does not match the number of blocks {blocks!r} = "
@@ -130,6 +108,44 @@ def _prepare(
         geometry,
         _direct(out_shape, x.dtype, geometry, x.size),
     )
+
+
+def _image_and_block(image_shape: Any, block_shape: Any) -> tuple[list[int], list[int]]:
+    """image_shape and block_shape as lists, one entry per spatial axis; raises KernelError."""
+    image = int_list(image_shape, "image_shape")
+    block = int_list(block_shape, "block_shape")
+    rank = len(image)
+    if rank == 0:
+        raise KernelError("image_shape is empty; it needs one entry per spatial axis")
+    if len(block) != rank:
+        raise KernelError(
+            f"block_shape {block!r} has {len(block)} entries but image_shape {image!r} has {rank}"
+        )
+    for v in image:
+        if v < 0:
+            raise KernelError(f"image_shape {image!r} contains {v!r}; sizes must be >= 0")
+    for v in block:
+        if v < 1:
+            raise KernelError(f"block_shape {block!r} contains {v!r}; sizes must be positive")
+    return image, block
+
+
+def _block_counts(
+    image: list[int], block: list[int], dil: list[int], stride: list[int], begin: list[int], end: list[int]
+) -> list[int]:
+    """How many block positions fit along each spatial axis of the padded image; raises KernelError
+    where none does."""
+    blocks = []
+    for i in range(len(image)):
+        extent = dil[i] * (block[i] - 1) + 1
+        count = (image[i] + begin[i] + end[i] - extent) // stride[i] + 1
+        if count < 1:
+            raise KernelError(
+                f"block of extent {extent} (block_shape {block[i]}, dilation {dil[i]}) does not fit in "
+                f"spatial axis {i} of size {image[i]} padded by {begin[i]} and {end[i]}"
+            )
+        blocks.append(count)
+    return blocks
 
 
 @dataclass(frozen=True)

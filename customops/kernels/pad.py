@@ -206,36 +206,14 @@ def prepare_pad(
 ) -> PreparedPad:
     """The Pad of an input of ``shape`` and ``dtype`` (arguments as :func:`pad`'s), checked and planned
     for :func:`execute_pad`; raises KernelError. CenterCropPad is planned here too."""
-    if isinstance(mode, bytes):
-        mode = mode.decode("utf-8", "replace")
-    if mode not in MODES:
-        raise KernelError(f"mode {mode!r} is not one of 'constant', 'reflect', 'edge', 'wrap'")
+    mode = _mode(mode)
     rank = len(shape)
-    ax = normalize_axes(axes, rank)
-    begins, ends = _per_axis_pads(pads, ax, rank)
-    out_shape = tuple(d + b + e for d, b, e in zip(shape, begins, ends, strict=True))
-    for a, size in enumerate(out_shape):
-        if size < 0:
-            raise KernelError(
-                f"pads {begins[a]!r} (begin) and {ends[a]!r} (end) would give axis {a} of length "
-                f"{shape[a]} a negative size {size}"
-            )
+    begins, ends = _per_axis_pads(pads, normalize_axes(axes, rank), rank)
+    out_shape = _padded_shape(shape, begins, ends)
     fill = _constant_scalar(constant_value, dtype) if mode == "constant" else None
-
-    # Per axis: the kept source range [lo, hi) and where it lands in the output.
-    lo = [max(0, -b) for b in begins]
-    hi = [d - max(0, -e) for d, e in zip(shape, ends, strict=True)]
-    kept = [h - low for low, h in zip(lo, hi, strict=True)]
-    at = [max(0, b) for b in begins]
-
+    lo, hi, kept, at = _kept_ranges(shape, begins, ends)
     if mode != "constant":
-        for a in range(rank):
-            if (begins[a] > 0 or ends[a] > 0) and kept[a] <= 0:
-                raise KernelError(
-                    f"cannot {mode}-pad axis {a}: it has no elements left (length {shape[a]}, "
-                    f"pads {begins[a]!r} and {ends[a]!r}); only mode 'constant' can pad an empty axis"
-                )
-
+        _check_kept(mode, shape, begins, ends, kept)
     out_dtype = dtype if fill is None or dtype.kind not in "US" else np.result_type(np.empty(0, dtype), fill)
     limits.check_output(out_shape, out_dtype)
     only_fill = mode == "constant" and any(k <= 0 for k in kept)
@@ -244,14 +222,7 @@ def prepare_pad(
     inner = tuple(slice(p, p + k) for p, k in zip(at, kept, strict=True))
     source = tuple(slice(low, h) for low, h in zip(lo, hi, strict=True))
     plan = _border_plan(mode, at, kept, out_shape)
-    steps = None
-    if split < 0:
-        steps = []
-        for a in range(rank):
-            head = (slice(None),) * a
-            tail = inner[a + 1 :]
-            for dest, src in plan[a]:
-                steps.append(((*head, dest, *tail), None if src is None else (*head, src, *tail)))
+    steps = _border_steps(plan, inner) if split < 0 else None
     loop = gather = None
     if not only_fill and 0 < math.prod(out_shape) <= _TINY_GATHER and np.dtype(out_dtype).kind in "biufc":
         gather = _gather_plan(mode, shape, out_shape, at, lo, kept)
@@ -274,6 +245,61 @@ def prepare_pad(
         loop,
         gather,
     )
+
+
+def _mode(mode: Any) -> str:
+    if isinstance(mode, bytes):
+        mode = mode.decode("utf-8", "replace")
+    if mode not in MODES:
+        raise KernelError(f"mode {mode!r} is not one of 'constant', 'reflect', 'edge', 'wrap'")
+    return mode
+
+
+def _padded_shape(shape: tuple[int, ...], begins: list[int], ends: list[int]) -> tuple[int, ...]:
+    """The output shape; raises KernelError where negative pads would crop more than an axis holds."""
+    out_shape = tuple(d + b + e for d, b, e in zip(shape, begins, ends, strict=True))
+    for a, size in enumerate(out_shape):
+        if size < 0:
+            raise KernelError(
+                f"pads {begins[a]!r} (begin) and {ends[a]!r} (end) would give axis {a} of length "
+                f"{shape[a]} a negative size {size}"
+            )
+    return out_shape
+
+
+def _kept_ranges(
+    shape: tuple[int, ...], begins: list[int], ends: list[int]
+) -> tuple[list[int], list[int], list[int], list[int]]:
+    """Per axis: the kept source range [lo, hi), its length, and where it lands in the output."""
+    lo = [max(0, -b) for b in begins]
+    hi = [d - max(0, -e) for d, e in zip(shape, ends, strict=True)]
+    kept = [h - low for low, h in zip(lo, hi, strict=True)]
+    at = [max(0, b) for b in begins]
+    return lo, hi, kept, at
+
+
+def _check_kept(
+    mode: str, shape: tuple[int, ...], begins: list[int], ends: list[int], kept: list[int]
+) -> None:
+    """reflect, edge and wrap copy kept elements into the borders: an axis they pad must keep some."""
+    for a in range(len(shape)):
+        if (begins[a] > 0 or ends[a] > 0) and kept[a] <= 0:
+            raise KernelError(
+                f"cannot {mode}-pad axis {a}: it has no elements left (length {shape[a]}, "
+                f"pads {begins[a]!r} and {ends[a]!r}); only mode 'constant' can pad an empty axis"
+            )
+
+
+def _border_steps(plan: list[list[tuple]], inner: tuple[slice, ...]) -> list[tuple[tuple, Any]]:
+    """Every border fill of ``plan`` in one pass over the axes, as (destination index, source index or
+    None for the constant): the axes before one are complete, the ones after it in their kept range."""
+    steps = []
+    for a in range(len(plan)):
+        head = (slice(None),) * a
+        tail = inner[a + 1 :]
+        for dest, src in plan[a]:
+            steps.append(((*head, dest, *tail), None if src is None else (*head, src, *tail)))
+    return steps
 
 
 # Tiny outputs: one ndarray.take through a table of flat indices (and one assignment of the constant) costs
