@@ -1,4 +1,5 @@
-"""``customops conformance``: ONNX's own backend node tests of our operators, on both sides."""
+"""``customops conformance``: ONNX's own backend node tests of our operators, on both sides (the
+command's arguments are customops.cli.conformance)."""
 
 from __future__ import annotations
 
@@ -76,9 +77,11 @@ def run_conformance() -> list[dict[str, str]]:
     return rows
 
 
-def _command(args: Any) -> int:
+def report(as_json: bool = False) -> int:
+    """Run the tests and print one row per test (a table, or JSON rows on stdout) and the pass counts;
+    returns the exit status: 0 when every test passes on our side, else 1."""
     rows = run_conformance()
-    if args.json:
+    if as_json:
         from customops import jsonout
 
         jsonout.dump(rows, sys.stdout, indent=1)
@@ -95,13 +98,6 @@ def _command(args: Any) -> int:
     passed_b = sum(r["builtin"] == "pass" for r in rows)
     print(
         f"custom: {passed_c}/{len(rows)} pass; built-in: {passed_b}/{len(rows)} pass",
-        file=sys.stderr if args.json else sys.stdout,
+        file=sys.stderr if as_json else sys.stdout,
     )
     return 0 if passed_c == len(rows) else 1
-
-
-def add_parser(sub: Any) -> None:
-    """Register ``customops conformance``."""
-    p = sub.add_parser("conformance", help="ONNX's backend node tests of our operators on both sides")
-    p.add_argument("--json", action="store_true", help="machine-readable rows on stdout")
-    p.set_defaults(func=_command)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from customops.cli.main import markdown_table
+from customops.cli.ops import markdown_table
 from customops.support import support_table
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,4 +1,4 @@
-"""The ``customops`` command: one entry point, argparse subcommands.
+"""The ``customops`` command: one entry point, argparse subcommands (one module of customops.cli each).
 
 stdout carries results, stderr progress and errors. A problem with the user's input exits with status 2
 and one line on stderr; nothing is written and the input is untouched.
@@ -14,131 +14,9 @@ import threading
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
+from customops.cli import bench, compare, conformance, fuzz, ops, rewrite
 from customops.errors import CustomOpsError
 from customops.safeio import printable
-
-
-def _split(text: str | None) -> list[str] | None:
-    if text is None:
-        return None
-    return [t.strip() for t in text.split(",") if t.strip()]
-
-
-def _cmd_ops(args: argparse.Namespace) -> int:
-    from customops.support import support_table
-
-    rows = support_table(probe=not args.no_probe)
-    if args.json:
-        from customops import jsonout
-
-        jsonout.dump([r.__dict__ for r in rows], sys.stdout, indent=1)
-        print()
-        return 0
-    if args.markdown:
-        print(markdown_table(rows, probed=not args.no_probe))
-        return 0
-    import onnxruntime as ort
-
-    by_key: dict[tuple[str, int], list] = {}
-    for r in rows:
-        by_key.setdefault((r.op, r.version), []).append(r)
-    print(
-        f"{'op':14s} {'ver':>3s}  {'customops (native / *bridged)':58s} {'built-in ORT ' + ort.__version__ + ' CPU'}"
-    )
-    for (op, version), rs in by_key.items():
-        ours = [r.elem_type + ("*" if r.ours == "bridged" else "") for r in rs if r.ours != "no"]
-        builtin = [r.elem_type for r in rs if r.builtin]
-        print(
-            f"{op:14s} {version:3d}  {' '.join(ours):58s} {' '.join(builtin) if not args.no_probe else '(not probed)'}"
-        )
-    missing = sorted({(r.elem_type, r.detail) for r in rows if r.ours == "no"})
-    for elem, why in missing:
-        print(f"not supported: {elem}: {why}")
-    print("* bridged: cast to a wider type around our node, exactly; see docs/semantics.md")
-    return 0
-
-
-def markdown_table(rows: list, probed: bool = True) -> str:
-    """The support table as Markdown: one row per (op, version), our element types and ORT's built-in ones."""
-    import onnxruntime as ort
-
-    by_key: dict[tuple[str, int], list] = {}
-    for r in rows:
-        by_key.setdefault((r.op, r.version), []).append(r)
-    head = f"built-in ORT {ort.__version__} CPU" if probed else "built-in ORT CPU (not probed)"
-    lines = [
-        f"| op | version | customops element types (* bridged) | not supported | {head} |",
-        "|---|---|---|---|---|",
-    ]
-    notes = []
-    for (op, version), rs in by_key.items():
-        ours = " ".join(_cell(r, notes) for r in rs if r.ours != "no")
-        refused = " ".join(r.elem_type for r in rs if r.ours == "no") or "-"
-        builtin = " ".join(r.elem_type for r in rs if r.builtin) if probed else "?"
-        lines.append(f"| {op} | {version} | {ours} | {refused} | {builtin or '-'} |")
-    lines.extend(["", *notes] if notes else [])
-    return "\n".join(lines)
-
-
-def _cell(row: Any, notes: list[str]) -> str:
-    """One element type in the table: ``\\*`` when bridged, a numbered mark when a note limits it (the
-    note is added to ``notes``)."""
-    text = row.elem_type + ("\\*" if row.ours == "bridged" else "")
-    if row.note:
-        notes.append(f"({len(notes) + 1}) {row.op}-{row.version} {row.elem_type}: {row.note}.")
-        text += f"<sup>({len(notes)})</sup>"
-    return text
-
-
-def _cmd_rewrite(args: argparse.Namespace) -> int:
-    from customops.model.io import check_model_file, check_output_spares_input, load_model_files, save_model
-    from customops.model.rewriter import already_rewritten, is_rewritten, rewrite_model
-    from customops.safeio import check_output_file
-
-    if not args.dry_run:
-        check_output_file(args.output, "output")
-    model, external, files = load_model_files(args.input)
-    if not args.dry_run:
-        check_output_spares_input(args.output, files, external=external)
-    count = is_rewritten(model)
-    if count:
-        raise CustomOpsError(already_rewritten(count, f"'customops restore {args.input} OUT'"))
-    check_model_file(args.input)
-    result = rewrite_model(
-        model, ops=_split(args.ops), nodes=_split(args.nodes), exclude=_split(args.exclude) or ()
-    )
-    if not args.dry_run:
-        save_model(result.model, args.output, external=external or None)
-    summary = {
-        "swapped": len(result.swapped),
-        "skipped": len(result.skipped),
-        "written": None if args.dry_run else args.output,
-    }
-    if args.json:
-        from customops import jsonout
-
-        jsonout.dump({"nodes": [r.__dict__ for r in result.nodes], "summary": summary}, sys.stdout, indent=1)
-        print()
-    else:
-        for r in result.nodes:
-            print(r.line())
-        where = "dry run, nothing written" if args.dry_run else f"wrote {args.output}"
-        print(f"{summary['swapped']} swapped, {summary['skipped']} skipped; {where}")
-    return 0
-
-
-def _cmd_restore(args: argparse.Namespace) -> int:
-    from customops.model.io import check_output_spares_input, load_model_files, save_model
-    from customops.model.rewriter import is_rewritten, restore
-    from customops.safeio import check_output_file
-
-    check_output_file(args.output, "output")
-    model, external, files = load_model_files(args.input)
-    check_output_spares_input(args.output, files, external=external)
-    count = is_rewritten(model)
-    save_model(restore(model), args.output, external=external or None)
-    print(f"restored {count} node(s); wrote {args.output}")
-    return 0
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -200,46 +78,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="print the versions of customops and what it runs on, and exit",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    p = sub.add_parser(
-        "ops", help="the supported ops, versions and element types, beside ORT's built-in CPU coverage"
-    )
-    form = p.add_mutually_exclusive_group()
-    form.add_argument("--json", action="store_true", help="machine-readable output")
-    form.add_argument("--markdown", action="store_true", help="the table as Markdown (as in the README)")
-    p.add_argument("--no-probe", action="store_true", help="do not probe the installed onnxruntime")
-    p.set_defaults(func=_cmd_ops)
-
-    p = sub.add_parser("rewrite", help="swap standard nodes of a model into the customops domain")
-    p.add_argument("input", metavar="IN", help="the model to read (never modified)")
-    p.add_argument("output", metavar="OUT", help="where to write the rewritten model")
-    p.add_argument("--ops", help="only these op types, comma separated (e.g. Resize,Pad)")
-    p.add_argument("--nodes", help="only these node names, comma separated")
-    p.add_argument("--exclude", help="leave these node names alone, comma separated")
-    p.add_argument("--dry-run", action="store_true", help="report only; write nothing")
-    p.add_argument("--json", action="store_true", help="machine-readable report on stdout")
-    p.set_defaults(func=_cmd_rewrite)
-
-    p = sub.add_parser("restore", help="put a rewritten model's standard nodes back")
-    p.add_argument("input", metavar="IN")
-    p.add_argument("output", metavar="OUT")
-    p.set_defaults(func=_cmd_restore)
-
-    import importlib
-
-    for name in TOOL_MODULES:
-        importlib.import_module(name).add_parser(sub)
+    for module in COMMANDS:
+        module.add_parser(sub)
     return parser
 
 
-TOOL_MODULES: tuple[str, ...] = (
-    "customops.cli.compare",
-    "customops.conformance",
-    "customops.cli.bench",
-    "customops.fuzz",
-)
-"""Modules that add a subcommand: each has ``add_parser(subparsers)`` (cheap: heavy imports happen in the
-command itself) registering a parser whose ``func(args) -> int`` runs it."""
+COMMANDS = (ops, rewrite, compare, conformance, bench, fuzz)
+"""The modules of the subcommands, in the order of ``customops -h``: each has ``add_parser(subparsers)``
+(cheap: heavy imports happen in the command itself) registering a parser whose ``func(args) -> int`` runs
+it (``rewrite`` registers ``restore`` too)."""
 
 
 class Terminated(SystemExit):

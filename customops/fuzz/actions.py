@@ -1,8 +1,8 @@
-"""The ``customops fuzz`` command: campaign, ``merge`` and ``replay``."""
+"""What ``customops fuzz`` does with its parsed arguments (customops.cli.fuzz): check their values, then
+run a campaign, merge campaign directories (``merge``) or rerun reproducers (``replay``)."""
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import shlex
@@ -14,100 +14,14 @@ from typing import TYPE_CHECKING, Any
 from customops.errors import CustomOpsError
 
 if TYPE_CHECKING:
+    import argparse
+
     from customops.fuzz.files import Reproducer
 
 DEFAULT_OUT = "customops-fuzz"
 DEFAULT_CASES = 1000
 DEFAULT_CASE_TIMEOUT = 30.0
 DEFAULT_SHRINK_BUDGET = 60
-
-
-def add_parser(sub: Any) -> None:
-    """Register ``customops fuzz`` (and its ``merge`` and ``replay`` actions)."""
-    p = sub.add_parser(
-        "fuzz",
-        help="differential fuzzing of ORT's kernels, ours and onnx.reference, with shrunk reproducers",
-        description=(
-            "Generate cases from the registry, run each on ORT's built-in kernel, ours and onnx.reference "
-            "(each in a worker process), group disagreements by signature, shrink one per group and write it "
-            "as an ONNX test case. Exit status: 0 no finding, 1 findings, 2 bad input or usage. "
-            "'customops fuzz merge DIR...' merges campaign directories (e.g. shards); "
-            "'customops fuzz replay GROUP_DIR...' reruns reproducers. Campaign directories are read as "
-            "untrusted data: bounded, checked, names only as safe path components."
-        ),
-    )
-    p.add_argument(
-        "--op",
-        action="append",
-        metavar="OP",
-        help="operator(s) to fuzz, repeatable or comma separated (default: all)",
-    )
-    p.add_argument(
-        "--opset",
-        metavar="V",
-        help="only the version of each op in force at opset V (default: every version)",
-    )
-    p.add_argument(
-        "--cases", metavar="N", help=f"number of cases, spread over the targets (default {DEFAULT_CASES})"
-    )
-    p.add_argument(
-        "--time-budget",
-        metavar="SECONDS",
-        help="start no case after this long; triage and shrinking follow (default: none)",
-    )
-    p.add_argument(
-        "--seed", metavar="S", help="seed; case i is drawn from (seed, i, op, version) alone (default 0)"
-    )
-    p.add_argument(
-        "--jobs",
-        metavar="J",
-        help="lanes of three worker processes run in parallel (default 1; at most one per usable core "
-        "and one per case)",
-    )
-    p.add_argument(
-        "--shard", metavar="I/N", help="run only the cases whose index is I modulo N (default 0/1)"
-    )
-    p.add_argument("--index", metavar="I[,I...]", help="run only these case indices (e.g. a group's example)")
-    p.add_argument(
-        "--out", metavar="DIR", help=f"where reproducers and summary.json go (default ./{DEFAULT_OUT})"
-    )
-    p.add_argument("--json", action="store_true", help="print the summary as JSON instead of the table")
-    p.add_argument("--markdown", metavar="PATH", help="also write the findings page (docs/findings.md) there")
-    p.add_argument(
-        "--case-timeout",
-        metavar="SECONDS",
-        help=f"per-case time limit of a side (default {DEFAULT_CASE_TIMEOUT:g})",
-    )
-    p.add_argument(
-        "--shrink-budget",
-        metavar="RUNS",
-        help=f"runs spent shrinking one group (default {DEFAULT_SHRINK_BUDGET})",
-    )
-    actions = p.add_subparsers(dest="action", metavar="[merge|replay]")
-    m = actions.add_parser(
-        "merge",
-        help="merge campaign directories (e.g. shards) into one summary",
-        description="Merge campaign directories (e.g. shards) into one summary and one copy of each "
-        "group's reproducer under --out. Each campaign counts once: a directory named twice, or two "
-        "holding the same campaign (same targets, seed, cases, shard and indices, e.g. a merge and one of "
-        "its sources), is refused with exit status 2. The inputs are never modified: --out must not be, "
-        "contain or lie inside one of them.",
-    )
-    m.add_argument("dirs", nargs="+", metavar="DIR")
-    m.add_argument(
-        "--out",
-        dest="merge_out",
-        metavar="DIR",
-        help=f"where the merged summary and reproducers go (default ./{DEFAULT_OUT})",
-    )
-    m.add_argument("--json", dest="merge_json", action="store_true", help="print the merged summary as JSON")
-    m.add_argument(
-        "--markdown", dest="merge_markdown", metavar="PATH", help="also write the findings page there"
-    )
-    r = actions.add_parser("replay", help="rerun reproducers; exit 1 while one still reproduces")
-    r.add_argument("groups", nargs="+", metavar="GROUP_DIR")
-    r.add_argument("--case-timeout", dest="replay_timeout", metavar="SECONDS")
-    p.set_defaults(func=run)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -198,7 +112,7 @@ def _markdown_path(value: str | None) -> Path | None:
 
 
 # ---------------------------------------------------------------------------------------------
-# the command
+# the actions
 
 
 def run(args: argparse.Namespace) -> int:
@@ -312,15 +226,7 @@ def campaign(
     from customops.eval.runner import Pool
     from customops.fuzz.campaign import case_counts, group_json, log, run_cases, triage
     from customops.fuzz.files import SUMMARY
-    from customops.fuzz.known import known_labels
-    from customops.fuzz.output import (
-        group_dirname,
-        remove_stale,
-        rerun_commands,
-        taken_names,
-        write_group,
-        write_json,
-    )
+    from customops.fuzz.output import remove_stale, write_json
 
     started = time.monotonic()
     work = plan.work()
@@ -333,42 +239,13 @@ def campaign(
         ran = time.monotonic() - started
         groups, notes = triage(records, pool, jobs, shrink_budget)
     out.mkdir(exist_ok=True)
-    entries = []
-    used = taken_names(out)
-    for group in groups:
-        group.dirname = group_dirname(group.signature, used)
-        example = group.members[0].index
-        shrunk = group.shrunk.evaluation if group.shrunk is not None else None
-        rerun = rerun_commands(group.signature, str(out / group.dirname), example, plan.seed, shrunk)
-        entry = group_json(group, plan.seed, rerun)
-        entry["known"] = known_labels(entry)
-        if group.shrunk is not None:
-            write_group(out, group.dirname, group.signature, group.shrunk.evaluation, entry)
-        entries.append(entry)
+    entries = _write_groups(groups, plan.seed, out)
     note_entries = [group_json(n, plan.seed, []) for n in notes]
     counts = case_counts(records)
     total = time.monotonic() - started
     summary = {
         **_versions(),
-        "campaigns": [
-            {
-                "command": command,
-                "targets": [t.key for t in plan.targets],
-                "seed": plan.seed,
-                "cases": plan.cases,
-                "shard": f"{plan.shard[0]}/{plan.shard[1]}",
-                "indices": plan.indices,
-                "run": counts["run"],
-                "skipped": sum(counts["skipped"].values()),
-                "skipped_reasons": counts["skipped"],
-                "not_run": counts["not_run"],
-                "groups": len(entries),
-                "findings": sum(e["count"] for e in entries),
-                "seconds": round(total, 1),
-                "seconds_cases": round(ran, 1),
-                "jobs": jobs,
-            }
-        ],
+        "campaigns": [_campaign_json(plan, command, counts, entries, jobs, (total, ran))],
         "cases": counts,
         "groups": entries,
         "reference_notes": [
@@ -380,6 +257,57 @@ def campaign(
     remove_stale(out, previous, {e["dir"] for e in entries})
     log(f"fuzz: done in {total:.1f} s ({ran:.1f} s running cases)")
     return summary
+
+
+def _campaign_json(
+    plan: Any,
+    command: str,
+    counts: dict[str, Any],
+    entries: list[dict[str, Any]],
+    jobs: int,
+    seconds: tuple[float, float],
+) -> dict[str, Any]:
+    """The summary's record of one campaign; ``seconds`` = (in all, running cases)."""
+    total, ran = seconds
+    return {
+        "command": command,
+        "targets": [t.key for t in plan.targets],
+        "seed": plan.seed,
+        "cases": plan.cases,
+        "shard": f"{plan.shard[0]}/{plan.shard[1]}",
+        "indices": plan.indices,
+        "run": counts["run"],
+        "skipped": sum(counts["skipped"].values()),
+        "skipped_reasons": counts["skipped"],
+        "not_run": counts["not_run"],
+        "groups": len(entries),
+        "findings": sum(e["count"] for e in entries),
+        "seconds": round(total, 1),
+        "seconds_cases": round(ran, 1),
+        "jobs": jobs,
+    }
+
+
+def _write_groups(groups: list[Any], seed: int, out: Path) -> list[dict[str, Any]]:
+    """Name each group's directory under ``out``, write its shrunk reproducer there; the groups' entries
+    of the summary."""
+    from customops.fuzz.campaign import group_json
+    from customops.fuzz.known import known_labels
+    from customops.fuzz.output import group_dirname, rerun_commands, taken_names, write_group
+
+    entries = []
+    used = taken_names(out)
+    for group in groups:
+        group.dirname = group_dirname(group.signature, used)
+        example = group.members[0].index
+        shrunk = group.shrunk.evaluation if group.shrunk is not None else None
+        rerun = rerun_commands(group.signature, str(out / group.dirname), example, seed, shrunk)
+        entry = group_json(group, seed, rerun)
+        entry["known"] = known_labels(entry)
+        if group.shrunk is not None:
+            write_group(out, group.dirname, group.signature, group.shrunk.evaluation, entry)
+        entries.append(entry)
+    return entries
 
 
 def _report(summary: dict[str, Any], out: Path, as_json: bool, md: Path | None, command: str) -> None:
