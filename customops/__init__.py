@@ -3,7 +3,8 @@
 Public API: :data:`DOMAIN`, :func:`session_options`, :class:`InferenceSession`, :func:`rewrite`,
 :func:`rewrite_model`, :func:`restore`, and the exception types :class:`CustomOpsError` /
 :class:`KernelError`. The ONNX Runtime layer is imported on first use, so the kernels stay importable
-without it.
+without it; so is the operator table (:data:`DOMAIN` comes from customops.registry), so that importing the
+package, as ``customops -h`` and ``--version`` do, stays cheap.
 """
 
 from __future__ import annotations
@@ -11,11 +12,11 @@ from __future__ import annotations
 from typing import Any
 
 from customops.errors import CustomOpsError, KernelError
-from customops.registry import DOMAIN
 
 __version__ = "0.1.0"
 
 _LAZY = {
+    "DOMAIN": "customops.registry",
     "session_options": "customops.bridge.runtime",
     "InferenceSession": "customops.bridge.runtime",
     "pop_errors": "customops.bridge.runtime",
@@ -30,7 +31,7 @@ __all__ = [
     "InferenceSession",
     "KernelError",
     "__version__",
-    *sorted(set(_LAZY) - {"InferenceSession"}),
+    *sorted(set(_LAZY) - {"DOMAIN", "InferenceSession"}),
 ]
 
 
