@@ -310,3 +310,52 @@ def test_a_compilation_after_a_command_in_the_same_process_does_not_write_to_its
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "(1, 2, 304, 304) 602.0"
+
+
+COLLECT_BOTH = """
+import hashlib, json, sys, warnings
+import numpy as np
+from customops import conformance
+
+def digest(case):
+    h = hashlib.sha256(case.model.SerializeToString())
+    for inputs, expected in case.data_sets:
+        for a in (*inputs, *expected):
+            a = np.asarray(a)
+            h.update(f"{a.dtype}{a.shape}".encode())
+            h.update(a.tobytes() if a.dtype != object else repr(a.tolist()).encode())
+    return [case.name, h.hexdigest(), case.rtol, case.atol]
+
+fast = conformance.cases_of_our_modules()
+ours = [digest(c) for c in conformance.backend_cases()]
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    full = conformance.all_cases()
+wanted = [digest(c) for c in full if c.name.startswith(conformance.BACKEND_PREFIXES)
+          and not c.name.endswith("_expanded")]
+json.dump({"fast": fast is not None, "ours": ours, "full": wanted, "every": len(full)}, sys.stdout)
+"""
+
+
+def test_conformance_collects_the_same_cases_as_onnxs_full_collection_filtered():
+    """Slow-ish (seconds: it runs onnx's whole collection once, in a process of its own). conformance
+    imports only the case modules of our operators; the cases, their models and data must be those of the
+    full collection filtered by name, in the same order, and the fast way must actually be taken."""
+    proc = subprocess.run([sys.executable, "-c", COLLECT_BOTH], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    got = strict_json(proc.stdout)
+    assert got["fast"], "cases_of_our_modules fell back to the full collection"
+    assert got["ours"] == got["full"] and len(got["ours"]) >= 55
+    assert got["every"] > 10 * len(got["ours"])  # the full collection is what the fast way avoids
+
+
+def test_conformance_falls_back_to_the_full_collection_when_onnx_is_laid_out_otherwise(monkeypatch):
+    from types import SimpleNamespace
+
+    from customops import conformance
+
+    monkeypatch.setattr(conformance, "CASE_MODULES", ("no_such_case_module",))
+    assert conformance.cases_of_our_modules() is None
+    names = ["test_abs", "test_resize_x", "test_col2im_y_expanded", "test_wrap_pad"]
+    monkeypatch.setattr(conformance, "all_cases", lambda: [SimpleNamespace(name=n) for n in names])
+    assert [c.name for c in conformance.backend_cases()] == ["test_resize_x", "test_wrap_pad"]
