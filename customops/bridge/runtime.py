@@ -47,6 +47,7 @@ import onnxruntime as ort
 from onnxruntime_extensions import PyCustomOpDef, _ocos, get_library_path, onnx_op
 
 from customops.bridge import attrs as attr_codec
+from customops.dtypes import numpy_dtype
 from customops.errors import CustomOpsError, KernelError
 from customops.kernels import limits
 from customops.registry import (
@@ -73,20 +74,8 @@ _PYOP_TYPES: dict[str, int] = {
     "string": PyCustomOpDef.dt_string,
 }
 
-NUMPY_TYPES: dict[str, np.dtype] = {
-    "float": np.dtype(np.float32),
-    "double": np.dtype(np.float64),
-    "int8": np.dtype(np.int8),
-    "int16": np.dtype(np.int16),
-    "int32": np.dtype(np.int32),
-    "int64": np.dtype(np.int64),
-    "uint8": np.dtype(np.uint8),
-    "uint16": np.dtype(np.uint16),
-    "uint32": np.dtype(np.uint32),
-    "uint64": np.dtype(np.uint64),
-    "bool": np.dtype(np.bool_),
-    "string": np.dtype(object),
-}
+NUMPY_TYPES: dict[str, np.dtype] = {t: numpy_dtype(t) for t in NATIVE_TYPES}
+"""The numpy dtype of each element type the layer carries."""
 
 
 @dataclass

@@ -21,6 +21,7 @@ import numpy as np
 import onnx
 from onnx import ModelProto, NodeProto, TensorProto, helper, numpy_helper
 
+from customops import dtypes
 from customops.errors import CustomOpsError
 from customops.eval import sides
 from customops.eval.metrics import DEFAULT_TOLERANCES, compare_arrays, tolerance_for
@@ -57,12 +58,6 @@ def log(message: str) -> None:
 def _graph_inputs(model: ModelProto) -> list[onnx.ValueInfoProto]:
     inits = {t.name for t in model.graph.initializer}
     return [v for v in model.graph.input if v.name not in inits]
-
-
-def _np_dtype(elem: int) -> np.dtype:
-    if elem == TensorProto.STRING:
-        return np.dtype(object)
-    return np.dtype(helper.tensor_dtype_to_np_dtype(elem))
 
 
 def _declared(v: onnx.ValueInfoProto) -> tuple[int, list[int | str | None]]:
@@ -121,7 +116,7 @@ def generate_inputs(
         if not elem:
             raise CustomOpsError(f"graph input {v.name!r} has no element type; pass --inputs")
         shape = [d if isinstance(d, int) else dims.get(d or "", DEFAULT_DIM) for d in declared]
-        shapes[v.name] = (shape, _np_dtype(elem))
+        shapes[v.name] = (shape, dtypes.numpy_dtype(elem))
     _check_generated_size(shapes)
     return {name: _draw(rng, shape, dtype) for name, (shape, dtype) in shapes.items()}
 
@@ -269,7 +264,7 @@ def check_inputs(model: ModelProto, feed: dict[str, np.ndarray]) -> dict[str, np
             raise CustomOpsError(f"graph input {name!r} has no value in the given inputs")
         value = np.asarray(feed[name])
         elem, declared = _declared(v)
-        want = _np_dtype(elem) if elem else value.dtype
+        want = dtypes.numpy_dtype(elem) if elem else value.dtype
         if value.dtype.kind in "US" and want.kind == "O":
             value = _strings(name, value)
         if value.dtype != want:
@@ -344,7 +339,7 @@ def _node_model(
         if name in constants:
             inits.append(_tensor(value, name))
             continue
-        elem = TensorProto.STRING if value.dtype == object else helper.np_dtype_to_tensor_dtype(value.dtype)
+        elem = dtypes.code_of(value.dtype)
         inputs.append(helper.make_tensor_value_info(name, elem, list(value.shape)))
         feed[name] = value
     outputs = [helper.make_empty_tensor_value_info(o) for o in node.output if o]
@@ -753,7 +748,7 @@ def _typed_outputs(model: ModelProto, expected: np.ndarray | None) -> ModelProto
     first = out.graph.input[0].type.tensor_type
     if expected is not None:
         value = np.asarray(expected)
-        elem = TensorProto.STRING if value.dtype == object else helper.np_dtype_to_tensor_dtype(value.dtype)
+        elem = dtypes.code_of(value.dtype)
         dims: list[Any] = list(value.shape)
     else:
         elem, dims = first.elem_type, [f"d{i}" for i in range(len(first.shape.dim))]

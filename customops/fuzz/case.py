@@ -19,14 +19,10 @@ from typing import Any
 import numpy as np
 from onnx import ModelProto, TensorProto, helper, numpy_helper
 
+from customops.dtypes import CODE, elem_of, numpy_dtype
 from customops.errors import CustomOpsError
 from customops.registry import NATIVE_TYPES, OPS, OpVersion, type_support
 from customops.safeio import inflate_bounded
-
-ELEM_CODE: dict[str, int] = {k.lower(): v for k, v in TensorProto.DataType.items()}
-"""ONNX element type name (lower case) -> TensorProto code."""
-
-ELEM_NAME: dict[int, str] = {v: k for k, v in ELEM_CODE.items()}
 
 FEEDABLE = (*NATIVE_TYPES, "float16")
 """Element types ONNX Runtime's Python API passes in and out as numpy arrays."""
@@ -44,20 +40,6 @@ finding.json makes us allocate or inflate (its compressed payload never expands 
 
 MAX_RANK = 16
 """Highest rank of an array read from a file; the fuzzer draws ranks 1 to 6."""
-
-
-def np_dtype(elem: str) -> np.dtype:
-    """The numpy dtype of an ONNX element type name (ml_dtypes types for the narrow ones)."""
-    if elem == "string":
-        return np.dtype(object)
-    return np.dtype(helper.tensor_dtype_to_np_dtype(ELEM_CODE[elem]))
-
-
-def elem_of(array: np.ndarray) -> str:
-    """The ONNX element type name of a numpy array."""
-    if array.dtype == object or array.dtype.kind in "US":
-        return "string"
-    return ELEM_NAME[helper.np_dtype_to_tensor_dtype(array.dtype)]
 
 
 def carrier_of(elem: str) -> str:
@@ -218,9 +200,9 @@ def cast_available(elem: str, opset: int) -> bool:
     """Whether ONNX Runtime can Cast between ``elem`` and its carrier at ``opset`` (probed once)."""
     import onnxruntime as ort
 
-    carrier = ELEM_CODE[carrier_of(elem)]
+    carrier = CODE[carrier_of(elem)]
     nodes = [
-        helper.make_node("Cast", ["x"], ["n"], to=ELEM_CODE[elem]),
+        helper.make_node("Cast", ["x"], ["n"], to=CODE[elem]),
         helper.make_node("Cast", ["n"], ["y"], to=carrier),
     ]
     graph = helper.make_graph(
@@ -278,28 +260,28 @@ def build_model(case: Case, declare_output_shape: list[Any] | None = None) -> Bu
             if elem == carrier:
                 inits.append(tensor_proto(t.value, inp.name))
             else:  # a constant of a narrow type: stored as its carrier and cast, so any ORT loads it
-                inits.append(tensor_proto(t.value.astype(np_dtype(carrier)), f"{inp.name}_carrier"))
+                inits.append(tensor_proto(t.value.astype(numpy_dtype(carrier)), f"{inp.name}_carrier"))
                 nodes.append(
                     helper.make_node(
                         "Cast",
                         [f"{inp.name}_carrier"],
                         [inp.name],
                         name=f"cast_{inp.name}",
-                        to=ELEM_CODE[elem],
+                        to=CODE[elem],
                     )
                 )
             continue
         if elem == carrier:
-            graph_inputs.append(helper.make_tensor_value_info(inp.name, ELEM_CODE[elem], list(t.value.shape)))
+            graph_inputs.append(helper.make_tensor_value_info(inp.name, CODE[elem], list(t.value.shape)))
             feed[inp.name] = t.value
         else:
             graph_inputs.append(
-                helper.make_tensor_value_info(f"{inp.name}_carrier", ELEM_CODE[carrier], list(t.value.shape))
+                helper.make_tensor_value_info(f"{inp.name}_carrier", CODE[carrier], list(t.value.shape))
             )
-            feed[f"{inp.name}_carrier"] = t.value.astype(np_dtype(carrier))
+            feed[f"{inp.name}_carrier"] = t.value.astype(numpy_dtype(carrier))
             nodes.append(
                 helper.make_node(
-                    "Cast", [f"{inp.name}_carrier"], [inp.name], name=f"cast_{inp.name}", to=ELEM_CODE[elem]
+                    "Cast", [f"{inp.name}_carrier"], [inp.name], name=f"cast_{inp.name}", to=CODE[elem]
                 )
             )
     while names and names[-1] == "":
@@ -309,10 +291,8 @@ def build_model(case: Case, declare_output_shape: list[Any] | None = None) -> Bu
     node_out = MAIN_OUTPUT if out_carrier == out_elem else f"{MAIN_OUTPUT}_{out_elem}"
     nodes.append(helper.make_node(case.op, names, [node_out], name=f"{case.op}_node", **case.attrs))
     if node_out != MAIN_OUTPUT:
-        nodes.append(
-            helper.make_node("Cast", [node_out], [MAIN_OUTPUT], name="cast_Y", to=ELEM_CODE[out_carrier])
-        )
-    out_info = helper.make_tensor_value_info(MAIN_OUTPUT, ELEM_CODE[out_carrier], declare_output_shape)
+        nodes.append(helper.make_node("Cast", [node_out], [MAIN_OUTPUT], name="cast_Y", to=CODE[out_carrier]))
+    out_info = helper.make_tensor_value_info(MAIN_OUTPUT, CODE[out_carrier], declare_output_shape)
     graph = helper.make_graph(nodes, f"fuzz_{case.key}", graph_inputs, [out_info], inits)
     model = helper.make_model(
         graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="customops fuzz"
@@ -338,7 +318,7 @@ def _array_json(a: np.ndarray) -> dict[str, Any]:
 def known_elem(elem: str) -> bool:
     """Whether ``elem`` names an ONNX element type that has a numpy dtype here."""
     try:
-        np_dtype(elem)
+        numpy_dtype(elem)
     except (KeyError, ValueError, TypeError):
         return False
     return elem != "undefined"
@@ -354,7 +334,7 @@ def array_from_json(d: dict[str, Any], what: str) -> np.ndarray:
         if not isinstance(d["data"], list) or len(d["data"]) != count:
             raise CustomOpsError(f"{what}: a string tensor of shape {shape} needs a list of {count} strings")
         return np.array([str(s) for s in d["data"]], dtype=object).reshape(shape)
-    dtype = np_dtype(elem)
+    dtype = numpy_dtype(elem)
     need = count * dtype.itemsize
     if need > MAX_ARRAY_BYTES:
         raise CustomOpsError(

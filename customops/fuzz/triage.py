@@ -110,9 +110,9 @@ def tolerance(elem: str) -> tuple[float, float]:
     if V.is_float(elem):
         import ml_dtypes
 
-        from customops.fuzz.case import np_dtype
+        from customops.dtypes import numpy_dtype
 
-        eps = float(ml_dtypes.finfo(np_dtype(elem)).eps)
+        eps = float(ml_dtypes.finfo(numpy_dtype(elem)).eps)
         return eps, eps
     return 0.0, 0.0
 

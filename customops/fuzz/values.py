@@ -8,7 +8,7 @@ import math
 import ml_dtypes
 import numpy as np
 
-from customops.fuzz.case import np_dtype
+from customops.dtypes import numpy_dtype
 
 _STRINGS = ("a", "bc", "xyz", "0", "hello", "Ω", "a b")
 _SPECIAL_STRINGS = ("", "é\u0301", "x" * 40)
@@ -27,11 +27,11 @@ def is_int(elem: str) -> bool:
 
 
 def _finfo(elem: str) -> ml_dtypes.finfo:
-    return ml_dtypes.finfo(np_dtype(elem))
+    return ml_dtypes.finfo(numpy_dtype(elem))
 
 
 def _iinfo(elem: str) -> ml_dtypes.iinfo:
-    return ml_dtypes.iinfo(np_dtype(elem))
+    return ml_dtypes.iinfo(numpy_dtype(elem))
 
 
 def int_range(elem: str) -> tuple[int, int]:
@@ -41,11 +41,11 @@ def int_range(elem: str) -> tuple[int, int]:
 
 
 def has_nan(elem: str) -> bool:
-    return is_float(elem) and bool(np.isnan(np.array(np.nan).astype(np_dtype(elem)).astype(np.float64)))
+    return is_float(elem) and bool(np.isnan(np.array(np.nan).astype(numpy_dtype(elem)).astype(np.float64)))
 
 
 def has_inf(elem: str) -> bool:
-    return is_float(elem) and bool(np.isinf(np.array(np.inf).astype(np_dtype(elem)).astype(np.float64)))
+    return is_float(elem) and bool(np.isinf(np.array(np.inf).astype(numpy_dtype(elem)).astype(np.float64)))
 
 
 def special_values(elem: str) -> list[object]:
@@ -64,13 +64,13 @@ def special_values(elem: str) -> list[object]:
         out += [math.inf, -math.inf]
     big = float(info.max)
     out.append(big)
-    if float(np.array(-big).astype(np_dtype(elem)).astype(np.float64)) == -big:
+    if float(np.array(-big).astype(numpy_dtype(elem)).astype(np.float64)) == -big:
         out.append(-big)
     out.append(float(info.smallest_normal))
     sub = float(info.smallest_subnormal)
     if sub != float(info.smallest_normal):
         out.append(sub)
-    neg_zero = np.array(-0.0).astype(np_dtype(elem)).astype(np.float64)
+    neg_zero = np.array(-0.0).astype(numpy_dtype(elem)).astype(np.float64)
     if math.copysign(1.0, float(neg_zero)) < 0:
         out.append(-0.0)
     return out
@@ -85,7 +85,7 @@ def _int_specials(elem: str) -> list[int]:
 
 def cast(values: np.ndarray | list[object], elem: str) -> np.ndarray:
     """``values`` (Python numbers, float64 or strings) as an array of ``elem``, saturating integers."""
-    dtype = np_dtype(elem)
+    dtype = numpy_dtype(elem)
     if elem == "string":
         return np.array([str(v) for v in np.asarray(values, dtype=object).ravel()], dtype=object).reshape(
             np.shape(values)
@@ -120,7 +120,7 @@ def _ordinary(rng: np.random.Generator, elem: str, shape: tuple[int, ...]) -> np
         lo, hi = int_range(elem)
         if style == "wide":
             raw = rng.integers(lo, hi, size=shape, endpoint=True, dtype=np.int64 if lo < 0 else np.uint64)
-            return raw.astype(np_dtype(elem))
+            return raw.astype(numpy_dtype(elem))
         span = 8 if style == "small" else 100
         return cast(rng.integers(-span, span + 1, size=shape).astype(np.float64), elem)
     if style == "small":

@@ -13,8 +13,9 @@ from typing import NoReturn
 
 import onnx
 from google.protobuf.message import DecodeError
-from onnx import ModelProto, helper
+from onnx import ModelProto
 
+from customops.dtypes import numpy_dtype
 from customops.errors import CustomOpsError
 from customops.safeio import check_output_file
 
@@ -144,7 +145,7 @@ def _declared_bytes(tensor: onnx.TensorProto) -> int | None:
     if tensor.data_type in (onnx.TensorProto.STRING, onnx.TensorProto.UNDEFINED):
         return None
     try:
-        return count * helper.tensor_dtype_to_np_dtype(tensor.data_type).itemsize
+        return count * numpy_dtype(tensor.data_type).itemsize
     except (KeyError, ValueError, TypeError):
         return None
 

@@ -20,6 +20,7 @@ import onnx
 from google.protobuf.message import DecodeError
 from onnx import AttributeProto, NodeProto, TensorProto, helper
 
+from customops import dtypes
 from customops.bridge import attrs as attr_codec
 from customops.errors import CustomOpsError
 from customops.registry import (
@@ -34,13 +35,10 @@ from customops.registry import (
 HELPER_DOC = "added by customops.rewrite"
 """doc_string of every helper node the translator adds (fillers and casts)."""
 
-_ELEM_NAME = {v: k.lower() for k, v in TensorProto.DataType.items()}
-_ELEM_CODE = {k.lower(): v for k, v in TensorProto.DataType.items()}
-
 
 def elem_type_name(code: int) -> str:
     """The lower-case ONNX name of an element type code (1 -> 'float')."""
-    return _ELEM_NAME.get(code, f"type{code}")
+    return dtypes.name_of(code)
 
 
 class Skip(Exception):
@@ -141,7 +139,7 @@ class _Builder:
     def constant(self, what: str, array: np.ndarray | None, elem: str) -> str:
         """A Constant helper holding ``array`` (an empty 1-D tensor when None) of element type ``elem``."""
         out = self.namer(f"{self.stem}/customops_{what}")
-        code = _ELEM_CODE[elem]
+        code = dtypes.CODE[elem]
         if array is None:
             tensor = helper.make_tensor(out, code, [0], [])
         elif elem == "string":
@@ -149,9 +147,7 @@ class _Builder:
                 out, code, list(array.shape), [str(v).encode() for v in array.ravel()]
             )
         else:
-            tensor = onnx.numpy_helper.from_array(
-                np.asarray(array, dtype=helper.tensor_dtype_to_np_dtype(code)), out
-            )
+            tensor = onnx.numpy_helper.from_array(np.asarray(array, dtype=dtypes.numpy_dtype(code)), out)
         self.before.append(self._helper("Constant", [], [out], what, value=tensor))
         return out
 
@@ -160,7 +156,7 @@ class _Builder:
         is :data:`~customops.registry.BRIDGE_MIN_OPSET` or later (the registry refuses bridges below
         it; index and roi casts belong to versions of opset 11 on), so ``to`` is always the Cast-6 int."""
         out = self.namer(f"{self.stem}/customops_{what}")
-        self.before.append(self._helper("Cast", [name], [out], what, to=_ELEM_CODE[to]))
+        self.before.append(self._helper("Cast", [name], [out], what, to=dtypes.CODE[to]))
         return out
 
     def index_input(self, index: int, what: str) -> str | None:
@@ -247,9 +243,7 @@ def translate(
         kernel = {"mode": values["mode"]}
         if opv.version == 2:
             pads = b.constant("pads", np.asarray(values["pads"], np.int64), "int64")
-            value = np.asarray([values["value"]], np.float32).astype(
-                helper.tensor_dtype_to_np_dtype(_ELEM_CODE[compute])
-            )
+            value = np.asarray([values["value"]], np.float32).astype(dtypes.numpy_dtype(compute))
             cval = b.constant("constant_value", value, compute)
             axes = b.constant("axes", None, "int64")
         else:
@@ -279,7 +273,7 @@ def translate(
         raise Skip("the node has no output")
     if bridged:
         tmp = namer(f"{b.stem}/customops_out")
-        b.after.append(b._helper("Cast", [tmp], [outputs[0]], "cast_out", to=_ELEM_CODE[elem]))
+        b.after.append(b._helper("Cast", [tmp], [outputs[0]], "cast_out", to=dtypes.CODE[elem]))
         outputs = [tmp]
 
     encoded = _encode(custom, kernel)

@@ -16,8 +16,9 @@ from typing import Any
 
 import numpy as np
 
+from customops.dtypes import numpy_dtype
 from customops.fuzz import values as V
-from customops.fuzz.case import Case, Tensor, np_dtype
+from customops.fuzz.case import Case, Tensor
 from customops.registry import OPS, Attr, OpVersion
 
 IN_LIMIT = 240
@@ -179,7 +180,7 @@ def draw_axes(rng: np.random.Generator, rank: int) -> list[int]:
 
 
 def index_array(values: list[int], elem: str = "int64") -> np.ndarray:
-    return np.array(values, dtype=np_dtype(elem)).reshape(len(values))
+    return np.array(values, dtype=numpy_dtype(elem)).reshape(len(values))
 
 
 # ---------------------------------------------------------------------------------------------
