@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import re
 import shlex
+import shutil
 from pathlib import Path
 
 import pytest
@@ -96,3 +97,14 @@ def test_every_link_into_findings_resolves_and_every_group_has_a_row(summary):
     assert all((PAGE.parent / link).is_dir() for link in links)
     for g in summary["groups"]:
         assert f"| [{g['dir']}](../findings/{g['dir']}) |" in page or f"| `{g['dir']}` |" in page, g["dir"]
+
+
+def test_page_only_writes_the_same_page_from_a_copy_of_findings(prune, tmp_path, monkeypatch):
+    page = PAGE.read_text()
+    merged = shlex.split(page.split("```\n", 2)[1].strip().splitlines()[-1])[2]
+    shutil.copytree(FINDINGS, tmp_path / "findings")
+    (tmp_path / "docs").mkdir()
+    monkeypatch.chdir(tmp_path)
+    names = prune.page_only(Path(merged), Path("findings"), Path("docs/findings.md"))
+    assert names == [d.name for d in _kept_dirs()]
+    assert (tmp_path / "docs" / "findings.md").read_text() == page

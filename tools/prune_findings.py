@@ -22,6 +22,12 @@ Usage, from the repository root, after the campaigns and the merge that docs/fin
 
 MERGED is the merge's --out (a scratch directory, left as it is). Reproducer directories in --out that
 are not kept are removed; the kept ones are copied from MERGED with their paths rewritten to --out.
+
+With ``--page-only`` nothing is read from MERGED (it only names the directory in the page's commands):
+the page is written again from --out's summary.json and the reproducers there, e.g. after a change of
+the page customops fuzz writes::
+
+    python tools/prune_findings.py /tmp/fuzz-runs/all --page-only
 """
 
 from __future__ import annotations
@@ -193,14 +199,27 @@ def prune(merged: Path, out: Path, md: Path) -> list[str]:
     return sorted(names)
 
 
+def page_only(merged: Path, out: Path, md: Path) -> list[str]:
+    """Write ``md`` again from ``out``'s summary.json and the reproducers in ``out``; returns their names."""
+    summary = read_summary(out)
+    names = {g["dir"] for g in summary["groups"] if g.get("dir") and is_reproducer(out / g["dir"])}
+    merge_command, prune_command = commands(summary, str(merged), str(out), str(md))
+    write_atomic(md, page(summary, names, str(out), str(merged), merge_command, prune_command))
+    return sorted(names)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("merged", metavar="MERGED", help="the --out of customops fuzz merge (every group)")
     parser.add_argument("--out", default="findings", help="where the kept reproducers go (default findings)")
     parser.add_argument("--markdown", default="docs/findings.md", help="the page (default docs/findings.md)")
+    parser.add_argument(
+        "--page-only", action="store_true", help="only write the page again, from --out (MERGED is not read)"
+    )
     args = parser.parse_args(argv)
+    run = page_only if args.page_only else prune
     try:
-        kept = prune(Path(args.merged), Path(args.out), Path(args.markdown))
+        kept = run(Path(args.merged), Path(args.out), Path(args.markdown))
     except CustomOpsError as exc:
         print(f"prune_findings: {exc}", file=sys.stderr)
         return 2
