@@ -24,6 +24,7 @@ from onnx import ModelProto, NodeProto, TensorProto, helper, numpy_helper
 from customops import dtypes
 from customops.errors import CustomOpsError
 from customops.eval import sides
+from customops.eval.attribution import attribution
 from customops.eval.metrics import DEFAULT_TOLERANCES, compare_arrays, tolerance_for
 from customops.eval.sides import SideRun, short_error
 from customops.safeio import (
@@ -424,32 +425,29 @@ def _metrics(
 
 
 def attribute(iso: Isolated, rtol: float | None, atol: float | None) -> tuple[str, dict[str, Any]]:
-    """Who leaves the spec on the isolated node: returns (attribution, the three pairwise metrics)."""
+    """Who leaves the spec on the isolated node (customops.eval.attribution): returns the attribution and
+    the three pairwise metrics."""
     o, e = iso.outputs, iso.errors
     pairs = {
         "builtin_vs_custom": _metrics(o["builtin"], o["custom"], rtol, atol),
         "builtin_vs_reference": _metrics(o["builtin"], o["reference"], rtol, atol),
         "custom_vs_reference": _metrics(o["custom"], o["reference"], rtol, atol),
     }
-    if e["builtin"] and e["custom"]:
-        return "both-cannot-run", pairs
-    if e["builtin"]:
-        return "builtin-cannot-run", pairs
-    if e["custom"]:
-        return "custom-cannot-run", pairs
-    same = pairs["builtin_vs_custom"]["pass"]  # type: ignore[index]
-    ref_b, ref_c = pairs["builtin_vs_reference"], pairs["custom_vs_reference"]
-    if same:
-        if ref_c is not None and not ref_c["pass"] and ref_b is not None and not ref_b["pass"]:
-            return "reference-odd-one-out", pairs
-        return "agree", pairs
-    if ref_c is None:
-        return "no-third-vote", pairs
-    if ref_c["pass"] and not ref_b["pass"]:  # type: ignore[index]
-        return "builtin-leaves-spec", pairs
-    if ref_b["pass"] and not ref_c["pass"]:  # type: ignore[index]
-        return "custom-leaves-spec", pairs
-    return "three-way", pairs
+    failed = {side: bool(e[side]) for side in ("builtin", "custom")}
+    if any(failed.values()):
+        return attribution(failed, False, None, None), pairs
+
+    def passes(key: str) -> bool | None:
+        m = pairs[key]
+        return None if m is None else bool(m["pass"])
+
+    verdict = attribution(
+        failed,
+        bool(passes("builtin_vs_custom")),
+        passes("builtin_vs_reference"),
+        passes("custom_vs_reference"),
+    )
+    return verdict, pairs
 
 
 # ---------------------------------------------------------------------------------------------------------

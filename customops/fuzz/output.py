@@ -309,7 +309,7 @@ def markdown(summary: dict[str, Any], root: str, command: str) -> str:
         "## Groups",
         "",
         "Side: the odd one out (`builtin` = ORT's CPU kernel, `custom` = ours, `three-way` = all three "
-        "differ, `unknown` = the two differ and onnx.reference could not vote; a side that rejects a valid "
+        "differ, `unknown` = the two differ and onnx.reference could not vote or agrees with both; a side that rejects a valid "
         "case, or accepts an invalid one, is a finding on its own). Known: an id of docs/ort-deviations.md, "
         "a row of docs/semantics.md, or an id above.",
         "",

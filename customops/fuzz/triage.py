@@ -1,8 +1,8 @@
 """Triage: what each case's three outcomes mean, the signature of each finding, grouping, shrinking.
 
-A *finding* says which side is the odd one out (``builtin``, ``custom``, ``three-way``, ``unknown`` when
-the reference could not vote, ``reference`` for the reference's own deviations, which are notes, not
-findings) and its kind: ``value``, ``shape``, ``dtype`` (both ran, outputs differ), ``rejects-valid``,
+A *finding* says which side is the odd one out (customops.eval.attribution, the rule compare uses too:
+``builtin``, ``custom``, ``three-way``, ``unknown`` when the reference could not vote or agrees with both,
+``reference`` for the reference's own deviations, which are notes, not findings) and its kind: ``value``, ``shape``, ``dtype`` (both ran, outputs differ), ``rejects-valid``,
 ``accepts-invalid``, ``crash``, ``hang``. Its *detail* is the normalized error (rejections, crashes) or the
 rule an invalid case breaks. For the three output kinds the signature also names the features of the case
 that matter: each non-default attribute, T, the special values and the optional inputs is set to its
@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from customops.eval.attribution import odd_one_out
 from customops.eval.metrics import DEFAULT_TOLERANCES, compare_arrays
 from customops.eval.runner import Outcome, Pool
 from customops.eval.worker import SIDES, Request
@@ -205,27 +206,7 @@ def _compared(dtype: str, verdict: Verdict, outcomes: dict[str, Outcome], scale:
     ok_b, ok_c, ok_r = (o.status == "ok" for o in (b, c, r))
     if verdict.valid:
         if ok_b and ok_c:
-            m = _agree(b.value, c.value, dtype, scale)
-            if m["pass"]:
-                if ok_r:
-                    mr = _agree(r.value, c.value, dtype, scale)
-                    return [] if mr["pass"] else [Finding("reference", _kind(mr))]
-                return [Finding("reference", "rejects-valid", error_key(r.message))]
-            kind = _kind(m)
-            if not ok_r:
-                return [Finding("unknown", kind)]
-            rb = _agree(b.value, r.value, dtype, scale)["pass"]
-            rc = _agree(c.value, r.value, dtype, scale)["pass"]
-            side = (
-                "builtin"
-                if rc and not rb
-                else "custom"
-                if rb and not rc
-                else "three-way"
-                if not (rb or rc)
-                else "unknown"
-            )
-            return [Finding(side, kind)]
+            return _judged(b, c, r, dtype, scale)
         # each side that rejects a valid case is a finding of its own (both may, for different reasons)
         out = [
             Finding(s, "rejects-valid", error_key(o.message))
@@ -237,6 +218,22 @@ def _compared(dtype: str, verdict: Verdict, outcomes: dict[str, Outcome], scale:
         return out
     reason = verdict.reason or ""
     return [Finding(s, "accepts-invalid", reason) for s, o in outcomes.items() if o.status == "ok"]
+
+
+def _judged(b: Outcome, c: Outcome, r: Outcome, dtype: str, scale: float) -> list[Finding]:
+    """The finding of a valid case both ORT's kernel and ours ran: the odd one out
+    (customops.eval.attribution) with the kind of its difference."""
+    m = _agree(b.value, c.value, dtype, scale)
+    if r.status != "ok":  # the reference cannot vote: its refusal of a valid case is a note of its own
+        if m["pass"]:
+            return [Finding("reference", "rejects-valid", error_key(r.message))]
+        return [Finding("unknown", _kind(m))]
+    mc = _agree(r.value, c.value, dtype, scale)
+    mb = _agree(b.value, r.value, dtype, scale)
+    odd = odd_one_out(bool(m["pass"]), bool(mb["pass"]), bool(mc["pass"]))
+    if odd is None:
+        return []
+    return [Finding(odd, _kind(mc if odd == "reference" else m))]
 
 
 @dataclass
