@@ -25,8 +25,9 @@ from customops import dtypes
 from customops.errors import CustomOpsError
 from customops.eval import sides
 from customops.eval.attribution import attribution
+from customops.eval.messages import described
 from customops.eval.metrics import DEFAULT_TOLERANCES, compare_arrays, tolerance_for
-from customops.eval.sides import SideRun, short_error
+from customops.eval.sides import SideRun
 from customops.safeio import (
     atomic_dir,
     open_bounded,
@@ -246,7 +247,7 @@ def _npz_arrays(f: Any, path: Path, what: str) -> dict[str, np.ndarray]:
                 f"{str(path)!r} holds Python objects, which are never unpickled: save strings as unicode "
                 "or bytes arrays (np.str_, np.bytes_)"
             ) from None
-        raise CustomOpsError(f"{what} (ValueError: {short_error(exc)})") from None
+        raise CustomOpsError(f"{what} ({described(exc)})") from None
     except Exception as exc:
         raise CustomOpsError(f"{what} ({type(exc).__name__})") from None
 
@@ -407,7 +408,7 @@ def run_isolated(
         try:
             outputs["reference"] = _run_reference(one, feed)
         except Exception as exc:
-            errors["reference"] = f"{type(exc).__name__}: {short_error(exc)}"
+            errors["reference"] = described(exc)
     return Isolated(one, feed, outputs, errors)
 
 

@@ -16,7 +16,6 @@ import atexit
 import contextlib
 import json
 import os
-import re
 import signal
 import socket
 import subprocess
@@ -27,6 +26,8 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 import numpy as np
+
+from customops.eval.messages import message
 
 SIDES = ("builtin", "custom")
 
@@ -49,13 +50,6 @@ class SideRun:
     values: dict[str, np.ndarray] = field(default_factory=dict)
     error: str | None = None
     times: dict[str, float] = field(default_factory=dict)
-
-
-def short_error(exc: BaseException) -> str:
-    """An exception's message on one line, ORT's status prefix removed, at most 400 characters."""
-    text = str(exc).strip().replace("\n", " ")
-    text = re.sub(r"^\[ONNXRuntimeError\] : \d+ : \w+ : ", "", text)
-    return text[:400]
 
 
 def _verbose() -> bool:
@@ -117,7 +111,7 @@ def run_here(model: bytes, feed: dict[str, np.ndarray], custom: bool, repeats: i
                 sess.run(None, feed)
             result.values = dict(zip(names, values, strict=True))
         except Exception as exc:
-            result.error = short_error(exc)
+            result.error = message(exc)
             return result
         if repeats:
             try:

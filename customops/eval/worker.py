@@ -10,11 +10,12 @@ or sleeps for an hour when it is asked to run campaign case INDEX (not when the 
 from __future__ import annotations
 
 import os
-import re
 import sys
 import time
 from dataclasses import dataclass
 from typing import Any
+
+from customops.eval.messages import described
 
 INJECT_ENV = "CUSTOMOPS_FUZZ_INJECT"
 
@@ -53,13 +54,6 @@ def _inject(action: str) -> None:
         os._exit(3)
     if action == "hang":
         time.sleep(3600)
-
-
-def short_error(exc: BaseException) -> str:
-    """One line: the exception's type and message (ORT's status prefix removed, at most 600 characters)."""
-    text = " ".join(str(exc).split())
-    text = re.sub(r"^\[ONNXRuntimeError\] : \d+ : ", "", text)
-    return f"{type(exc).__name__}: {text}"[:600]
 
 
 class _Runner:
@@ -121,7 +115,7 @@ def _staged(stage: str, call: Any, *args: Any) -> Any:
 
 class _Stage(Exception):
     def __init__(self, stage: str, exc: BaseException) -> None:
-        super().__init__(f"{stage}: {short_error(exc)}")
+        super().__init__(f"{stage}: {described(exc)}")
 
 
 def worker_main(conn: Any, side: str) -> None:
@@ -156,11 +150,11 @@ def worker_main(conn: Any, side: str) -> None:
         except _Stage as exc:
             reply = ("error", job, None, str(exc), time.perf_counter() - started)
         except BaseException as exc:  # the side failed in a way that is not ORT's nor the kernel's
-            reply = ("error", job, None, f"run: {short_error(exc)}", time.perf_counter() - started)
+            reply = ("error", job, None, f"run: {described(exc)}", time.perf_counter() - started)
         try:
             conn.send(reply)
         except Exception as exc:  # an output pickle cannot carry
-            conn.send(("error", job, None, f"run: output not transferable: {short_error(exc)}", 0.0))
+            conn.send(("error", job, None, f"run: output not transferable: {described(exc)}", 0.0))
 
 
 def main(argv: list[str]) -> None:

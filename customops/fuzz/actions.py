@@ -409,7 +409,7 @@ def _check_runnable(rep: Reproducer) -> None:
     """Run, in this process, what replay does with the file's case besides the sides (the validity
     oracle, the model, the features): a case the checks let through that these still cannot take is a
     CustomOpsError before any worker starts, not a traceback."""
-    from customops.eval.worker import short_error
+    from customops.eval.messages import described
     from customops.fuzz.case import build_model
     from customops.fuzz.dispatch import space_of
     from customops.fuzz.triage import feature_labels
@@ -420,5 +420,5 @@ def _check_runnable(rep: Reproducer) -> None:
         feature_labels(rep.case)
     except Exception as exc:  # any failure of this code on data read from a file is the file's problem
         raise CustomOpsError(
-            f"finding.json in {str(rep.directory)!r}: its case cannot be replayed ({short_error(exc)})"
+            f"finding.json in {str(rep.directory)!r}: its case cannot be replayed ({described(exc)})"
         ) from None
