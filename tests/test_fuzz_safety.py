@@ -296,9 +296,12 @@ def test_committed_findings_carry_the_labels_of_the_current_rules():
     assert len(summary["groups"]) >= 300
     wrong = []
     for g in summary["groups"]:
-        record = strict_json((ROOT / "findings" / g["dir"] / "finding.json").read_text())
-        now = {"summary": known_labels(g), "finding.json": known_labels(record)}
-        stored = {"summary": g["known"], "finding.json": record["known"]}
+        now = {"summary": known_labels(g)}
+        stored = {"summary": g["known"]}
+        kept = ROOT / "findings" / g["dir"] / "finding.json"  # one reproducer per known id is kept
+        if kept.is_file():
+            record = strict_json(kept.read_text())
+            now["finding.json"], stored["finding.json"] = known_labels(record), record["known"]
         if now != stored:
             wrong.append((g["dir"], {"stored": stored, "now": now}))
     assert not wrong, f"{len(wrong)} group(s) relabelled differently:\n" + "\n".join(map(str, wrong))
