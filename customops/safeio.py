@@ -12,8 +12,10 @@ import contextlib
 import os
 import re
 import shutil
+import signal
 import stat
 import tempfile
+import threading
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -83,17 +85,45 @@ def _existing_kind(path: Path) -> str | None:
     return "directory" if stat.S_ISDIR(mode) else "other"
 
 
+HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+"""The signals :func:`signals_held` holds back."""
+
+
 def _writable(directory: Path) -> bool:
     """Whether a file can be made in ``directory`` (tried, as permissions alone do not tell root's case
     or a read-only mount)."""
-    try:
-        fd, probe = tempfile.mkstemp(prefix=_TMP_PREFIX, suffix=".probe", dir=directory)
-    except OSError:
-        return False
-    os.close(fd)
-    with contextlib.suppress(OSError):
-        os.unlink(probe)
+    with signals_held():  # Ctrl-C or SIGTERM between making and removing the probe would leave it behind
+        try:
+            fd, probe = tempfile.mkstemp(prefix=_TMP_PREFIX, suffix=".probe", dir=directory)
+        except OSError:
+            return False
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(probe)
     return True
+
+
+@contextlib.contextmanager
+def signals_held() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM back while a short step that must not be cut in two runs: a signal that
+    comes meanwhile is recorded, and handled as it would have been (its handler raises) right after.
+    (Blocking the signal in this thread would not do: the process has other threads to deliver it to.)"""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    came: list[int] = []
+    previous = {sig: signal.signal(sig, lambda signum, _frame: came.append(signum)) for sig in HELD_SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        for sig in came[:1]:
+            handler = previous[sig]
+            if callable(handler):
+                handler(sig, None)
+            elif handler == signal.SIG_DFL:
+                signal.raise_signal(sig)
 
 
 def _check_parent(path: Path, what: str) -> Path:
@@ -163,24 +193,22 @@ def write_atomic(path: str | os.PathLike[str], data: bytes | str) -> None:
     removed and ``path`` is as it was. Raises CustomOpsError naming the path."""
     out = Path(path)
     payload = data.encode() if isinstance(data, str) else data
+    tmp: str | None = None
     try:
-        fd, tmp = tempfile.mkstemp(prefix=_TMP_PREFIX, suffix=".tmp", dir=out.absolute().parent)
-    except OSError as exc:
-        raise CustomOpsError(f"cannot write {str(out)!r}: {exc.strerror or exc}") from None
-    try:
+        with signals_held():  # the temporary file exists only once its removal below is armed
+            fd, tmp = tempfile.mkstemp(prefix=_TMP_PREFIX, suffix=".tmp", dir=out.absolute().parent)
         with os.fdopen(fd, "wb") as f:
             f.write(payload)
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, _mode_for(out))
         os.replace(tmp, out)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise CustomOpsError(f"cannot write {str(out)!r}: {exc.strerror or exc}") from None
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+    except BaseException as exc:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise CustomOpsError(f"cannot write {str(out)!r}: {exc.strerror or exc}") from None
         raise
 
 
@@ -202,12 +230,11 @@ def atomic_dir(final: str | os.PathLike[str], *, replace: bool = False) -> Itera
     out = Path(final)
     if os.path.lexists(out) and (not replace or out.is_symlink() or not out.is_dir()):
         raise CustomOpsError(f"{str(out)!r} already exists and is not replaced")
+    tmp: Path | None = None
     try:
-        tmp = Path(tempfile.mkdtemp(prefix=_TMP_PREFIX, dir=out.absolute().parent))
+        with signals_held():  # the directory exists only once its removal below is armed
+            tmp = Path(tempfile.mkdtemp(prefix=_TMP_PREFIX, dir=out.absolute().parent))
         os.chmod(tmp, 0o777 & ~_UMASK)
-    except OSError as exc:
-        raise CustomOpsError(f"cannot write {str(out)!r}: {exc.strerror or exc}") from None
-    try:
         yield tmp
         if out.is_dir() and not out.is_symlink():
             shutil.rmtree(out)
@@ -215,7 +242,8 @@ def atomic_dir(final: str | os.PathLike[str], *, replace: bool = False) -> Itera
     except OSError as exc:
         raise CustomOpsError(f"cannot write {str(out)!r}: {exc.strerror or exc}") from None
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def open_bounded(

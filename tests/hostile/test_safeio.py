@@ -169,3 +169,45 @@ def test_bounded_reads_never_open_what_is_not_a_regular_file(tmp_path, source):
         path.mkdir()
     with pytest.raises(CustomOpsError, match=r"not a regular file|cannot read"):
         open_bounded(path, 100, "inputs file")
+
+
+class _Stopped(Exception):
+    pass
+
+
+def _raise_stopped(signum, frame):
+    raise _Stopped
+
+
+@pytest.mark.parametrize("step", ["probe", "write_atomic", "atomic_dir"])
+def test_a_signal_right_after_a_temporary_is_made_leaves_nothing_behind(tmp_path, monkeypatch, step):
+    """SIGTERM delivered the moment mkstemp/mkdtemp has made its temporary: the temporary is still
+    removed (the signal is held until its removal is armed) and the signal's exception still comes."""
+    import signal
+    import tempfile
+
+    from customops import safeio
+
+    def signalled(real):
+        def make(*args, **kwargs):
+            made = real(*args, **kwargs)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return made
+
+        return make
+
+    monkeypatch.setattr(tempfile, "mkstemp", signalled(tempfile.mkstemp))
+    monkeypatch.setattr(tempfile, "mkdtemp", signalled(tempfile.mkdtemp))
+    previous = signal.signal(signal.SIGTERM, _raise_stopped)
+    try:
+        with pytest.raises(_Stopped):
+            if step == "probe":
+                safeio.check_output_file(tmp_path / "out.json", "--json")
+            elif step == "write_atomic":
+                safeio.write_atomic(tmp_path / "out.json", "{}")
+            else:
+                with safeio.atomic_dir(tmp_path / "case"):
+                    pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert list(tmp_path.iterdir()) == []
