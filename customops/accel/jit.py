@@ -118,9 +118,13 @@ def get(name: str, module: Any = None) -> Callable[..., Any] | None:
         if not _state.get("helpers"):
             _state["helpers"] = True
             # helpers called from compiled code must be compiled functions themselves; inlined, as
-            # per-row calls passing a dozen array views cost ~2 us of the ~10 us of a tiny Resize
+            # per-row calls passing a dozen array views cost ~2 us of the ~10 us of a tiny Resize,
+            # except those of _OUT_OF_LINE (only ever called from compiled code: no Python wrappers)
             for helper in _HELPERS:
-                globals()[helper] = _njit(numba, globals()[helper], inline="always")
+                if helper in _OUT_OF_LINE:
+                    globals()[helper] = _njit(numba, globals()[helper], wrappers=False)
+                else:
+                    globals()[helper] = _njit(numba, globals()[helper], inline="always")
         fn = _compiled.get(key)
         if fn is None:
             fn = _njit(numba, globals()[name] if module is None else getattr(module, name))
@@ -128,12 +132,17 @@ def get(name: str, module: Any = None) -> Callable[..., Any] | None:
     return fn
 
 
-def _njit(numba: Any, py_func: Callable[..., Any], inline: str = "never") -> Callable[..., Any]:
+def _njit(
+    numba: Any, py_func: Callable[..., Any], inline: str = "never", wrappers: bool = True
+) -> Callable[..., Any]:
+    options = {"boundscheck": False, "nogil": True, "inline": inline}
+    if not wrappers:  # a helper only compiled code calls: no entry point from Python or as a C callback
+        options.update(no_cpython_wrapper=True, no_cfunc_wrapper=True)
     try:
-        fn = numba.njit(cache=True, boundscheck=False, nogil=True, inline=inline)(py_func)
+        fn = numba.njit(cache=True, **options)(py_func)
         _state["cache"] = _state["cache"] or "on disk"
     except RuntimeError:  # "cannot cache function ...: no locator available" (read-only directories)
-        fn = numba.njit(cache=False, boundscheck=False, nogil=True, inline=inline)(py_func)
+        fn = numba.njit(cache=False, **options)(py_func)
         _state["cache"] = "in memory only (no writable cache directory)"
     return fn
 
@@ -148,6 +157,14 @@ def describe() -> dict[str, Any]:
 
 
 _HELPERS = ("_row_finite", "_h_row", "_h_at", "_h_row_x2", "_h_row_down", "_v_row", "_split", "_flag_rows")
+
+_OUT_OF_LINE = ("_v_row",)
+"""Helpers compiled once as functions of their own instead of inlined at each call. numba inlines by
+copying and retyping the helper's IR at every call site, and _v_row has two sites in the columns-first and
+middle-axis loops: a machine's first compilation of the loop of the README's first command
+(resize_columns_first) took 2.9 s of CPU with it inlined, 2.1 s without (resize_middle 1.5 -> 1.1 s,
+resize_rows_first 2.7 -> 2.5 s), while that command's downsampling Resize in a session ran alike (24.0-25.0
+against 24.2-24.9 us a run; all helpers out of line: 25.8-26.6 us)."""
 
 # ---------------------------------------------------------------------------------------------
 # Resize: separable filter passes. Index tables are unsigned (np.uintp): numba then indexes without
