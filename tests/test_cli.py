@@ -359,3 +359,24 @@ def test_conformance_falls_back_to_the_full_collection_when_onnx_is_laid_out_oth
     names = ["test_abs", "test_resize_x", "test_col2im_y_expanded", "test_wrap_pad"]
     monkeypatch.setattr(conformance, "all_cases", lambda: [SimpleNamespace(name=n) for n in names])
     assert [c.name for c in conformance.backend_cases()] == ["test_resize_x", "test_wrap_pad"]
+
+
+HEAVY = ("numpy", "onnx", "onnxruntime", "onnxruntime_extensions", "numba", "ml_dtypes")
+
+
+@pytest.mark.parametrize("args", [["-h"], ["--version"], ["fuzz", "merge", "-h"], ["compare", "-h"]])
+def test_help_and_version_import_none_of_the_heavy_packages(args):
+    """The parser is built from cheap modules and the versions are read from the installed metadata, so
+    that ``customops -h`` and ``--version`` answer at once (how fast: tools/startup.py)."""
+    script = (
+        "import sys\n"
+        "from customops.cli.main import main\n"
+        "try:\n"
+        f"    main({args!r})\n"
+        "except SystemExit as exc:\n"
+        "    assert exc.code == 0, exc.code\n"
+        f"print(sorted(m for m in {HEAVY!r} if m in sys.modules), file=sys.stderr)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout and proc.stderr.strip() == "[]", proc.stderr
