@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 import onnx
-from onnx import ModelProto, NodeProto, TensorProto, helper, numpy_helper
+from onnx import ModelProto, NodeProto, helper
 
 from customops import dtypes
 from customops.errors import CustomOpsError
@@ -28,11 +28,11 @@ from customops.eval.attribution import attribution
 from customops.eval.messages import described
 from customops.eval.metrics import DEFAULT_TOLERANCES, compare_arrays, tolerance_for
 from customops.eval.sides import SideRun
+from customops.eval.testcase import read_inputs, tensor_proto, tensor_value, write_test_case
 from customops.safeio import (
     atomic_dir,
     open_bounded,
     printable,
-    read_bounded,
     safe_component,
 )
 
@@ -164,50 +164,6 @@ def _draw(rng: np.random.Generator, shape: list[int], dtype: np.dtype) -> np.nda
     return out
 
 
-def tensor_value(tensor: TensorProto, where: str) -> np.ndarray:
-    """The array of a TensorProto read from a file: strings kept as bytes where they are not UTF-8 (ONNX
-    strings are bytes), external data refused (a tensor file may not point at other files)."""
-    if tensor.data_location == TensorProto.EXTERNAL:
-        raise CustomOpsError(f"{where}: tensor {tensor.name!r} points at external data, which is not read")
-    if tensor.data_type == TensorProto.STRING:
-        items = list(tensor.string_data)
-        try:
-            values: list[Any] = [b.decode("utf-8") for b in items]
-        except UnicodeDecodeError:
-            values = items
-        array = np.empty(len(values), dtype=object)
-        array[:] = values
-        return array.reshape(tuple(tensor.dims))
-    return numpy_helper.to_array(tensor)
-
-
-def _read_pb_dir(directory: Path, model: ModelProto) -> dict[str, np.ndarray]:
-    files = sorted(directory.glob("input_*.pb"), key=lambda p: int(re.sub(r"\D", "", p.stem) or 0))
-    if not files:
-        raise CustomOpsError(f"no input_N.pb files in {str(directory)!r}")
-    names = [v.name for v in _graph_inputs(model)]
-    feed: dict[str, np.ndarray] = {}
-    budget = INPUT_LIMIT
-    for i, path in enumerate(files):
-        raw = read_bounded(path, budget, "input file")
-        budget -= len(raw)
-        tensor = TensorProto()
-        try:
-            tensor.ParseFromString(raw)
-            value = tensor_value(tensor, str(path))
-        except CustomOpsError:
-            raise
-        except Exception as exc:
-            raise CustomOpsError(f"{str(path)!r} is not a TensorProto ({type(exc).__name__})") from None
-        name = (
-            tensor.name
-            if tensor.name in names
-            else (names[i] if i < len(names) else tensor.name or path.stem)
-        )
-        feed[name] = value
-    return feed
-
-
 def load_inputs(path: str | os.PathLike[str], model: ModelProto) -> dict[str, np.ndarray]:
     """Inputs from an .npz file (keys = graph input names; never unpickled: strings as unicode or bytes
     arrays) or an ONNX test-case directory (input_N.pb, directly or in test_data_set_0/); at most
@@ -217,7 +173,8 @@ def load_inputs(path: str | os.PathLike[str], model: ModelProto) -> dict[str, np
         raise CustomOpsError(f"inputs {str(p)!r} do not exist")
     if p.is_dir():
         sub = p / "test_data_set_0"
-        return _read_pb_dir(sub if sub.is_dir() else p, model)
+        names = [v.name for v in _graph_inputs(model)]
+        return read_inputs(sub if sub.is_dir() else p, names, INPUT_LIMIT)
     return _read_npz(p)
 
 
@@ -339,7 +296,7 @@ def _node_model(
             continue
         value = np.asarray(values[name])
         if name in constants:
-            inits.append(_tensor(value, name))
+            inits.append(tensor_proto(value, name))
             continue
         elem = dtypes.code_of(value.dtype)
         inputs.append(helper.make_tensor_value_info(name, elem, list(value.shape)))
@@ -723,15 +680,7 @@ def _write_repro(into: Path, final: Path, n: dict[str, Any], iso: Isolated) -> N
     expected = iso.outputs.get(spec_side)
     if expected is None:
         spec_side, expected = "reference", iso.outputs.get("reference")
-    data = into / "test_data_set_0"
-    data.mkdir()
-    onnx.save(_typed_outputs(iso.model, expected), into / "model.onnx")
-    for i, inp in enumerate(iso.model.graph.input):
-        (data / f"input_{i}.pb").write_bytes(_tensor(iso.feed[inp.name], inp.name).SerializeToString())
-    if expected is not None:
-        (data / "output_0.pb").write_bytes(
-            _tensor(expected, iso.model.graph.output[0].name).SerializeToString()
-        )
+    write_test_case(into, _typed_outputs(iso.model, expected), iso.feed, expected)
     command = f"customops compare {final / 'model.onnx'} --inputs {final}"
     (into / "README.txt").write_text(
         f"{n['node']!r} [{n['op']}]: {n['attribution']} ({n['verdict']})\n"
@@ -755,11 +704,3 @@ def _typed_outputs(model: ModelProto, expected: np.ndarray | None) -> ModelProto
     del out.graph.output[:]
     out.graph.output.append(helper.make_tensor_value_info(name, elem, dims))
     return out
-
-
-def _tensor(value: np.ndarray, name: str) -> TensorProto:
-    value = np.asarray(value)
-    if value.dtype == object:
-        items = [s if isinstance(s, bytes) else str(s).encode() for s in value.ravel()]
-        return helper.make_tensor(name, TensorProto.STRING, value.shape, items)
-    return numpy_helper.from_array(value, name)

@@ -17,10 +17,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
-from onnx import ModelProto, TensorProto, helper, numpy_helper
+from onnx import ModelProto, helper
 
 from customops.dtypes import CODE, elem_of, numpy_dtype
 from customops.errors import CustomOpsError
+from customops.eval.testcase import tensor_proto
 from customops.registry import NATIVE_TYPES, OPS, OpVersion, type_support
 from customops.safeio import inflate_bounded
 
@@ -220,16 +221,6 @@ def cast_available(elem: str, opset: int) -> bool:
     except Exception:
         return False
     return True
-
-
-def tensor_proto(value: np.ndarray, name: str) -> TensorProto:
-    """A TensorProto of ``value`` (strings included)."""
-    value = np.asarray(value)
-    if value.dtype == object:
-        return helper.make_tensor(
-            name, TensorProto.STRING, value.shape, [str(s).encode("utf-8") for s in value.ravel()]
-        )
-    return numpy_helper.from_array(value, name)
 
 
 @dataclass

@@ -22,7 +22,8 @@ import numpy as np
 
 from customops import jsonout
 from customops.errors import CustomOpsError
-from customops.fuzz.case import build_model, case_to_json, tensor_proto
+from customops.eval.testcase import write_test_case
+from customops.fuzz.case import build_model, case_to_json
 from customops.fuzz.files import FINDING, MAX_SUMMARY_BYTES, group_dir, read_finding
 from customops.fuzz.triage import Evaluation, Signature
 from customops.safeio import (
@@ -106,8 +107,6 @@ def write_group(root: Path, name: str, sig: Signature, ev: Evaluation, info: dic
 def _fill_group(tmp: Path, sig: Signature, ev: Evaluation, info: dict[str, Any]) -> None:
     from customops.fuzz.campaign import outcome_summary
 
-    data = tmp / "test_data_set_0"
-    data.mkdir()
     side = spec_side(sig, ev)
     expected = np.asarray(ev.outcomes[side].value) if side else None
     if expected is not None:
@@ -116,13 +115,7 @@ def _fill_group(tmp: Path, sig: Signature, ev: Evaluation, info: dict[str, Any])
         ran = [np.asarray(o.value) for o in ev.outcomes.values() if o.status == "ok"]
         dims = [f"d{i}" for i in range((ran[0] if ran else ev.case.main).ndim)]
     built = build_model(ev.case, declare_output_shape=dims)
-    (tmp / "model.onnx").write_bytes(built.model.SerializeToString())
-    for i, inp in enumerate(built.model.graph.input):
-        (data / f"input_{i}.pb").write_bytes(tensor_proto(built.feed[inp.name], inp.name).SerializeToString())
-    if expected is not None:
-        (data / "output_0.pb").write_bytes(
-            tensor_proto(expected, built.model.graph.output[0].name).SerializeToString()
-        )
+    write_test_case(tmp, built.model, built.feed, expected)
     record = {
         **info,
         "signature": sig.to_json(),

@@ -1,0 +1,94 @@
+"""ONNX test cases on disk, the layout of onnx's backend node tests, written and read in one place for
+compare's ``--save-repro`` and the fuzzer's reproducers::
+
+    model.onnx
+    test_data_set_0/input_0.pb ... input_N.pb   (the graph inputs, in order)
+    test_data_set_0/output_0.pb                 (the expected output, when there is one)
+
+Strings are TensorProto strings (bytes; a Python str is written as UTF-8, read back as str when it is
+valid UTF-8). A tensor file never points at external data.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from onnx import ModelProto, TensorProto, helper, numpy_helper
+
+from customops.errors import CustomOpsError
+from customops.safeio import read_bounded
+
+DATA_SET = "test_data_set_0"
+
+
+def tensor_proto(value: np.ndarray, name: str) -> TensorProto:
+    """A TensorProto of ``value`` named ``name`` (object arrays as strings: bytes kept, str as UTF-8)."""
+    value = np.asarray(value)
+    if value.dtype == object:
+        items = [s if isinstance(s, bytes) else str(s).encode("utf-8") for s in value.ravel()]
+        return helper.make_tensor(name, TensorProto.STRING, value.shape, items)
+    return numpy_helper.from_array(value, name)
+
+
+def tensor_value(tensor: TensorProto, where: str) -> np.ndarray:
+    """The array of a TensorProto read from a file: strings kept as bytes where they are not UTF-8 (ONNX
+    strings are bytes), external data refused (a tensor file may not point at other files)."""
+    if tensor.data_location == TensorProto.EXTERNAL:
+        raise CustomOpsError(f"{where}: tensor {tensor.name!r} points at external data, which is not read")
+    if tensor.data_type == TensorProto.STRING:
+        items = list(tensor.string_data)
+        try:
+            values: list[Any] = [b.decode("utf-8") for b in items]
+        except UnicodeDecodeError:
+            values = items
+        array = np.empty(len(values), dtype=object)
+        array[:] = values
+        return array.reshape(tuple(tensor.dims))
+    return numpy_helper.to_array(tensor)
+
+
+def write_test_case(
+    into: Path, model: ModelProto, feed: dict[str, np.ndarray], expected: np.ndarray | None
+) -> None:
+    """Write ``model`` and its inputs (``feed`` by graph input name) into the directory ``into``, with
+    ``expected`` as output_0.pb when given. ``into`` is the caller's fresh directory (safeio.atomic_dir)."""
+    data = into / DATA_SET
+    data.mkdir()
+    (into / "model.onnx").write_bytes(model.SerializeToString())
+    for i, inp in enumerate(model.graph.input):
+        (data / f"input_{i}.pb").write_bytes(tensor_proto(feed[inp.name], inp.name).SerializeToString())
+    if expected is not None:
+        name = model.graph.output[0].name
+        (data / "output_0.pb").write_bytes(tensor_proto(expected, name).SerializeToString())
+
+
+def read_inputs(directory: Path, names: list[str], limit: int) -> dict[str, np.ndarray]:
+    """The input_N.pb files of ``directory`` by graph input name (a tensor's own name when it is one of
+    ``names``, else the N-th name), at most ``limit`` bytes in all; CustomOpsError for a file that is not
+    a TensorProto."""
+    files = sorted(directory.glob("input_*.pb"), key=lambda p: int(re.sub(r"\D", "", p.stem) or 0))
+    if not files:
+        raise CustomOpsError(f"no input_N.pb files in {str(directory)!r}")
+    feed: dict[str, np.ndarray] = {}
+    budget = limit
+    for i, path in enumerate(files):
+        raw = read_bounded(path, budget, "input file")
+        budget -= len(raw)
+        tensor = TensorProto()
+        try:
+            tensor.ParseFromString(raw)
+            value = tensor_value(tensor, str(path))
+        except CustomOpsError:
+            raise
+        except Exception as exc:
+            raise CustomOpsError(f"{str(path)!r} is not a TensorProto ({type(exc).__name__})") from None
+        name = (
+            tensor.name
+            if tensor.name in names
+            else (names[i] if i < len(names) else tensor.name or path.stem)
+        )
+        feed[name] = value
+    return feed

@@ -1,0 +1,67 @@
+"""The one ONNX test-case writer and reader (customops.eval.testcase), used by compare's --save-repro
+and the fuzzer's reproducers."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from customops.errors import CustomOpsError
+from customops.eval.testcase import read_inputs, tensor_proto, tensor_value, write_test_case
+
+
+def _model() -> onnx.ModelProto:
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["s"], ["y"])],
+        "g",
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]),
+            helper.make_tensor_value_info("s", TensorProto.STRING, [3]),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.STRING, [3])],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def test_a_written_case_reads_back_as_it_was(tmp_path):
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    s = np.array(["a", b"\xff\xfe", "\u00e9"], dtype=object)
+    write_test_case(tmp_path, _model(), {"x": x, "s": s}, s)
+    assert onnx.load(tmp_path / "model.onnx") == _model()
+    back = read_inputs(tmp_path / "test_data_set_0", ["x", "s"], 1 << 20)
+    assert back["x"].tobytes() == x.tobytes() and back["x"].shape == (2, 3)
+    assert list(back["s"]) == [b"a", b"\xff\xfe", "\u00e9".encode()]  # not all UTF-8: all kept as bytes
+    out = TensorProto()
+    out.ParseFromString((tmp_path / "test_data_set_0" / "output_0.pb").read_bytes())
+    assert out.name == "y" and list(tensor_value(out, "out")) == list(back["s"])
+    (tmp_path / "utf8").mkdir()
+    write_test_case(tmp_path / "utf8", _model(), {"x": x, "s": np.array(["a", "\u00e9"], object)}, None)
+    assert list(read_inputs(tmp_path / "utf8" / "test_data_set_0", ["x", "s"], 1 << 20)["s"]) == [
+        "a",
+        "\u00e9",
+    ]
+
+
+def test_no_expected_output_writes_no_output_file(tmp_path):
+    write_test_case(
+        tmp_path, _model(), {"x": np.zeros((2, 3), np.float32), "s": np.array(["z"], object)}, None
+    )
+    assert sorted(p.name for p in (tmp_path / "test_data_set_0").iterdir()) == ["input_0.pb", "input_1.pb"]
+
+
+def test_reading_is_bounded_and_refuses_what_is_not_a_tensor(tmp_path):
+    (tmp_path / "input_0.pb").write_bytes(tensor_proto(np.zeros(1000, np.float64), "x").SerializeToString())
+    with pytest.raises(CustomOpsError):
+        read_inputs(tmp_path, ["x"], 100)
+    (tmp_path / "input_0.pb").write_bytes(b"\xff" * 10)
+    with pytest.raises(CustomOpsError, match="not a TensorProto"):
+        read_inputs(tmp_path, ["x"], 1 << 20)
+
+
+def test_external_data_is_refused():
+    t = tensor_proto(np.zeros(2, np.float32), "x")
+    t.data_location = TensorProto.EXTERNAL
+    with pytest.raises(CustomOpsError, match="external data"):
+        tensor_value(t, "here")
