@@ -10,8 +10,10 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
+from customops.compare import inputs as compare_inputs
 from customops.compare import pipeline as compare_pipeline
-from customops.compare.pipeline import compare_model, generate_inputs
+from customops.compare.inputs import generate_inputs
+from customops.compare.pipeline import compare_model
 from customops.errors import CustomOpsError
 from customops.eval.metrics import compare_arrays
 from tests.helpers import one_node_model, run_cli, strict_json
@@ -545,7 +547,7 @@ def test_cli_json_report_is_strict_json_with_infinite_values_as_strings(tmp_path
 def test_reference_warnings_neither_reach_the_user_nor_cost_the_third_vote():
     import warnings
 
-    from customops.compare.pipeline import _run_reference
+    from customops.compare.isolate import _run_reference
 
     x = np.array([[[[np.inf, 1.0], [np.nan, -np.inf]]]], np.float32)
     model, feed = one_node_model(
@@ -566,4 +568,4 @@ def test_cli_defaults_are_the_pipelines():
     from customops.cli import compare as cli_compare
 
     assert cli_compare.REFERENCE_LIMIT == compare_pipeline.REFERENCE_LIMIT
-    assert cli_compare.DEFAULT_DIM == compare_pipeline.DEFAULT_DIM
+    assert cli_compare.DEFAULT_DIM == compare_inputs.DEFAULT_DIM

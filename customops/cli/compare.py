@@ -16,10 +16,10 @@ if TYPE_CHECKING:
     from customops.compare.pipeline import Comparison
 
 REFERENCE_LIMIT = 200_000
-"""Default of ``--reference-limit`` (customops.compare.pipeline.REFERENCE_LIMIT; a test keeps them equal)."""
+"""Default of ``--reference-limit`` (customops.compare.isolate.REFERENCE_LIMIT; a test keeps them equal)."""
 
 DEFAULT_DIM = 4
-"""Default of ``--dim`` (customops.compare.pipeline.DEFAULT_DIM; a test keeps them equal)."""
+"""Default of ``--dim`` (customops.compare.inputs.DEFAULT_DIM; a test keeps them equal)."""
 
 
 def add_parser(sub: Any) -> None:
@@ -89,7 +89,7 @@ def check_destinations(args: Any, files: list[Path]) -> None:
 
 def feed_of(args: Any, model: ModelProto) -> dict[str, np.ndarray]:
     """The inputs: read from ``--inputs`` or generated (``--seed``, ``--dim``), checked against the model."""
-    from customops.compare.pipeline import check_inputs, generate_inputs, load_inputs, parse_dims
+    from customops.compare.inputs import check_inputs, generate_inputs, load_inputs, parse_dims
 
     dims = parse_dims(args.dim or [])
     if dims and args.inputs:
@@ -102,7 +102,8 @@ def feed_of(args: Any, model: ModelProto) -> dict[str, np.ndarray]:
 def write_outputs(args: Any, comparison: Comparison) -> None:
     """``--json``, ``--html`` and ``--save-repro``, each written whole or not at all."""
     from customops import jsonout
-    from customops.compare.pipeline import log, save_repros
+    from customops.compare.pipeline import log
+    from customops.compare.repro import save_repros
     from customops.safeio import write_atomic
 
     if args.json:
@@ -118,7 +119,8 @@ def write_outputs(args: Any, comparison: Comparison) -> None:
 
 def run(args: Any) -> int:
     """The ``customops compare`` command."""
-    from customops.compare.pipeline import check_settings, compare_model, format_table, log
+    from customops.compare.pipeline import check_settings, compare_model, log
+    from customops.compare.report import format_table
     from customops.eval import sides
     from customops.model.io import check_model_file, load_model_files
     from customops.registry import OP_TYPES

@@ -1,0 +1,220 @@
+"""compare's inputs: generated from the declared types and shapes (seeded), or read from an .npz file or
+an ONNX test-case directory, and checked against the graph inputs; at most :data:`INPUT_LIMIT` bytes."""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import ModelProto
+
+from customops import dtypes
+from customops.errors import CustomOpsError
+from customops.eval.messages import described
+from customops.eval.testcase import read_inputs
+from customops.safeio import open_bounded
+
+DEFAULT_DIM = 4
+"""Size given to a symbolic dimension without ``--dim``."""
+
+INPUT_LIMIT = 4 * 2**30
+"""Most bytes of inputs read from a file or generated (reckoned at 8 bytes an element while generating):
+both sides then run the model on them, and more than this does not fit this tool's purpose on the
+machines it runs on."""
+
+
+def check_seed(seed: int) -> None:
+    """Raise CustomOpsError for a negative seed."""
+    if isinstance(seed, (int, np.integer)) and seed < 0:
+        raise CustomOpsError(f"--seed {seed!r} must be at least 0")
+
+
+def graph_inputs(model: ModelProto) -> list[onnx.ValueInfoProto]:
+    inits = {t.name for t in model.graph.initializer}
+    return [v for v in model.graph.input if v.name not in inits]
+
+
+def _declared(v: onnx.ValueInfoProto) -> tuple[int, list[int | str | None]]:
+    t = v.type.tensor_type
+    dims: list[int | str | None] = []
+    for d in t.shape.dim:
+        dims.append(d.dim_value if d.HasField("dim_value") else (d.dim_param or None))
+    return t.elem_type, dims
+
+
+def parse_dims(items: Sequence[str]) -> dict[str, int]:
+    """``["N=1", "H=224"]`` -> ``{"N": 1, "H": 224}``; raises :class:`CustomOpsError` on a malformed item."""
+    dims: dict[str, int] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name or not re.fullmatch(r"\d+", value.strip()):
+            raise CustomOpsError(f"--dim {item!r} is not NAME=VALUE with a non-negative integer VALUE")
+        if name.strip() in dims:
+            raise CustomOpsError(f"--dim {name.strip()!r} is given twice")
+        dims[name.strip()] = int(value)
+    return dims
+
+
+def generate_inputs(
+    model: ModelProto, seed: int = 0, dims: dict[str, int] | None = None
+) -> dict[str, np.ndarray]:
+    """Seeded inputs from each graph input's declared type and shape; symbolic dimensions take their value
+    from ``dims``, else :data:`DEFAULT_DIM`. Floats are standard normal, integers uniform in [0, 16)."""
+    check_seed(seed)
+    rng = np.random.default_rng(seed)
+    dims = dims or {}
+    symbolic = {d for v in graph_inputs(model) for d in _declared(v)[1] if isinstance(d, str)}
+    for name in dims:
+        if name not in symbolic:
+            raise CustomOpsError(
+                f"--dim {name!r} names no symbolic dimension of the graph inputs "
+                f"(they have: {', '.join(repr(d) for d in sorted(symbolic)) or 'none'})"
+            )
+    shapes = {}
+    for v in graph_inputs(model):
+        elem, declared = _declared(v)
+        if not elem:
+            raise CustomOpsError(f"graph input {v.name!r} has no element type; pass --inputs")
+        shape = [d if isinstance(d, int) else dims.get(d or "", DEFAULT_DIM) for d in declared]
+        shapes[v.name] = (shape, dtypes.numpy_dtype(elem))
+    _check_generated_size(shapes)
+    return {name: _draw(rng, shape, dtype) for name, (shape, dtype) in shapes.items()}
+
+
+def _check_generated_size(shapes: dict[str, tuple[list[int], np.dtype]]) -> None:
+    """Refuse, before drawing anything, a negative size and inputs that would take more than
+    :data:`INPUT_LIMIT` bytes (every dimension is checked, so that a zero cannot hide a huge one)."""
+    total = 0
+    for name, (shape, dtype) in shapes.items():
+        for d in shape:
+            if d < 0 or d * 8 > INPUT_LIMIT:
+                raise CustomOpsError(
+                    f"graph input {name!r} declares a dimension of {d}: each must be at least 0 and the "
+                    f"inputs at most {INPUT_LIMIT / 2**30:.0f} GiB; pass --inputs"
+                )
+        total += math.prod(shape) * max(dtype.itemsize, 8)
+    if total > INPUT_LIMIT:
+        raise CustomOpsError(
+            f"the generated inputs would take {total / 2**30:.1f} GiB, over the {INPUT_LIMIT / 2**30:.0f} GiB "
+            "allowed: give smaller --dim sizes, or pass --inputs"
+        )
+
+
+_DRAW_CHUNK = 1 << 20
+"""Values drawn at a time: the stream is the same as in one draw, without a float64 copy of a whole input."""
+
+
+def _draw(rng: np.random.Generator, shape: list[int], dtype: np.dtype) -> np.ndarray:
+    """One generated input: strings s0, s1, ...; booleans fair coins; integers uniform in [0, 16); floats
+    standard normal (drawn in float64, then rounded to ``dtype``)."""
+    out = np.empty(shape, dtype)
+    flat = out.reshape(-1)
+    for start in range(0, flat.size, _DRAW_CHUNK):
+        n = min(_DRAW_CHUNK, flat.size - start)
+        if dtype.kind == "O":
+            flat[start : start + n] = [f"s{i}" for i in range(start, start + n)]
+        elif dtype.kind == "b":
+            flat[start : start + n] = rng.random(n) < 0.5
+        elif dtype.kind in "iu":
+            flat[start : start + n] = rng.integers(0, 16, size=n)
+        else:
+            flat[start : start + n] = rng.standard_normal(n)
+    return out
+
+
+def load_inputs(path: str | os.PathLike[str], model: ModelProto) -> dict[str, np.ndarray]:
+    """Inputs from an .npz file (keys = graph input names; never unpickled: strings as unicode or bytes
+    arrays) or an ONNX test-case directory (input_N.pb, directly or in test_data_set_0/); at most
+    :data:`INPUT_LIMIT` bytes in all."""
+    p = Path(path)
+    if not p.exists():
+        raise CustomOpsError(f"inputs {str(p)!r} do not exist")
+    if p.is_dir():
+        sub = p / "test_data_set_0"
+        names = [v.name for v in graph_inputs(model)]
+        return read_inputs(sub if sub.is_dir() else p, names, INPUT_LIMIT)
+    return _read_npz(p)
+
+
+def _read_npz(path: Path) -> dict[str, np.ndarray]:
+    import zipfile
+
+    what = f"{str(path)!r} is not a readable .npz file"
+    with open_bounded(path, INPUT_LIMIT, "inputs file") as f:
+        try:
+            with zipfile.ZipFile(f) as z:
+                declared = sum(info.file_size for info in z.infolist())
+        except (OSError, zipfile.BadZipFile, ValueError) as exc:
+            raise CustomOpsError(f"{what} ({type(exc).__name__}: an .npz is a zip of .npy arrays)") from None
+        if declared > INPUT_LIMIT:
+            raise CustomOpsError(f"{what}: its arrays take {declared} bytes, over the {INPUT_LIMIT} allowed")
+        f.seek(0)
+        return _npz_arrays(f, path, what)
+
+
+def _npz_arrays(f: Any, path: Path, what: str) -> dict[str, np.ndarray]:
+    try:
+        with np.load(f, allow_pickle=False) as data:
+            return {k: data[k] for k in data.files}
+    except ValueError as exc:
+        if "pickle" in str(exc):
+            raise CustomOpsError(
+                f"{str(path)!r} holds Python objects, which are never unpickled: save strings as unicode "
+                "or bytes arrays (np.str_, np.bytes_)"
+            ) from None
+        raise CustomOpsError(f"{what} ({described(exc)})") from None
+    except Exception as exc:
+        raise CustomOpsError(f"{what} ({type(exc).__name__})") from None
+
+
+def check_inputs(model: ModelProto, feed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Validate names, element types and fixed dimensions of ``feed`` against the graph inputs."""
+    expected = {v.name: v for v in graph_inputs(model)}
+    for name in feed:
+        if name not in expected:
+            raise CustomOpsError(
+                f"input {name!r} is not a graph input (graph inputs: {', '.join(map(repr, expected)) or 'none'})"
+            )
+    out: dict[str, np.ndarray] = {}
+    for name, v in expected.items():
+        if name not in feed:
+            raise CustomOpsError(f"graph input {name!r} has no value in the given inputs")
+        value = np.asarray(feed[name])
+        elem, declared = _declared(v)
+        want = dtypes.numpy_dtype(elem) if elem else value.dtype
+        if value.dtype.kind in "US" and want.kind == "O":
+            value = _strings(name, value)
+        if value.dtype != want:
+            raise CustomOpsError(f"input {name!r} has dtype {value.dtype}, the model declares {want}")
+        if v.type.tensor_type.HasField("shape"):
+            if value.ndim != len(declared):
+                raise CustomOpsError(
+                    f"input {name!r} has shape {value.shape!r}, the model declares rank {len(declared)}"
+                )
+            for axis, (got, dim) in enumerate(zip(value.shape, declared, strict=True)):
+                if isinstance(dim, int) and dim != got:
+                    raise CustomOpsError(
+                        f"input {name!r} has shape {value.shape!r}, the model declares {dim} on axis {axis}"
+                    )
+        out[name] = value
+    return out
+
+
+def _strings(name: str, value: np.ndarray) -> np.ndarray:
+    """A unicode or bytes array as the object array of str that ONNX Runtime's Python API takes (it would
+    carry a bytes element as its repr)."""
+    if value.dtype.kind == "U":
+        return value.astype(object)
+    try:
+        return np.vectorize(lambda b: b.decode("utf-8"), otypes=[object])(value)
+    except UnicodeDecodeError:
+        raise CustomOpsError(
+            f"input {name!r} holds bytes that are not UTF-8, which ONNX Runtime's Python API cannot pass "
+            "exactly: give UTF-8 strings"
+        ) from None

@@ -1,0 +1,152 @@
+"""One node alone on the three sides: a one-node model fed the values the node saw in the model, run by
+ORT's built-in kernel, by ours and by onnx.reference, and who leaves the spec
+(customops.eval.attribution)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from onnx import ModelProto, NodeProto, helper
+
+from customops import dtypes
+from customops.eval import sides
+from customops.eval.attribution import attribution
+from customops.eval.messages import described
+from customops.eval.metrics import compare_arrays, tolerance_for
+from customops.eval.sides import SideRun
+from customops.eval.testcase import tensor_proto
+
+REFERENCE_LIMIT = 200_000
+"""Inputs with more elements than this are not given to onnx.reference (it interpolates element by element)."""
+
+
+def run_side(model: ModelProto, feed: dict[str, np.ndarray], custom: bool, repeats: int = 0) -> SideRun:
+    """Run ``model`` on one side, in that side's child process (customops.eval.sides): a crash is the side's
+    error; with ``repeats`` > 0 also profile that many runs for per-node times."""
+    return sides.run_side(model.SerializeToString(), feed, custom, repeats)
+
+
+def _node_model(
+    node: NodeProto,
+    values: dict[str, np.ndarray],
+    opset_imports: Sequence[Any],
+    ir_version: int,
+    constants: frozenset[str] = frozenset(),
+) -> tuple[ModelProto, dict[str, np.ndarray]]:
+    """``node`` alone in a model fed ``values`` (by the node's input names); inputs named in ``constants``
+    (the original model's initializers) stay initializers, as runtimes treat constants differently."""
+    inputs, feed, inits = [], {}, []
+    for name in node.input:
+        if not name or name in feed or name in {t.name for t in inits}:
+            continue
+        value = np.asarray(values[name])
+        if name in constants:
+            inits.append(tensor_proto(value, name))
+            continue
+        elem = dtypes.code_of(value.dtype)
+        inputs.append(helper.make_tensor_value_info(name, elem, list(value.shape)))
+        feed[name] = value
+    outputs = [helper.make_empty_tensor_value_info(o) for o in node.output if o]
+    clean = NodeProto()
+    clean.CopyFrom(node)
+    graph = helper.make_graph([clean], "isolated", inputs, outputs, inits)
+    model = helper.make_model(graph, opset_imports=[o for o in opset_imports if o.domain in ("", "ai.onnx")])
+    model.ir_version = ir_version
+    return model, feed
+
+
+def _run_reference(model: ModelProto, feed: dict[str, np.ndarray]) -> np.ndarray:
+    """The node's output on onnx.reference. Its numpy warnings (NaN and inf arithmetic on such inputs) are
+    silenced: they are not ours to report, and under ``-W error`` they cost the third vote."""
+    import warnings
+
+    from onnx.reference import ReferenceEvaluator
+
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.asarray(ReferenceEvaluator(model).run(None, feed)[0])
+
+
+@dataclass
+class Isolated:
+    """The node alone on A's inputs: each side's output or error."""
+
+    model: ModelProto
+    feed: dict[str, np.ndarray]
+    outputs: dict[str, np.ndarray | None]
+    errors: dict[str, str | None]
+
+
+def run_isolated(
+    node: NodeProto, values: dict[str, np.ndarray], model: ModelProto, reference_limit: int = REFERENCE_LIMIT
+) -> Isolated:
+    """Run ``node`` alone on the built-in side, on ours and with onnx.reference."""
+    from customops.model.rewriter import rewrite_model
+
+    constants = frozenset(t.name for t in model.graph.initializer)
+    one, feed = _node_model(node, values, model.opset_import, model.ir_version, constants)
+    outputs: dict[str, np.ndarray | None] = {"builtin": None, "custom": None, "reference": None}
+    errors: dict[str, str | None] = {"builtin": None, "custom": None, "reference": None}
+    b = run_side(one, feed, custom=False)
+    if b.error:
+        errors["builtin"] = b.error
+    else:
+        outputs["builtin"] = next(iter(b.values.values()))
+    rewritten = rewrite_model(one)
+    if rewritten.skipped:
+        errors["custom"] = f"not swapped: {rewritten.skipped[0].reason}"
+    else:
+        c = run_side(rewritten.model, feed, custom=True)
+        if c.error:
+            errors["custom"] = c.error
+        else:
+            outputs["custom"] = next(iter(c.values.values()))
+    size = sum(int(np.asarray(v).size) for v in feed.values())
+    if size > reference_limit:
+        errors["reference"] = (
+            f"not run: the inputs have {size} elements, over the reference limit {reference_limit}"
+        )
+    else:
+        try:
+            outputs["reference"] = _run_reference(one, feed)
+        except Exception as exc:
+            errors["reference"] = described(exc)
+    return Isolated(one, feed, outputs, errors)
+
+
+def metrics_of(
+    a: np.ndarray | None, b: np.ndarray | None, rtol: float | None, atol: float | None
+) -> dict[str, Any] | None:
+    if a is None or b is None:
+        return None
+    r, t = tolerance_for(np.asarray(b).dtype, rtol, atol)
+    return compare_arrays(a, b, r, t)
+
+
+def attribute(iso: Isolated, rtol: float | None, atol: float | None) -> tuple[str, dict[str, Any]]:
+    """Who leaves the spec on the isolated node (customops.eval.attribution): returns the attribution and
+    the three pairwise metrics."""
+    o, e = iso.outputs, iso.errors
+    pairs = {
+        "builtin_vs_custom": metrics_of(o["builtin"], o["custom"], rtol, atol),
+        "builtin_vs_reference": metrics_of(o["builtin"], o["reference"], rtol, atol),
+        "custom_vs_reference": metrics_of(o["custom"], o["reference"], rtol, atol),
+    }
+    failed = {side: bool(e[side]) for side in ("builtin", "custom")}
+    if any(failed.values()):
+        return attribution(failed, False, None, None), pairs
+
+    def passes(key: str) -> bool | None:
+        m = pairs[key]
+        return None if m is None else bool(m["pass"])
+
+    verdict = attribution(
+        failed,
+        bool(passes("builtin_vs_custom")),
+        passes("builtin_vs_reference"),
+        passes("custom_vs_reference"),
+    )
+    return verdict, pairs

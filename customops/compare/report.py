@@ -1,0 +1,50 @@
+"""compare's report as text: the table of outputs and swapped nodes, the side errors and the one-line
+verdict."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from customops.safeio import printable
+
+
+def _fmt(x: Any, spec: str = ".3g") -> str:
+    if x is None:
+        return "-"
+    if isinstance(x, float):
+        return format(x, spec)
+    return str(x)
+
+
+def format_table(report: dict[str, Any]) -> str:
+    """The human-readable table of a report, ending with the one-line verdict."""
+    head = ("node / output", "op", "shape", "dtype", "max abs", "max rel", "mism.", "ulp", "verdict")
+    rows: list[tuple[str, ...]] = [(*head, "attribution", "starts", "A µs", "B µs")]
+
+    def row(name: str, op: str, m: dict[str, Any], verdict: str, more: tuple[str, ...], times: dict) -> None:
+        stats = (m.get("max_abs"), m.get("max_rel"), m.get("mismatches"), m.get("max_ulp"))
+        shape = "x".join(map(str, m.get("shape_b", []))) or "-"
+        timing = (_fmt(times.get("builtin"), ".0f"), _fmt(times.get("custom"), ".0f")) if times else ("", "")
+        rows.append((name, op, shape, m.get("dtype_b", "-"), *map(_fmt, stats), verdict, *more, *timing))
+
+    for o in report["outputs"]:
+        row(o["name"], "(graph output)", o["metrics"] or {}, o["verdict"], ("", ""), {})
+    for n in report["nodes"]:
+        m = n["in_model"] or ((n["isolated"] or {}).get("builtin_vs_custom") or {})
+        row(n["node"], n["op"], m, n["verdict"], (n["attribution"], n["origin"]), n["time_us"])
+    rows = [tuple(printable(c) for c in r) for r in rows]  # names from the model: no control characters
+    widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    for n in report["nodes"]:
+        errors = (n["isolated"] or {}).get("errors") or {}
+        for side, err in errors.items():
+            if err and not (side == "reference" and n["verdict"] == "agree"):
+                lines.append(f"  {n['node']}: {side}: {err}")
+    for s in report["skipped"]:
+        lines.append(f"  skipped {s['node']} [{s['op']}]: {s['reason']}")
+    for side, info in report["sides"].items():
+        if info["error"]:
+            lines.append(f"  {side} side failed: {info['error']}")
+    lines.append(report["summary"])
+    return "\n".join(printable(line) for line in lines)
