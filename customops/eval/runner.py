@@ -1,7 +1,8 @@
-"""Worker processes per side, grouped in lanes of three (built-in, custom, reference), and a pool of
-lanes. A lane runs one case on its three sides at once; a side that crashes (the process dies, e.g. an
-abort) or hangs (no answer within the per-case time limit) is recorded as such and its worker is
-replaced, so the campaign goes on."""
+"""The parent's side of the children that run each side (customops.eval.worker): :class:`SideProcess`
+starts one, sends it requests, and turns its death into a ``crash`` reply and a missing answer by a
+deadline into a ``hang`` (the child is then killed); either way a fresh child serves the next request.
+compare keeps one per side for its whole-model runs (customops.eval.sides); the fuzzer groups them in
+lanes of three (built-in, custom, reference) and a pool of lanes, so a campaign goes on past a crash."""
 
 from __future__ import annotations
 
@@ -18,18 +19,23 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import Any
 
 from customops.errors import CustomOpsError
-from customops.eval.worker import SIDES, Request
+from customops.eval.worker import SIDES, Reply, Request, verbose
 
 STARTUP_TIMEOUT = 300.0
-"""Seconds a new worker may take to import onnxruntime and say it is ready."""
+"""Seconds a new child may take to import onnxruntime and say it is ready."""
+
+PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+"""The directory holding this customops package: the children start there, so that ``python -m`` finds
+this package and never one in the user's current directory."""
 
 
 @dataclass
 class Outcome:
-    """What one side did with a case: ``status`` is 'ok' (``value`` holds the output), 'error' (it
+    """What one side did with a fuzz case: ``status`` is 'ok' (``value`` holds the output), 'error' (it
     rejected the case; ``message`` says where and why), 'crash' or 'hang'."""
 
     status: str
@@ -38,7 +44,18 @@ class Outcome:
     seconds: float = 0.0
 
 
-def _signal_name(code: int | None) -> str:
+def outcome_of(reply: Reply) -> Outcome:
+    """The fuzzer's view of a reply (the error with its stage and class; a crash's reason and tail)."""
+    if reply.status == "error":
+        return Outcome("error", None, reply.error, reply.seconds)
+    if reply.status == "crash":
+        text = f"worker {reply.message}"
+        return Outcome("crash", None, f"{text}: {reply.tail}" if reply.tail else text, reply.seconds)
+    return Outcome(reply.status, reply.value, reply.message, reply.seconds)
+
+
+def exit_reason(code: int | None) -> str:
+    """How a child ended: ``killed by SIGABRT``, ``exited with status 3``."""
     if code is None:
         return "unknown exit"
     if code < 0:
@@ -49,12 +66,31 @@ def _signal_name(code: int | None) -> str:
     return f"exited with status {code}"
 
 
-class SideWorker:
-    """One worker process for one side, restarted after a crash or a hang."""
+class WorkerDied(CustomOpsError):
+    """A child died before it said it was ready (``reason``: how it ended; ``tail``: its last lines)."""
 
-    def __init__(self, side: str, log_dir: str) -> None:
+    def __init__(self, side: str, reason: str, tail: str) -> None:
+        super().__init__(f"the {side} worker died while starting ({reason}): {tail}")
+        self.reason, self.tail = reason, tail
+
+
+def _stderr_fd() -> list[int]:
+    """A duplicate of this process's stderr file descriptor (the child's own fd 2 is its log), if it has
+    one; the caller closes it."""
+    try:
+        return [os.dup(sys.stderr.fileno())]
+    except (AttributeError, OSError, ValueError):  # replaced by an object without a descriptor
+        return []
+
+
+class SideProcess:
+    """One child process for one side, restarted after a crash or a hang. With ``note``, the child gets
+    this process's stderr for the note of a first compilation."""
+
+    def __init__(self, side: str, note: bool = False) -> None:
         self.side = side
-        self.log_path = os.path.join(log_dir, f"{side}-{id(self)}.log")
+        self.note = note
+        self.log = tempfile.TemporaryFile()  # noqa: SIM115 - the child's stdout and stderr while this lives
         self.proc: subprocess.Popen[bytes] | None = None
         self.conn: Any = None
         self.ready = False
@@ -62,17 +98,24 @@ class SideWorker:
         self._job = 0
 
     def start(self) -> None:
-        """Start the worker process (``python -m customops.eval.worker``), connected by a socket pair."""
+        """Start the child (``python -m customops.eval.child``), connected by a socket pair."""
         parent, child = socket.socketpair()
-        with open(self.log_path, "wb") as log:
+        self.log.seek(0)
+        self.log.truncate()
+        fds = [child.fileno(), *(_stderr_fd() if self.note else [])]
+        try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "customops.eval.worker", self.side, str(child.fileno())],
-                pass_fds=[child.fileno()],
+                [sys.executable, "-m", "customops.eval.child", self.side, *map(str, fds)],
+                pass_fds=fds,
                 stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
+                stdout=self.log,
+                stderr=None if verbose() else self.log,
+                cwd=PACKAGE_ROOT,
             )
-        child.close()
+        finally:
+            child.close()
+            for fd in fds[1:]:
+                os.close(fd)
         self.conn = Connection(parent.detach())
         self.ready = False
 
@@ -87,69 +130,67 @@ class SideWorker:
         try:
             if not self.conn.poll(STARTUP_TIMEOUT):
                 raise CustomOpsError(f"the {self.side} worker did not start within {STARTUP_TIMEOUT:.0f} s")
-            message = self.conn.recv()
+            said = self.conn.recv()
         except (EOFError, OSError):
             assert self.proc is not None
-            self.proc.wait(10)
-            raise CustomOpsError(
-                f"the {self.side} worker died while starting ({_signal_name(self.proc.returncode)}): {self._tail()}"
-            ) from None
-        if message[0] != "ready":
-            raise CustomOpsError(f"the {self.side} worker said {message!r} instead of ready")
+            self._reap(10)
+            raise WorkerDied(self.side, exit_reason(self.proc.returncode), self.tail()) from None
+        if said[0] != "ready":
+            raise CustomOpsError(f"the {self.side} worker said {said!r} instead of ready")
         self.ready = True
 
     def submit(self, request: Request) -> int:
+        """Send ``request``; returns its job number for :meth:`result`."""
         self._ensure_ready()
         self._job += 1
         try:
             self.conn.send((self._job, request))
-        except OSError:  # the worker died since its last answer: start another
+        except OSError:  # the child died since its last answer: start another
             self.restart()
             self._ensure_ready()
             self.conn.send((self._job, request))
         return self._job
 
-    def _tail(self) -> str:
-        try:
-            with open(self.log_path, errors="replace") as f:
-                lines = [line.strip() for line in f.read().splitlines() if line.strip()]
-        except OSError:
-            return ""
+    def tail(self) -> str:
+        """The child's last three lines of output."""
+        self.log.seek(0)
+        text = self.log.read()[-4000:].decode(errors="replace")
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
         return " / ".join(lines[-3:])[:400]
 
-    def result(self, job: int, deadline: float) -> Outcome:
-        """The answer to ``job``; a dead worker is a crash, no answer by ``deadline`` a hang (the worker
-        is then killed). Either way a fresh worker replaces it."""
+    def result(self, job: int, deadline: float | None = None) -> Reply:
+        """The answer to ``job``; a dead child is a crash, no answer by ``deadline`` (perf_counter time;
+        None: wait) a hang, and the child is then killed. Either way a fresh child replaces it."""
         started = time.perf_counter()
         while True:
             try:
-                if not self.conn.poll(max(deadline - time.perf_counter(), 0.0)):
+                wait = None if deadline is None else max(deadline - time.perf_counter(), 0.0)
+                if not self.conn.poll(wait):
                     break
-                status, got, value, message, seconds = self.conn.recv()
+                got, reply = self.conn.recv()
             except (EOFError, OSError):
                 return self._crashed(started)
             if got == job:
-                return Outcome(status, value, message, seconds)
+                return reply
         if not self.alive():
             return self._crashed(started)
         self.kill()
-        return Outcome(
-            "hang", message="no answer within the time limit", seconds=time.perf_counter() - started
-        )
+        return Reply("hang", message="no answer within the time limit", seconds=time.perf_counter() - started)
 
-    def _crashed(self, started: float) -> Outcome:
+    def _reap(self, seconds: float) -> None:
         assert self.proc is not None
         try:
-            self.proc.wait(5)
+            self.proc.wait(seconds)
         except subprocess.TimeoutExpired:
             self.proc.kill()
-            self.proc.wait(5)
-        message = f"worker {_signal_name(self.proc.returncode)}"
-        tail = self._tail()
+            self.proc.wait(10)
+
+    def _crashed(self, started: float) -> Reply:
+        assert self.proc is not None
+        self._reap(5)
+        reason, tail = exit_reason(self.proc.returncode), self.tail()
         self.restart()
-        return Outcome(
-            "crash", message=f"{message}: {tail}" if tail else message, seconds=time.perf_counter() - started
-        )
+        return Reply("crash", message=reason, tail=tail, seconds=time.perf_counter() - started)
 
     def kill(self) -> None:
         if self.proc is not None and self.alive():
@@ -164,15 +205,12 @@ class SideWorker:
         self.start()
 
     def close(self) -> None:
+        """End the child (politely first)."""
         if self.proc is None:
             return
         with contextlib.suppress(Exception):
             self.conn.send(None)
-        try:
-            self.proc.wait(2)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(5)
+        self._reap(2)
         self.conn.close()
         self.proc = None
 
@@ -180,9 +218,9 @@ class SideWorker:
 class Lane:
     """Three workers, one per side; runs a request on all three at once."""
 
-    def __init__(self, log_dir: str, timeout: float) -> None:
+    def __init__(self, timeout: float) -> None:
         self.timeout = timeout
-        self.workers = {side: SideWorker(side, log_dir) for side in SIDES}
+        self.workers = {side: SideProcess(side) for side in SIDES}
         try:
             for w in self.workers.values():
                 w.start()
@@ -193,7 +231,7 @@ class Lane:
     def run(self, request: Request) -> dict[str, Outcome]:
         jobs = {side: w.submit(request) for side, w in self.workers.items()}
         deadline = time.perf_counter() + self.timeout
-        return {side: self.workers[side].result(jobs[side], deadline) for side in SIDES}
+        return {side: outcome_of(self.workers[side].result(jobs[side], deadline)) for side in SIDES}
 
     def close(self) -> None:
         for w in self.workers.values():
@@ -212,12 +250,11 @@ class Pool:
     """``jobs`` lanes shared by any number of threads: :meth:`run` borrows a lane for one request."""
 
     def __init__(self, jobs: int, timeout: float) -> None:
-        self._tmp = tempfile.TemporaryDirectory(prefix="customops-fuzz-")
         self.lanes: queue.Queue[Lane] = queue.Queue()
         self._all: list[Lane] = []
         try:
             for _ in range(jobs):
-                self._all.append(Lane(self._tmp.name, timeout))
+                self._all.append(Lane(timeout))
         except BaseException:  # e.g. the system refuses more processes: stop the workers started so far
             self.close()
             raise
@@ -242,7 +279,6 @@ class Pool:
     def close(self) -> None:
         for lane in self._all:
             lane.close()
-        self._tmp.cleanup()
 
     def __enter__(self) -> Pool:
         return self

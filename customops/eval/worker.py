@@ -1,63 +1,107 @@
-"""The worker process of one side: it runs one-node models as ORT's built-in kernels, ours (rewritten into
-the customops domain) or onnx.reference does, one request at a time, and answers with the output or the
-error. A crash or a hang takes only this process down; the coordinator records it and starts another.
+"""One side in a process of its own: what the child does (customops.eval.runner starts and watches it).
 
-Test hook: the environment variable ``CUSTOMOPS_FUZZ_INJECT`` holds comma-separated ``ACTION:SIDE:INDEX``
-items (ACTION ``abort``, ``exit`` or ``hang``); the worker of SIDE then calls ``os.abort()``, ``os._exit(3)``
-or sleeps for an hour when it is asked to run campaign case INDEX (not when the triage reruns it).
+A side is ORT's built-in kernels (``builtin``), ours (``custom``: the model rewritten into our domain and
+run in customops.InferenceSession) or onnx.reference (``reference``). compare and the fuzzer send the same
+:class:`Request` and get the same :class:`Reply`: a model run whole (every output by name, per-node times
+when profiled) or a one-node case (its first output). Whatever the model does to ONNX Runtime or to the
+Python-op layer (an abort in a callback, a segmentation fault) takes down only this process.
+
+The child is ``python -m customops.eval.child SIDE FD [NOTE_FD]``; it talks to the parent over a socket
+pair with ``multiprocessing.connection`` (pickles between our own two processes only). Its stdout and
+stderr are the parent's log of it, emptied before each request, so a crash leaves its last words there.
+
+Test hooks (environment): ``CUSTOMOPS_SIDE_INJECT=abort:SIDE`` aborts the child of SIDE on every request;
+``CUSTOMOPS_FUZZ_INJECT`` holds comma-separated ``ACTION:SIDE:INDEX`` items (ACTION ``abort``, ``exit`` or
+``hang``) acted on when the child of SIDE is asked for campaign case INDEX (not for triage reruns).
 """
 
 from __future__ import annotations
 
+import json
 import os
-import sys
+import signal
+import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from customops.eval.messages import described
-
-INJECT_ENV = "CUSTOMOPS_FUZZ_INJECT"
+from customops.eval.messages import described, message
 
 SIDES = ("builtin", "custom", "reference")
 
-MAX_OUTPUT_BYTES = 64 << 20
-"""Largest output a worker sends back. A campaign's valid cases have at most 720 output elements
-(customops.fuzz.spaces.base.OUT_LIMIT); a replayed case comes from a file and could ask a side for any size,
-which would then be copied into the coordinator: past this it is an error of that side instead."""
+SIDE_INJECT_ENV = "CUSTOMOPS_SIDE_INJECT"
+FUZZ_INJECT_ENV = "CUSTOMOPS_FUZZ_INJECT"
+
+VERBOSE_ENV = "CUSTOMOPS_ORT_LOG"
+"""Set to ``1`` (the CLI's ``-v``) to keep ONNX Runtime's own log at warning level in the children."""
+
+CASE_OUTPUT_LIMIT = 64 << 20
+"""Largest output of a one-node case sent back. A campaign's valid cases have at most 720 output elements
+(customops.fuzz.spaces.base.OUT_LIMIT); a replayed case comes from a file and could ask a side for any
+size, which would then be copied into the parent: past this it is an error of that side instead."""
 
 
 @dataclass
 class Request:
-    """What a worker runs: the model (serialized), its feed, and which case it is (for the test hook)."""
+    """What a side runs: a serialized model and its feed.
 
-    index: int
-    tag: str
-    """'case' for a campaign run, 'triage' for reruns by the triage and the shrinker."""
+    ``whole``: every output by name, ``repeats`` profiled runs for per-node times (compare's model runs);
+    else the first output alone, on one thread (a fuzz case; ``index`` and ``tag`` name it for the test
+    hook: tag 'case' for a campaign run, 'triage' for reruns). ``limit``: most bytes of outputs sent back."""
+
     model: bytes
     feed: dict[str, Any]
+    whole: bool = False
+    repeats: int = 0
+    limit: int = CASE_OUTPUT_LIMIT
+    index: int = -1
+    tag: str = "triage"
 
 
-def _injections() -> dict[tuple[str, int], str]:
-    out: dict[tuple[str, int], str] = {}
-    for item in os.environ.get(INJECT_ENV, "").split(","):
-        parts = item.strip().split(":")
-        if len(parts) == 3 and parts[2].strip().lstrip("-").isdigit():
-            out[(parts[1].strip(), int(parts[2]))] = parts[0].strip()
-    return out
+@dataclass
+class Reply:
+    """A side's answer. ``status``: 'ok', 'error' (the side refused the model or failed running it),
+    'crash' (the process died) or 'hang' (no answer in time; the last two are made by the parent).
+    ``value``: the first output (a case) or the outputs by name (whole). ``error``: ``stage: Class:
+    message`` (stage load, rewrite or run); ``message``: the message alone (customops.eval.messages);
+    for a crash or hang, ``message`` is the reason and ``tail`` the child's last lines."""
+
+    status: str
+    value: Any = None
+    error: str = ""
+    message: str = ""
+    seconds: float = 0.0
+    times: dict[str, float] = field(default_factory=dict)
+    tail: str = ""
 
 
-def _inject(action: str) -> None:
-    if action == "abort":
-        os.abort()
-    if action == "exit":
-        os._exit(3)
-    if action == "hang":
-        time.sleep(3600)
+class Failed(Exception):
+    """A side's error at one stage: load, rewrite or run."""
+
+    def __init__(self, stage: str, exc: BaseException) -> None:
+        super().__init__(f"{stage}: {described(exc)}")
+        self.text = message(exc)
 
 
-class _Runner:
-    """Runs requests for one side (imports happen once, in the worker)."""
+def staged(stage: str, call: Any, *args: Any) -> Any:
+    """``call(*args)``, any exception raised as :class:`Failed` at ``stage``."""
+    try:
+        return call(*args)
+    except Exception as exc:
+        raise Failed(stage, exc) from None
+
+
+def verbose() -> bool:
+    return os.environ.get(VERBOSE_ENV) == "1"
+
+
+def ort_log_level() -> int:
+    """ONNX Runtime's severity: warnings (2) with :data:`VERBOSE_ENV`, else errors only (3)."""
+    return 2 if verbose() else 3
+
+
+class Runner:
+    """Runs requests for one side (imports happen once, in the child)."""
 
     def __init__(self, side: str) -> None:
         import warnings
@@ -67,105 +111,162 @@ class _Runner:
 
         warnings.simplefilter("ignore")
         np.seterr(all="ignore")
+        ort.set_default_logger_severity(ort_log_level())
         self.side = side
         self.ort = ort
-        if side == "custom":
-            import customops  # noqa: F401  (registers nothing yet; sessions do)
 
-    def options(self) -> Any:
+    def options(self, request: Request, profile_dir: str | None) -> Any:
         opts = self.ort.SessionOptions()
-        opts.log_severity_level = 4
-        opts.intra_op_num_threads = 1
-        opts.inter_op_num_threads = 1
+        opts.log_severity_level = ort_log_level() if request.whole else 4
+        if not request.whole:
+            opts.intra_op_num_threads = 1
+            opts.inter_op_num_threads = 1
+        if profile_dir is not None:
+            opts.enable_profiling = True
+            opts.profile_file_prefix = os.path.join(profile_dir, self.side)
         return opts
 
-    def run(self, request: Request) -> Any:
-        import numpy as np
+    def session(self, request: Request, profile_dir: str | None) -> Any:
+        """A session (or onnx.reference's evaluator) of the request's model on this side."""
         import onnx
 
+        opts = self.options(request, profile_dir)
         if self.side == "builtin":
-            options = self.options()
-            sess = _staged(
-                "load", self.ort.InferenceSession, request.model, options, ["CPUExecutionProvider"]
-            )
-            return np.asarray(_staged("run", sess.run, None, request.feed)[0])
-        model = onnx.ModelProto.FromString(request.model)
+            return staged("load", self.ort.InferenceSession, request.model, opts, ["CPUExecutionProvider"])
         if self.side == "reference":
             from onnx.reference import ReferenceEvaluator
 
-            evaluator = _staged("load", ReferenceEvaluator, model)
-            return np.asarray(_staged("run", evaluator.run, None, request.feed)[0])
-        import customops
+            return staged("load", ReferenceEvaluator, onnx.ModelProto.FromString(request.model))
+        from customops.bridge.runtime import InferenceSession
 
-        result = customops.rewrite_model(model)
-        if result.skipped or not result.swapped:
-            reason = result.skipped[0].reason if result.skipped else "no node to swap"
-            raise _Stage("rewrite", RuntimeError(f"not swapped: {reason}"))
-        sess = _staged("load", customops.InferenceSession, result.model, self.options())
-        return np.asarray(_staged("run", sess.run, None, request.feed)[0])
+        model = request.model
+        if not request.whole:  # a case holds the standard node: rewrite it here
+            import customops
+
+            result = customops.rewrite_model(onnx.ModelProto.FromString(model))
+            if result.skipped or not result.swapped:
+                reason = result.skipped[0].reason if result.skipped else "no node to swap"
+                raise Failed("rewrite", RuntimeError(f"not swapped: {reason}"))
+            model = result.model
+        return staged("load", InferenceSession, model, opts)
+
+    def run(self, request: Request) -> Reply:
+        """Run ``request``; :class:`Failed` for an error of the side."""
+        import numpy as np
+
+        with tempfile.TemporaryDirectory(prefix="customops-profile-") as tmp:
+            sess = self.session(request, tmp if request.repeats else None)
+            values = staged("run", sess.run, None, request.feed)
+            if not request.whole:
+                return Reply("ok", np.asarray(values[0]))
+            for _ in range(max(request.repeats - 1, 0)):
+                staged("run", sess.run, None, request.feed)
+            names = [o.name for o in sess.get_outputs()]
+            reply = Reply("ok", dict(zip(names, values, strict=True)))
+            if request.repeats:
+                reply.times = kernel_times(sess)
+        return reply
 
 
-def _staged(stage: str, call: Any, *args: Any) -> Any:
-    """``call(*args)``, any exception raised as the _Stage ``stage`` (load, run) of the side."""
+def kernel_times(sess: Any) -> dict[str, float]:
+    """Median kernel time (µs) per node name from the session's profile (informative only: {} when the
+    profile cannot be read)."""
+    import numpy as np
+
     try:
-        return call(*args)
-    except Exception as exc:
-        raise _Stage(stage, exc) from None
+        with open(sess.end_profiling()) as f:
+            events = json.load(f)
+    except Exception:
+        return {}
+    samples: dict[str, list[float]] = {}
+    for e in events:
+        if e.get("cat") == "Node" and str(e.get("name", "")).endswith("_kernel_time"):
+            samples.setdefault(e["name"][: -len("_kernel_time")], []).append(float(e.get("dur", 0)))
+    return {k: float(np.median(v)) for k, v in samples.items()}
 
 
-class _Stage(Exception):
-    def __init__(self, stage: str, exc: BaseException) -> None:
-        super().__init__(f"{stage}: {described(exc)}")
+def bounded(reply: Reply, limit: int) -> Reply:
+    """``reply``, or an error in its place when its outputs hold more than ``limit`` bytes."""
+    import numpy as np
+
+    values = reply.value.values() if isinstance(reply.value, dict) else [reply.value]
+    size = sum(int(np.asarray(v).nbytes) for v in values)
+    if size <= limit:
+        return reply
+    text = f"the outputs of this run hold {size} bytes, over the {limit} bytes sent back"
+    return Reply("error", error=f"run: MemoryError: {text}", message=text, seconds=reply.seconds)
 
 
-def worker_main(conn: Any, side: str) -> None:
-    """Answer requests on ``conn`` until it closes (stderr is the coordinator's log of this worker,
-    emptied before each request, so a crash leaves its last words there)."""
-    runner = _Runner(side)
-    injections = _injections()
+def answer(runner: Runner, request: Request) -> Reply:
+    """The reply to ``request``, errors of the side included."""
+    started = time.perf_counter()
+    try:
+        reply = runner.run(request)
+    except Failed as exc:
+        return Reply("error", error=str(exc), message=exc.text, seconds=time.perf_counter() - started)
+    except BaseException as exc:  # the side failed in a way that is not ORT's nor the kernel's
+        text = f"run: {described(exc)}"
+        return Reply("error", error=text, message=message(exc), seconds=time.perf_counter() - started)
+    reply.seconds = time.perf_counter() - started
+    return bounded(reply, request.limit)
+
+
+def injections(side: str) -> tuple[bool, dict[int, str]]:
+    """The test hooks for ``side``: abort on every request; actions by campaign case index."""
+    always = os.environ.get(SIDE_INJECT_ENV, "") == f"abort:{side}"
+    by_case: dict[int, str] = {}
+    for item in os.environ.get(FUZZ_INJECT_ENV, "").split(","):
+        parts = [p.strip() for p in item.split(":")]
+        if len(parts) == 3 and parts[1] == side and parts[2].lstrip("-").isdigit():
+            by_case[int(parts[2])] = parts[0]
+    return always, by_case
+
+
+def inject(action: str) -> None:
+    if action == "abort":
+        os.abort()
+    if action == "exit":
+        os._exit(3)
+    if action == "hang":
+        time.sleep(3600)
+
+
+def empty_log() -> None:
+    """Empty this child's stdout and stderr files before a request, so that a crash leaves only its own
+    last words."""
+    for fd in (1, 2):
+        try:
+            os.ftruncate(fd, 0)
+            os.lseek(fd, 0, os.SEEK_SET)
+        except OSError:
+            pass
+
+
+def serve(conn: Any, side: str, note_fd: int | None) -> None:
+    """Answer ``(job, request)`` messages on ``conn`` with ``(job, reply)`` until it closes."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and then ends us
+    if note_fd is not None:  # the command's own stderr, for the note of a first compilation
+        from customops.accel import jit
+
+        jit.announce_compilation(os.fdopen(note_fd, "w"))
+    runner = Runner(side)
+    always, by_case = injections(side)
     conn.send(("ready", os.getpid()))
     while True:
         try:
-            message = conn.recv()
+            received = conn.recv()
         except (EOFError, OSError):
             return
-        if message is None:
+        if received is None:
             return
-        job, request = message
-        for fd in (1, 2):
-            try:
-                os.ftruncate(fd, 0)
-                os.lseek(fd, 0, os.SEEK_SET)
-            except OSError:
-                pass
-        action = injections.get((side, request.index)) if request.tag == "case" else None
+        job, request = received
+        empty_log()
+        action = "abort" if always else (by_case.get(request.index) if request.tag == "case" else None)
         if action:
-            _inject(action)
-        started = time.perf_counter()
+            inject(action)
+        reply = answer(runner, request)
         try:
-            value = runner.run(request)
-            if value.nbytes > MAX_OUTPUT_BYTES:
-                raise _Stage("run", MemoryError(f"output of {value.nbytes} bytes, over {MAX_OUTPUT_BYTES}"))
-            reply = ("ok", job, value, "", time.perf_counter() - started)
-        except _Stage as exc:
-            reply = ("error", job, None, str(exc), time.perf_counter() - started)
-        except BaseException as exc:  # the side failed in a way that is not ORT's nor the kernel's
-            reply = ("error", job, None, f"run: {described(exc)}", time.perf_counter() - started)
-        try:
-            conn.send(reply)
+            conn.send((job, reply))
         except Exception as exc:  # an output pickle cannot carry
-            conn.send(("error", job, None, f"run: output not transferable: {described(exc)}", 0.0))
-
-
-def main(argv: list[str]) -> None:
-    """``python -m customops.eval.worker SIDE FD``: serve the connection on file descriptor FD."""
-    from multiprocessing.connection import Connection
-
-    side, fd = argv[0], int(argv[1])
-    if side not in SIDES:
-        raise SystemExit(f"unknown side {side!r}")
-    worker_main(Connection(fd), side)
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])
+            text = f"output not transferable: {described(exc)}"
+            conn.send((job, Reply("error", error=f"run: {text}", message=text)))

@@ -250,9 +250,8 @@ def evaluate(pool: Pool, case: Case, verdict: Verdict | None = None, tag: str = 
     """Run ``case`` on the three sides and classify."""
     verdict = verdict or space_of(case.op).validate(case)
     built = build_model(case)
-    request = Request(
-        case.index if case.index is not None else -1, tag, built.model.SerializeToString(), built.feed
-    )
+    index = case.index if case.index is not None else -1
+    request = Request(built.model.SerializeToString(), built.feed, index=index, tag=tag)
     outcomes = pool.run(request)
     return Evaluation(case, verdict, outcomes, classify(case.dtype, verdict, outcomes, magnitude(case)))
 

@@ -250,14 +250,33 @@ def test_memory_stays_a_small_multiple_of_a_large_output(tmp_path):
     )
 
 
-def test_a_side_whose_outputs_exceed_the_limit_reports_it_instead_of_sending_them(monkeypatch):
+def test_a_side_whose_outputs_exceed_the_limit_reports_it_instead_of_sending_them():
+    from customops.eval.worker import Reply, bounded
+
+    small = Reply("ok", {"y": np.zeros(10, np.float32)})
+    assert bounded(small, 1000) is small
+    big = bounded(Reply("ok", {"y": np.zeros(1000, np.float32)}), 1000)
+    assert big.status == "error" and big.value is None and "4000 bytes, over the 1000" in big.message
+    case = bounded(Reply("ok", np.zeros(1000, np.float32)), 1000)  # a fuzz case's one output
+    assert case.status == "error" and case.error.startswith("run: MemoryError: ")
+
+
+def test_compare_s_side_applies_its_output_limit_in_the_child(monkeypatch):
+    """The limit travels with the request: the child refuses to send back more, on a real run."""
     from customops.eval import sides
 
+    model = helper.make_model(
+        helper.make_graph(
+            [helper.make_node("Identity", ["x"], ["y"])],
+            "g",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1000])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1000])],
+        ),
+        opset_imports=[helper.make_opsetid("", 13)],
+    )
     monkeypatch.setattr(sides, "OUTPUT_LIMIT", 1000)
-    small = sides.SideRun(values={"y": np.zeros(10, np.float32)})
-    assert sides.bounded(small) is small
-    big = sides.bounded(sides.SideRun(values={"y": np.zeros(1000, np.float32)}))
-    assert big.values == {} and "4000 bytes, over the 1000" in big.error
+    run = sides.run_side(model.SerializeToString(), {"x": np.zeros(1000, np.float32)}, custom=False)
+    assert run.values == {} and "4000 bytes, over the 1000" in (run.error or "")
 
 
 @pytest.mark.parametrize("chunk", [1, 7, 1 << 20])
@@ -292,3 +311,23 @@ def test_ctrl_c_at_any_moment_of_the_start_gives_one_line(tmp_path, delay):
         pytest.skip("the comparison finished before the signal")
     assert proc.returncode == 130, err
     assert "Traceback" not in err and err.strip().splitlines()[-1].endswith("interrupted")
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="python -P (keep the working directory off sys.path)")
+def test_a_customops_directory_where_compare_runs_is_never_imported_by_its_children(tmp_path):
+    """The sides' children are ``python -m customops.eval.child``: started in the user's directory, a
+    ``customops`` package there (a downloaded model repository, say) would be imported instead of ours."""
+    shadow = tmp_path / "customops"
+    shadow.mkdir()
+    (shadow / "__init__.py").write_text("raise SystemExit('the shadow customops package was imported')\n")
+    proc = subprocess.run(
+        [sys.executable, "-P", "-m", "customops.cli.main", "compare", str(DEVIATION)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert proc.returncode == 1, proc.stderr  # the deviation model disagrees: both sides ran
+    assert "shadow" not in proc.stdout + proc.stderr
+    assert "DISAGREE" in proc.stdout

@@ -356,7 +356,7 @@ def test_a_replayed_case_cannot_send_a_huge_output_back(camp):
     with Pool(1, 60) as pool:
         ev = evaluate(pool, rep.case)
     assert ev.outcomes["custom"].status == "error", ev.outcomes["custom"]
-    assert "over 67108864" in ev.outcomes["custom"].message
+    assert "over the 67108864 bytes" in ev.outcomes["custom"].message
 
 
 def test_an_oversized_finding_is_refused_before_it_is_parsed(camp, capsys):

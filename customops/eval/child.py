@@ -1,0 +1,23 @@
+"""``python -m customops.eval.child SIDE FD [NOTE_FD]``: serve one side (customops.eval.worker) on the
+connection at file descriptor FD; NOTE_FD, if given, is where the note of a first compilation goes.
+
+A module of its own so that the classes the child sends back (customops.eval.worker.Reply) are pickled
+under their importable name, not as ``__main__``'s."""
+
+from __future__ import annotations
+
+import sys
+from multiprocessing.connection import Connection
+
+from customops.eval.worker import SIDES, serve
+
+
+def main(argv: list[str]) -> None:
+    side, fd = argv[0], int(argv[1])
+    if side not in SIDES:
+        raise SystemExit(f"unknown side {side!r}")
+    serve(Connection(fd), side, int(argv[2]) if len(argv) > 2 else None)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
