@@ -20,7 +20,7 @@ import html
 import math
 import struct
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -637,51 +637,68 @@ def render(
         _outputs_table(outputs),
         _nodes_table(nodes),
         _skipped_table(_items(_get(report, "skipped", []))),
+        *_output_sections(outputs, panel),
+        *_node_sections(nodes, panel),
     ]
-    if outputs:
-        body.append("<h2>Graph outputs in detail</h2>")
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>" + "".join(body) + "</body></html>\n"
+    )
+
+
+def _output_sections(outputs: list[Any], panel: Callable[[str], str]) -> list[str]:
+    """The part "Graph outputs in detail": one section per output (verdict, metrics, ``panel`` of its
+    tensors)."""
+    sections = ["<h2>Graph outputs in detail</h2>"] if outputs else []
     for i, item in enumerate(outputs):
         name = str(_get(item, "name", "?"))
-        body.append(
+        sections.append(
             f'<section class="tensor" id="{_section_id("output", i)}"><h3>output {_e(name)} '
             f"{_verdict(_get(item, 'verdict'))}</h3>"
             f"{_metrics_detail([('builtin vs custom', _get(item, 'metrics'))])}{panel(name)}</section>"
         )
-    if nodes:
-        body.append("<h2>Nodes in detail</h2>")
-    for i, item in enumerate(nodes):
-        name = str(_get(item, "node", "?"))
-        isolated = _get(item, "isolated", {})
-        head = (
-            f'<section class="tensor" id="{_section_id("node", i)}"><h3>{_e(name)} '
-            f"<small>({_e(_get(item, 'op', '?'))} → {_e(_get(item, 'output', '?'))})</small> "
-            f"{_verdict(_get(item, 'verdict'))}</h3>"
-        )
-        facts = (
-            f"<p>attribution: {_e(_get(item, 'attribution', '–'))}; difference: "
-            f"{_e(_ORIGIN_TEXT.get(str(_get(item, 'origin', 'unknown')), _get(item, 'origin')))}"
-            + (f"; scope: {_e(_get(item, 'scope'))}" if _get(item, "scope") else "")
-            + "</p>"
-        )
-        table = _metrics_detail(
-            [
-                ("in the model: builtin vs custom", _get(item, "in_model")),
-                ("isolated: builtin vs custom", _get(isolated, "builtin_vs_custom")),
-                ("isolated: builtin vs reference", _get(isolated, "builtin_vs_reference")),
-                ("isolated: custom vs reference", _get(isolated, "custom_vs_reference")),
-            ]
-        )
-        errors = (
-            "".join(
-                f'<p>{_e(side)} error:</p><pre class="error">{_e(err)}</pre>'
-                for side, err in _get(isolated, "errors", {}).items()
-                if err
-            )
-            if isinstance(_get(isolated, "errors", {}), Mapping)
-            else ""
-        )
-        body.append(head + facts + table + errors + panel(name) + "</section>")
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>" + "".join(body) + "</body></html>\n"
+    return sections
+
+
+def _node_sections(nodes: list[Any], panel: Callable[[str], str]) -> list[str]:
+    """The part "Nodes in detail": one section per node (see :func:`_node_section`)."""
+    sections = ["<h2>Nodes in detail</h2>"] if nodes else []
+    sections.extend(_node_section(i, item, panel) for i, item in enumerate(nodes))
+    return sections
+
+
+def _node_section(i: int, item: Any, panel: Callable[[str], str]) -> str:
+    """Node ``i``'s section: heading, attribution and difference, the metrics in the model and isolated,
+    the errors of the isolated run, and ``panel`` of its tensors."""
+    name = str(_get(item, "node", "?"))
+    isolated = _get(item, "isolated", {})
+    head = (
+        f'<section class="tensor" id="{_section_id("node", i)}"><h3>{_e(name)} '
+        f"<small>({_e(_get(item, 'op', '?'))} → {_e(_get(item, 'output', '?'))})</small> "
+        f"{_verdict(_get(item, 'verdict'))}</h3>"
+    )
+    facts = (
+        f"<p>attribution: {_e(_get(item, 'attribution', '–'))}; difference: "
+        f"{_e(_ORIGIN_TEXT.get(str(_get(item, 'origin', 'unknown')), _get(item, 'origin')))}"
+        + (f"; scope: {_e(_get(item, 'scope'))}" if _get(item, "scope") else "")
+        + "</p>"
+    )
+    table = _metrics_detail(
+        [
+            ("in the model: builtin vs custom", _get(item, "in_model")),
+            ("isolated: builtin vs custom", _get(isolated, "builtin_vs_custom")),
+            ("isolated: builtin vs reference", _get(isolated, "builtin_vs_reference")),
+            ("isolated: custom vs reference", _get(isolated, "custom_vs_reference")),
+        ]
+    )
+    return head + facts + table + _isolated_errors(isolated) + panel(name) + "</section>"
+
+
+def _isolated_errors(isolated: Any) -> str:
+    """The error message of each side that failed in the isolated run (nothing unless they are a mapping)."""
+    errors = _get(isolated, "errors", {})
+    if not isinstance(errors, Mapping):
+        return ""
+    return "".join(
+        f'<p>{_e(side)} error:</p><pre class="error">{_e(err)}</pre>' for side, err in errors.items() if err
     )
