@@ -239,10 +239,35 @@ def markdown(summary: dict[str, Any], root: str, command: str) -> str:
     for g in groups:
         for label in g.get("known", []):
             by_label.setdefault(label, []).append(g)
+    out = _findings_intro(summary, root, _regenerate_commands(summary, command))
+    out += _campaigns_table(summary["campaigns"])
+    out += _documented_table(documented_ids(), by_label)
+    out += _label_table("Deviations of ONNX Runtime new to the catalogue", None, FOUND, by_label)
+    out += _label_table(
+        "Our kernels",
+        "Groups where our side is the odd one out and docs/semantics.md records no decision: reported to the "
+        "kernels' owner, not fixed here.",
+        OURS,
+        by_label,
+    )
+    out += _groups_table(groups, root)
+    out += _reference_notes_table(summary.get("reference_notes", []))
+    out += _skipped_list(summary["campaigns"])
+    return "\n".join(out) + "\n"
+
+
+def _regenerate_commands(summary: dict[str, Any], command: str) -> list[str]:
+    """The command of each campaign, then ``command`` (the merge) unless a campaign ran it already."""
     commands = [c["command"] for c in summary["campaigns"]]
     if command not in commands:
         commands.append(command)
-    out = [
+    return commands
+
+
+def _findings_intro(summary: dict[str, Any], root: str, commands: list[str]) -> list[str]:
+    """The findings page's title, what the fuzzer does, where the reproducers are and how to regenerate
+    the page, up to the header of the campaigns table."""
+    return [
         "# Findings of `customops fuzz`",
         "",
         f"Current findings of the differential fuzzer (`customops fuzz`) against onnxruntime "
@@ -265,18 +290,30 @@ def markdown(summary: dict[str, Any], root: str, command: str) -> str:
         "```",
         *commands,
         "```",
+    ]
+
+
+def _campaigns_table(campaigns: list[dict[str, Any]]) -> list[str]:
+    """The section "Campaigns": one row per campaign."""
+    out = [
         "",
         "## Campaigns",
         "",
         "| targets | seed | cases | run | skipped | time (s) | groups | findings |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for c in summary["campaigns"]:
+    for c in campaigns:
         out.append(
             f"| {', '.join(c['targets'])} | {c['seed']} | {c['cases']} | {c['run']} | {c['skipped']} | "
             f"{c['seconds']:.0f} | {c['groups']} | {c['findings']} |"
         )
-    out += [
+    return out
+
+
+def _documented_table(ids: list[str], by_label: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """The section "Documented deviations found again": each id of docs/ort-deviations.md among ``ids``
+    with its groups and findings, or "not found"."""
+    out = [
         "",
         "## Documented deviations found again",
         "",
@@ -285,19 +322,16 @@ def markdown(summary: dict[str, Any], root: str, command: str) -> str:
         "| id | groups | findings |",
         "|---|---|---|",
     ]
-    for ident in documented_ids():
+    for ident in ids:
         hits = by_label.get(ident, [])
         found = f"{len(hits)} | {sum(g['count'] for g in hits)}" if hits else "not found | -"
         out.append(f"| {ident} | {found} |")
-    out += _label_table("Deviations of ONNX Runtime new to the catalogue", None, FOUND, by_label)
-    out += _label_table(
-        "Our kernels",
-        "Groups where our side is the odd one out and docs/semantics.md records no decision: reported to the "
-        "kernels' owner, not fixed here.",
-        OURS,
-        by_label,
-    )
-    out += [
+    return out
+
+
+def _groups_table(groups: list[dict[str, Any]], root: str) -> list[str]:
+    """The section "Groups": one row per group, with a link to its reproducer under ``root``."""
+    out = [
         "",
         "## Groups",
         "",
@@ -317,35 +351,50 @@ def markdown(summary: dict[str, Any], root: str, command: str) -> str:
         out.append(
             f"| {sig['op']}-{sig['version']} | {sig['side']} | {sig['kind']} | {detail} | {g['count']} | {known} | {where} |"
         )
-    notes = summary.get("reference_notes", [])
-    if notes:
-        out += [
-            "",
-            "## onnx.reference alone differs (notes, not findings)",
-            "",
-            "Cases where ORT's kernel and ours agree (or both reject an invalid case) and onnx.reference does not, "
-            "by op and kind, with the most frequent details; docs/semantics.md says where the reference leaves "
-            "the spec.",
-            "",
-            "| op | kind | cases | groups | most frequent details |",
-            "|---|---|---|---|---|",
-        ]
-        by_key: dict[tuple[str, str], list[dict[str, Any]]] = {}
-        for n in notes:
-            sig = n["signature"]
-            by_key.setdefault((f"{sig['op']}-{sig['version']}", sig["kind"]), []).append(n)
-        for (op, kind), items in by_key.items():
-            items = sorted(items, key=lambda n: -n["count"])
-            top = "; ".join(f"{(n['signature']['detail'] or '-')[:70]} ({n['count']})" for n in items[:3])
-            top = printable(top).replace("|", "\\|")
-            out.append(f"| {op} | {kind} | {sum(n['count'] for n in items)} | {len(items)} | {top} |")
+    return out
+
+
+def _reference_notes_table(notes: list[dict[str, Any]]) -> list[str]:
+    """The section on cases where onnx.reference alone differs (by op and kind, with the most frequent
+    details), or nothing when there are none."""
+    if not notes:
+        return []
+    out = [
+        "",
+        "## onnx.reference alone differs (notes, not findings)",
+        "",
+        "Cases where ORT's kernel and ours agree (or both reject an invalid case) and onnx.reference does not, "
+        "by op and kind, with the most frequent details; docs/semantics.md says where the reference leaves "
+        "the spec.",
+        "",
+        "| op | kind | cases | groups | most frequent details |",
+        "|---|---|---|---|---|",
+    ]
+    by_key: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for n in notes:
+        sig = n["signature"]
+        by_key.setdefault((f"{sig['op']}-{sig['version']}", sig["kind"]), []).append(n)
+    for (op, kind), items in by_key.items():
+        items = sorted(items, key=lambda n: -n["count"])
+        top = "; ".join(f"{(n['signature']['detail'] or '-')[:70]} ({n['count']})" for n in items[:3])
+        top = printable(top).replace("|", "\\|")
+        out.append(f"| {op} | {kind} | {sum(n['count'] for n in items)} | {len(items)} | {top} |")
+    return out
+
+
+def _skipped_list(campaigns: list[dict[str, Any]]) -> list[str]:
+    """The section on skipped cases: how many of each reason over all campaigns, or nothing."""
     skipped: Counter[str] = Counter()
-    for c in summary["campaigns"]:
+    for c in campaigns:
         skipped.update(c.get("skipped_reasons", {}))
-    if skipped:
-        out += ["", "## Skipped cases (element types no side can carry)", ""]
-        out += [f"- {reason}: {n}" for reason, n in sorted(skipped.items())]
-    return "\n".join(out) + "\n"
+    if not skipped:
+        return []
+    return [
+        "",
+        "## Skipped cases (element types no side can carry)",
+        "",
+        *(f"- {reason}: {n}" for reason, n in sorted(skipped.items())),
+    ]
 
 
 def _rel(root: str) -> str:
