@@ -159,12 +159,7 @@ class Col2ImSpace(Space):
         g = _geometry(case)
         if g is not None:
             image, block, *_ = g
-            for name in _ATTRS:
-                if name in case.attrs:
-                    attrs = {k: v for k, v in case.attrs.items() if k != name}
-                    simpler = _rebuild(case, image, block, attrs)
-                    if simpler is not None:
-                        yield name, simpler
+            yield from _attrs_at_default(case, image, block)
         if case.dtype != "float":
             simpler_t = convert_case(case, "float")
             if simpler_t is not None:
@@ -180,65 +175,101 @@ class Col2ImSpace(Space):
             yield from value_simplifications(case)
             return
         image, block, dil, stride, pads = g
-        r = len(image)
         k = math.prod(block) or 1
         c = x.shape[1] // k
         if x.shape[0] > 1:
             yield "N=1", case.with_input("input", x[:1])
         if c > 1:
             yield "C=1", case.with_input("input", x[:, :k])
-        if r > 1:
-            for i in reversed(range(r)):
-                attrs = {}
-                for name, value in (("dilations", dil), ("strides", stride)):
-                    if name in case.attrs:
-                        attrs[name] = value[:i] + value[i + 1 :]
-                if "pads" in case.attrs:
-                    attrs["pads"] = pads[:i] + pads[i + 1 : r + i] + pads[r + i + 1 :]
-                simpler = _rebuild(case, image[:i] + image[i + 1 :], block[:i] + block[i + 1 :], attrs)
-                if simpler is not None:
-                    yield f"drop spatial axis {i}", simpler
-        for name in _ATTRS:
-            if name in case.attrs:
-                attrs = {a: v for a, v in case.attrs.items() if a != name}
-                simpler = _rebuild(case, image, block, attrs)
-                if simpler is not None:
-                    yield f"default {name}", simpler
-        for i in range(r):
-            for target in sorted({1, block[i] // 2, block[i] - 1}):
-                if 0 < target < block[i]:
-                    new_block = list(block)
-                    new_block[i] = target
-                    simpler = _rebuild(case, image, new_block, dict(case.attrs))
-                    if simpler is not None:
-                        yield f"block[{i}]={target}", simpler
-            for target in sorted({0, 1, image[i] // 2, image[i] - 1}):
-                if 0 <= target < image[i]:
-                    new_image = list(image)
-                    new_image[i] = target
-                    simpler = _rebuild(case, new_image, block, dict(case.attrs))
-                    if simpler is not None:
-                        yield f"image[{i}]={target}", simpler
-            for name, value, default in (("dilations", dil, 1), ("strides", stride, 1)):
-                if name in case.attrs and value[i] > default:
-                    attrs = dict(case.attrs)
-                    attrs[name] = [*value[:i], default, *value[i + 1 :]]
-                    simpler = _rebuild(case, image, block, attrs)
-                    if simpler is not None:
-                        yield f"{name}[{i}]={default}", simpler
-        if "pads" in case.attrs:
-            for i, v in enumerate(pads):
-                if v > 0:
-                    attrs = dict(case.attrs)
-                    attrs["pads"] = [*pads[:i], 0, *pads[i + 1 :]]
-                    simpler = _rebuild(case, image, block, attrs)
-                    if simpler is not None:
-                        yield f"pads[{i}]=0", simpler
+        yield from _fewer_spatial_axes(case, image, block, dil, stride, pads)
+        for name, simpler in _attrs_at_default(case, image, block):
+            yield f"default {name}", simpler
+        for i in range(len(image)):
+            yield from _smaller_on_axis(case, i, image, block, dil, stride)
+        yield from _zero_pads(case, image, block, pads)
         yield from value_simplifications(case)
         for name in ("image_shape", "block_shape"):
             t = case.inputs[name]
             if t is not None and t.const:
                 yield f"{name} as input", case.with_input(name, t.value, const=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# simplification steps (in the order Col2ImSpace.simplifications tries them)
+
+
+def _fewer_spatial_axes(
+    case: Case, image: list[int], block: list[int], dil: list[int], stride: list[int], pads: list[int]
+) -> Iterator[Candidate]:
+    """``case`` without spatial axis i (its image, block and attribute entries), last axis first; none
+    when there is one spatial axis only."""
+    r = len(image)
+    if r <= 1:
+        return
+    for i in reversed(range(r)):
+        attrs = {}
+        for name, value in (("dilations", dil), ("strides", stride)):
+            if name in case.attrs:
+                attrs[name] = value[:i] + value[i + 1 :]
+        if "pads" in case.attrs:
+            attrs["pads"] = pads[:i] + pads[i + 1 : r + i] + pads[r + i + 1 :]
+        simpler = _rebuild(case, image[:i] + image[i + 1 :], block[:i] + block[i + 1 :], attrs)
+        if simpler is not None:
+            yield f"drop spatial axis {i}", simpler
+
+
+def _attrs_at_default(case: Case, image: list[int], block: list[int]) -> Iterator[tuple[str, Case]]:
+    """(name, ``case`` without attribute ``name``) for each of dilations, pads and strides it sets."""
+    for name in _ATTRS:
+        if name in case.attrs:
+            attrs = {a: v for a, v in case.attrs.items() if a != name}
+            simpler = _rebuild(case, image, block, attrs)
+            if simpler is not None:
+                yield name, simpler
+
+
+def _smaller_on_axis(
+    case: Case, i: int, image: list[int], block: list[int], dil: list[int], stride: list[int]
+) -> Iterator[Candidate]:
+    """``case`` with a smaller block or image on spatial axis i, or its dilation or stride there at 1."""
+    for target in sorted({1, block[i] // 2, block[i] - 1}):
+        if 0 < target < block[i]:
+            new_block = list(block)
+            new_block[i] = target
+            simpler = _rebuild(case, image, new_block, dict(case.attrs))
+            if simpler is not None:
+                yield f"block[{i}]={target}", simpler
+    for target in sorted({0, 1, image[i] // 2, image[i] - 1}):
+        if 0 <= target < image[i]:
+            new_image = list(image)
+            new_image[i] = target
+            simpler = _rebuild(case, new_image, block, dict(case.attrs))
+            if simpler is not None:
+                yield f"image[{i}]={target}", simpler
+    for name, value, default in (("dilations", dil, 1), ("strides", stride, 1)):
+        if name in case.attrs and value[i] > default:
+            attrs = dict(case.attrs)
+            attrs[name] = [*value[:i], default, *value[i + 1 :]]
+            simpler = _rebuild(case, image, block, attrs)
+            if simpler is not None:
+                yield f"{name}[{i}]={default}", simpler
+
+
+def _zero_pads(case: Case, image: list[int], block: list[int], pads: list[int]) -> Iterator[Candidate]:
+    """``case`` with one positive entry of pads set to 0, first entry first."""
+    if "pads" not in case.attrs:
+        return
+    for i, v in enumerate(pads):
+        if v > 0:
+            attrs = dict(case.attrs)
+            attrs["pads"] = [*pads[:i], 0, *pads[i + 1 :]]
+            simpler = _rebuild(case, image, block, attrs)
+            if simpler is not None:
+                yield f"pads[{i}]=0", simpler
+
+
+# ---------------------------------------------------------------------------------------------
+# mutations
 
 
 def _mutate_block_count(rng: np.random.Generator, case: Case) -> Case | None:
