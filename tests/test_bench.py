@@ -471,3 +471,14 @@ def test_names_from_a_saved_run_cannot_break_the_table_or_the_terminal(tmp_path)
     row = next(line for line in markdown.splitlines() if line.startswith("| a"))
     assert row.startswith("| a\\|b\\n\\| x \\|\\x1b[31m | 1x1 |") and row.count(" | ") == 10
     assert "\x1b" not in markdown and "\x07" not in back.text()
+
+
+def test_the_docs_table_is_the_committed_run_rendered() -> None:
+    """docs/performance.md shows docs/bench.json as ``customops bench --from docs/bench.json --markdown``
+    prints it; after a new ``--json docs/bench.json``, paste that output between the markers."""
+    page = (ROOT / "docs" / "performance.md").read_text()
+    block = page.split("<!-- bench-table -->\n")[1].split("<!-- /bench-table -->")[0]
+    committed = saved.load(ROOT / "docs" / "bench.json")
+    assert block.strip() == committed.markdown()
+    assert committed.settings.full and committed.hook is not None  # a full run: every target judged
+    assert [r.name for r in committed.results] == [w.name for w in suite.suite()]
