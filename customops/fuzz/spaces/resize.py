@@ -174,59 +174,24 @@ class ResizeSpace(Space):
             return Verdict("scales-and-sizes")
         if scales is None and sizes is None:
             return Verdict("no-scales-or-sizes")
-        count = len(axes)
         in_lens = [x.shape[i] for i in axes]
         policy = attr_value(case, "keep_aspect_ratio_policy") if case.version >= 18 else "stretch"
         if scales is not None:
-            if scales.size != count:
-                return Verdict("scales-length")
-            values = [float(s) for s in scales.tolist()]
-            if not all(math.isfinite(s) and s > 0 for s in values):
-                return Verdict("scale-nonpositive")
-            if policy != "stretch":
-                return Verdict("scales-with-policy")
-            fractions = [Fraction(s) for s in values]
-            out_lens = [math.floor(f * n) for f, n in zip(fractions, in_lens, strict=True)]
+            out_lens, fractions, why = _lengths_from_scales(scales, in_lens, policy)
         else:
             assert sizes is not None
-            if sizes.size != count:
-                return Verdict("sizes-length")
-            wanted = [int(s) for s in sizes.tolist()]
-            if any(s < 0 for s in wanted):
-                return Verdict("size-negative")
-            if policy == "stretch":
-                out_lens = wanted
-                fractions = [
-                    Fraction(m, n) if n else Fraction(1) for m, n in zip(wanted, in_lens, strict=True)
-                ]
-            else:
-                ratios = [Fraction(m, n) for m, n in zip(wanted, in_lens, strict=True) if n]
-                one = (min if policy == "not_larger" else max)(ratios) if ratios else Fraction(1)
-                fractions = [one] * count
-                out_lens = [math.floor(one * n + Fraction(1, 2)) for n in in_lens]
+            out_lens, fractions, why = _lengths_from_sizes(sizes, in_lens, policy)
+        if why:
+            return Verdict(why)
         out_shape = list(x.shape)
         for axis, m in zip(axes, out_lens, strict=True):
             out_shape[axis] = m
         empty = math.prod(out_shape) == 0
         if not empty and any(n == 0 and m > 0 for n, m in zip(in_lens, out_lens, strict=True)):
             return Verdict("resize-empty-axis")
-        coord = attr_value(case, "coordinate_transformation_mode")
-        bounds = [(0.0, 1.0)] * count
-        if coord == "tf_crop_and_resize" and roi is not None:
-            if roi.size != 2 * count:
-                return Verdict("roi-length")
-            r = roi.astype(np.float64).tolist()
-            if not all(math.isfinite(v) for v in r):
-                return Verdict("roi-nonfinite")
-            bounds = list(zip(r[:count], r[count:], strict=True))
-        extrapolation = float(attr_value(case, "extrapolation_value"))
-        unfillable = case.dtype == "string" or (
-            (V.is_int(case.dtype) or case.dtype == "bool") and math.isnan(extrapolation)
-        )
-        if coord == "tf_crop_and_resize" and not empty and unfillable:
-            for n, m, f, (start, end) in zip(in_lens, out_lens, fractions, bounds, strict=True):
-                if _crop_leaves_input(n, m, f, start, end):
-                    return Verdict("extrapolation-type")
+        why = _crop_reason(case, roi, empty, in_lens, out_lens, fractions)
+        if why:
+            return Verdict(why)
         return Verdict(None, tuple(out_shape))
 
     # -- invalid configurations -------------------------------------------------------------------
@@ -292,6 +257,73 @@ class ResizeSpace(Space):
         for name, t in case.inputs.items():
             if t is not None and t.const and name != "X":
                 yield f"{name} as input", case.with_input(name, t.value, const=False)
+
+
+_Lengths = tuple[list[int], list[Fraction], str | None]
+"""Output lengths and scales of the resized axes, and the reason they cannot be computed (then both are
+empty) or None."""
+
+
+def _lengths_from_scales(scales: np.ndarray, in_lens: list[int], policy: str) -> _Lengths:
+    """Resize-11 on, axes of lengths ``in_lens`` resized by ``scales``: floor(scale * n); scales must be
+    one per axis, finite and positive, and go with the stretch policy only."""
+    if scales.size != len(in_lens):
+        return [], [], "scales-length"
+    values = [float(s) for s in scales.tolist()]
+    if not all(math.isfinite(s) and s > 0 for s in values):
+        return [], [], "scale-nonpositive"
+    if policy != "stretch":
+        return [], [], "scales-with-policy"
+    fractions = [Fraction(s) for s in values]
+    return [math.floor(f * n) for f, n in zip(fractions, in_lens, strict=True)], fractions, None
+
+
+def _lengths_from_sizes(sizes: np.ndarray, in_lens: list[int], policy: str) -> _Lengths:
+    """Resize-11 on, axes of lengths ``in_lens`` resized to ``sizes`` (one per axis, none negative): the
+    sizes themselves when stretching, else one scale for every axis (the smallest ratio for
+    not_larger, the largest for not_smaller) and round(scale * n), halves up."""
+    if sizes.size != len(in_lens):
+        return [], [], "sizes-length"
+    wanted = [int(s) for s in sizes.tolist()]
+    if any(s < 0 for s in wanted):
+        return [], [], "size-negative"
+    if policy == "stretch":
+        fractions = [Fraction(m, n) if n else Fraction(1) for m, n in zip(wanted, in_lens, strict=True)]
+        return wanted, fractions, None
+    ratios = [Fraction(m, n) for m, n in zip(wanted, in_lens, strict=True) if n]
+    one = (min if policy == "not_larger" else max)(ratios) if ratios else Fraction(1)
+    return [math.floor(one * n + Fraction(1, 2)) for n in in_lens], [one] * len(in_lens), None
+
+
+def _crop_reason(
+    case: Case,
+    roi: np.ndarray | None,
+    empty: bool,
+    in_lens: list[int],
+    out_lens: list[int],
+    fractions: list[Fraction],
+) -> str | None:
+    """Why tf_crop_and_resize cannot run: a roi of the wrong length or not finite, or a crop that reads
+    outside a non-empty input where the element type cannot hold the extrapolation value; else None."""
+    count = len(in_lens)
+    coord = attr_value(case, "coordinate_transformation_mode")
+    bounds = [(0.0, 1.0)] * count
+    if coord == "tf_crop_and_resize" and roi is not None:
+        if roi.size != 2 * count:
+            return "roi-length"
+        r = roi.astype(np.float64).tolist()
+        if not all(math.isfinite(v) for v in r):
+            return "roi-nonfinite"
+        bounds = list(zip(r[:count], r[count:], strict=True))
+    extrapolation = float(attr_value(case, "extrapolation_value"))
+    unfillable = case.dtype == "string" or (
+        (V.is_int(case.dtype) or case.dtype == "bool") and math.isnan(extrapolation)
+    )
+    if coord == "tf_crop_and_resize" and not empty and unfillable:
+        for n, m, f, (start, end) in zip(in_lens, out_lens, fractions, bounds, strict=True):
+            if _crop_leaves_input(n, m, f, start, end):
+                return "extrapolation-type"
+    return None
 
 
 def _crop_leaves_input(n: int, m: int, scale: Fraction, start: float, end: float) -> bool:
