@@ -223,60 +223,108 @@ def translate(
     bridged = compute != elem
     if bridged:
         x = b.cast(x, compute, "cast_in")
+    rest, kernel = _custom_inputs(b, values, compute, bridged)
+    outputs = _custom_outputs(b, elem, bridged)
+    encoded = _custom_attributes(b, kernel, value_info)
+    new = helper.make_node(opv.custom, [x, *rest], outputs, name=node.name, domain=DOMAIN, **encoded)
+    new.doc_string = node.doc_string
+    return Translation([*b.before, new, *b.after], new, list(b.helpers))
 
-    custom = opv.custom
+
+def _custom_inputs(
+    b: _Builder, values: dict[str, object], compute: str, bridged: bool
+) -> tuple[list[str], dict[str, object]]:
+    """The custom node's inputs after the main one (helpers added to ``b``) and the attribute values of
+    its kernel, from the standard node's attribute ``values``; ``compute`` is the element type the
+    custom node computes in (``bridged`` when it differs from the main input's)."""
+    custom = b.opv.custom
     if custom == "Resize":
-        rest, kernel = _resize_inputs(b, values)
-    elif custom == "Upsample":
-        kernel = {"mode": values["mode"]}
-        if opv.version == 7:
-            factors = np.asarray(values["scales"], np.float32)
-            if (factors < 1).any():
-                raise Skip(f"invalid scales {values['scales']!r} for {opv.key} (each must be >= 1)")
-            scales = b.constant("scales", factors, "float")
-        else:
-            scales = b.input(1)
-        if not scales:
-            raise Skip(f"{opv.key} needs its scales input")
-        rest = [scales]
-    elif custom == "Pad":
-        kernel = {"mode": values["mode"]}
-        if opv.version == 2:
-            pads = b.constant("pads", np.asarray(values["pads"], np.int64), "int64")
-            value = np.asarray([values["value"]], np.float32).astype(dtypes.numpy_dtype(compute))
-            cval = b.constant("constant_value", value, compute)
-            axes = b.constant("axes", None, "int64")
-        else:
-            pads = b.index_input(1, "pads") or b.constant("pads", None, "int64")
-            cval = b.input(2)
-            if cval and bridged:
-                cval = b.cast(cval, compute, "cast_constant_value")
-            cval = cval or b.constant("constant_value", None, compute)
-            axes = b.index_input(3, "axes") or b.constant("axes", None, "int64")
-        rest = [pads, cval, axes]
-    elif custom == "Col2Im":
-        kernel = dict(values)
-        rest = [b.index_input(1, "image_shape") or "", b.index_input(2, "block_shape") or ""]
-        if not all(rest):
-            raise Skip("Col2Im needs both image_shape and block_shape")
-    elif custom == "CenterCropPad":
-        kernel = dict(values)
-        shape = b.index_input(1, "shape")
-        if shape is None:
-            raise Skip("CenterCropPad needs its shape input")
-        rest = [shape]
-    else:  # pragma: no cover - the registry names only the customs above
-        raise Skip(f"no translation for custom op {custom!r}")
+        return _resize_inputs(b, values)
+    if custom == "Upsample":
+        return _upsample_inputs(b, values)
+    if custom == "Pad":
+        return _pad_inputs(b, values, compute, bridged)
+    if custom == "Col2Im":
+        return _col2im_inputs(b, values)
+    if custom == "CenterCropPad":
+        return _center_crop_pad_inputs(b, values)
+    # the registry names only the customs above
+    raise Skip(f"no translation for custom op {custom!r}")  # pragma: no cover
 
-    outputs = list(node.output[:1])
+
+def _upsample_inputs(b: _Builder, values: dict[str, object]) -> tuple[list[str], dict[str, object]]:
+    """Upsample: the scales input (Upsample-7's scales attribute as a Constant, each at least 1)."""
+    kernel: dict[str, object] = {"mode": values["mode"]}
+    if b.opv.version == 7:
+        factors = np.asarray(values["scales"], np.float32)
+        if (factors < 1).any():
+            raise Skip(f"invalid scales {values['scales']!r} for {b.opv.key} (each must be >= 1)")
+        scales = b.constant("scales", factors, "float")
+    else:
+        scales = b.input(1)
+    if not scales:
+        raise Skip(f"{b.opv.key} needs its scales input")
+    return [scales], kernel
+
+
+def _pad_inputs(
+    b: _Builder, values: dict[str, object], compute: str, bridged: bool
+) -> tuple[list[str], dict[str, object]]:
+    """Pad: pads, constant_value and axes (Pad-2's attributes as Constants; absent inputs as empty
+    fillers; the constant value Cast to ``compute`` when the node is ``bridged``)."""
+    kernel: dict[str, object] = {"mode": values["mode"]}
+    if b.opv.version == 2:
+        pads = b.constant("pads", np.asarray(values["pads"], np.int64), "int64")
+        value = np.asarray([values["value"]], np.float32).astype(dtypes.numpy_dtype(compute))
+        cval = b.constant("constant_value", value, compute)
+        axes = b.constant("axes", None, "int64")
+    else:
+        pads = b.index_input(1, "pads") or b.constant("pads", None, "int64")
+        cval = b.input(2)
+        if cval and bridged:
+            cval = b.cast(cval, compute, "cast_constant_value")
+        cval = cval or b.constant("constant_value", None, compute)
+        axes = b.index_input(3, "axes") or b.constant("axes", None, "int64")
+    return [pads, cval, axes], kernel
+
+
+def _col2im_inputs(b: _Builder, values: dict[str, object]) -> tuple[list[str], dict[str, object]]:
+    """Col2Im: image_shape and block_shape, both required, as int64."""
+    kernel = dict(values)
+    rest = [b.index_input(1, "image_shape") or "", b.index_input(2, "block_shape") or ""]
+    if not all(rest):
+        raise Skip("Col2Im needs both image_shape and block_shape")
+    return rest, kernel
+
+
+def _center_crop_pad_inputs(b: _Builder, values: dict[str, object]) -> tuple[list[str], dict[str, object]]:
+    """CenterCropPad: the shape input, required, as int64."""
+    kernel = dict(values)
+    shape = b.index_input(1, "shape")
+    if shape is None:
+        raise Skip("CenterCropPad needs its shape input")
+    return [shape], kernel
+
+
+def _custom_outputs(b: _Builder, elem: str, bridged: bool) -> list[str]:
+    """The custom node's output: the node's first output, or, when ``bridged``, a new value that a Cast
+    helper after the custom node turns back into ``elem`` under the node's output name."""
+    outputs = list(b.node.output[:1])
     if not outputs or not outputs[0]:
         raise Skip("the node has no output")
     if bridged:
-        tmp = namer(f"{b.stem}/customops_out")
+        tmp = b.namer(f"{b.stem}/customops_out")
         b.after.append(b._helper("Cast", [tmp], [outputs[0]], "cast_out", to=dtypes.CODE[elem]))
         outputs = [tmp]
+    return outputs
 
-    encoded = _encode(custom, kernel)
+
+def _custom_attributes(b: _Builder, kernel: dict[str, object], value_info: Iterable[str]) -> dict[str, str]:
+    """The custom node's attributes: the kernel's ``kernel`` values encoded, the standard op it stands
+    for, the node's label, and what restore needs (the original node, the names of the helpers added
+    so far, ``value_info``)."""
+    node, opv = b.node, b.opv
+    encoded = _encode(opv.custom, kernel)
     encoded["customops_origin"] = opv.key
     encoded["customops_node"] = node.name or node.output[0]
     restore_info: dict[str, object] = {
@@ -286,9 +334,7 @@ def translate(
     if value_info:
         restore_info["value_info"] = list(value_info)
     encoded[RESTORE_ATTR] = json.dumps(restore_info, separators=(",", ":"))
-    new = helper.make_node(custom, [x, *rest], outputs, name=node.name, domain=DOMAIN, **encoded)
-    new.doc_string = node.doc_string
-    return Translation([*b.before, new, *b.after], new, list(b.helpers))
+    return encoded
 
 
 @dataclass(frozen=True)
