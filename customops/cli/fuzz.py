@@ -23,6 +23,15 @@ def add_parser(sub: Any) -> None:
             "untrusted data: bounded, checked, names only as safe path components."
         ),
     )
+    _add_campaign_arguments(p)
+    actions = p.add_subparsers(dest="action", metavar="[merge|replay]")
+    _add_merge_parser(actions)
+    _add_replay_parser(actions)
+    p.set_defaults(func=run)
+
+
+def _add_campaign_arguments(p: argparse.ArgumentParser) -> None:
+    """The arguments of a campaign: what to run, how, and where its results go."""
     p.add_argument(
         "--op",
         action="append",
@@ -70,13 +79,10 @@ def add_parser(sub: Any) -> None:
         metavar="RUNS",
         help=f"runs spent shrinking one group (default {DEFAULT_SHRINK_BUDGET})",
     )
-    _add_actions(p)
-    p.set_defaults(func=run)
 
 
-def _add_actions(p: argparse.ArgumentParser) -> None:
-    """``customops fuzz merge`` and ``customops fuzz replay``."""
-    actions = p.add_subparsers(dest="action", metavar="[merge|replay]")
+def _add_merge_parser(actions: Any) -> None:
+    """``customops fuzz merge DIR...``."""
     m = actions.add_parser(
         "merge",
         help="merge campaign directories (e.g. shards) into one summary",
@@ -97,6 +103,10 @@ def _add_actions(p: argparse.ArgumentParser) -> None:
     m.add_argument(
         "--markdown", dest="merge_markdown", metavar="PATH", help="also write the findings page there"
     )
+
+
+def _add_replay_parser(actions: Any) -> None:
+    """``customops fuzz replay GROUP_DIR...``."""
     r = actions.add_parser("replay", help="rerun reproducers; exit 1 while one still reproduces")
     r.add_argument("groups", nargs="+", metavar="GROUP_DIR")
     r.add_argument("--case-timeout", dest="replay_timeout", metavar="SECONDS")
