@@ -375,14 +375,14 @@ def test_metrics_report_ulps_nan_placement_and_the_tolerance_needed():
     a = np.array([1.0, np.nan, 3.0, np.inf], F32)
     b = np.array([np.nextafter(F32(1), F32(2)), np.nan, 3.5, np.inf], F32)
     m = compare_arrays(a, b, rtol=0.0, atol=0.0)
-    assert m["nan_match"] and m["inf_match"] and m["mismatches"] == 2
-    assert m["max_abs"] == pytest.approx(0.5) and m["needed_atol"] == pytest.approx(0.5)
-    assert m["needed_rtol"] == pytest.approx(0.5 / 3.5)
-    assert compare_arrays(a, b, rtol=0.0, atol=m["needed_atol"])["pass"]
-    assert m["max_ulp"] == (1 << 21)  # 3.0 and 3.5 are 2**21 float32 steps apart
+    assert m.nan_match and m.inf_match and m.mismatches == 2
+    assert m.max_abs == pytest.approx(0.5) and m.needed_atol == pytest.approx(0.5)
+    assert m.needed_rtol == pytest.approx(0.5 / 3.5)
+    assert compare_arrays(a, b, rtol=0.0, atol=m.needed_atol).passed
+    assert m.max_ulp == (1 << 21)  # 3.0 and 3.5 are 2**21 float32 steps apart
     moved = compare_arrays(np.array([np.nan, 1], F32), np.array([1, np.nan], F32), 1e-3, 1e-3)
-    assert not moved["nan_match"] and not moved["pass"]
-    assert compare_arrays(np.array([1, 2]), np.array([1, 3]), 0, 0)["mismatches"] == 1
+    assert not moved.nan_match and not moved.passed
+    assert compare_arrays(np.array([1, 2]), np.array([1, 3]), 0, 0).mismatches == 1
 
 
 def test_cli_writes_json_html_and_reproducers_that_reproduce(tmp_path):
@@ -509,7 +509,7 @@ def test_metrics_against_a_zero_or_subnormal_reference_are_infinite_without_a_wa
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         m = compare_arrays(np.array([1.0, 1.0]), np.array([0.0, 1e-310]), rtol=0.0, atol=0.0)
-    assert m["max_rel"] == np.inf and m["needed_rtol"] == np.inf and not m["pass"]
+    assert m.max_rel == np.inf and m.needed_rtol == np.inf and not m.passed
 
 
 def test_cli_json_report_is_strict_json_with_infinite_values_as_strings(tmp_path):

@@ -102,7 +102,7 @@ def test_attribution_of_every_outcome_of_the_three_votes(builtin, custom, refere
         "custom_vs_reference": (custom, reference),
     }.items():
         if x in VALUES and y in VALUES:
-            assert pairs[pair]["pass"] == ({x, y} <= {"v0", "v0~"} or x == y), pair
+            assert pairs[pair].passed == ({x, y} <= {"v0", "v0~"} or x == y), pair
         else:
             assert pairs[pair] is None, pair
 

@@ -15,22 +15,22 @@ def test_string_mismatches_are_counted_and_fail():
     a = np.array(["a", "b", "c"], dtype=object)
     b = np.array(["a", "x", "c"], dtype=object)
     m = compare_arrays(a, b, 0.0, 0.0)
-    assert m["mismatches"] == 1 and not m["pass"]
-    assert compare_arrays(a, a.copy(), 0.0, 0.0)["pass"]
+    assert m.mismatches == 1 and not m.passed
+    assert compare_arrays(a, a.copy(), 0.0, 0.0).passed
     same_text = compare_arrays(np.array(["a", "b"]), np.array(["a", "b"], dtype=object), 0.0, 0.0)
-    assert same_text["mismatches"] == 0 and not same_text["pass"]  # equal text, different dtypes
+    assert same_text.mismatches == 0 and not same_text.passed  # equal text, different dtypes
 
 
 def test_a_dtype_mismatch_fails_even_with_equal_values():
     m = compare_arrays(np.array([1, 2], np.int32), np.array([1, 2], np.int64), 0.0, 0.0)
-    assert m["mismatches"] == 0 and not m["dtype_match"] and not m["pass"]
+    assert m.mismatches == 0 and not m.dtype_match and not m.passed
     m = compare_arrays(np.array([1.5], np.float32), np.array([1.5], np.float64), 1.0, 1.0)
-    assert not m["dtype_match"] and not m["pass"]
+    assert not m.dtype_match and not m.passed
 
 
 def test_a_shape_mismatch_fails_before_any_value_is_read():
     m = compare_arrays(np.zeros((2, 3), F32), np.zeros((3, 2), F32), 1.0, 1.0)
-    assert not m["shape_match"] and not m["pass"] and m["mismatches"] is None
+    assert not m.shape_match and not m.passed and m.mismatches is None
 
 
 @pytest.mark.parametrize(
@@ -47,38 +47,38 @@ def test_a_shape_mismatch_fails_before_any_value_is_read():
 )
 def test_nan_and_inf_must_sit_in_the_same_places(a, b, nan_match, inf_match, passes):
     m = compare_arrays(np.array(a, F32), np.array(b, F32), 1e-5, 1e-5)
-    assert (m["nan_match"], m["inf_match"], m["pass"]) == (nan_match, inf_match, passes)
+    assert (m.nan_match, m.inf_match, m.passed) == (nan_match, inf_match, passes)
     if not passes:
-        assert m["mismatches"] >= 1
+        assert m.mismatches >= 1
 
 
 def test_empty_tensors_agree_and_report_zero_error():
     m = compare_arrays(np.zeros((0, 3), F32), np.zeros((0, 3), F32), 0.0, 0.0)
-    assert m["pass"] and m["mismatches"] == 0 and m["max_abs"] == 0.0 and m["count"] == 0
+    assert m.passed and m.mismatches == 0 and m.max_abs == 0.0 and m.count == 0
     m = compare_arrays(np.zeros((0,), F32), np.zeros((1,), F32), 0.0, 0.0)
-    assert not m["pass"]
+    assert not m.passed
 
 
 def test_error_figures_and_the_tolerances_that_would_pass():
     a = np.array([1.0, 2.0, 4.0], F32)
     b = np.array([1.0, 2.5, 4.0], F32)
     m = compare_arrays(a, b, 0.0, 0.1)
-    assert m["mismatches"] == 1 and not m["pass"]
-    assert m["max_abs"] == pytest.approx(0.5) and m["max_rel"] == pytest.approx(0.2)
-    assert compare_arrays(a, b, 0.0, m["needed_atol"])["pass"]
-    assert compare_arrays(a, b, m["needed_rtol"] * (1 + 1e-12), 0.1)["pass"]
-    assert m["max_ulp"] == int(np.array(2.5, F32).view(np.int32) - np.array(2.0, F32).view(np.int32))
+    assert m.mismatches == 1 and not m.passed
+    assert m.max_abs == pytest.approx(0.5) and m.max_rel == pytest.approx(0.2)
+    assert compare_arrays(a, b, 0.0, m.needed_atol).passed
+    assert compare_arrays(a, b, m.needed_rtol * (1 + 1e-12), 0.1).passed
+    assert m.max_ulp == int(np.array(2.5, F32).view(np.int32) - np.array(2.0, F32).view(np.int32))
 
 
 def test_a_reference_of_zero_makes_the_relative_error_infinite_not_a_warning():
     with np.errstate(all="raise"):
         m = compare_arrays(np.array([1.0], F32), np.array([0.0], F32), 0.0, 0.0)
-    assert m["max_rel"] == float("inf") and not m["pass"]
+    assert m.max_rel == float("inf") and not m.passed
 
 
 def test_integers_and_bools_compare_exactly_by_default():
     assert tolerance_for(np.dtype(np.int64), None, None) == (0.0, 0.0)
     assert tolerance_for(np.dtype(np.float32), None, None) == (1e-5, 1e-5)
     r, t = tolerance_for(np.dtype(np.int32))
-    assert compare_arrays(np.array([1, 2], np.int32), np.array([1, 3], np.int32), r, t)["mismatches"] == 1
-    assert not compare_arrays(np.array([True]), np.array([False]), 0.0, 0.0)["pass"]
+    assert compare_arrays(np.array([1, 2], np.int32), np.array([1, 3], np.int32), r, t).mismatches == 1
+    assert not compare_arrays(np.array([True]), np.array([False]), 0.0, 0.0).passed

@@ -15,7 +15,7 @@ from customops import dtypes
 from customops.eval import sides
 from customops.eval.attribution import attribution
 from customops.eval.messages import described
-from customops.eval.metrics import compare_arrays, tolerance_for
+from customops.eval.metrics import Metrics, compare_arrays, tolerance_for
 from customops.eval.sides import SideRun
 from customops.eval.testcase import tensor_proto
 
@@ -119,14 +119,14 @@ def run_isolated(
 
 def metrics_of(
     a: np.ndarray | None, b: np.ndarray | None, rtol: float | None, atol: float | None
-) -> dict[str, Any] | None:
+) -> Metrics | None:
     if a is None or b is None:
         return None
     r, t = tolerance_for(np.asarray(b).dtype, rtol, atol)
     return compare_arrays(a, b, r, t)
 
 
-def attribute(iso: Isolated, rtol: float | None, atol: float | None) -> tuple[str, dict[str, Any]]:
+def attribute(iso: Isolated, rtol: float | None, atol: float | None) -> tuple[str, dict[str, Metrics | None]]:
     """Who leaves the spec on the isolated node (customops.eval.attribution): returns the attribution and
     the three pairwise metrics."""
     o, e = iso.outputs, iso.errors
@@ -141,7 +141,7 @@ def attribute(iso: Isolated, rtol: float | None, atol: float | None) -> tuple[st
 
     def passes(key: str) -> bool | None:
         m = pairs[key]
-        return None if m is None else bool(m["pass"])
+        return None if m is None else m.passed
 
     verdict = attribution(
         failed,

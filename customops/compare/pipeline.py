@@ -23,7 +23,7 @@ from onnx import ModelProto, NodeProto, helper
 from customops.compare.inputs import check_seed
 from customops.compare.isolate import REFERENCE_LIMIT, Isolated, attribute, metrics_of, run_isolated, run_side
 from customops.errors import CustomOpsError
-from customops.eval.metrics import DEFAULT_TOLERANCES
+from customops.eval.metrics import DEFAULT_TOLERANCES, Metrics
 from customops.eval.sides import SideRun
 from customops.eval.testcase import tensor_value
 
@@ -67,16 +67,17 @@ class OutputResult:
     """One graph output: its metrics (B against A), None when a side has no value."""
 
     name: str
-    metrics: dict[str, Any] | None
+    metrics: Metrics | None
 
     @property
     def verdict(self) -> str:
         if self.metrics is None:
             return "side-failed"
-        return "agree" if self.metrics["pass"] else "disagree"
+        return "agree" if self.metrics.passed else "disagree"
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "metrics": self.metrics, "verdict": self.verdict}
+        metrics = None if self.metrics is None else self.metrics.to_json()
+        return {"name": self.name, "metrics": metrics, "verdict": self.verdict}
 
 
 @dataclass
@@ -87,7 +88,7 @@ class NodeResult:
     op: str
     output: str
     scope: str
-    in_model: dict[str, Any] | None
+    in_model: Metrics | None
     time_us: dict[str, float | None]
     fed_from: str
     isolated: dict[str, Any] | None = None
@@ -101,7 +102,7 @@ class NodeResult:
             "op": self.op,
             "output": self.output,
             "scope": self.scope,
-            "in_model": self.in_model,
+            "in_model": None if self.in_model is None else self.in_model.to_json(),
             "isolated": self.isolated,
             "origin": self.origin,
             "attribution": self.attribution,
@@ -289,12 +290,13 @@ def judge_node(
         {"builtin": runs.a.times.get(node.name), "custom": runs.b.times.get(node.name)},
         "builtin" if not runs.a.error else "custom",
     )
-    differs = in_model is not None and not in_model["pass"]
+    differs = in_model is not None and not in_model.passed
     iso = None
     if all(n in known for n in node.input if n):
         iso = run_isolated(node, known, p.model, s.reference_limit)
         word, pairs = attribute(iso, s.rtol, s.atol)
-        entry.isolated, entry.attribution = {**pairs, "errors": iso.errors}, word
+        pairs_json = {k: None if m is None else m.to_json() for k, m in pairs.items()}
+        entry.isolated, entry.attribution = {**pairs_json, "errors": iso.errors}, word
         starts = word not in ("agree", "reference-odd-one-out")
         entry.origin = "starts-here" if starts else ("carried-in" if differs else "none")
         if word.endswith("cannot-run"):

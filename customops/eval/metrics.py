@@ -3,6 +3,7 @@ the smallest tolerances that would let them pass."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -35,41 +36,85 @@ def _ordered(x: np.ndarray) -> np.ndarray:
     return np.where(i < 0, low - i, i).astype(np.float64)
 
 
-def compare_arrays(a: Any, b: Any, rtol: float, atol: float) -> dict[str, Any]:
+@dataclass
+class Metrics:
+    """How ``a`` (the side under test) differs from ``b`` (the side compared against); :meth:`to_json`
+    is the form in compare's report (``passed`` is its ``pass``). Statistics over finite elements are
+    None when there are none (or for strings)."""
+
+    shape_a: list[int]
+    shape_b: list[int]
+    dtype_a: str
+    dtype_b: str
+    shape_match: bool
+    dtype_match: bool
+    count: int
+    rtol: float
+    atol: float
+    mismatches: int | None = None
+    max_abs: float | None = None
+    max_rel: float | None = None
+    max_ulp: int | None = None
+    nan_match: bool = True
+    inf_match: bool = True
+    needed_atol: float | None = None
+    needed_rtol: float | None = None
+    passed: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "shape_a": self.shape_a,
+            "shape_b": self.shape_b,
+            "dtype_a": self.dtype_a,
+            "dtype_b": self.dtype_b,
+            "shape_match": self.shape_match,
+            "dtype_match": self.dtype_match,
+            "count": self.count,
+            "mismatches": self.mismatches,
+            "max_abs": self.max_abs,
+            "max_rel": self.max_rel,
+            "max_ulp": self.max_ulp,
+            "nan_match": self.nan_match,
+            "inf_match": self.inf_match,
+            "needed_atol": self.needed_atol,
+            "needed_rtol": self.needed_rtol,
+            "rtol": self.rtol,
+            "atol": self.atol,
+            "pass": self.passed,
+        }
+
+
+def _strings(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.dtype == object or b.dtype == object or a.dtype.kind in "US" or b.dtype.kind in "US"
+
+
+def compare_arrays(a: Any, b: Any, rtol: float, atol: float) -> Metrics:
     """Compare ``a`` (the side under test) with ``b`` (the side compared against) at ``rtol``/``atol``
-    (an element passes when |a - b| <= atol + rtol * |b|); returns the metrics as a JSON-able dict."""
+    (an element passes when |a - b| <= atol + rtol * |b|)."""
     a = np.asarray(a)
     b = np.asarray(b)
-    m: dict[str, Any] = {
-        "shape_a": list(a.shape),
-        "shape_b": list(b.shape),
-        "dtype_a": str(a.dtype),
-        "dtype_b": str(b.dtype),
-        "shape_match": a.shape == b.shape,
-        "dtype_match": a.dtype == b.dtype,
-        "count": int(b.size),
-        "mismatches": None,
-        "max_abs": None,
-        "max_rel": None,
-        "max_ulp": None,
-        "nan_match": True,
-        "inf_match": True,
-        "needed_atol": None,
-        "needed_rtol": None,
-        "rtol": rtol,
-        "atol": atol,
-        "pass": False,
-    }
-    if not m["shape_match"]:
+    m = Metrics(
+        list(a.shape),
+        list(b.shape),
+        str(a.dtype),
+        str(b.dtype),
+        a.shape == b.shape,
+        a.dtype == b.dtype,
+        int(b.size),
+        rtol,
+        atol,
+    )
+    if not m.shape_match:
         return m
     stats = _Stats()
     for ca, cb in _chunks(a, b):
         stats.add(ca, cb, rtol, atol)
-    m.update(stats.metrics(a, b))
-    if a.dtype == object or b.dtype == object or a.dtype.kind in "US" or b.dtype.kind in "US":
-        m["pass"] = m["mismatches"] == 0 and m["dtype_match"]
-        return m
-    m["pass"] = bool(m["mismatches"] == 0 and m["nan_match"] and m["inf_match"] and m["dtype_match"])
+    for key, value in stats.metrics(a, b).items():
+        setattr(m, key, value)
+    if _strings(a, b):
+        m.passed = m.mismatches == 0 and m.dtype_match
+    else:
+        m.passed = bool(m.mismatches == 0 and m.nan_match and m.inf_match and m.dtype_match)
     return m
 
 

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from customops.eval.attribution import odd_one_out
-from customops.eval.metrics import DEFAULT_TOLERANCES, compare_arrays
+from customops.eval.metrics import DEFAULT_TOLERANCES, Metrics, compare_arrays
 from customops.eval.runner import Outcome, Pool
 from customops.eval.worker import SIDES, Request
 from customops.fuzz import values as V
@@ -118,7 +118,7 @@ def tolerance(elem: str) -> tuple[float, float]:
     return 0.0, 0.0
 
 
-def _agree(a: Any, b: Any, elem: str, magnitude: float = 0.0) -> dict[str, Any]:
+def _agree(a: Any, b: Any, elem: str, magnitude: float = 0.0) -> Metrics:
     rtol, atol = tolerance(elem)
     return compare_arrays(a, b, rtol, atol + rtol * magnitude)
 
@@ -137,10 +137,10 @@ def magnitude(case: Case) -> float:
     return 4.0 * float(np.abs(finite).max()) if finite.size else 0.0
 
 
-def _kind(m: dict[str, Any]) -> str:
-    if not m["shape_match"]:
+def _kind(m: Metrics) -> str:
+    if not m.shape_match:
         return "shape"
-    if not m["dtype_match"]:
+    if not m.dtype_match:
         return "dtype"
     return "value"
 
@@ -225,12 +225,12 @@ def _judged(b: Outcome, c: Outcome, r: Outcome, dtype: str, scale: float) -> lis
     (customops.eval.attribution) with the kind of its difference."""
     m = _agree(b.value, c.value, dtype, scale)
     if r.status != "ok":  # the reference cannot vote: its refusal of a valid case is a note of its own
-        if m["pass"]:
+        if m.passed:
             return [Finding("reference", "rejects-valid", error_key(r.message))]
         return [Finding("unknown", _kind(m))]
     mc = _agree(r.value, c.value, dtype, scale)
     mb = _agree(b.value, r.value, dtype, scale)
-    odd = odd_one_out(bool(m["pass"]), bool(mb["pass"]), bool(mc["pass"]))
+    odd = odd_one_out(m.passed, mb.passed, mc.passed)
     if odd is None:
         return []
     return [Finding(odd, _kind(mc if odd == "reference" else m))]

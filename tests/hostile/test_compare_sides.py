@@ -292,7 +292,7 @@ def test_metrics_chunk_by_chunk_are_those_of_one_pass(monkeypatch, chunk):
     whole = metrics.compare_arrays(a, b, 1e-5, 1e-6)
     monkeypatch.setattr(metrics, "CHUNK", chunk)
     assert metrics.compare_arrays(a, b, 1e-5, 1e-6) == whole
-    assert whole["mismatches"] > 0 and whole["max_ulp"] > 0 and not whole["nan_match"]
+    assert whole.mismatches > 0 and whole.max_ulp > 0 and not whole.nan_match
 
 
 @pytest.mark.parametrize("delay", [0.15, 0.3, 0.5])
