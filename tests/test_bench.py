@@ -129,18 +129,21 @@ def test_quick_filtered_run_prints_a_table_and_writes_json(tmp_path) -> None:
     body = proc.stdout.splitlines()
     md = markdown.stdout.splitlines()
     cut = body.index("", 2) + 1  # the machine line, the table, then the summary
-    assert md[:cut] == body[:cut] and md[cut:] == [f"- {line}" for line in body[cut:]]
+    targets = md.index("| target | this run | goal | |")  # the summary as a list, the targets as a table
+    assert md[:cut] == body[:cut] and md[cut : targets - 1] == [f"- {line}" for line in body[cut:-1]]
+    assert md[targets - 1] == "" and len(md) == targets + 2 + 5
 
 
-def test_markdown_run_prints_the_table_and_a_list() -> None:
+def test_markdown_run_prints_the_table_a_list_and_the_targets() -> None:
     proc = run_cli("--quick", "--filter", "small-pad", "--repeat", "1", "--markdown")
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0].startswith("machine: ") and lines[1] == "" and lines[2].startswith("| workload |")
     assert lines[4].startswith("| small-pad-reflect |") and lines[5] == ""
     assert lines[6].startswith("- geometric mean custom/built-in")
-    assert lines[-1] == "- targets: not judged (a full run without --quick or --filter judges them)"
-    assert all(line.startswith("- ") for line in lines[6:])
+    table_at = lines.index("| target | this run | goal | |")
+    assert all(line.startswith("- ") for line in lines[6 : table_at - 1]) and lines[table_at - 1] == ""
+    assert all(line.endswith("| not judged |") for line in lines[table_at + 2 :])  # a quick run judges none
     assert "small-pad-reflect" in proc.stderr  # progress still goes to stderr
 
 
@@ -482,3 +485,13 @@ def test_the_docs_table_is_the_committed_run_rendered() -> None:
     assert block.strip() == committed.markdown()
     assert committed.settings.full and committed.hook is not None  # a full run: every target judged
     assert [r.name for r in committed.results] == [w.name for w in suite.suite()]
+
+
+def test_the_readme_targets_are_the_committed_run_s() -> None:
+    """The README's performance summary is the targets table of docs/bench.json (the last part of
+    ``customops bench --from docs/bench.json --markdown``)."""
+    from customops.bench.report import targets_table
+
+    readme = (ROOT / "README.md").read_text()
+    block = readme.split("<!-- bench-targets -->\n")[1].split("<!-- /bench-targets -->")[0]
+    assert block.strip() == targets_table(saved.load(ROOT / "docs" / "bench.json").targets)

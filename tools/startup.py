@@ -29,8 +29,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 README_MODEL = ROOT / "models" / "ort_deviation.onnx"
 WORKDIR = tempfile.gettempdir()
-"""Where the commands run: not the source tree, whose ``customops`` would shadow PYTHONPATH in the child
-processes ``compare`` starts with ``python -m`` (the current directory comes first on their path)."""
+"""Where the commands run: not the source tree, so that ``python -m`` in this process's own commands cannot
+pick up the tree's ``customops`` instead of PYTHONPATH's (compare's child processes start in the package's
+directory whatever the current one)."""
 
 
 def command() -> list[str]:

@@ -258,6 +258,17 @@ def targets_line(targets: list[Target]) -> str:
     return f"targets: {met} of {len(judged)} met; " + "; ".join(t.verdict() for t in targets)
 
 
+def targets_table(targets: list[Target]) -> str:
+    """The targets as a small Markdown table (the README's performance summary shows docs/bench.json's)."""
+    rows = ["| target | this run | goal | |", "|---|---:|---:|---|"]
+    for t in targets:
+        value = t.verdict().rsplit(" (", 1)[0][len(t.name) + 1 :]
+        goal = f"{'<=' if t.at_most else '>='} {t.limit:g}{' us' if t.unit == 'us' else 'x'}"
+        met = {True: "met", False: "not met", None: "not judged"}[t.met]
+        rows.append(f"| {t.name} | {value} | {goal} | {met} |")
+    return "\n".join(rows)
+
+
 # ---------------------------------------------------------------------------------------------
 # Rendering
 
@@ -409,17 +420,17 @@ class Report:
         )
 
     def markdown(self) -> str:
-        """The report as Markdown (``--markdown``): the machine line, the table, the summary and the
-        targets as a list."""
-        summary = self.summary
-        lines = [*summary_lines(summary, self.hook), targets_line(self.targets)]
+        """The report as Markdown (``--markdown``): the machine line, the table, the summary as a list and
+        the targets as a table (:func:`targets_table`)."""
         return "\n".join(
             [
                 machine_line(self.machine, self.settings),
                 "",
                 table(self.results),
                 "",
-                *(f"- {line}" for line in lines),
+                *(f"- {line}" for line in summary_lines(self.summary, self.hook)),
+                "",
+                targets_table(self.targets),
             ]
         )
 
