@@ -36,8 +36,10 @@ def one_node_model(
     of the first input's element type and rank (or ``out_rank``), default domain at ``opset``."""
     from onnx import helper, numpy_helper
 
+    from customops.dtypes import code_of
+
     def elem(a: Any) -> int:
-        return helper.np_dtype_to_tensor_dtype(a.dtype)
+        return code_of(a.dtype)
 
     graph = helper.make_graph(
         [node],
