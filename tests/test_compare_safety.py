@@ -45,7 +45,15 @@ VALUES = {
     "v1": V0 + F32(0.5),  # ok and differing from v0
     "v2": V0 - F32(0.5),  # ok and differing from v0 and v1
     "short": V0[:3],  # ok, and differing from every other value in shape
+    "v0-": V0 * F32(1 - 8e-6),  # within tolerance of v0, not of v0+ (agreement is not transitive)
+    "v0+": V0 * F32(1 + 8e-6),
 }
+NEAR = {"v0", "v0~", "v0-", "v0+"}
+
+
+def _agree(x: str, y: str) -> bool:
+    return x == y or ({x, y} <= NEAR and {x, y} != {"v0-", "v0+"})
+
 FAILURES = {
     "error": "Resize: deliberately failed",
     "not-run": "not run: the inputs have 4 elements, over the reference limit 0",
@@ -71,6 +79,7 @@ BOTH_RAN = [
     ("v0", "v1", "error", "no-third-vote"),
     ("v0", "v1", "not-run", "no-third-vote"),
     ("v0", "short", "not-run", "no-third-vote"),
+    ("v0-", "v0+", "v0", "undecided"),
 ]
 
 # every outcome in which a kernel did not run: that side is blamed, whatever the others say
@@ -102,7 +111,7 @@ def test_attribution_of_every_outcome_of_the_three_votes(builtin, custom, refere
         "custom_vs_reference": (custom, reference),
     }.items():
         if x in VALUES and y in VALUES:
-            assert pairs[pair].passed == ({x, y} <= {"v0", "v0~"} or x == y), pair
+            assert pairs[pair].passed == _agree(x, y), pair
         else:
             assert pairs[pair] is None, pair
 
@@ -122,6 +131,7 @@ def test_all_four_outcomes_of_each_vote_are_in_the_table():
         "custom-leaves-spec",
         "three-way",
         "no-third-vote",
+        "undecided",
         "builtin-cannot-run",
         "custom-cannot-run",
         "both-cannot-run",

@@ -92,6 +92,8 @@ TABLE: list[tuple[str, Verdict, Outcome, Outcome, Outcome, list[tuple[str, str, 
     ("unknown-reference-crashes", VALID, X, SHORT, CRASH, [("reference", "crash", CRASH.message), ("unknown", "shape", "")]),
     # the reference's own deviations are notes, and a reference that cannot vote hides nothing else
     ("reference-value", VALID, X, X, Y, [("reference", "value", "")]),
+    # the reference differing from one of two agreeing sides blames nobody (compare's rule too)
+    ("nobody-reference-differs-from-one", VALID, NEAR_MID, NEAR_HIGH, NEAR_LOW, []),
     ("reference-shape", VALID, X, X, SHORT, [("reference", "shape", "")]),
     ("reference-rejects-valid", VALID, X, X, rejects(REF_REJECT), [("reference", "rejects-valid", REF_REJECT)]),
     ("reference-accepts-invalid", INVALID, rejects(ORT_NO_KERNEL), rejects(OURS_REJECT), X, [("reference", "accepts-invalid", "pads-negative")]),
