@@ -4,6 +4,7 @@ the spec answer; the reference is not trusted blindly; the command's inputs, out
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -569,3 +570,53 @@ def test_cli_defaults_are_the_pipelines():
 
     assert cli_compare.REFERENCE_LIMIT == compare_pipeline.REFERENCE_LIMIT
     assert cli_compare.DEFAULT_DIM == compare_inputs.DEFAULT_DIM
+
+
+def _amplifying_model(pads: int) -> onnx.ModelProto:
+    """A tiny linear Resize (ORT and we differ by a few ulp, within tolerance) feeding a gain of 3e4 and
+    a sin, so the outputs differ by far more, then ``pads`` Pads that agree exactly (like a TTS export)."""
+    nodes = [
+        helper.make_node("Resize", ["x", "", "scales"], ["r"], name="upsample", mode="linear"),
+        helper.make_node("Mul", ["r", "gain"], ["phase"], name="gain"),
+        helper.make_node("Sin", ["phase"], ["p0"], name="sin"),
+    ]
+    for i in range(pads):
+        nodes.append(helper.make_node("Pad", [f"p{i}", "pads"], [f"p{i + 1}"], name=f"pad{i}", mode="edge"))
+    inits = [
+        onnx.numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales"),
+        onnx.numpy_helper.from_array(np.array([3e4], np.float32), "gain"),
+        onnx.numpy_helper.from_array(np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64), "pads"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "amplify",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 16, 16])],
+        [helper.make_tensor_value_info(f"p{pads}", TensorProto.FLOAT, None)],
+        inits,
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+
+
+@pytest.mark.parametrize("single_limit", [8, 1])
+def test_an_amplified_difference_is_blamed_on_the_swap_that_moves_the_output(monkeypatch, single_limit):
+    """No swapped node differs alone, yet the output does: the summary never names a node that agrees
+    alone (the Pads carry the difference in), and the search (one swap at a time, or bisecting groups)
+    finds the Resize whose few-ulp difference the sin amplifies."""
+    from customops.compare import amplify
+
+    monkeypatch.setattr(amplify, "SINGLE_LIMIT", single_limit)
+    model = _amplifying_model(pads=4)
+    comparison = compare_model(model, generate_inputs(model))
+    report = comparison.report
+    assert report["verdict"] == "disagree"
+    assert all(n["origin"] != "starts-here" for n in report["nodes"])
+    assert "starts at" not in report["summary"]
+    assert "amplified downstream" in report["summary"] and "'upsample' [Resize-19]" in report["summary"]
+    assert [e["nodes"] for e in report["amplified"]] == [["upsample"]]
+    assert not report["amplified"][0]["passes"]
+
+
+def test_no_search_when_a_node_starts_the_difference():
+    model = onnx.load(Path(__file__).resolve().parent.parent / "models" / "ort_deviation.onnx")
+    report = compare_model(model, generate_inputs(model)).report
+    assert "starts at" in report["summary"] and report["amplified"] == []

@@ -54,6 +54,7 @@ NEAR = {"v0", "v0~", "v0-", "v0+"}
 def _agree(x: str, y: str) -> bool:
     return x == y or ({x, y} <= NEAR and {x, y} != {"v0-", "v0+"})
 
+
 FAILURES = {
     "error": "Resize: deliberately failed",
     "not-run": "not run: the inputs have 4 elements, over the reference limit 0",

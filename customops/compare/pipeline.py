@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 from onnx import ModelProto, NodeProto, helper
 
+from customops.compare.amplify import Effect, Search, culprits
 from customops.compare.inputs import check_seed
 from customops.compare.isolate import REFERENCE_LIMIT, Isolated, attribute, metrics_of, run_isolated, run_side
 from customops.errors import CustomOpsError
@@ -128,6 +129,8 @@ class Report:
     nodes: list[NodeResult]
     inner_nodes: list[dict[str, str]] = field(default_factory=list)
     skipped: list[dict[str, str]] = field(default_factory=list)
+    amplified: list[Effect] = field(default_factory=list)
+    """When outputs differ but no swapped node differs alone: the swaps that move them (compare.amplify)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -143,6 +146,7 @@ class Report:
             "nodes": [n.to_json() for n in self.nodes],
             "inner_nodes": self.inner_nodes,
             "skipped": self.skipped,
+            "amplified": [e.to_json() for e in self.amplified],
         }
 
 
@@ -311,9 +315,14 @@ def judge_node(
 
 
 def _summary(
-    verdict: str, nodes: list[NodeResult], outputs: list[OutputResult], runs: WholeRuns, swapped: int
+    verdict: str,
+    nodes: list[NodeResult],
+    outputs: list[OutputResult],
+    runs: WholeRuns,
+    counts: tuple[int, list[Effect]],
 ) -> str:
     a, b = runs.a, runs.b
+    swapped, amplified = counts
     if verdict == "failed":
         side = "built-in" if a.error else "custom"
         return f"FAILED: the model does not run on the {side} side: {a.error or b.error}"
@@ -321,11 +330,38 @@ def _summary(
     bad_out = [o for o in outputs if o.verdict != "agree"]
     if verdict == "agree":
         return f"AGREE: {len(outputs)} output(s) and {len(nodes)} swapped node(s) match ({swapped} swapped in all)"
-    parts = []
-    first = next((n for n in bad if n.origin == "starts-here"), bad[0] if bad else None)
-    if first is not None:
-        parts.append(f"first difference starts at {first.node!r} [{first.op}]: {first.attribution}")
-    return "; ".join([f"DISAGREE: {len(bad)} node(s), {len(bad_out)} output(s) differ", *parts])
+    head = f"DISAGREE: {len(bad)} node(s), {len(bad_out)} output(s) differ"
+    first = next((n for n in bad if n.origin == "starts-here"), None)
+    if first is not None:  # never a node that agrees alone or only carries a difference in
+        return f"{head}; first difference starts at {first.node!r} [{first.op}]: {first.attribution}"
+    return f"{head}; {_amplified_text(nodes, amplified)}"
+
+
+def _amplified_text(nodes: list[NodeResult], amplified: list[Effect]) -> str:
+    """The summary's words when no swapped node differs alone."""
+    if not amplified:
+        return "no swapped node differs alone, and none moves an output past its tolerance by itself"
+    top = amplified[0]
+    where = ", ".join(f"{n!r} [{op}]" for n, op in zip(top.nodes, top.ops, strict=True))
+    node = next((n for n in nodes if [n.node] == top.nodes), None)
+    if node is None:  # a group, or a node inside a subgraph or function (not compared alone)
+        return f"the outputs move by up to {top.size:.3g} with only {where} swapped (not compared alone)"
+    text = (
+        f"no swapped node differs alone: within-tolerance differences at {where} are amplified downstream "
+        f"(swapped alone, the outputs move by up to {top.size:.3g})"
+    )
+    ulps = _ulps(node)
+    if ulps is not None:
+        text += f"; its built-in value is {ulps[0]} ulp from the reference, ours {ulps[1]}"
+    return text
+
+
+def _ulps(node: NodeResult) -> tuple[int, int] | None:
+    iso = node.isolated or {}
+    b, c = iso.get("builtin_vs_reference"), iso.get("custom_vs_reference")
+    if not b or not c or b.get("max_ulp") is None or c.get("max_ulp") is None:
+        return None
+    return int(b["max_ulp"]), int(c["max_ulp"])
 
 
 def _tolerances(s: Settings) -> dict[str, dict[str, float | None]]:
@@ -340,9 +376,9 @@ def _report(
     outputs: list[OutputResult],
     nodes: list[NodeResult],
     s: Settings,
-    model_name: str,
-    seed: int,
+    meta: tuple[str, int, list[Effect]],
 ) -> Report:
+    """The typed report; ``meta``: the model's name, the seed, the swaps that move the outputs."""
     import onnxruntime as ort
 
     import customops
@@ -365,7 +401,8 @@ def _report(
         "builtin": {"ok": not runs.a.error, "error": runs.a.error},
         "custom": {"ok": not runs.b.error, "error": runs.b.error},
     }
-    summary = _summary(verdict, nodes, outputs, runs, len(p.all_swapped))
+    model_name, seed, amplified = meta
+    summary = _summary(verdict, nodes, outputs, runs, (len(p.all_swapped), amplified))
     return Report(
         model_name,
         ort.__version__,
@@ -379,7 +416,32 @@ def _report(
         nodes,
         inner,
         skipped,
+        amplified,
     )
+
+
+def find_amplified(
+    p: Prepared,
+    feed: dict[str, np.ndarray],
+    runs: WholeRuns,
+    judged: tuple[list[OutputResult], list[NodeResult]],
+    s: Settings,
+    say: Callable[[str], None],
+) -> list[Effect]:
+    """When an output differs but no swapped node differs alone: the swaps that move the outputs
+    (customops.compare.amplify), largest effect first; else nothing (and no extra run)."""
+    outputs, nodes = judged
+    if runs.a.error or runs.b.error or any(n.origin == "starts-here" for n in nodes):
+        return []
+    if all(o.verdict == "agree" for o in outputs):
+        return []
+    say("no swapped node differs alone: running the model with one swap at a time")
+    builtin = {o.name: runs.a.values[o.name] for o in outputs if o.name in runs.a.values}
+    search = Search(p.model, feed, builtin, s.rtol, s.atol, say)
+    swaps = list(dict.fromkeys((r.node, r.op) for r in p.all_swapped))
+    found = culprits(search, swaps)
+    say(f"{search.runs} model run(s) to find {len(found)} swap(s) that move the outputs")
+    return found
 
 
 def compare_model(
@@ -419,5 +481,6 @@ def compare_model(
         if iso is not None:
             isolated[record.node] = iso
         nodes.append(entry)
-    report = _report(p, runs, outputs, nodes, settings, model_name, seed)
+    amplified = find_amplified(p, feed, runs, (outputs, nodes), settings, say)
+    report = _report(p, runs, outputs, nodes, settings, (model_name, seed, amplified))
     return Comparison(report, tensors, isolated)
