@@ -1,7 +1,7 @@
 """customops: spec-exact ONNX operators as ONNX Runtime custom ops, to find where runtimes disagree.
 
 Public API: :data:`DOMAIN`, :func:`session_options`, :class:`InferenceSession`, :func:`rewrite`,
-:func:`rewrite_model`, :func:`restore`, and the exception types :class:`CustomOpsError` /
+:func:`rewrite_model`, :func:`restore`, :func:`compare`, and the exception types :class:`CustomOpsError` /
 :class:`KernelError`. The ONNX Runtime layer is imported on first use, so the kernels stay importable
 without it; so is the operator table (:data:`DOMAIN` comes from customops.registry), so that importing the
 package, as ``customops -h`` and ``--version`` do, stays cheap.
@@ -23,6 +23,7 @@ _LAZY = {
     "rewrite": "customops.model.rewriter",
     "rewrite_model": "customops.model.rewriter",
     "restore": "customops.model.rewriter",
+    "compare": "customops.comparison.api",
 }
 
 __all__ = [

@@ -71,8 +71,8 @@ def test_compare_and_fuzz_blame_the_same_side_on_the_bundled_deviations():
 
     import onnx
 
-    from customops.compare.inputs import generate_inputs
-    from customops.compare.pipeline import compare_model
+    from customops.comparison.inputs import generate_inputs
+    from customops.comparison.pipeline import compare_model
     from customops.eval.runner import Outcome
     from customops.fuzz.spaces.base import Verdict
     from customops.fuzz.triage import classify

@@ -11,10 +11,10 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from customops.compare import inputs as compare_inputs
-from customops.compare import pipeline as compare_pipeline
-from customops.compare.inputs import generate_inputs
-from customops.compare.pipeline import compare_model
+from customops.comparison import inputs as compare_inputs
+from customops.comparison import pipeline as compare_pipeline
+from customops.comparison.inputs import generate_inputs
+from customops.comparison.pipeline import compare_model
 from customops.errors import CustomOpsError
 from customops.eval.metrics import compare_arrays
 from tests.helpers import one_node_model, run_cli, strict_json
@@ -548,7 +548,7 @@ def test_cli_json_report_is_strict_json_with_infinite_values_as_strings(tmp_path
 def test_reference_warnings_neither_reach_the_user_nor_cost_the_third_vote():
     import warnings
 
-    from customops.compare.isolate import _run_reference
+    from customops.comparison.isolate import _run_reference
 
     x = np.array([[[[np.inf, 1.0], [np.nan, -np.inf]]]], np.float32)
     model, feed = one_node_model(
@@ -602,7 +602,7 @@ def test_an_amplified_difference_is_blamed_on_the_swap_that_moves_the_output(mon
     """No swapped node differs alone, yet the output does: the summary never names a node that agrees
     alone (the Pads carry the difference in), and the search (one swap at a time, or bisecting groups)
     finds the Resize whose few-ulp difference the sin amplifies."""
-    from customops.compare import amplify
+    from customops.comparison import amplify
 
     monkeypatch.setattr(amplify, "SINGLE_LIMIT", single_limit)
     model = _amplifying_model(pads=4)

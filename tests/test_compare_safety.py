@@ -19,9 +19,9 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from customops.compare.inputs import generate_inputs
-from customops.compare.isolate import Isolated, attribute
-from customops.compare.pipeline import compare_model
+from customops.comparison.inputs import generate_inputs
+from customops.comparison.isolate import Isolated, attribute
+from customops.comparison.pipeline import compare_model
 from customops.eval import sides
 from tests.helpers import (
     WRONG_KERNEL_ENV,

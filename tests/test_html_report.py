@@ -11,7 +11,7 @@ from html.parser import HTMLParser
 import numpy as np
 import pytest
 
-from customops.compare.html import (
+from customops.comparison.html import (
     DIFF_STOPS,
     MAX_PIXELS,
     MIN_PIXELS,

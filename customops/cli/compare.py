@@ -13,13 +13,13 @@ if TYPE_CHECKING:
     import numpy as np
     from onnx import ModelProto
 
-    from customops.compare.pipeline import Comparison
+    from customops.comparison.pipeline import Comparison
 
 REFERENCE_LIMIT = 200_000
-"""Default of ``--reference-limit`` (customops.compare.isolate.REFERENCE_LIMIT; a test keeps them equal)."""
+"""Default of ``--reference-limit`` (customops.comparison.isolate.REFERENCE_LIMIT; a test keeps them equal)."""
 
 DEFAULT_DIM = 4
-"""Default of ``--dim`` (customops.compare.inputs.DEFAULT_DIM; a test keeps them equal)."""
+"""Default of ``--dim`` (customops.comparison.inputs.DEFAULT_DIM; a test keeps them equal)."""
 
 
 def add_parser(sub: Any) -> None:
@@ -89,7 +89,7 @@ def check_destinations(args: Any, files: list[Path]) -> None:
 
 def feed_of(args: Any, model: ModelProto) -> dict[str, np.ndarray]:
     """The inputs: read from ``--inputs`` or generated (``--seed``, ``--dim``), checked against the model."""
-    from customops.compare.inputs import check_inputs, generate_inputs, load_inputs, parse_dims
+    from customops.comparison.inputs import check_inputs, generate_inputs, load_inputs, parse_dims
 
     dims = parse_dims(args.dim or [])
     if dims and args.inputs:
@@ -102,14 +102,14 @@ def feed_of(args: Any, model: ModelProto) -> dict[str, np.ndarray]:
 def write_outputs(args: Any, comparison: Comparison) -> None:
     """``--json``, ``--html`` and ``--save-repro``, each written whole or not at all."""
     from customops import jsonout
-    from customops.compare.pipeline import log
-    from customops.compare.repro import save_repros
+    from customops.comparison.pipeline import log
+    from customops.comparison.repro import save_repros
     from customops.safeio import write_atomic
 
     if args.json:
         write_atomic(args.json, jsonout.dumps(comparison.report, indent=1) + "\n")
     if args.html:
-        from customops.compare.html import render
+        from customops.comparison.html import render
 
         write_atomic(args.html, render(comparison.report, comparison.tensors))
     if args.save_repro:
@@ -119,8 +119,8 @@ def write_outputs(args: Any, comparison: Comparison) -> None:
 
 def run(args: Any) -> int:
     """The ``customops compare`` command."""
-    from customops.compare.pipeline import check_settings, compare_model, log
-    from customops.compare.report import format_table
+    from customops.comparison.pipeline import check_settings, compare_model, log
+    from customops.comparison.report import format_table
     from customops.eval import sides
     from customops.model.io import check_model_file, load_model_files
     from customops.registry import OP_TYPES

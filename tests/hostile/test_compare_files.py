@@ -104,7 +104,7 @@ def test_string_inputs_travel_as_unicode_arrays(tmp_path, capsys):
 
 
 def test_an_npz_whose_arrays_declare_more_than_the_limit_is_refused_unread(tmp_path, capsys, monkeypatch):
-    import customops.compare.inputs as compare
+    import customops.comparison.inputs as compare
 
     monkeypatch.setattr(compare, "INPUT_LIMIT", 1000)
     inputs = tmp_path / "in.npz"

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from customops.compare.isolate import metrics_of, run_side
+from customops.comparison.isolate import metrics_of, run_side
 
 if TYPE_CHECKING:
     from onnx import ModelProto

@@ -20,9 +20,16 @@ from typing import Any
 import numpy as np
 from onnx import ModelProto, NodeProto, helper
 
-from customops.compare.amplify import Effect, Search, culprits
-from customops.compare.inputs import check_seed
-from customops.compare.isolate import REFERENCE_LIMIT, Isolated, attribute, metrics_of, run_isolated, run_side
+from customops.comparison.amplify import Effect, Search, culprits
+from customops.comparison.inputs import check_seed
+from customops.comparison.isolate import (
+    REFERENCE_LIMIT,
+    Isolated,
+    attribute,
+    metrics_of,
+    run_isolated,
+    run_side,
+)
 from customops.errors import CustomOpsError
 from customops.eval.metrics import DEFAULT_TOLERANCES, Metrics
 from customops.eval.sides import SideRun
@@ -429,7 +436,7 @@ def find_amplified(
     say: Callable[[str], None],
 ) -> list[Effect]:
     """When an output differs but no swapped node differs alone: the swaps that move the outputs
-    (customops.compare.amplify), largest effect first; else nothing (and no extra run)."""
+    (customops.comparison.amplify), largest effect first; else nothing (and no extra run)."""
     outputs, nodes = judged
     if runs.a.error or runs.b.error or any(n.origin == "starts-here" for n in nodes):
         return []

@@ -16,8 +16,8 @@ from customops.eval.testcase import write_test_case
 from customops.safeio import atomic_dir, safe_component
 
 if TYPE_CHECKING:
-    from customops.compare.isolate import Isolated
-    from customops.compare.pipeline import Comparison
+    from customops.comparison.isolate import Isolated
+    from customops.comparison.pipeline import Comparison
 
 
 def save_repros(comparison: Comparison, directory: str | os.PathLike[str]) -> list[Path]:

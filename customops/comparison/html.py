@@ -1,6 +1,6 @@
 """Self-contained HTML page for a ``customops compare`` report.
 
-:func:`render` turns the JSON report of ``compare`` (see ``customops.compare.pipeline``) and the compared tensors
+:func:`render` turns the JSON report of ``compare`` (see ``customops.comparison.pipeline``) and the compared tensors
 into one HTML page with no external resources: inline CSS, no JavaScript, and heat maps as PNG
 ``data:`` URIs. The PNG encoder (:func:`encode_png`) and the colour maps are written here with zlib and
 struct only, so the page needs neither Pillow nor matplotlib.

@@ -1,0 +1,56 @@
+"""``customops.comparison``: the comparison as a Python call, for CI and notebooks (no shelling out)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from customops.comparison.inputs import check_inputs, generate_inputs, load_inputs
+from customops.comparison.isolate import REFERENCE_LIMIT
+from customops.comparison.pipeline import Report, compare_model
+from customops.errors import CustomOpsError
+
+
+def compare(
+    model: Any,
+    inputs: Mapping[str, np.ndarray] | str | os.PathLike[str] | None = None,
+    *,
+    ops: Sequence[str] | None = None,
+    rtol: float | None = None,
+    atol: float | None = None,
+    seed: int = 0,
+    dims: Mapping[str, int] | None = None,
+    reference_limit: int = REFERENCE_LIMIT,
+) -> Report:
+    """Run ``model`` (a ModelProto, serialized bytes or a path) with ORT's built-in kernels and with ours,
+    node by node, with onnx.reference as third vote; returns the typed report (``.verdict``: 'agree',
+    'disagree' or 'failed'; ``.summary``; ``.nodes``; ``.outputs``; ``.amplified``; ``.to_json()`` is the
+    document of ``customops compare --json``). ``inputs``: arrays by graph input name, an .npz file or an
+    ONNX test-case directory; None draws them from the declared types and shapes (``seed``; symbolic
+    dimensions from ``dims``, else 4). Raises CustomOpsError for bad input, as the command exits 2."""
+    from customops.model.rewriter import as_model
+
+    onnx_model = as_model(model)
+    if inputs is None:
+        feed = generate_inputs(onnx_model, seed=seed, dims=dict(dims or {}))
+    elif isinstance(inputs, Mapping):
+        feed = {str(k): np.asarray(v) for k, v in inputs.items()}
+    elif isinstance(inputs, (str, os.PathLike)):
+        feed = load_inputs(inputs, onnx_model)
+    else:
+        raise CustomOpsError(f"inputs must be a dict of arrays, a path or None, not {type(inputs).__name__}")
+    name = str(model) if isinstance(model, (str, os.PathLike)) else "<model>"
+    comparison = compare_model(
+        onnx_model,
+        check_inputs(onnx_model, feed),
+        ops=ops,
+        rtol=rtol,
+        atol=atol,
+        reference_limit=reference_limit,
+        model_name=name,
+        seed=seed,
+    )
+    return comparison.result
