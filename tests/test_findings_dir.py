@@ -35,7 +35,17 @@ def prune():
 
 @pytest.fixture(scope="module")
 def summary():
-    return strict_json((FINDINGS / "summary.json").read_text())
+    from customops.fuzz.files import read_summary
+
+    return read_summary(FINDINGS)
+
+
+def _group(record: dict):
+    """A finding.json record's fields of its summary entry, as the summary's typed group."""
+    from customops.fuzz.files import GROUP_FIELDS
+    from customops.fuzz.summary import GroupSummary
+
+    return GroupSummary.from_json({k: v for k, v in record.items() if k in GROUP_FIELDS})
 
 
 def _kept_dirs() -> list[Path]:
@@ -53,18 +63,20 @@ def test_findings_holds_only_the_summary_and_reproducers():
 def test_each_kept_directory_carries_a_known_id_or_no_label_and_its_labels_are_current(prune, summary):
     from customops.fuzz.known import known_labels
 
-    by_dir = {g["dir"]: g for g in summary["groups"]}
+    by_dir = {g.dir: g for g in summary.groups}
     for d in _kept_dirs():
         record = strict_json((d / "finding.json").read_text())
         assert record["dir"] == d.name
-        assert record["known"] == by_dir[d.name]["known"] == known_labels(record), d.name
-        assert prune.ids_of(record) or not record["known"], (d.name, record["known"])
+        assert record["known"] == by_dir[d.name].known == known_labels(_group(record)), d.name
+        assert prune.ids_of(_group(record)) or not record["known"], (d.name, record["known"])
         assert f"customops fuzz replay findings/{d.name}" in record["rerun"]
 
 
 def test_each_known_id_found_has_exactly_one_directory(prune, summary):
-    found = {i for g in summary["groups"] for i in prune.ids_of(g)}
-    carried = [i for d in _kept_dirs() for i in prune.ids_of(strict_json((d / "finding.json").read_text()))]
+    found = {i for g in summary.groups for i in prune.ids_of(g)}
+    carried = [
+        i for d in _kept_dirs() for i in prune.ids_of(_group(strict_json((d / "finding.json").read_text())))
+    ]
     assert sorted(carried) == sorted(found)
     from customops.fuzz.known import documented_ids
 
@@ -72,8 +84,8 @@ def test_each_known_id_found_has_exactly_one_directory(prune, summary):
 
 
 def test_the_kept_set_is_what_the_rule_picks(prune, summary):
-    chosen = prune.choose([g for g in summary["groups"] if g.get("dir")])
-    assert sorted(g["dir"] for g in chosen) == [d.name for d in _kept_dirs()]
+    chosen = prune.choose([g for g in summary.groups if g.dir])
+    assert sorted(g.dir for g in chosen) == [d.name for d in _kept_dirs()]
 
 
 def test_the_page_is_what_the_script_writes(prune, summary):
@@ -95,8 +107,8 @@ def test_every_link_into_findings_resolves_and_every_group_has_a_row(summary):
     links = re.findall(r"\]\((\.\./findings/[^)]*)\)", page)
     assert sorted(link.split("/")[2] for link in links) == [d.name for d in _kept_dirs()]
     assert all((PAGE.parent / link).is_dir() for link in links)
-    for g in summary["groups"]:
-        assert f"| [{g['dir']}](../findings/{g['dir']}) |" in page or f"| `{g['dir']}` |" in page, g["dir"]
+    for g in summary.groups:
+        assert f"| [{g.dir}](../findings/{g.dir}) |" in page or f"| `{g.dir}` |" in page, g.dir
 
 
 def test_page_only_writes_the_same_page_from_a_copy_of_findings(prune, tmp_path, monkeypatch):

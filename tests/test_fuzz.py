@@ -275,6 +275,7 @@ def test_recorded_decisions_found_by_the_fuzzer():
 def test_ort_accepting_a_negative_size_under_a_policy_is_labelled():
     from customops.eval.runner import Pool
     from customops.fuzz.known import facts, known_labels
+    from customops.fuzz.summary import GroupSummary
     from customops.fuzz.triage import evaluate, signature_of
 
     sizes = Tensor(np.array([-3, 4], np.int64), const=True)
@@ -291,7 +292,7 @@ def test_ort_accepting_a_negative_size_under_a_policy_is_labelled():
         assert (finding.side, finding.kind, finding.detail) == ("builtin", "accepts-invalid", "size-negative")
         sig = signature_of(pool, ev, finding)
     assert ev.outcomes["builtin"].status == "ok" and np.asarray(ev.outcomes["builtin"].value).shape == (4, 4)
-    assert known_labels({"signature": sig.to_json(), "facts": facts(ev)}) == ["F-POLICY-NEGATIVE-SIZE"]
+    assert known_labels(GroupSummary(sig.id, None, sig, 1, [], facts=facts(ev))) == ["F-POLICY-NEGATIVE-SIZE"]
 
 
 @pytest.mark.parametrize(
@@ -376,6 +377,7 @@ def test_ort_rounding_tf_half_pixel_for_nn_coordinates_in_float32_is_labelled():
     float32 quotient rounds to 1.5, a tie it breaks up (value 6)."""
     from customops.eval.runner import Pool
     from customops.fuzz.known import facts, known_labels
+    from customops.fuzz.summary import GroupSummary
     from customops.fuzz.triage import evaluate, signature_of
 
     case = Case(
@@ -397,5 +399,5 @@ def test_ort_rounding_tf_half_pixel_for_nn_coordinates_in_float32_is_labelled():
     assert np.asarray(ev.outcomes["custom"].value).tolist() == [1.0]
     assert np.asarray(ev.outcomes["builtin"].value).tolist() == [6.0]
     assert "semantics: coordinate arithmetic" in known_labels(
-        {"signature": sig.to_json(), "facts": facts(ev)}
+        GroupSummary(sig.id, None, sig, 1, [], facts=facts(ev))
     )

@@ -292,22 +292,25 @@ def check_merged_reproducers(runs: dict[str, Any]) -> None:
 def test_committed_findings_carry_the_labels_of_the_current_rules():
     """Relabel findings/summary.json and each group's finding.json with known.py's rules: a rule that
     stops matching (or starts matching) shows here, group by group."""
+    from customops.fuzz.files import GROUP_FIELDS, read_summary
     from customops.fuzz.known import known_labels
+    from customops.fuzz.summary import GroupSummary
 
-    summary = strict_json((ROOT / "findings" / "summary.json").read_text())
-    assert len(summary["groups"]) >= 300
+    summary = read_summary(ROOT / "findings")
+    assert len(summary.groups) >= 300
     wrong = []
-    for g in summary["groups"]:
+    for g in summary.groups:
         now = {"summary": known_labels(g)}
-        stored = {"summary": g["known"]}
-        kept = ROOT / "findings" / g["dir"] / "finding.json"  # one reproducer per known id is kept
+        stored = {"summary": g.known}
+        kept = ROOT / "findings" / str(g.dir) / "finding.json"  # one reproducer per known id is kept
         if kept.is_file():
             record = strict_json(kept.read_text())
-            now["finding.json"], stored["finding.json"] = known_labels(record), record["known"]
+            group = GroupSummary.from_json({k: v for k, v in record.items() if k in GROUP_FIELDS})
+            now["finding.json"], stored["finding.json"] = known_labels(group), record["known"]
         if now != stored:
-            wrong.append((g["dir"], {"stored": stored, "now": now}))
+            wrong.append((g.dir, {"stored": stored, "now": now}))
     assert not wrong, f"{len(wrong)} group(s) relabelled differently:\n" + "\n".join(map(str, wrong))
-    labelled = sum(1 for g in summary["groups"] if g["known"])
+    labelled = sum(1 for g in summary.groups if g.known)
     assert labelled >= 250, labelled  # the rules do label most groups
 
 

@@ -38,12 +38,12 @@ import shlex
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
 
 from customops.errors import CustomOpsError
 from customops.fuzz.files import SUMMARY, read_summary
 from customops.fuzz.known import FOUND, OURS, documented_ids
 from customops.fuzz.output import Copy, check_reproducer, copy_reproducer, is_reproducer, markdown, write_json
+from customops.fuzz.summary import CampaignSummary, GroupSummary
 from customops.safeio import atomic_dir, write_atomic
 
 REPLAY = "customops fuzz replay "
@@ -54,26 +54,26 @@ def known_ids() -> list[str]:
     return [*documented_ids(), *FOUND, *OURS]
 
 
-def ids_of(group: dict[str, Any]) -> list[str]:
+def ids_of(group: GroupSummary) -> list[str]:
     """The known ids among a group's labels (its other labels are rows of docs/semantics.md)."""
     ids = set(known_ids())
-    return [label for label in group.get("known", []) if label in ids]
+    return [label for label in group.known or [] if label in ids]
 
 
-def choose(groups: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def choose(groups: list[GroupSummary]) -> list[GroupSummary]:
     """The groups whose reproducers are kept (see the module docstring), in the summary's order.
     ``groups`` are those that have a reproducer to keep."""
-    kept: list[dict[str, Any]] = []
+    kept: list[GroupSummary] = []
     covered: set[str] = set()
     for ident in known_ids():
         carriers = [g for g in groups if ident in ids_of(g)]
         if ident in covered or not carriers:
             continue
         fresh = [g for g in carriers if not covered & set(ids_of(g))] or carriers
-        best = min(fresh, key=lambda g: (len(ids_of(g)), -g["count"], g["dir"]))
+        best = min(fresh, key=lambda g: (len(ids_of(g)), -g.count, g.dir or ""))
         kept.append(best)
         covered.update(ids_of(best))
-    kept += [g for g in groups if not g.get("known")]
+    kept += [g for g in groups if not g.known]
     chosen = {id(g) for g in kept}
     return [g for g in groups if id(g) in chosen]
 
@@ -89,9 +89,9 @@ def campaign_out(command: str) -> str:
     raise CustomOpsError(f"the campaign command {command!r} names no --out; merge its directory by hand")
 
 
-def commands(summary: dict[str, Any], merged: str, out: str, md: str) -> tuple[str, str]:
+def commands(summary: CampaignSummary, merged: str, out: str, md: str) -> tuple[str, str]:
     """The merge command (the campaigns' directories into ``merged``) and this script's command."""
-    dirs = [campaign_out(c["command"]) for c in summary["campaigns"]]
+    dirs = [campaign_out(c.command) for c in summary.campaigns]
     merge = shlex.join(["customops", "fuzz", "merge", *dirs, "--out", merged])
     prune = ["python", "tools/prune_findings.py", merged]
     if out != "findings":
@@ -101,12 +101,12 @@ def commands(summary: dict[str, Any], merged: str, out: str, md: str) -> tuple[s
     return merge, shlex.join(prune)
 
 
-def kept_paragraph(root: str, merged: str, groups: list[dict[str, Any]], kept: set[str]) -> str:
+def kept_paragraph(root: str, merged: str, groups: list[GroupSummary], kept: set[str]) -> str:
     """The page's paragraph on reproducers: what ``root`` keeps, counted from the summary."""
     ids = {i for g in groups for i in ids_of(g)}
-    carriers = [i for g in groups if g.get("dir") in kept for i in ids_of(g)]
+    carriers = [i for g in groups if g.dir in kept for i in ids_of(g)]
     each = "exactly one" if sorted(carriers) == sorted(ids) else "at least one"
-    new = sum(1 for g in groups if not g.get("known"))
+    new = sum(1 for g in groups if not g.known)
     news = f"and the {new} group(s) no rule labels" if new else "and every group no rule labels (none here)"
     return (
         f"One row per group below. `{root}/` keeps one shrunk reproducer per known id, {len(kept)} of the "
@@ -131,7 +131,7 @@ REGENERATE = (
 )
 
 
-def page(summary: dict[str, Any], kept: set[str], root: str, merged: str, merge: str, prune: str) -> str:
+def page(summary: CampaignSummary, kept: set[str], root: str, merged: str, merge: str, prune: str) -> str:
     """docs/findings.md: :func:`customops.fuzz.output.markdown` of the whole summary, with the paragraph
     on reproducers, the regenerate block and the links of groups not kept edited as the module says."""
     text = markdown(summary, root, merge)
@@ -141,7 +141,7 @@ def page(summary: dict[str, Any], kept: set[str], root: str, merged: str, merge:
     at_merge = [i for i, line in enumerate(lines) if line == merge]
     if len(para) != 1 or len(regen) != 1 or len(at_merge) != 1:
         raise CustomOpsError("the page customops fuzz writes has changed; update tools/prune_findings.py")
-    lines[para[0]] = kept_paragraph(root, merged, summary["groups"], kept)
+    lines[para[0]] = kept_paragraph(root, merged, summary.groups, kept)
     lines[regen[0]] = REGENERATE
     lines.insert(at_merge[0] + 1, prune)
     rel = root if root.startswith(("/", ".")) else "../" + root.strip("/")  # as markdown() links
@@ -154,19 +154,13 @@ def page(summary: dict[str, Any], kept: set[str], root: str, merged: str, merge:
     return "\n".join(link.sub(unlink, line) for line in lines)
 
 
-def repath(group: dict[str, Any], new: str) -> str:
+def repath(group: GroupSummary, new: str) -> str:
     """Point a group's rerun commands at ``new`` (its directory under --out); returns the old path,
     the one its replay command names."""
-    old = next(
-        (
-            c[len(REPLAY) :]
-            for c in group.get("rerun", [])
-            if c.startswith(REPLAY) and c.endswith(group["dir"])
-        ),
-        None,
-    )
+    rerun, name = group.rerun or [], group.dir or ""
+    old = next((c[len(REPLAY) :] for c in rerun if c.startswith(REPLAY) and c.endswith(name)), None)
     if old:
-        group["rerun"] = [c.replace(old, new) for c in group["rerun"]]
+        group.rerun = [c.replace(old, new) for c in rerun]
     return old or new
 
 
@@ -176,14 +170,14 @@ def prune(merged: Path, out: Path, md: Path) -> list[str]:
     if merged.resolve() == out.resolve():
         raise CustomOpsError("MERGED and --out are one directory; merge into a scratch directory")
     summary = read_summary(merged)
-    groups = summary["groups"]
-    available = [g for g in groups if g.get("dir") and is_reproducer(merged / g["dir"])]
+    available = [g for g in summary.groups if g.dir and is_reproducer(merged / g.dir)]
     kept = choose(available)
-    names = {g["dir"] for g in kept}
+    names = {g.dir for g in kept if g.dir}
     copies = []
     for g in kept:
-        old = repath(g, str(out / g["dir"]))
-        copy = Copy(merged / g["dir"], g, old, str(out / g["dir"]))
+        assert g.dir is not None
+        old = repath(g, str(out / g.dir))
+        copy = Copy(merged / g.dir, g, old, str(out / g.dir))
         check_reproducer(copy)
         copies.append(copy)
     out.mkdir(exist_ok=True)
@@ -191,9 +185,9 @@ def prune(merged: Path, out: Path, md: Path) -> list[str]:
         if entry.name not in names and is_reproducer(entry):
             shutil.rmtree(entry)
     for c in copies:
-        with atomic_dir(out / c.group["dir"], replace=True) as tmp:
+        with atomic_dir(out / c.name, replace=True) as tmp:
             copy_reproducer(c, tmp)
-    write_json(out / SUMMARY, summary)
+    write_json(out / SUMMARY, summary.to_json())
     merge_command, prune_command = commands(summary, str(merged), str(out), str(md))
     write_atomic(md, page(summary, names, str(out), str(merged), merge_command, prune_command))
     return sorted(names)
@@ -202,7 +196,7 @@ def prune(merged: Path, out: Path, md: Path) -> list[str]:
 def page_only(merged: Path, out: Path, md: Path) -> list[str]:
     """Write ``md`` again from ``out``'s summary.json and the reproducers in ``out``; returns their names."""
     summary = read_summary(out)
-    names = {g["dir"] for g in summary["groups"] if g.get("dir") and is_reproducer(out / g["dir"])}
+    names = {g.dir for g in summary.groups if g.dir and is_reproducer(out / g.dir)}
     merge_command, prune_command = commands(summary, str(merged), str(out), str(md))
     write_atomic(md, page(summary, names, str(out), str(merged), merge_command, prune_command))
     return sorted(names)

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     import argparse
 
     from customops.fuzz.files import Reproducer
+    from customops.fuzz.summary import CampaignInfo, CampaignSummary, CaseCounts, GroupSummary, Versions
 
 DEFAULT_OUT = "customops-fuzz"
 DEFAULT_CASES = 1000
@@ -124,20 +125,21 @@ def run(args: argparse.Namespace) -> int:
     return run_campaign(args)
 
 
-def _versions() -> dict[str, str]:
+def _versions() -> Versions:
     import numpy
     import onnx
     import onnxruntime
 
     import customops
+    from customops.fuzz.summary import Versions
 
-    return {
-        "tool": "customops fuzz",
-        "ort_version": onnxruntime.__version__,
-        "onnx_version": onnx.__version__,
-        "customops_version": customops.__version__,
-        "numpy_version": numpy.__version__,
-    }
+    return Versions(
+        tool="customops fuzz",
+        ort_version=onnxruntime.__version__,
+        onnx_version=onnx.__version__,
+        customops_version=customops.__version__,
+        numpy_version=numpy.__version__,
+    )
 
 
 def campaign_command(args: argparse.Namespace, out: Path) -> str:
@@ -181,7 +183,7 @@ def run_campaign(args: argparse.Namespace) -> int:
     command = campaign_command(args, out)
     summary = campaign(plan, jobs, budget, timeout, shrink_budget, out, command, previous)
     _report(summary, out, args.json, md, command)
-    return 1 if summary["groups"] else 0
+    return 1 if summary.groups else 0
 
 
 def _jobs(value: str | None, cases: int) -> int:
@@ -198,7 +200,7 @@ def _jobs(value: str | None, cases: int) -> int:
     return jobs
 
 
-def _previous_summary(out: Path, md: Path | None) -> dict[str, Any] | None:
+def _previous_summary(out: Path, md: Path | None) -> CampaignSummary | None:
     """The checked summary.json of an earlier campaign in ``out`` (its stale groups are removed at the
     end), read before any work so that a bad one stops the campaign at once."""
     from customops.fuzz.files import SUMMARY, read_summary
@@ -219,14 +221,15 @@ def campaign(
     shrink_budget: int,
     out: Path,
     command: str,
-    previous: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+    previous: CampaignSummary | None = None,
+) -> CampaignSummary:
     """Run ``plan``, triage, write the reproducers and summary.json under ``out`` (removing the groups
     of the ``previous`` summary there that are gone); returns the summary."""
     from customops.eval.runner import Pool
-    from customops.fuzz.campaign import case_counts, group_json, log, run_cases, triage
+    from customops.fuzz.campaign import case_counts, group_summary, log, run_cases, triage
     from customops.fuzz.files import SUMMARY
     from customops.fuzz.output import remove_stale, write_json
+    from customops.fuzz.summary import CampaignSummary
 
     started = time.monotonic()
     work = plan.work()
@@ -240,58 +243,56 @@ def campaign(
         groups, notes = triage(records, pool, jobs, shrink_budget)
     out.mkdir(exist_ok=True)
     entries = _write_groups(groups, plan.seed, out)
-    note_entries = [group_json(n, plan.seed, []) for n in notes]
     counts = case_counts(records)
     total = time.monotonic() - started
-    summary = {
-        **_versions(),
-        "campaigns": [_campaign_json(plan, command, counts, entries, jobs, (total, ran))],
-        "cases": counts,
-        "groups": entries,
-        "reference_notes": [
-            {k: n[k] for k in ("id", "signature", "text", "count", "examples", "dtypes")}
-            for n in note_entries
-        ],
-    }
-    write_json(out / SUMMARY, summary)
-    remove_stale(out, previous, {e["dir"] for e in entries})
+    summary = CampaignSummary(
+        _versions(),
+        [_campaign_info(plan, command, counts, entries, jobs, (total, ran))],
+        counts,
+        entries,
+        [group_summary(n, plan.seed, []).note() for n in notes],
+    )
+    write_json(out / SUMMARY, summary.to_json())
+    remove_stale(out, previous, {e.dir for e in entries if e.dir is not None})
     log(f"fuzz: done in {total:.1f} s ({ran:.1f} s running cases)")
     return summary
 
 
-def _campaign_json(
+def _campaign_info(
     plan: Any,
     command: str,
-    counts: dict[str, Any],
-    entries: list[dict[str, Any]],
+    counts: CaseCounts,
+    entries: list[GroupSummary],
     jobs: int,
     seconds: tuple[float, float],
-) -> dict[str, Any]:
+) -> CampaignInfo:
     """The summary's record of one campaign; ``seconds`` = (in all, running cases)."""
+    from customops.fuzz.summary import CampaignInfo
+
     total, ran = seconds
-    return {
-        "command": command,
-        "targets": [t.key for t in plan.targets],
-        "seed": plan.seed,
-        "cases": plan.cases,
-        "shard": f"{plan.shard[0]}/{plan.shard[1]}",
-        "indices": plan.indices,
-        "run": counts["run"],
-        "skipped": sum(counts["skipped"].values()),
-        "skipped_reasons": counts["skipped"],
-        "not_run": counts["not_run"],
-        "groups": len(entries),
-        "findings": sum(e["count"] for e in entries),
-        "seconds": round(total, 1),
-        "seconds_cases": round(ran, 1),
-        "jobs": jobs,
-    }
+    return CampaignInfo(
+        command=command,
+        targets=[t.key for t in plan.targets],
+        seed=plan.seed,
+        cases=plan.cases,
+        shard=f"{plan.shard[0]}/{plan.shard[1]}",
+        indices=plan.indices,
+        run=counts.run,
+        skipped=sum(counts.skipped.values()),
+        skipped_reasons=dict(counts.skipped),
+        not_run=counts.not_run,
+        groups=len(entries),
+        findings=sum(e.count for e in entries),
+        seconds=round(total, 1),
+        seconds_cases=round(ran, 1),
+        jobs=jobs,
+    )
 
 
-def _write_groups(groups: list[Any], seed: int, out: Path) -> list[dict[str, Any]]:
+def _write_groups(groups: list[Any], seed: int, out: Path) -> list[GroupSummary]:
     """Name each group's directory under ``out``, write its shrunk reproducer there; the groups' entries
     of the summary."""
-    from customops.fuzz.campaign import group_json
+    from customops.fuzz.campaign import group_summary
     from customops.fuzz.known import known_labels
     from customops.fuzz.output import group_dirname, rerun_commands, taken_names, write_group
 
@@ -302,21 +303,21 @@ def _write_groups(groups: list[Any], seed: int, out: Path) -> list[dict[str, Any
         example = group.members[0].index
         shrunk = group.shrunk.evaluation if group.shrunk is not None else None
         rerun = rerun_commands(group.signature, str(out / group.dirname), example, seed, shrunk)
-        entry = group_json(group, seed, rerun)
-        entry["known"] = known_labels(entry)
+        entry = group_summary(group, seed, rerun)
+        entry.known = known_labels(entry)
         if group.shrunk is not None:
             write_group(out, group.dirname, group.signature, group.shrunk.evaluation, entry)
         entries.append(entry)
     return entries
 
 
-def _report(summary: dict[str, Any], out: Path, as_json: bool, md: Path | None, command: str) -> None:
+def _report(summary: CampaignSummary, out: Path, as_json: bool, md: Path | None, command: str) -> None:
     from customops.fuzz.output import format_table, markdown
 
     if as_json:
         from customops import jsonout
 
-        jsonout.dump(summary, sys.stdout, indent=1)
+        jsonout.dump(summary.to_json(), sys.stdout, indent=1)
         print()
     else:
         print(format_table(summary, str(out)))
@@ -338,11 +339,11 @@ def run_merge(args: argparse.Namespace) -> int:
     summaries = [(d, read_summary(d)) for d in dirs]
     check_campaigns_once(summaries)
     merged = merge(summaries, out)
-    write_json(out / SUMMARY, merged)
+    write_json(out / SUMMARY, merged.to_json())
     parts = ["customops", "fuzz", "merge", *map(str, dirs), "--out", str(out)]
     command = shlex.join([*parts, "--markdown", str(md)] if md is not None else parts)
     _report(merged, out, args.merge_json, md, command)
-    return 1 if merged["groups"] else 0
+    return 1 if merged.groups else 0
 
 
 def _merge_inputs(names: list[str]) -> list[Path]:

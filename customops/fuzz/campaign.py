@@ -17,13 +17,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from customops.eval.runner import Pool, parallel
-from customops.fuzz.case import case_to_json
 from customops.fuzz.dispatch import make_case
+from customops.fuzz.summary import EXAMPLES, CaseCounts, GroupSummary
 from customops.fuzz.triage import Evaluation, Finding, Shrunk, Signature, evaluate, shrink, signature_of
 from customops.registry import OpVersion
-
-EXAMPLES = 10
-"""How many example case indices a group keeps."""
 
 
 @dataclass
@@ -233,7 +230,7 @@ def _group(pairs: list[tuple[CaseRecord, Signature]]) -> list[Group]:
     return groups
 
 
-def case_counts(records: list[CaseRecord]) -> dict[str, Any]:
+def case_counts(records: list[CaseRecord]) -> CaseCounts:
     """Counts of the cases: run, valid, invalid, skipped by reason, not run, per target."""
     run = [r for r in records if r.status == "run"]
     skipped = Counter(f"{r.dtype}: {r.note}" for r in records if r.status == "skipped")
@@ -244,44 +241,42 @@ def case_counts(records: list[CaseRecord]) -> dict[str, Any]:
         row[key] += 1
         if any(f.counts for f in r.findings):
             row["with_findings"] += 1
-    return {
-        "total": len(records),
-        "run": len(run),
-        "valid": sum(1 for r in run if r.valid),
-        "invalid": sum(1 for r in run if not r.valid),
-        "invalid_reasons": dict(sorted(Counter(r.reason for r in run if not r.valid).items())),
-        "skipped": dict(sorted(skipped.items())),
-        "not_run": sum(1 for r in records if r.status == "not-run"),
-        "by_target": dict(sorted(by_target.items())),
-    }
+    return CaseCounts(
+        total=len(records),
+        run=len(run),
+        valid=sum(1 for r in run if r.valid),
+        invalid=sum(1 for r in run if not r.valid),
+        invalid_reasons=dict(sorted(Counter(r.reason for r in run if not r.valid).items())),
+        skipped=dict(sorted(skipped.items())),
+        not_run=sum(1 for r in records if r.status == "not-run"),
+        by_target=dict(sorted(by_target.items())),
+    )
 
 
-def group_json(group: Group, seed: int, rerun: list[str]) -> dict[str, Any]:
-    """The summary entry of a group."""
+def group_summary(group: Group, seed: int, rerun: list[str]) -> GroupSummary:
+    """The summary entry of a group (its known labels are set by the caller)."""
     sig = group.signature
-    entry: dict[str, Any] = {
-        "id": sig.id,
-        "dir": group.dirname or None,
-        "signature": sig.to_json(),
-        "text": sig.text(),
-        "counts": sig.finding.counts,
-        "count": group.count,
-        "examples": [r.index for r in group.members[:EXAMPLES]],
-        "dtypes": dict(sorted(Counter(r.dtype for r in group.members).items())),
-        "ranks": sorted(
-            {int(r.evaluation.case.main.ndim) for r in group.members if r.evaluation is not None}
-        ),
-        "seed": seed,
-        "rerun": rerun,
-    }
+    entry = GroupSummary(
+        id=sig.id,
+        dir=group.dirname or None,
+        signature=sig,
+        text=sig.text(),
+        counts=sig.finding.counts,
+        count=group.count,
+        examples=[r.index for r in group.members[:EXAMPLES]],
+        dtypes=dict(sorted(Counter(r.dtype for r in group.members).items())),
+        ranks=sorted({int(r.evaluation.case.main.ndim) for r in group.members if r.evaluation is not None}),
+        seed=seed,
+        rerun=rerun,
+    )
     if group.shrunk is not None:
         from customops.fuzz.known import facts
 
         ev = group.shrunk.evaluation
-        entry["facts"] = facts(ev)
+        entry.facts = facts(ev)
         if group.shrunk.needs:
-            entry["facts"]["needs"] = list(group.shrunk.needs)
-        entry["representative"] = {
+            entry.facts["needs"] = list(group.shrunk.needs)
+        entry.representative = {
             "index": group.members[0].index,
             "case": ev.case.describe(),
             "valid": ev.verdict.valid,
@@ -315,9 +310,3 @@ def _num(x: Any) -> Any:
     if isinstance(x, float) and not math.isfinite(x):
         return str(x)
     return x
-
-
-def representative_json(group: Group) -> dict[str, Any] | None:
-    if group.shrunk is None:
-        return None
-    return case_to_json(group.shrunk.evaluation.case)

@@ -19,6 +19,7 @@ from typing import Any
 
 from customops.errors import CustomOpsError
 from customops.fuzz.case import MAX_ARRAY_BYTES, MAX_RANK, Case, case_from_json, known_elem
+from customops.fuzz.summary import VERSION_KEYS, CampaignSummary
 from customops.fuzz.triage import Signature
 from customops.safeio import MAX_COMPONENT, is_safe_component, read_bounded
 
@@ -212,10 +213,9 @@ CASE_COUNTS = record(
     {k: integer() for k in ("total", "run", "valid", "invalid", "not_run")} | {"skipped": COUNTS},
     {"invalid_reasons": COUNTS, "by_target": map_of(COUNTS)},
 )
-VERSIONS = ("tool", "ort_version", "onnx_version", "customops_version", "numpy_version")
 SUMMARY_SCHEMA = record(
     {"ort_version": text, "campaigns": list_of(CAMPAIGN), "cases": CASE_COUNTS, "groups": list_of(GROUP)},
-    {**{k: text for k in VERSIONS}, "reference_notes": list_of(NOTE)},
+    {**{k: text for k in VERSION_KEYS}, "reference_notes": list_of(NOTE)},
 )
 
 
@@ -314,14 +314,14 @@ def checked(value: Any, schema: Spec, path: Path, what: str) -> Any:
         raise CustomOpsError(f"{what} {str(path)!r}: {exc}") from None
 
 
-def read_summary(directory: Path) -> dict[str, Any]:
-    """The checked summary.json of the campaign directory ``directory``."""
+def read_summary(directory: Path) -> CampaignSummary:
+    """The checked summary.json of the campaign directory ``directory``, as typed data (fields the
+    schema does not know are dropped)."""
     path = directory / SUMMARY
     if not path.is_file():
         raise CustomOpsError(f"{str(directory)!r} holds no {SUMMARY} (not a fuzz campaign directory)")
     summary = checked(load_json(path, MAX_SUMMARY_BYTES, SUMMARY), SUMMARY_SCHEMA, path, SUMMARY)
-    summary.setdefault("reference_notes", [])
-    return summary
+    return CampaignSummary.from_json(summary)
 
 
 def read_finding(directory: Path) -> Reproducer:

@@ -11,9 +11,12 @@ has a signature that needs neither, and a representative that shows one of them)
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from customops.fuzz.summary import GroupSummary
 
 FOUND: dict[str, str] = {
     "F-EXCLUDE-OUTSIDE-NEAREST": "Resize 11-19: exclude_outside=1 is refused at load unless the mode is cubic, "
@@ -79,67 +82,67 @@ def facts(ev: Any) -> dict[str, Any]:
     return out
 
 
-def _has(entry: dict[str, Any], text: str) -> bool:
-    return text in entry["signature"]["detail"]
+def _has(entry: GroupSummary, text: str) -> bool:
+    return text in entry.signature.detail
 
 
-def _feature(entry: dict[str, Any], prefix: str) -> bool:
+def _feature(entry: GroupSummary, prefix: str) -> bool:
     """Whether the group's signature or its shrunk representative needs a feature named ``prefix...``."""
-    needs = [*entry["signature"]["features"], *entry.get("facts", {}).get("needs", ())]
+    needs = [*entry.signature.features, *(entry.facts or {}).get("needs", ())]
     return any(f.startswith(prefix) for f in needs)
 
 
-def _attr(entry: dict[str, Any], name: str) -> Any:
-    return entry.get("facts", {}).get("attrs", {}).get(name)
+def _attr(entry: GroupSummary, name: str) -> Any:
+    return (entry.facts or {}).get("attrs", {}).get(name)
 
 
-def _fact(entry: dict[str, Any], name: str) -> Any:
-    return entry.get("facts", {}).get(name)
+def _fact(entry: GroupSummary, name: str) -> Any:
+    return (entry.facts or {}).get(name)
 
 
-def _output_kind(entry: dict[str, Any]) -> bool:
-    return entry["signature"]["kind"] in ("value", "shape", "dtype")
+def _output_kind(entry: GroupSummary) -> bool:
+    return entry.signature.kind in ("value", "shape", "dtype")
 
 
-def _ort_side(entry: dict[str, Any]) -> bool:
-    return entry["signature"]["side"] in ("builtin", "unknown", "three-way")
+def _ort_side(entry: GroupSummary) -> bool:
+    return entry.signature.side in ("builtin", "unknown", "three-way")
 
 
-def _op(e: dict[str, Any], *ops: str) -> bool:
-    return e["signature"]["op"] in ops
+def _op(e: GroupSummary, *ops: str) -> bool:
+    return e.signature.op in ops
 
 
-def _detail_is(e: dict[str, Any], detail: str) -> bool:
-    return e["signature"]["detail"] == detail
+def _detail_is(e: GroupSummary, detail: str) -> bool:
+    return e.signature.detail == detail
 
 
-def _ranks(e: dict[str, Any], *ranks: int) -> bool:
+def _ranks(e: GroupSummary, *ranks: int) -> bool:
     """Whether a member of the group (before shrinking) has one of these ranks (6: 6 or more)."""
-    return any(min(r, 6) in ranks for r in e.get("ranks") or [_fact(e, "rank")] if r is not None)
+    return any(min(r, 6) in ranks for r in e.ranks or [_fact(e, "rank")] if r is not None)
 
 
-def _linear_rejected(e: dict[str, Any], op: str) -> bool:
+def _linear_rejected(e: GroupSummary, op: str) -> bool:
     return _op(e, op) and _has(e, "'Linear' mode only supports")
 
 
-def _ort_output(e: dict[str, Any]) -> bool:
+def _ort_output(e: GroupSummary) -> bool:
     """Both ran and ORT's output is the odd one (or the reference could not tell)."""
     return _output_kind(e) and _ort_side(e)
 
 
-def _coord(e: dict[str, Any]) -> Any:
+def _coord(e: GroupSummary) -> Any:
     return _attr(e, "coordinate_transformation_mode")
 
 
-def _missing_type(e: dict[str, Any]) -> bool:
+def _missing_type(e: GroupSummary) -> bool:
     return (
-        e["signature"]["side"] == "builtin"
-        and e["signature"]["kind"] == "rejects-valid"
+        e.signature.side == "builtin"
+        and e.signature.kind == "rejects-valid"
         and (_has(e, "Could not find an implementation") or _has(e, "Failed to find kernel"))
     )
 
 
-_RULES: list[tuple[str, Callable[[dict[str, Any]], bool]]] = [
+_RULES: list[tuple[str, Callable[[GroupSummary], bool]]] = [
     # docs/ort-deviations.md
     ("T-RESIZE", lambda e: _op(e, "Resize") and _missing_type(e)),
     ("T-UPSAMPLE", lambda e: _op(e, "Upsample") and _missing_type(e)),
@@ -220,7 +223,7 @@ _RULES: list[tuple[str, Callable[[dict[str, Any]], bool]]] = [
         "semantics: coordinate arithmetic",
         lambda e: (
             _op(e, "Resize", "Upsample")
-            and e["signature"]["kind"] == "value"
+            and e.signature.kind == "value"
             and _ort_output(e)
             and _attr(e, "mode") in (None, "nearest")
             and not _fact(e, "builtin_returns_input")
@@ -235,8 +238,8 @@ _RULES: list[tuple[str, Callable[[dict[str, Any]], bool]]] = [
         "semantics: coordinate arithmetic",
         lambda e: (
             _op(e, "Resize", "Upsample")
-            and e["signature"]["kind"] == "value"
-            and e["signature"]["side"] == "custom"
+            and e.signature.kind == "value"
+            and e.signature.side == "custom"
             and _attr(e, "mode") in (None, "nearest")
             and _attr(e, "nearest_mode") in ("floor", "ceil", None, "round_prefer_floor", "round_prefer_ceil")
         ),
@@ -245,7 +248,7 @@ _RULES: list[tuple[str, Callable[[dict[str, Any]], bool]]] = [
         "semantics: output length from scales",
         lambda e: (
             _op(e, "Resize", "Upsample")
-            and e["signature"]["kind"] == "shape"
+            and e.signature.kind == "shape"
             and _ort_output(e)
             and _coord(e) != "tf_crop_and_resize"
             and _attr(e, "keep_aspect_ratio_policy") in (None, "stretch")
@@ -347,7 +350,7 @@ _RULES: list[tuple[str, Callable[[dict[str, Any]], bool]]] = [
     (
         "K-CUBIC-COEFF-NONFINITE",
         lambda e: (
-            e["signature"]["side"] == "custom"
+            e.signature.side == "custom"
             and _has(e, "cubic_coeff_a # is not finite")
             and _attr(e, "mode") != "cubic"
         ),
@@ -355,7 +358,7 @@ _RULES: list[tuple[str, Callable[[dict[str, Any]], bool]]] = [
     (
         "F-UNUSED-ATTRIBUTE-UNCHECKED",
         lambda e: (
-            e["signature"]["side"] == "builtin"
+            e.signature.side == "builtin"
             and _detail_is(e, "attr-value:nearest_mode")
             and _attr(e, "mode") in ("linear", "cubic")
         ),
@@ -368,12 +371,12 @@ def documented_ids() -> list[str]:
     return [name for name, _ in _RULES if not name.startswith(("semantics:", "F-", "K-"))]
 
 
-def known_labels(entry: dict[str, Any]) -> list[str]:
+def known_labels(entry: GroupSummary) -> list[str]:
     """The documented deviations a group's summary entry matches (empty: new)."""
     return [name for name, rule in _RULES if _safe(rule, entry)]
 
 
-def _safe(rule: Callable[[dict[str, Any]], bool], entry: dict[str, Any]) -> bool:
+def _safe(rule: Callable[[GroupSummary], bool], entry: GroupSummary) -> bool:
     try:
         return bool(rule(entry))
     except (KeyError, TypeError, AttributeError, ValueError):  # a field of another shape (read from a file)

@@ -9,7 +9,7 @@ is replaced in one rename too. Campaign directories being merged are read throug
 
 from __future__ import annotations
 
-import json
+import copy
 import os
 import shutil
 import stat
@@ -25,6 +25,7 @@ from customops.errors import CustomOpsError
 from customops.eval.testcase import write_test_case
 from customops.fuzz.case import build_model, case_to_json
 from customops.fuzz.files import FINDING, MAX_SUMMARY_BYTES, group_dir, read_finding
+from customops.fuzz.summary import CampaignInfo, CampaignSummary, GroupSummary, ReferenceNote, combine
 from customops.fuzz.triage import Evaluation, Signature
 from customops.safeio import (
     atomic_dir,
@@ -95,7 +96,7 @@ def taken_names(root: Path) -> set[str]:
     return {p.name.lower() for p in root.iterdir() if not is_reproducer(p)}
 
 
-def write_group(root: Path, name: str, sig: Signature, ev: Evaluation, info: dict[str, Any]) -> Path:
+def write_group(root: Path, name: str, sig: Signature, ev: Evaluation, info: GroupSummary) -> Path:
     """Write the reproducer of one group atomically, replacing only a reproducer of ours of that name
     (names come from :func:`group_dirname` with :func:`taken_names`); returns its directory."""
     final = root / name
@@ -104,7 +105,7 @@ def write_group(root: Path, name: str, sig: Signature, ev: Evaluation, info: dic
     return final
 
 
-def _fill_group(tmp: Path, sig: Signature, ev: Evaluation, info: dict[str, Any]) -> None:
+def _fill_group(tmp: Path, sig: Signature, ev: Evaluation, info: GroupSummary) -> None:
     from customops.fuzz.campaign import outcome_summary
 
     side = spec_side(sig, ev)
@@ -117,7 +118,7 @@ def _fill_group(tmp: Path, sig: Signature, ev: Evaluation, info: dict[str, Any])
     built = build_model(ev.case, declare_output_shape=dims)
     write_test_case(tmp, built.model, built.feed, expected)
     record = {
-        **info,
+        **info.to_json(),
         "signature": sig.to_json(),
         "text": sig.text(),
         "spec_side": side,
@@ -130,7 +131,7 @@ def _fill_group(tmp: Path, sig: Signature, ev: Evaluation, info: dict[str, Any])
     (tmp / "README.txt").write_text(_readme(sig, ev, side, info))
 
 
-def _readme(sig: Signature, ev: Evaluation, side: str | None, info: dict[str, Any]) -> str:
+def _readme(sig: Signature, ev: Evaluation, side: str | None, info: GroupSummary) -> str:
     lines = [
         sig.text(),
         "",
@@ -149,7 +150,7 @@ def _readme(sig: Signature, ev: Evaluation, side: str | None, info: dict[str, An
         "model.onnx holds the node alone in its standard domain (Cast nodes carry types ORT's Python API cannot)."
     )
     lines.append("Reproduce:")
-    lines.extend(f"  {c}" for c in info.get("rerun", []))
+    lines.extend(f"  {c}" for c in info.rerun or [])
     return "\n".join(lines) + "\n"
 
 
@@ -158,11 +159,11 @@ def write_json(path: Path, data: Any) -> None:
     write_atomic(path, jsonout.dumps(data, indent=1) + "\n")
 
 
-def remove_stale(root: Path, previous: dict[str, Any] | None, keep: set[str]) -> None:
+def remove_stale(root: Path, previous: CampaignSummary | None, keep: set[str]) -> None:
     """Remove group directories an earlier (checked) summary in ``root`` listed and the new one does not:
     only real directories directly in ``root`` that hold a finding.json."""
-    for g in (previous or {}).get("groups", []):
-        name = g.get("dir")
+    for g in previous.groups if previous is not None else []:
+        name = g.dir
         if not is_safe_component(name) or name in keep:
             continue
         path = root / name
@@ -174,26 +175,19 @@ def remove_stale(root: Path, previous: dict[str, Any] | None, keep: set[str]) ->
 # table and Markdown
 
 
-def format_table(summary: dict[str, Any], root: str) -> str:
+def format_table(summary: CampaignSummary, root: str) -> str:
     """The summary table printed on stdout."""
-    cases = summary["cases"]
+    cases = summary.cases
     head = (
-        f"customops fuzz: {cases['total']} cases ({cases['run']} run: {cases['valid']} valid, {cases['invalid']} invalid; "
-        f"{sum(cases['skipped'].values())} skipped; {cases['not_run']} not run), ORT {summary['ort_version']}"
+        f"customops fuzz: {cases.total} cases ({cases.run} run: {cases.valid} valid, {cases.invalid} invalid; "
+        f"{sum(cases.skipped.values())} skipped; {cases.not_run} not run), ORT {summary.versions.ort_version}"
     )
     rows = [("group", "count", "side", "kind", "detail / features that matter", "known")]
-    for g in summary["groups"]:
-        sig = g["signature"]
-        detail = printable(sig["detail"] or ", ".join(sig["features"]) or "-")
+    for g in summary.groups:
+        sig = g.signature
+        detail = printable(sig.detail or ", ".join(sig.features) or "-")
         rows.append(
-            (
-                g["dir"] or g["id"],
-                str(g["count"]),
-                sig["side"],
-                sig["kind"],
-                detail[:70],
-                ", ".join(g.get("known", [])) or "-",
-            )
+            (g.dir or g.id, str(g.count), sig.side, sig.kind, detail[:70], ", ".join(g.known or []) or "-")
         )
     lines = [head]
     if len(rows) > 1:
@@ -202,17 +196,16 @@ def format_table(summary: dict[str, Any], root: str) -> str:
             lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
             if j == 0:
                 lines.append("  ".join("-" * w for w in widths))
-    notes = summary.get("reference_notes", [])
-    findings = sum(g["count"] for g in summary["groups"])
+    notes = summary.reference_notes
     lines.append(
-        f"{len(summary['groups'])} group(s), {findings} finding(s); {len(notes)} group(s) of reference notes "
-        f"({sum(n['count'] for n in notes)} cases where only onnx.reference differs); reproducers under {root}"
+        f"{len(summary.groups)} group(s), {summary.findings} finding(s); {len(notes)} group(s) of reference notes "
+        f"({sum(n.count for n in notes)} cases where only onnx.reference differs); reproducers under {root}"
     )
     return "\n".join(lines)
 
 
 def _label_table(
-    title: str, intro: str | None, labels: dict[str, str], by_label: dict[str, list[dict[str, Any]]]
+    title: str, intro: str | None, labels: dict[str, str], by_label: dict[str, list[GroupSummary]]
 ) -> list[str]:
     """A Markdown section listing the labels of ``labels`` that some group carries (id, what, groups,
     findings), or nothing when none does."""
@@ -225,22 +218,18 @@ def _label_table(
     out += ["| id | what | groups | findings |", "|---|---|---|---|"]
     for ident in ids:
         hits = by_label[ident]
-        out.append(f"| {ident} | {labels[ident]} | {len(hits)} | {sum(g['count'] for g in hits)} |")
+        out.append(f"| {ident} | {labels[ident]} | {len(hits)} | {sum(g.count for g in hits)} |")
     return out
 
 
-def markdown(summary: dict[str, Any], root: str, command: str) -> str:
+def markdown(summary: CampaignSummary, root: str, command: str) -> str:
     """docs/findings.md: how to regenerate it, the campaigns, which documented deviations were found
     again, the deviations new to the catalogue, then one row per group with its reproducer."""
     from customops.fuzz.known import FOUND, OURS, documented_ids
 
-    groups = summary["groups"]
-    by_label: dict[str, list[dict[str, Any]]] = {}
-    for g in groups:
-        for label in g.get("known", []):
-            by_label.setdefault(label, []).append(g)
+    by_label = summary.by_label()
     out = _findings_intro(summary, root, _regenerate_commands(summary, command))
-    out += _campaigns_table(summary["campaigns"])
+    out += _campaigns_table(summary.campaigns)
     out += _documented_table(documented_ids(), by_label)
     out += _label_table("Deviations of ONNX Runtime new to the catalogue", None, FOUND, by_label)
     out += _label_table(
@@ -250,29 +239,31 @@ def markdown(summary: dict[str, Any], root: str, command: str) -> str:
         OURS,
         by_label,
     )
-    out += _groups_table(groups, root)
-    out += _reference_notes_table(summary.get("reference_notes", []))
-    out += _skipped_list(summary["campaigns"])
+    out += _groups_table(summary.groups, root)
+    out += _reference_notes_table(summary.reference_notes)
+    out += _skipped_list(summary.campaigns)
     return "\n".join(out) + "\n"
 
 
-def _regenerate_commands(summary: dict[str, Any], command: str) -> list[str]:
+def _regenerate_commands(summary: CampaignSummary, command: str) -> list[str]:
     """The command of each campaign, then ``command`` (the merge) unless a campaign ran it already."""
-    commands = [c["command"] for c in summary["campaigns"]]
+    commands = [c.command for c in summary.campaigns]
     if command not in commands:
         commands.append(command)
     return commands
 
 
-def _findings_intro(summary: dict[str, Any], root: str, commands: list[str]) -> list[str]:
+def _findings_intro(summary: CampaignSummary, root: str, commands: list[str]) -> list[str]:
     """The findings page's title, what the fuzzer does, where the reproducers are and how to regenerate
     the page, up to the header of the campaigns table."""
+    v = summary.versions
+    onnx = "?" if v.onnx_version is None else v.onnx_version
+    numpy = "?" if v.numpy_version is None else v.numpy_version
     return [
         "# Findings of `customops fuzz`",
         "",
         f"Current findings of the differential fuzzer (`customops fuzz`) against onnxruntime "
-        f"{summary['ort_version']} (onnx {summary.get('onnx_version', '?')}, numpy "
-        f"{summary.get('numpy_version', '?')}). The fuzzer draws cases from the registry (every attribute "
+        f"{v.ort_version} (onnx {onnx}, numpy {numpy}). The fuzzer draws cases from the registry (every attribute "
         "domain, element type, rank 1 to 6 with empty and unit axes, special values, about 10% invalid "
         "configurations on purpose), runs each on ORT's built-in CPU kernel, ours and onnx.reference in worker "
         "processes, groups the disagreements by signature (op and version, the side that is the odd one out, "
@@ -293,7 +284,7 @@ def _findings_intro(summary: dict[str, Any], root: str, commands: list[str]) -> 
     ]
 
 
-def _campaigns_table(campaigns: list[dict[str, Any]]) -> list[str]:
+def _campaigns_table(campaigns: list[CampaignInfo]) -> list[str]:
     """The section "Campaigns": one row per campaign."""
     out = [
         "",
@@ -304,13 +295,13 @@ def _campaigns_table(campaigns: list[dict[str, Any]]) -> list[str]:
     ]
     for c in campaigns:
         out.append(
-            f"| {', '.join(c['targets'])} | {c['seed']} | {c['cases']} | {c['run']} | {c['skipped']} | "
-            f"{c['seconds']:.0f} | {c['groups']} | {c['findings']} |"
+            f"| {', '.join(c.targets)} | {c.seed} | {c.cases} | {c.run} | {c.skipped} | "
+            f"{c.seconds:.0f} | {c.groups} | {c.findings} |"
         )
     return out
 
 
-def _documented_table(ids: list[str], by_label: dict[str, list[dict[str, Any]]]) -> list[str]:
+def _documented_table(ids: list[str], by_label: dict[str, list[GroupSummary]]) -> list[str]:
     """The section "Documented deviations found again": each id of docs/ort-deviations.md among ``ids``
     with its groups and findings, or "not found"."""
     out = [
@@ -324,12 +315,12 @@ def _documented_table(ids: list[str], by_label: dict[str, list[dict[str, Any]]])
     ]
     for ident in ids:
         hits = by_label.get(ident, [])
-        found = f"{len(hits)} | {sum(g['count'] for g in hits)}" if hits else "not found | -"
+        found = f"{len(hits)} | {sum(g.count for g in hits)}" if hits else "not found | -"
         out.append(f"| {ident} | {found} |")
     return out
 
 
-def _groups_table(groups: list[dict[str, Any]], root: str) -> list[str]:
+def _groups_table(groups: list[GroupSummary], root: str) -> list[str]:
     """The section "Groups": one row per group, with a link to its reproducer under ``root``."""
     out = [
         "",
@@ -344,17 +335,17 @@ def _groups_table(groups: list[dict[str, Any]], root: str) -> list[str]:
         "|---|---|---|---|---|---|---|",
     ]
     for g in groups:
-        sig = g["signature"]
-        detail = printable(sig["detail"] or ", ".join(sig["features"]) or "-").replace("|", "\\|")
-        known = ", ".join(g.get("known", [])) or "**new**"
-        where = f"[{g['dir']}]({_rel(root)}/{g['dir']})" if g.get("dir") else "-"
+        sig = g.signature
+        detail = printable(sig.detail or ", ".join(sig.features) or "-").replace("|", "\\|")
+        known = ", ".join(g.known or []) or "**new**"
+        where = f"[{g.dir}]({_rel(root)}/{g.dir})" if g.dir else "-"
         out.append(
-            f"| {sig['op']}-{sig['version']} | {sig['side']} | {sig['kind']} | {detail} | {g['count']} | {known} | {where} |"
+            f"| {sig.op}-{sig.version} | {sig.side} | {sig.kind} | {detail} | {g.count} | {known} | {where} |"
         )
     return out
 
 
-def _reference_notes_table(notes: list[dict[str, Any]]) -> list[str]:
+def _reference_notes_table(notes: list[ReferenceNote]) -> list[str]:
     """The section on cases where onnx.reference alone differs (by op and kind, with the most frequent
     details), or nothing when there are none."""
     if not notes:
@@ -370,23 +361,23 @@ def _reference_notes_table(notes: list[dict[str, Any]]) -> list[str]:
         "| op | kind | cases | groups | most frequent details |",
         "|---|---|---|---|---|",
     ]
-    by_key: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    by_key: dict[tuple[str, str], list[ReferenceNote]] = {}
     for n in notes:
-        sig = n["signature"]
-        by_key.setdefault((f"{sig['op']}-{sig['version']}", sig["kind"]), []).append(n)
+        sig = n.signature
+        by_key.setdefault((f"{sig.op}-{sig.version}", sig.kind), []).append(n)
     for (op, kind), items in by_key.items():
-        items = sorted(items, key=lambda n: -n["count"])
-        top = "; ".join(f"{(n['signature']['detail'] or '-')[:70]} ({n['count']})" for n in items[:3])
+        items = sorted(items, key=lambda n: -n.count)
+        top = "; ".join(f"{(n.signature.detail or '-')[:70]} ({n.count})" for n in items[:3])
         top = printable(top).replace("|", "\\|")
-        out.append(f"| {op} | {kind} | {sum(n['count'] for n in items)} | {len(items)} | {top} |")
+        out.append(f"| {op} | {kind} | {sum(n.count for n in items)} | {len(items)} | {top} |")
     return out
 
 
-def _skipped_list(campaigns: list[dict[str, Any]]) -> list[str]:
+def _skipped_list(campaigns: list[CampaignInfo]) -> list[str]:
     """The section on skipped cases: how many of each reason over all campaigns, or nothing."""
     skipped: Counter[str] = Counter()
     for c in campaigns:
-        skipped.update(c.get("skipped_reasons", {}))
+        skipped.update(c.skipped_reasons or {})
     if not skipped:
         return []
     return [
@@ -405,7 +396,7 @@ def _rel(root: str) -> str:
 # merging
 
 
-def merge(summaries: list[tuple[Path, dict[str, Any]]], out: Path) -> dict[str, Any]:
+def merge(summaries: list[tuple[Path, CampaignSummary]], out: Path) -> CampaignSummary:
     """One summary from several checked campaign summaries (e.g. shards); copies each group's
     representative (the one whose first example has the lowest index) into ``out``, under a name unique
     there, with its known labels refreshed (in the summary and in its finding.json)."""
@@ -413,76 +404,72 @@ def merge(summaries: list[tuple[Path, dict[str, Any]]], out: Path) -> dict[str, 
 
     first = summaries[0][1]
     groups, sources = _merged_groups(summaries)
-    notes: dict[str, dict[str, Any]] = {}
-    cases: dict[str, Any] = {}
-    campaigns: list[dict[str, Any]] = []
-    for _, s in summaries:
-        campaigns.extend(s["campaigns"])
-        _add_counts(cases, s["cases"])
-        for n in s.get("reference_notes", []):
-            key = json.dumps(n["signature"], sort_keys=True)
-            if key in notes:
-                _combine(notes[key], n)
+    notes: dict[str, ReferenceNote] = {}
+    cases = copy.deepcopy(first.cases)
+    campaigns: list[CampaignInfo] = []
+    for i, (_, s) in enumerate(summaries):
+        campaigns.extend(copy.deepcopy(s.campaigns))
+        if i:
+            cases.add(s.cases)
+        for n in s.reference_notes:
+            if n.signature.key in notes:
+                combine(notes[n.signature.key], n)
             else:
-                notes[key] = json.loads(json.dumps(n))
+                notes[n.signature.key] = copy.deepcopy(n)
     copies = []  # every group renamed and every reproducer checked before anything is written
     used = taken_names(out)
     budget = Budget(MAX_SUMMARY_BYTES, "the merged summary")
     for key, g in groups.items():
-        g["known"] = known_labels(g)
-        if g.get("dir"):
+        g.known = known_labels(g)
+        if g.dir:
             copies += _place_group(g, sources[key], out, used, budget)
     out.mkdir(parents=True, exist_ok=True)
     for c in copies:
-        with atomic_dir(out / c.group["dir"], replace=True) as tmp:
+        with atomic_dir(out / c.name, replace=True) as tmp:
             copy_reproducer(c, tmp)
     ordered = sorted(
-        groups.values(),
-        key=lambda g: (g["signature"]["op"], g["signature"]["version"], -g["count"], g["examples"][:1]),
+        groups.values(), key=lambda g: (g.signature.op, g.signature.version, -g.count, g.examples[:1])
     )
-    return {
-        **{
-            k: first[k]
-            for k in ("tool", "ort_version", "onnx_version", "customops_version", "numpy_version")
-            if k in first
-        },
-        "campaigns": campaigns,
-        "cases": cases,
-        "groups": ordered,
-        "reference_notes": sorted(
-            notes.values(), key=lambda n: (n["signature"]["op"], n["signature"]["version"], -n["count"])
-        ),
-    }
+    return CampaignSummary(
+        copy.deepcopy(first.versions),
+        campaigns,
+        cases,
+        ordered,
+        sorted(notes.values(), key=lambda n: (n.signature.op, n.signature.version, -n.count)),
+    )
 
 
 def _merged_groups(
-    summaries: list[tuple[Path, dict[str, Any]]],
-) -> tuple[dict[str, dict[str, Any]], dict[str, Path]]:
+    summaries: list[tuple[Path, CampaignSummary]],
+) -> tuple[dict[str, GroupSummary], dict[str, Path]]:
     """Groups by signature (counts combined) and the campaign directory of each one's representative."""
-    groups: dict[str, dict[str, Any]] = {}
+    groups: dict[str, GroupSummary] = {}
     sources: dict[str, Path] = {}
     for directory, s in summaries:
-        for g in s["groups"]:
-            key = json.dumps(g["signature"], sort_keys=True)
+        for g in s.groups:
+            key = g.signature.key
             merged = groups.get(key)
             if merged is None:
-                groups[key] = json.loads(json.dumps(g))
+                groups[key] = copy.deepcopy(g)
                 sources[key] = directory
                 continue
-            if g["examples"] and (not merged["examples"] or g["examples"][0] < merged["examples"][0]):
-                keep = {k: merged[k] for k in ("count", "examples", "dtypes", "ranks") if k in merged}
-                groups[key] = merged = {**json.loads(json.dumps(g)), **keep}
+            if g.examples and (not merged.examples or g.examples[0] < merged.examples[0]):
+                new = copy.deepcopy(g)  # the new representative, with the counts so far
+                new.count, new.examples = merged.count, merged.examples
+                new.dtypes = merged.dtypes if merged.dtypes is not None else new.dtypes
+                new.ranks = merged.ranks if merged.ranks is not None else new.ranks
+                groups[key] = merged = new
                 sources[key] = directory
-            _combine(merged, g)
+            combine(merged, g)
     return groups, sources
 
 
-def check_campaigns_once(summaries: list[tuple[Path, dict[str, Any]]]) -> None:
+def check_campaigns_once(summaries: list[tuple[Path, CampaignSummary]]) -> None:
     """Refuse to merge one campaign twice (a directory named twice, a copy of one, or a merge together
     with one of its sources): its cases would count twice."""
     seen: dict[str, Path] = {}
     for directory, s in summaries:
-        keys = [(_campaign_key(c), c["command"]) for c in s["campaigns"]]
+        keys = [(c.key, c.command) for c in s.campaigns]
         for key, command in keys:
             if key in seen:
                 where = "twice" if seen[key] == directory else f"and in {str(seen[key])!r}"
@@ -491,11 +478,6 @@ def check_campaigns_once(summaries: list[tuple[Path, dict[str, Any]]]) -> None:
                     "once, or its cases would count twice"
                 )
         seen.update((key, directory) for key, _ in keys)
-
-
-def _campaign_key(c: dict[str, Any]) -> str:
-    """What makes a campaign: the same targets, seed, cases, shard and indices draw the same cases."""
-    return json.dumps([c["targets"], c["seed"], c["cases"], c.get("shard"), c.get("indices")])
 
 
 @dataclass
@@ -526,19 +508,27 @@ class Copy:
     and labels), with the path ``old`` in its texts replaced by ``new``."""
 
     src: Path
-    group: dict[str, Any]
+    group: GroupSummary
     old: str
     new: str
 
+    @property
+    def name(self) -> str:
+        """The group's directory name in the merged directory."""
+        assert self.group.dir is not None
+        return self.group.dir
 
-def _place_group(g: dict[str, Any], source: Path, out: Path, used: set[str], budget: Budget) -> list[Copy]:
-    """Name the group uniquely in ``out`` and point its commands there; its reproducer in the campaign
-    directory ``source``, checked, is the copy to make (none when it is not there)."""
-    src = group_dir(source, g["dir"])
+
+def _place_group(g: GroupSummary, source: Path, out: Path, used: set[str], budget: Budget) -> list[Copy]:
+    """Name the group (which has a directory) uniquely in ``out`` and point its commands there; its
+    reproducer in the campaign directory ``source``, checked, is the copy to make (none when it is not
+    there)."""
+    assert g.dir is not None
+    src = group_dir(source, g.dir)
     old = _recorded_dir(g, source)
-    g["dir"] = safe_component(g["dir"], used)
-    new = str(out / g["dir"])
-    g["rerun"] = [repath(c, old, new, budget) for c in g.get("rerun", [])]
+    g.dir = safe_component(g.dir, used)
+    new = str(out / g.dir)
+    g.rerun = [repath(c, old, new, budget) for c in g.rerun or []]
     if not src.is_dir():
         return []
     copy = Copy(src, g, old, new)
@@ -551,11 +541,13 @@ def reproducer_texts(c: Copy) -> tuple[dict[str, Any], str | None]:
     README.txt (None: absent), the path ``c.old`` replaced by ``c.new`` in both, within bounds."""
     record = read_finding(c.src).record
     budget = Budget(MAX_README_BYTES, repr(str(c.src / FINDING)))
+    g = c.group
+    tallies = {"count": g.count, "examples": g.examples, "dtypes": g.dtypes, "ranks": g.ranks}
     record.update(
-        {k: c.group[k] for k in ("count", "examples", "dtypes", "ranks") if k in c.group},  # merged counts
-        dir=c.group["dir"],
+        {k: v for k, v in tallies.items() if v is not None},  # merged counts
+        dir=g.dir,
         rerun=[repath(command, c.old, c.new, budget) for command in record.get("rerun", [])],
-        known=c.group["known"],
+        known=g.known or [],
     )
     readme = c.src / "README.txt"
     if not readme.exists():
@@ -626,31 +618,12 @@ def copy_regular(src: Path, dst: Path) -> None:
             g.write(chunk)
 
 
-def _combine(into: dict[str, Any], other: dict[str, Any]) -> None:
-    into["count"] += other["count"]
-    from customops.fuzz.campaign import EXAMPLES
-
-    into["examples"] = sorted(set(into["examples"]) | set(other["examples"]))[:EXAMPLES]
-    dtypes = Counter(into.get("dtypes", {}))
-    dtypes.update(other.get("dtypes", {}))
-    into["dtypes"] = dict(sorted(dtypes.items()))
-    if "ranks" in into or "ranks" in other:
-        into["ranks"] = sorted(set(into.get("ranks", [])) | set(other.get("ranks", [])))
-
-
-def _add_counts(into: dict[str, Any], other: dict[str, Any]) -> None:
-    for k, v in other.items():
-        if isinstance(v, dict):
-            _add_counts(into.setdefault(k, {}), v)
-        else:
-            into[k] = into.get(k, 0) + v
-
-
-def _recorded_dir(group: dict[str, Any], source: Path) -> str:
+def _recorded_dir(group: GroupSummary, source: Path) -> str:
     """Where the group's reproducer was when its commands were written: the path its replay command
     names (the campaign's --out, even if that directory has been moved since), else ``source``."""
     prefix = "customops fuzz replay "
-    for command in group.get("rerun", []):
-        if command.startswith(prefix) and command.endswith(group["dir"]):
+    name = group.dir or ""
+    for command in group.rerun or []:
+        if command.startswith(prefix) and command.endswith(name):
             return command[len(prefix) :]
-    return str(source / group["dir"])
+    return str(source / name)

@@ -525,15 +525,16 @@ def test_an_interrupted_campaign_leaves_no_temporary_directory(tmp_path, capsys,
 
 
 def test_committed_findings_read_back_exactly():
+    from customops import jsonout
     from customops.fuzz.case import case_to_json
     from customops.fuzz.files import read_finding, read_summary
 
     root = Path(__file__).resolve().parents[2] / "findings"
     summary = read_summary(root)
-    assert summary == json.loads((root / "summary.json").read_text())
-    kept = [g for g in summary["groups"] if (root / g["dir"]).is_dir()]  # one reproducer per known id
+    assert jsonout.dumps(summary.to_json(), indent=1) + "\n" == (root / "summary.json").read_text()
+    kept = [g.dir for g in summary.groups if g.dir and (root / g.dir).is_dir()]  # one per known id
     assert kept
-    for g in kept:
-        rep = read_finding(root / g["dir"])
-        raw = json.loads((root / g["dir"] / "finding.json").read_text())
-        assert rep.record == raw and case_to_json(rep.case) == raw["case"], g["dir"]
+    for name in kept:
+        rep = read_finding(root / name)
+        raw = json.loads((root / name / "finding.json").read_text())
+        assert rep.record == raw and case_to_json(rep.case) == raw["case"], name
