@@ -5,7 +5,10 @@ and the merge read them (customops.fuzz.output), and each ``to_json()`` gives th
 key for key and in the order the fuzzer has always written it. ``from_json()`` takes only what
 :func:`customops.fuzz.files.read_summary` has checked against its schema (it does not check again):
 summary.json is untrusted data, and files.py is the one place that checks it. Optional fields the file
-may lack are None here and left out of ``to_json()``.
+may lack are None here and left out of ``to_json()`` (but a group's ``dir`` and a campaign's
+``indices``, which the fuzzer writes as null, are always written). So what the fuzzer writes reads back
+and writes out byte for byte; a hand-edited file comes out with its keys in the fuzzer's order, a
+missing ``indices`` as null and a group's null ``seed`` left out.
 
 A group's ``facts`` (what the labelling rules read, customops.fuzz.known) and ``representative`` (a
 description of the shrunk case) stay JSON objects: they are free-form in the file, only passed through
