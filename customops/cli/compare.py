@@ -46,6 +46,13 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--seed", type=int, default=0, help="seed of generated inputs (default 0)")
     p.add_argument(
+        "--providers",
+        type=lambda s: [t.strip() for t in s.split(",") if t.strip()],
+        metavar="EP[,EP...]",
+        help="execution providers of the built-in side, in order of preference: ORT names or cpu, cuda, "
+        "tensorrt, dml, openvino, coreml (default cpu); ours always run on CPU",
+    )
+    p.add_argument(
         "--dim",
         action="append",
         metavar="NAME=VALUE",
@@ -148,6 +155,7 @@ def run(args: Any) -> int:
         seed=args.seed,
         progress=log,
         reference_limit=args.reference_limit,
+        providers=args.providers,
     )
     print(format_table(comparison.report))
     write_outputs(args, comparison)

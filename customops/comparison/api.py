@@ -24,13 +24,15 @@ def compare(
     seed: int = 0,
     dims: Mapping[str, int] | None = None,
     reference_limit: int = REFERENCE_LIMIT,
+    providers: Sequence[str] | None = None,
 ) -> Report:
     """Run ``model`` (a ModelProto, serialized bytes or a path) with ORT's built-in kernels and with ours,
     node by node, with onnx.reference as third vote; returns the typed report (``.verdict``: 'agree',
     'disagree' or 'failed'; ``.summary``; ``.nodes``; ``.outputs``; ``.amplified``; ``.to_json()`` is the
     document of ``customops compare --json``). ``inputs``: arrays by graph input name, an .npz file or an
     ONNX test-case directory; None draws them from the declared types and shapes (``seed``; symbolic
-    dimensions from ``dims``, else 4). Raises CustomOpsError for bad input, as the command exits 2."""
+    dimensions from ``dims``, else 4). ``providers``: the built-in side's execution providers (ORT names or
+    aliases: cpu, cuda, tensorrt, dml, openvino, coreml; default CPU); ours run on CPU. Raises CustomOpsError for bad input, as the command exits 2."""
     from customops.model.rewriter import as_model
 
     onnx_model = as_model(model)
@@ -52,5 +54,6 @@ def compare(
         reference_limit=reference_limit,
         model_name=name,
         seed=seed,
+        providers=providers,
     )
     return comparison.result

@@ -23,10 +23,17 @@ REFERENCE_LIMIT = 200_000
 """Inputs with more elements than this are not given to onnx.reference (it interpolates element by element)."""
 
 
-def run_side(model: ModelProto, feed: dict[str, np.ndarray], custom: bool, repeats: int = 0) -> SideRun:
+def run_side(
+    model: ModelProto,
+    feed: dict[str, np.ndarray],
+    custom: bool,
+    repeats: int = 0,
+    providers: list[str] | None = None,
+) -> SideRun:
     """Run ``model`` on one side, in that side's child process (customops.eval.sides): a crash is the side's
-    error; with ``repeats`` > 0 also profile that many runs for per-node times."""
-    return sides.run_side(model.SerializeToString(), feed, custom, repeats)
+    error; with ``repeats`` > 0 also profile that many runs for per-node times; ``providers``: the
+    built-in side's execution providers (None: CPU)."""
+    return sides.run_side(model.SerializeToString(), feed, custom, repeats, None if custom else providers)
 
 
 def _node_model(
@@ -81,16 +88,21 @@ class Isolated:
 
 
 def run_isolated(
-    node: NodeProto, values: dict[str, np.ndarray], model: ModelProto, reference_limit: int = REFERENCE_LIMIT
+    node: NodeProto,
+    values: dict[str, np.ndarray],
+    model: ModelProto,
+    reference_limit: int = REFERENCE_LIMIT,
+    providers: list[str] | None = None,
 ) -> Isolated:
-    """Run ``node`` alone on the built-in side, on ours and with onnx.reference."""
+    """Run ``node`` alone on the built-in side (on ``providers``; None: CPU), on ours and with
+    onnx.reference."""
     from customops.model.rewriter import rewrite_model
 
     constants = frozenset(t.name for t in model.graph.initializer)
     one, feed = _node_model(node, values, model.opset_import, model.ir_version, constants)
     outputs: dict[str, np.ndarray | None] = {"builtin": None, "custom": None, "reference": None}
     errors: dict[str, str | None] = {"builtin": None, "custom": None, "reference": None}
-    b = run_side(one, feed, custom=False)
+    b = run_side(one, feed, custom=False, providers=providers)
     if b.error:
         errors["builtin"] = b.error
     else:

@@ -64,6 +64,8 @@ class Settings:
     atol: float | None = None
     repeats: int = 3
     reference_limit: int = REFERENCE_LIMIT
+    providers: list[str] = field(default_factory=lambda: ["CPUExecutionProvider"])
+    """The built-in side's execution providers, as ORT names (customops.comparison.providers)."""
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -99,6 +101,8 @@ class NodeResult:
     in_model: Metrics | None
     time_us: dict[str, float | None]
     fed_from: str
+    provider: dict[str, str | None] = field(default_factory=dict)
+    """The execution provider that ran the node in the model, per side (from ORT's profile)."""
     isolated: dict[str, Any] | None = None
     origin: str = "unknown"
     attribution: str = "unknown"
@@ -116,6 +120,7 @@ class NodeResult:
             "attribution": self.attribution,
             "verdict": self.verdict,
             "time_us": self.time_us,
+            "provider": self.provider,
             "fed_from": self.fed_from,
         }
 
@@ -252,12 +257,12 @@ class WholeRuns:
     b_exposed: SideRun
 
 
-def run_whole(
-    p: Prepared, feed: dict[str, np.ndarray], repeats: int, say: Callable[[str], None]
-) -> WholeRuns:
-    """Run the model on both sides; CustomOpsError when it runs on neither."""
+def run_whole(p: Prepared, feed: dict[str, np.ndarray], s: Settings, say: Callable[[str], None]) -> WholeRuns:
+    """Run the model on both sides (the built-in one on ``s.providers``); CustomOpsError when it runs on
+    neither."""
+    repeats, providers = s.repeats, s.providers
     say("running the model with ORT's built-in kernels")
-    a = run_side(p.model, feed, custom=False, repeats=repeats)
+    a = run_side(p.model, feed, custom=False, repeats=repeats, providers=providers)
     say("running the model with customops kernels")
     b = run_side(p.rewritten, feed, custom=True, repeats=repeats)
     if a.error and b.error:
@@ -266,7 +271,7 @@ def run_whole(
     def exposed(model: ModelProto, run: SideRun, custom: bool) -> SideRun:
         if not p.exposed or run.error:
             return SideRun()
-        return run_side(_with_outputs(model, p.exposed, p.types), feed, custom=custom)
+        return run_side(_with_outputs(model, p.exposed, p.types), feed, custom=custom, providers=providers)
 
     return WholeRuns(a, b, exposed(p.model, a, False), exposed(p.rewritten, b, True))
 
@@ -300,11 +305,12 @@ def judge_node(
         in_model,
         {"builtin": runs.a.times.get(node.name), "custom": runs.b.times.get(node.name)},
         "builtin" if not runs.a.error else "custom",
+        {"builtin": runs.a.placement.get(node.name), "custom": runs.b.placement.get(node.name)},
     )
     differs = in_model is not None and not in_model.passed
     iso = None
     if all(n in known for n in node.input if n):
-        iso = run_isolated(node, known, p.model, s.reference_limit)
+        iso = run_isolated(node, known, p.model, s.reference_limit, s.providers)
         word, pairs = attribute(iso, s.rtol, s.atol)
         pairs_json = {k: None if m is None else m.to_json() for k, m in pairs.items()}
         entry.isolated, entry.attribution = {**pairs_json, "errors": iso.errors}, word
@@ -405,8 +411,8 @@ def _report(
     disagree = any(n.verdict != "agree" for n in nodes) or any(o.verdict != "agree" for o in outputs)
     verdict = "failed" if failed else ("disagree" if disagree else "agree")
     sides = {
-        "builtin": {"ok": not runs.a.error, "error": runs.a.error},
-        "custom": {"ok": not runs.b.error, "error": runs.b.error},
+        "builtin": {"ok": not runs.a.error, "error": runs.a.error, "providers": s.providers},
+        "custom": {"ok": not runs.b.error, "error": runs.b.error, "providers": ["CPUExecutionProvider"]},
     }
     model_name, seed, amplified = meta
     summary = _summary(verdict, nodes, outputs, runs, (len(p.all_swapped), amplified))
@@ -463,15 +469,19 @@ def compare_model(
     model_name: str = "<model>",
     seed: int = 0,
     progress: Callable[[str], None] | None = None,
+    providers: Sequence[str] | None = None,
 ) -> Comparison:
     """Compare ``model`` on ``feed`` between ORT's built-in kernels and ours; see the module docstring.
     ``rtol`` and ``atol`` (default: per dtype) must be finite and at least 0, ``reference_limit`` at
-    least 0 (0: onnx.reference is given empty inputs only)."""
+    least 0 (0: onnx.reference is given empty inputs only). ``providers``: execution providers of the
+    built-in side (ORT names or aliases such as cuda; default CPU); ours always run on CPU."""
     check_settings(rtol=rtol, atol=atol, reference_limit=reference_limit)
-    settings = Settings(rtol, atol, repeats, reference_limit)
+    from customops.comparison.providers import resolve
+
+    settings = Settings(rtol, atol, repeats, reference_limit, resolve(providers))
     say = progress or (lambda _m: None)
     p = prepare(model, feed, ops, say)
-    runs = run_whole(p, feed, repeats, say)
+    runs = run_whole(p, feed, settings, say)
     tensors: dict[str, tuple[np.ndarray | None, np.ndarray | None]] = {}
     outputs = judge_outputs(p, runs, settings, tensors)
     # no value from A: feed the isolated node B's values instead (the report says so: fed_from)

@@ -43,8 +43,23 @@ def format_table(report: dict[str, Any]) -> str:
                 lines.append(f"  {n['node']}: {side}: {err}")
     for s in report["skipped"]:
         lines.append(f"  skipped {s['node']} [{s['op']}]: {s['reason']}")
+    lines.extend(_placement_lines(report))
     for side, info in report["sides"].items():
         if info["error"]:
             lines.append(f"  {side} side failed: {info['error']}")
     lines.append(report["summary"])
     return "\n".join(printable(line) for line in lines)
+
+
+def _placement_lines(report: dict[str, Any]) -> list[str]:
+    """With providers other than CPU alone: which ran the built-in side, and each node ORT placed on a
+    provider other than the first asked for."""
+    providers = report["sides"]["builtin"].get("providers") or ["CPUExecutionProvider"]
+    if providers == ["CPUExecutionProvider"]:
+        return []
+    lines = [f"  built-in side on: {', '.join(providers)}"]
+    for n in report["nodes"]:
+        placed = (n.get("provider") or {}).get("builtin")
+        if placed and placed != providers[0]:
+            lines.append(f"  {n['node']}: the built-in side ran it on {placed}")
+    return lines

@@ -35,6 +35,8 @@ class SideRun:
     values: dict[str, np.ndarray] = field(default_factory=dict)
     error: str | None = None
     times: dict[str, float] = field(default_factory=dict)
+    placement: dict[str, str] = field(default_factory=dict)
+    """The execution provider that ran each node (profiled runs only)."""
 
 
 def quiet_ort_log() -> None:
@@ -53,7 +55,7 @@ def _crash_text(side: str, reason: str, tail: str) -> str:
 def side_run(side: str, reply: Reply) -> SideRun:
     """compare's view of a reply: the outputs, or the error (its message alone, or the crash)."""
     if reply.status == "ok":
-        return SideRun(reply.value, None, reply.times)
+        return SideRun(reply.value, None, reply.times, reply.placement)
     if reply.status == "crash":
         return SideRun(error=_crash_text(side, reply.message, reply.tail))
     return SideRun(error=reply.message)
@@ -62,14 +64,21 @@ def side_run(side: str, reply: Reply) -> SideRun:
 _CHILDREN: dict[str, SideProcess] = {}
 
 
-def run_side(model: bytes, feed: dict[str, np.ndarray], custom: bool, repeats: int = 0) -> SideRun:
+def run_side(
+    model: bytes,
+    feed: dict[str, np.ndarray],
+    custom: bool,
+    repeats: int = 0,
+    providers: list[str] | None = None,
+) -> SideRun:
     """Run the serialized ``model`` on one side in that side's child process (see the module docstring);
-    with ``repeats`` > 0 also profile that many runs for per-node times."""
+    with ``repeats`` > 0 also profile that many runs for per-node times and placements; ``providers``:
+    the built-in side's execution providers (None: CPU)."""
     side = "custom" if custom else "builtin"
     child = _CHILDREN.get(side)
     if child is None:
         child = _CHILDREN[side] = SideProcess(side, note=True)
-    request = Request(model, feed, whole=True, repeats=repeats, limit=OUTPUT_LIMIT)
+    request = Request(model, feed, whole=True, repeats=repeats, limit=OUTPUT_LIMIT, providers=providers)
     try:
         return side_run(side, child.result(child.submit(request)))
     except WorkerDied as exc:

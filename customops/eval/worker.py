@@ -56,6 +56,8 @@ class Request:
     limit: int = CASE_OUTPUT_LIMIT
     index: int = -1
     tag: str = "triage"
+    providers: list[str] | None = None
+    """The built-in side's execution providers (None: CPU); other sides ignore it."""
 
 
 @dataclass
@@ -73,6 +75,8 @@ class Reply:
     seconds: float = 0.0
     times: dict[str, float] = field(default_factory=dict)
     tail: str = ""
+    placement: dict[str, str] = field(default_factory=dict)
+    """The execution provider that ran each node (profiled runs), by node name."""
 
 
 class Failed(Exception):
@@ -132,7 +136,8 @@ class Runner:
 
         opts = self.options(request, profile_dir)
         if self.side == "builtin":
-            return staged("load", self.ort.InferenceSession, request.model, opts, ["CPUExecutionProvider"])
+            providers = request.providers or ["CPUExecutionProvider"]
+            return staged("load", self.ort.InferenceSession, request.model, opts, providers)
         if self.side == "reference":
             from onnx.reference import ReferenceEvaluator
 
@@ -164,25 +169,30 @@ class Runner:
             names = [o.name for o in sess.get_outputs()]
             reply = Reply("ok", dict(zip(names, values, strict=True)))
             if request.repeats:
-                reply.times = kernel_times(sess)
+                reply.times, reply.placement = kernel_times(sess)
         return reply
 
 
-def kernel_times(sess: Any) -> dict[str, float]:
-    """Median kernel time (µs) per node name from the session's profile (informative only: {} when the
-    profile cannot be read)."""
+def kernel_times(sess: Any) -> tuple[dict[str, float], dict[str, str]]:
+    """Median kernel time (µs) and the execution provider per node name, from the session's profile
+    (informative only: empty when the profile cannot be read)."""
     import numpy as np
 
     try:
         with open(sess.end_profiling()) as f:
             events = json.load(f)
     except Exception:
-        return {}
+        return {}, {}
     samples: dict[str, list[float]] = {}
+    placement: dict[str, str] = {}
     for e in events:
         if e.get("cat") == "Node" and str(e.get("name", "")).endswith("_kernel_time"):
-            samples.setdefault(e["name"][: -len("_kernel_time")], []).append(float(e.get("dur", 0)))
-    return {k: float(np.median(v)) for k, v in samples.items()}
+            name = e["name"][: -len("_kernel_time")]
+            samples.setdefault(name, []).append(float(e.get("dur", 0)))
+            provider = (e.get("args") or {}).get("provider")
+            if isinstance(provider, str):
+                placement[name] = provider
+    return {k: float(np.median(v)) for k, v in samples.items()}, placement
 
 
 def bounded(reply: Reply, limit: int) -> Reply:
