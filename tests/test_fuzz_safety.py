@@ -371,3 +371,15 @@ def test_replay_says_reproduces_and_exits_1_then_gone_and_exits_0(tmp_path):
     proc = run_cli("fuzz", "replay", str(other_side), str(kept))
     assert proc.returncode == 1, proc.stdout + proc.stderr[-2000:]
     assert [line.split()[0] for line in proc.stdout.splitlines()] == ["GONE", "REPRODUCES"]
+
+
+def test_the_summary_schema_and_the_group_dataclass_name_the_same_fields():
+    """files.py checks a group against GROUP_FIELDS and summary.GroupSummary.from_json builds the
+    dataclass from what it let through: a field added to one and not the other would surface as a
+    traceback instead of a one-line error."""
+    import dataclasses
+
+    from customops.fuzz.files import GROUP_FIELDS
+    from customops.fuzz.summary import GroupSummary
+
+    assert set(GROUP_FIELDS) == {f.name for f in dataclasses.fields(GroupSummary)}

@@ -5,7 +5,8 @@ values of every element type), :mod:`.spaces` (per operator: generation from the
 oracle, invalid mutations, simplifications; ``spaces.base`` is their shared vocabulary and
 ``spaces.simplifications`` the shrinker's shared moves), :mod:`.dispatch` (which space serves an op, and
 a case drawn from it), :mod:`.triage` (classification, signatures, shrinking), :mod:`.campaign` (plans,
-shards, grouping), :mod:`.output` (reproducers, summary, merge), :mod:`.files` (summary.json and
+shards, grouping), :mod:`.summary` (the typed campaign summary: summary.json as dataclasses),
+:mod:`.output` (reproducers, tables, merge), :mod:`.files` (summary.json and
 finding.json read as untrusted data, against a schema), :mod:`.known` (labels of documented deviations)
 and :mod:`.actions` (what the command does with its checked arguments: a campaign, ``merge``,
 ``replay``). The worker processes of the sides are customops.eval.worker and customops.eval.runner; the
