@@ -3,6 +3,10 @@ and the fuzzer's reproducers."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import onnx
 import pytest
@@ -65,3 +69,58 @@ def test_external_data_is_refused():
     t.data_location = TensorProto.EXTERNAL
     with pytest.raises(CustomOpsError, match="external data"):
         tensor_value(t, "here")
+
+
+def _run_repro(case_dir: Path) -> subprocess.CompletedProcess:
+    """repro.py with customops made unimportable: it must need only onnx, onnxruntime and numpy."""
+    runner = (
+        "import runpy, sys; sys.modules['customops'] = None; sys.argv = ['repro.py']; "
+        "runpy.run_path('repro.py', run_name='__main__')"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", runner], cwd=case_dir, capture_output=True, text=True, timeout=120
+    )
+
+
+def _resize_case(tmp_path: Path, expected: np.ndarray | None, name: str) -> Path:
+    graph = helper.make_graph(
+        [helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="nearest")],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 2, 2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 4, 4])],
+        [onnx.numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    case = tmp_path / name
+    case.mkdir()
+    x = np.arange(4, dtype=np.float32).reshape(1, 1, 2, 2)
+    write_test_case(case, model, {"x": x}, expected)
+    return case
+
+
+def test_repro_py_runs_without_customops_and_says_whether_ort_agrees(tmp_path):
+    right = np.arange(4, dtype=np.float32).reshape(1, 1, 2, 2).repeat(2, axis=2).repeat(2, axis=3)
+    agree = _run_repro(_resize_case(tmp_path, right, "agree"))
+    assert agree.returncode == 0 and "AGREE" in agree.stdout and "versions: onnx " in agree.stdout, (
+        agree.stderr
+    )
+    wrong = right.copy()
+    wrong[0, 0, 3, 1] = 7.0
+    differ = _run_repro(_resize_case(tmp_path, wrong, "differ"))
+    assert differ.returncode == 1, differ.stderr
+    assert "at [0, 0, 3, 1]: ONNX Runtime 2.0, specification 7.0" in differ.stdout
+    assert "DISAGREE: 1 of 16 element(s) differ" in differ.stdout
+    rejected = _run_repro(_resize_case(tmp_path, None, "spec-rejects"))  # no output_0.pb
+    assert rejected.returncode == 1 and "the specification rejects it" in rejected.stdout
+
+
+def test_repro_py_imports_nothing_but_onnx_onnxruntime_numpy_and_the_standard_library(tmp_path):
+    import ast
+
+    write_test_case(
+        tmp_path, _model(), {"x": np.zeros((2, 3), np.float32), "s": np.array(["z"], object)}, None
+    )
+    tree = ast.parse((tmp_path / "repro.py").read_text())
+    imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+    assert imported <= {"platform", "sys", "pathlib", "numpy", "onnx", "onnxruntime"}, imported

@@ -119,7 +119,9 @@ def kept_paragraph(root: str, merged: str, groups: list[GroupSummary], kept: set
         "--op OP --opset V --seed 0 --index I`, with `--out DIR`) reruns the group's original case alone and "
         "writes its shrunk reproducer, in seconds. A reproducer holds `model.onnx` with the node in its "
         "standard domain, `test_data_set_0/input_N.pb` and `output_0.pb` with the spec side's output, "
-        "`finding.json` and `README.txt`. `customops fuzz replay <dir>` reruns one on the three sides and "
+        "`finding.json`, `README.txt` and `repro.py` (`python repro.py` in the directory reruns the case on "
+        "ONNX Runtime alone, with only onnx, onnxruntime and numpy, and exits 1 while ORT disagrees: ready to "
+        "attach to an ORT issue). `customops fuzz replay <dir>` reruns one on the three sides and "
         "exits 1 while it still reproduces; for groups where one side fails or the outputs differ, "
         "`customops compare <dir>/model.onnx --inputs <dir>` exits 1 too."
     )

@@ -12,7 +12,7 @@ from onnx import ModelProto, helper
 
 from customops import dtypes
 from customops.errors import CustomOpsError
-from customops.eval.testcase import write_test_case
+from customops.eval.testcase import first_differences, versions_line, write_test_case
 from customops.safeio import atomic_dir, safe_component
 
 if TYPE_CHECKING:
@@ -50,12 +50,16 @@ def _write_repro(into: Path, final: Path, n: dict[str, Any], iso: Isolated) -> N
     if expected is None:
         spec_side, expected = "reference", iso.outputs.get("reference")
     write_test_case(into, _typed_outputs(iso.model, expected), iso.feed, expected)
-    command = f"customops compare {final / 'model.onnx'} --inputs {final}"
-    (into / "README.txt").write_text(
-        f"{n['node']!r} [{n['op']}]: {n['attribution']} ({n['verdict']})\n"
-        f"output_0.pb holds the {spec_side} side's output (the spec side).\n"
-        f"Reproduce:\n  {command}\n"
-    )
+    lines = [
+        f"{n['node']!r} [{n['op']}]: {n['attribution']} ({n['verdict']})",
+        f"output_0.pb holds the {spec_side} side's output (the spec side).",
+        *(f"  {line}" for line in first_differences(iso.outputs.get("builtin"), expected)),
+        versions_line(),
+        "Reproduce, in this directory:",
+        "  python repro.py                                  # ONNX Runtime alone; exits 1 while it differs",
+        "  customops compare model.onnx --inputs .           # the three sides",
+    ]
+    (into / "README.txt").write_text("\n".join(lines) + "\n")
 
 
 def _typed_outputs(model: ModelProto, expected: np.ndarray | None) -> ModelProto:

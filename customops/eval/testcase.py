@@ -4,6 +4,7 @@ compare's ``--save-repro`` and the fuzzer's reproducers::
     model.onnx
     test_data_set_0/input_0.pb ... input_N.pb   (the graph inputs, in order)
     test_data_set_0/output_0.pb                 (the expected output, when there is one)
+    repro.py                                    (reruns it on ONNX Runtime alone; exits 1 while it differs)
 
 Strings are TensorProto strings (bytes; a Python str is written as UTF-8, read back as str when it is
 valid UTF-8). A tensor file never points at external data.
@@ -63,6 +64,51 @@ def write_test_case(
     if expected is not None:
         name = model.graph.output[0].name
         (data / "output_0.pb").write_bytes(tensor_proto(expected, name).SerializeToString())
+    (into / REPRO_SCRIPT).write_text(repro_script())
+
+
+def versions_line() -> str:
+    """The versions a test case was made with, for its README.txt (an ORT issue asks for them)."""
+    import platform
+
+    import onnx
+    import onnxruntime as ort
+
+    import customops
+
+    return (
+        f"made with customops {customops.__version__}, onnx {onnx.__version__}, onnxruntime "
+        f"{ort.__version__}, numpy {np.__version__}, Python {platform.python_version()}, {platform.platform()}"
+    )
+
+
+def first_differences(got: np.ndarray | None, want: np.ndarray | None, count: int = 5) -> list[str]:
+    """Up to ``count`` lines ``at [i, j]: ONNX Runtime X, specification Y`` where ``got`` (ORT's output)
+    and ``want`` (the spec's) differ; none when either is missing or their shapes differ."""
+    if got is None or want is None:
+        return []
+    got, want = np.asarray(got), np.asarray(want)
+    if got.shape != want.shape:
+        return [f"shapes differ: ONNX Runtime {list(got.shape)}, specification {list(want.shape)}"]
+    if got.dtype.kind in "fc" and want.dtype.kind in "fc":
+        with np.errstate(all="ignore"):
+            wrong = ~np.isclose(got, want, rtol=0.0, atol=0.0, equal_nan=True)
+    else:
+        wrong = np.asarray(got != want)
+    lines = []
+    for at in np.argwhere(wrong)[:count]:
+        where = tuple(int(i) for i in at)
+        lines.append(f"at {list(where)}: ONNX Runtime {got[where]!s}, specification {want[where]!s}")
+    return lines
+
+
+REPRO_SCRIPT = "repro.py"
+"""The script beside each test case that reproduces it with onnx, onnxruntime and numpy alone."""
+
+
+def repro_script() -> str:
+    """The text of :data:`REPRO_SCRIPT` (customops.eval.repro_script, a standalone program)."""
+    return (Path(__file__).with_name("repro_script.py")).read_text(encoding="utf-8")
 
 
 def read_inputs(directory: Path, names: list[str], limit: int) -> dict[str, np.ndarray]:

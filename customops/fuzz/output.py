@@ -22,7 +22,13 @@ import numpy as np
 
 from customops import jsonout
 from customops.errors import CustomOpsError
-from customops.eval.testcase import write_test_case
+from customops.eval.testcase import (
+    REPRO_SCRIPT,
+    first_differences,
+    repro_script,
+    versions_line,
+    write_test_case,
+)
 from customops.fuzz.case import build_model, case_to_json
 from customops.fuzz.files import FINDING, MAX_SUMMARY_BYTES, group_dir, read_finding
 from customops.fuzz.summary import CampaignInfo, CampaignSummary, GroupSummary, ReferenceNote, combine
@@ -146,6 +152,11 @@ def _readme(sig: Signature, ev: Evaluation, side: str | None, info: GroupSummary
         if side
         else "no output_0.pb: the spec rejects this case."
     )
+    if side and ev.outcomes["builtin"].status == "ok":
+        spec = ev.outcomes[side].value
+        lines.extend(f"  {line}" for line in first_differences(ev.outcomes["builtin"].value, spec))
+    lines.append(versions_line())
+    lines.append("python repro.py reruns it on ONNX Runtime alone (exit 1 while ORT disagrees).")
     lines.append(
         "model.onnx holds the node alone in its standard domain (Cast nodes carry types ORT's Python API cannot)."
     )
@@ -272,7 +283,7 @@ def _findings_intro(summary: CampaignSummary, root: str, commands: list[str]) ->
         "",
         f"One row per group below. Each group's shrunk reproducer is committed under `{root}/<group>/` "
         "(`model.onnx` with the node in its standard domain, `test_data_set_0/input_N.pb` and `output_0.pb` with "
-        "the spec side's output, `finding.json`, `README.txt`). `customops fuzz replay <dir>` reruns one on the "
+        "the spec side's output, `finding.json`, `README.txt`, `repro.py`). `customops fuzz replay <dir>` reruns one on the "
         "three sides and exits 1 while it still reproduces; for groups where one side fails or the outputs "
         "differ, `customops compare <dir>/model.onnx --inputs <dir>` exits 1 too.",
         "",
@@ -559,7 +570,8 @@ def reproducer_texts(c: Copy) -> tuple[dict[str, Any], str | None]:
 def copy_reproducer(c: Copy, dst: Path) -> None:
     """Fill the empty directory ``dst`` with the reproducer of ``c``: finding.json and README.txt from
     :func:`reproducer_texts`, model.onnx and test_data_set_0's ``input_N.pb`` and ``output_0.pb`` as they
-    are. Only regular files are copied (no symbolic link is followed), each bounded in size; anything
+    are, and repro.py written anew (a script from an untrusted directory is never copied). Only regular
+    files are copied (no symbolic link is followed), each bounded in size; anything
     else in the source is left."""
     record, readme = reproducer_texts(c)
     write_atomic(dst / FINDING, jsonout.dumps(record, indent=1) + "\n")
@@ -568,6 +580,8 @@ def copy_reproducer(c: Copy, dst: Path) -> None:
     (dst / "test_data_set_0").mkdir()
     for name in REPRODUCER_FILES:
         copy_regular(c.src / name, dst / name)
+    # written from our own text, never copied: a campaign directory is untrusted, and repro.py is run
+    write_atomic(dst / REPRO_SCRIPT, repro_script())
 
 
 REPRODUCER_FILES = (

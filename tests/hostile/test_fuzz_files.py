@@ -538,3 +538,17 @@ def test_committed_findings_read_back_exactly():
         rep = read_finding(root / name)
         raw = json.loads((root / name / "finding.json").read_text())
         assert rep.record == raw and case_to_json(rep.case) == raw["case"], name
+
+
+def test_merge_writes_repro_py_itself_and_never_copies_one_from_a_campaign(camp, tmp_path, capsys):
+    """repro.py is a program people run: one planted in a campaign directory is not carried into the
+    merge, which writes customops' own script in every reproducer."""
+    from customops.eval.testcase import repro_script
+
+    group = first_group(camp)
+    assert (group / "repro.py").read_text() == repro_script()  # the campaign wrote ours
+    (group / "repro.py").write_text("raise SystemExit('planted')\n")
+    out = tmp_path / "out"
+    assert run_main(["fuzz", "merge", str(camp), "--out", str(out)]) == 1
+    scripts = list(out.glob("*/repro.py"))
+    assert scripts and all(p.read_text() == repro_script() for p in scripts)
