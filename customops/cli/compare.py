@@ -31,7 +31,9 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("model", metavar="MODEL", help="the ONNX model")
     p.add_argument(
-        "--inputs", help="inputs: an .npz file (keys = graph input names) or an ONNX test-case directory"
+        "--inputs",
+        help="inputs: an .npz file (keys = graph input names), a Polygraphy inputs .json "
+        "(polygraphy run --save-inputs) or an ONNX test-case directory",
     )
     p.add_argument(
         "--ops",
@@ -52,12 +54,7 @@ def add_parser(sub: Any) -> None:
         help="execution providers of the built-in side, in order of preference: ORT names or cpu, cuda, "
         "tensorrt, dml, openvino, coreml (default cpu); ours always run on CPU",
     )
-    p.add_argument(
-        "--dim",
-        action="append",
-        metavar="NAME=VALUE",
-        help=f"size of a symbolic dimension (default {DEFAULT_DIM})",
-    )
+    _add_input_options(p)
     p.add_argument(
         "--reference-limit",
         type=int,
@@ -73,14 +70,54 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
+def _add_input_options(p: Any) -> None:
+    """The options that shape generated inputs, and where the inputs and outputs used are saved."""
+    p.add_argument(
+        "--dim",
+        action="append",
+        metavar="NAME=VALUE",
+        help=f"size of a symbolic dimension (default {DEFAULT_DIM})",
+    )
+    p.add_argument(
+        "--input-shape",
+        action="append",
+        metavar="NAME:DIMS",
+        help="shape of a generated input, e.g. images:1x3x640x480 or images:[1,3,640,480]",
+    )
+    p.add_argument(
+        "--val-range",
+        action="append",
+        metavar="[NAME:]LO,HI",
+        help="values of generated inputs (of NAME, else all): floats in [LO, HI), integers in [LO, HI]",
+    )
+    p.add_argument(
+        "--save-inputs", metavar="PATH", help="write the inputs used: .npz, or .json as Polygraphy reads them"
+    )
+    p.add_argument(
+        "--save-outputs",
+        metavar="PATH.npz",
+        help="write both sides' graph outputs (builtin/NAME, custom/NAME)",
+    )
+
+
 def check_destinations(args: Any, files: list[Path]) -> None:
     """Before any work: every destination can be written, none is an input, no two are the same file."""
     from customops.model.io import check_output_spares_input
     from customops.safeio import check_distinct, check_output_dir, check_output_file, inside
 
-    outputs = [
-        (option, target) for option, target in (("--json", args.json), ("--html", args.html)) if target
-    ]
+    options = (
+        ("--json", args.json),
+        ("--html", args.html),
+        ("--save-inputs", args.save_inputs),
+        ("--save-outputs", args.save_outputs),
+    )
+    outputs = [(option, target) for option, target in options if target]
+    for option, target, suffixes in (
+        ("--save-inputs", args.save_inputs, (".npz", ".json")),
+        ("--save-outputs", args.save_outputs, (".npz",)),
+    ):
+        if target and not str(target).lower().endswith(suffixes):
+            raise CustomOpsError(f"{option} {str(target)!r} must end in {' or '.join(suffixes)}")
     for option, target in outputs:
         check_output_file(target, option)
         check_output_spares_input(target, files, external=False)
@@ -95,15 +132,20 @@ def check_destinations(args: Any, files: list[Path]) -> None:
 
 
 def feed_of(args: Any, model: ModelProto) -> dict[str, np.ndarray]:
-    """The inputs: read from ``--inputs`` or generated (``--seed``, ``--dim``), checked against the model."""
-    from customops.comparison.inputs import check_inputs, generate_inputs, load_inputs, parse_dims
+    """The inputs: read from ``--inputs`` or generated (``--seed``, ``--dim``, ``--input-shape``,
+    ``--val-range``), checked against the model."""
+    from customops.comparison import inputs as gen
 
-    dims = parse_dims(args.dim or [])
-    if dims and args.inputs:
-        raise CustomOpsError("--dim sizes generated inputs; it has no effect with --inputs")
+    dims = gen.parse_dims(args.dim or [])
+    shapes = gen.parse_input_shapes(args.input_shape or [])
+    ranges = gen.parse_val_ranges(args.val_range or [])
     if args.inputs:
-        return check_inputs(model, load_inputs(args.inputs, model))
-    return check_inputs(model, generate_inputs(model, seed=args.seed, dims=dims))
+        for option, given in (("--dim", dims), ("--input-shape", shapes), ("--val-range", ranges)):
+            if given:
+                raise CustomOpsError(f"{option} shapes generated inputs; it has no effect with --inputs")
+        return gen.check_inputs(model, gen.load_inputs(args.inputs, model))
+    generated = gen.generate_inputs(model, seed=args.seed, dims=dims, shapes=shapes, ranges=ranges)
+    return gen.check_inputs(model, generated)
 
 
 def write_outputs(args: Any, comparison: Comparison) -> None:
@@ -122,6 +164,15 @@ def write_outputs(args: Any, comparison: Comparison) -> None:
     if args.save_repro:
         for case in save_repros(comparison, args.save_repro):
             log(f"reproducer: {case}")
+    if args.save_outputs:
+        from customops.comparison.inputs import save_arrays
+
+        arrays = {}
+        for output in comparison.result.outputs:
+            for side, value in zip(("builtin", "custom"), comparison.tensors[output.name], strict=True):
+                if value is not None:
+                    arrays[f"{side}/{output.name}"] = value
+        save_arrays(args.save_outputs, arrays)
 
 
 def run(args: Any) -> int:
@@ -142,6 +193,10 @@ def run(args: Any) -> int:
     check_destinations(args, files)
     check_model_file(args.model)
     feed = feed_of(args, model)
+    if args.save_inputs:
+        from customops.comparison.inputs import save_arrays
+
+        save_arrays(args.save_inputs, feed)
     if args.verbose:
         os.environ[sides.VERBOSE_ENV] = "1"
     started = time.perf_counter()

@@ -18,7 +18,7 @@ from customops import dtypes
 from customops.errors import CustomOpsError
 from customops.eval.messages import described
 from customops.eval.testcase import read_inputs
-from customops.safeio import open_bounded
+from customops.safeio import open_bounded, read_bounded, write_atomic
 
 DEFAULT_DIM = 4
 """Size given to a symbolic dimension without ``--dim``."""
@@ -61,14 +61,80 @@ def parse_dims(items: Sequence[str]) -> dict[str, int]:
     return dims
 
 
+Range = tuple[float, float]
+
+
+def parse_input_shapes(items: Sequence[str]) -> dict[str, list[int]]:
+    """``["images:1x3x640x480", "mask:[1,640]"]`` -> shapes by input name (Polygraphy's bracket form or
+    ``x``-separated); CustomOpsError on a malformed item."""
+    shapes: dict[str, list[int]] = {}
+    for item in items:
+        name, sep, text = item.rpartition(":")
+        parts = [p.strip() for p in re.split(r"[x,]", text.strip().strip("[]"))] if text.strip("[] ") else []
+        if not sep or not name or not all(re.fullmatch(r"\d+", p) for p in parts):
+            raise CustomOpsError(
+                f"--input-shape {item!r} is not NAME:DIMS with DIMS like 1x3x640x480 or [1,3,640,480]"
+            )
+        if name in shapes:
+            raise CustomOpsError(f"--input-shape {name!r} is given twice")
+        shapes[name] = [int(p) for p in parts]
+    return shapes
+
+
+def parse_val_ranges(items: Sequence[str]) -> dict[str | None, Range]:
+    """``["0,255", "mask:0,1"]`` -> value ranges by input name (None: every other input); LO <= HI,
+    both finite; CustomOpsError otherwise."""
+    ranges: dict[str | None, Range] = {}
+    for item in items:
+        name, _, text = item.rpartition(":")
+        lo_hi = [p.strip() for p in text.strip().strip("[]").split(",")]
+        try:
+            lo, hi = (float(p) for p in lo_hi)
+        except ValueError:
+            lo, hi = math.nan, math.nan
+        if len(lo_hi) != 2 or not (math.isfinite(lo) and math.isfinite(hi) and lo <= hi):
+            raise CustomOpsError(f"--val-range {item!r} is not [NAME:]LO,HI with finite LO <= HI")
+        key = name or None
+        if key in ranges:
+            raise CustomOpsError(f"--val-range for {key or 'every input'!r} is given twice")
+        ranges[key] = (lo, hi)
+    return ranges
+
+
 def generate_inputs(
-    model: ModelProto, seed: int = 0, dims: dict[str, int] | None = None
+    model: ModelProto,
+    seed: int = 0,
+    dims: dict[str, int] | None = None,
+    shapes: dict[str, list[int]] | None = None,
+    ranges: dict[str | None, Range] | None = None,
 ) -> dict[str, np.ndarray]:
-    """Seeded inputs from each graph input's declared type and shape; symbolic dimensions take their value
-    from ``dims``, else :data:`DEFAULT_DIM`. Floats are standard normal, integers uniform in [0, 16)."""
+    """Seeded inputs from each graph input's declared type and shape: a shape from ``shapes`` (by input
+    name), else the declared one with symbolic dimensions from ``dims``, else :data:`DEFAULT_DIM`. Values:
+    uniform in the input's range of ``ranges`` (by name, else the None entry: floats in [LO, HI), integers
+    in [LO, HI] within the type), else floats standard normal and integers uniform in [0, 16)."""
     check_seed(seed)
     rng = np.random.default_rng(seed)
-    dims = dims or {}
+    dims, shapes, ranges = dims or {}, shapes or {}, ranges or {}
+    _check_names(model, dims, shapes, ranges)
+    planned = {}
+    for v in graph_inputs(model):
+        elem, declared = _declared(v)
+        if not elem:
+            raise CustomOpsError(f"graph input {v.name!r} has no element type; pass --inputs")
+        shape = shapes.get(v.name) or [
+            d if isinstance(d, int) else dims.get(d or "", DEFAULT_DIM) for d in declared
+        ]
+        _check_shape(v.name, shape, declared)
+        planned[v.name] = (shape, dtypes.numpy_dtype(elem))
+    _check_generated_size(planned)
+    return {
+        name: _draw(rng, shape, dtype, ranges.get(name, ranges.get(None)))
+        for name, (shape, dtype) in planned.items()
+    }
+
+
+def _check_names(model: ModelProto, dims: dict, shapes: dict, ranges: dict) -> None:
+    """Every --dim names a symbolic dimension, every --input-shape and --val-range NAME a graph input."""
     symbolic = {d for v in graph_inputs(model) for d in _declared(v)[1] if isinstance(d, str)}
     for name in dims:
         if name not in symbolic:
@@ -76,15 +142,26 @@ def generate_inputs(
                 f"--dim {name!r} names no symbolic dimension of the graph inputs "
                 f"(they have: {', '.join(repr(d) for d in sorted(symbolic)) or 'none'})"
             )
-    shapes = {}
-    for v in graph_inputs(model):
-        elem, declared = _declared(v)
-        if not elem:
-            raise CustomOpsError(f"graph input {v.name!r} has no element type; pass --inputs")
-        shape = [d if isinstance(d, int) else dims.get(d or "", DEFAULT_DIM) for d in declared]
-        shapes[v.name] = (shape, dtypes.numpy_dtype(elem))
-    _check_generated_size(shapes)
-    return {name: _draw(rng, shape, dtype) for name, (shape, dtype) in shapes.items()}
+    inputs = [v.name for v in graph_inputs(model)]
+    for option, names in (("--input-shape", shapes), ("--val-range", [n for n in ranges if n is not None])):
+        for name in names:
+            if name not in inputs:
+                raise CustomOpsError(
+                    f"{option} {name!r} names no graph input (graph inputs: {', '.join(map(repr, inputs)) or 'none'})"
+                )
+
+
+def _check_shape(name: str, shape: list[int], declared: list[int | str | None]) -> None:
+    """A shape given for ``name`` has the declared rank and keeps its fixed dimensions."""
+    if declared and len(shape) != len(declared):
+        raise CustomOpsError(
+            f"--input-shape {name!r} has rank {len(shape)}, the model declares {len(declared)}"
+        )
+    for axis, (got, dim) in enumerate(zip(shape, declared, strict=False)):
+        if isinstance(dim, int) and dim != got:
+            raise CustomOpsError(
+                f"--input-shape {name!r} gives {got} on axis {axis}, the model declares {dim}"
+            )
 
 
 def _check_generated_size(shapes: dict[str, tuple[list[int], np.dtype]]) -> None:
@@ -110,9 +187,12 @@ _DRAW_CHUNK = 1 << 20
 """Values drawn at a time: the stream is the same as in one draw, without a float64 copy of a whole input."""
 
 
-def _draw(rng: np.random.Generator, shape: list[int], dtype: np.dtype) -> np.ndarray:
-    """One generated input: strings s0, s1, ...; booleans fair coins; integers uniform in [0, 16); floats
-    standard normal (drawn in float64, then rounded to ``dtype``)."""
+def _draw(
+    rng: np.random.Generator, shape: list[int], dtype: np.dtype, value_range: Range | None
+) -> np.ndarray:
+    """One generated input: strings s0, s1, ...; booleans fair coins; integers uniform in [0, 16) and
+    floats standard normal (drawn in float64, then rounded to ``dtype``), or both uniform in
+    ``value_range``."""
     out = np.empty(shape, dtype)
     flat = out.reshape(-1)
     for start in range(0, flat.size, _DRAW_CHUNK):
@@ -122,19 +202,35 @@ def _draw(rng: np.random.Generator, shape: list[int], dtype: np.dtype) -> np.nda
         elif dtype.kind == "b":
             flat[start : start + n] = rng.random(n) < 0.5
         elif dtype.kind in "iu":
-            flat[start : start + n] = rng.integers(0, 16, size=n)
+            flat[start : start + n] = _integers(rng, n, dtype, value_range)
+        elif value_range is not None:
+            flat[start : start + n] = rng.uniform(value_range[0], value_range[1], n)
         else:
             flat[start : start + n] = rng.standard_normal(n)
     return out
 
 
+def _integers(rng: np.random.Generator, n: int, dtype: np.dtype, value_range: Range | None) -> np.ndarray:
+    if value_range is None:
+        return rng.integers(0, 16, size=n)
+    info = np.iinfo(dtype)
+    lo = max(math.ceil(value_range[0]), int(info.min))
+    hi = min(math.floor(value_range[1]), int(info.max))
+    if lo > hi:
+        raise CustomOpsError(f"--val-range {value_range[0]:g},{value_range[1]:g} holds no {dtype} value")
+    return rng.integers(lo, hi, size=n, endpoint=True, dtype=np.int64 if dtype != np.uint64 else np.uint64)
+
+
 def load_inputs(path: str | os.PathLike[str], model: ModelProto) -> dict[str, np.ndarray]:
     """Inputs from an .npz file (keys = graph input names; never unpickled: strings as unicode or bytes
-    arrays) or an ONNX test-case directory (input_N.pb, directly or in test_data_set_0/); at most
-    :data:`INPUT_LIMIT` bytes in all."""
+    arrays), a Polygraphy inputs file (.json, as ``polygraphy run --save-inputs`` writes it) or an ONNX
+    test-case directory (input_N.pb, directly or in test_data_set_0/); at most :data:`INPUT_LIMIT` bytes
+    in all."""
     p = Path(path)
     if not p.exists():
         raise CustomOpsError(f"inputs {str(p)!r} do not exist")
+    if p.suffix.lower() == ".json":
+        return read_polygraphy_json(p)
     if p.is_dir():
         sub = p / "test_data_set_0"
         names = [v.name for v in graph_inputs(model)]
@@ -218,3 +314,60 @@ def _strings(name: str, value: np.ndarray) -> np.ndarray:
             f"input {name!r} holds bytes that are not UTF-8, which ONNX Runtime's Python API cannot pass "
             "exactly: give UTF-8 strings"
         ) from None
+
+
+POLYGRAPHY_CLASS = "polygraphy_class"
+
+
+def read_polygraphy_json(path: Path) -> dict[str, np.ndarray]:
+    """The first feed of a Polygraphy inputs file: a JSON list of {name: {"array": base64 of a .npy,
+    "polygraphy_class": "ndarray"}} (never unpickled: a .npy of Python objects is refused)."""
+    import base64
+    import io
+    import json
+
+    what = f"{str(path)!r} is not a Polygraphy inputs file"
+    raw = read_bounded(path, INPUT_LIMIT // 3 * 4 + (1 << 20), "inputs file")
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError):
+        raise CustomOpsError(f"{what} (not JSON)") from None
+    feed = data[0] if isinstance(data, list) and data else None
+    if not isinstance(feed, dict) or not feed:
+        raise CustomOpsError(f"{what}: expected a list of {{input name: array}} objects")
+    arrays = {}
+    for name, value in feed.items():
+        encoded = value.get("array") if isinstance(value, dict) else None
+        if not isinstance(encoded, str):
+            raise CustomOpsError(f"{what}: input {str(name)!r} is not an encoded array")
+        try:
+            arrays[str(name)] = np.load(
+                io.BytesIO(base64.b64decode(encoded, validate=True)), allow_pickle=False
+            )
+        except ValueError as exc:
+            raise CustomOpsError(f"{what}: input {str(name)!r} ({described(exc)})") from None
+    return arrays
+
+
+def save_arrays(path: str | os.PathLike[str], arrays: dict[str, np.ndarray]) -> None:
+    """Write ``arrays`` to ``path`` whole or not at all: an .npz (strings as unicode arrays, loadable
+    without pickle), or, for a .json path, a Polygraphy inputs file (``polygraphy run --load-inputs``)."""
+    import base64
+    import io
+    import json
+
+    plain = {k: (v.astype(str) if v.dtype == object else v) for k, v in arrays.items()}
+    if str(path).lower().endswith(".json"):
+        encoded = {}
+        for name, value in plain.items():
+            buffer = io.BytesIO()
+            np.save(buffer, value, allow_pickle=False)
+            encoded[name] = {
+                "array": base64.b64encode(buffer.getvalue()).decode(),
+                POLYGRAPHY_CLASS: "ndarray",
+            }
+        write_atomic(path, json.dumps([encoded]) + "\n")
+        return
+    buffer = io.BytesIO()
+    np.savez(buffer, **plain)
+    write_atomic(path, buffer.getvalue())

@@ -1,0 +1,118 @@
+"""The inputs users already have: Polygraphy's inputs JSON, --input-shape, --val-range, --save-inputs and
+--save-outputs (so that a run can be replayed and shared)."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from customops.comparison import inputs as gen
+from customops.errors import CustomOpsError
+from tests.helpers import run_cli
+
+
+def _model(path: Path, dims: list, elem: int = TensorProto.FLOAT) -> Path:
+    graph = helper.make_graph(
+        [helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="nearest", name="up")],
+        "g",
+        [helper.make_tensor_value_info("x", elem, dims)],
+        [helper.make_tensor_value_info("y", elem, None)],
+        [onnx.numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")],
+    )
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)]), path)
+    return path
+
+
+def _polygraphy_json(path: Path, feed: dict) -> Path:
+    encoded = {}
+    for name, value in feed.items():
+        buffer = io.BytesIO()
+        np.save(buffer, value, allow_pickle=False)
+        encoded[name] = {"array": base64.b64encode(buffer.getvalue()).decode(), "polygraphy_class": "ndarray"}
+    path.write_text(json.dumps([encoded]))
+    return path
+
+
+def test_polygraphy_inputs_are_read_and_what_compare_saves_reads_back(tmp_path):
+    model = _model(tmp_path / "m.onnx", [1, 1, 3, 3])
+    x = np.arange(9, dtype=np.float32).reshape(1, 1, 3, 3)
+    saved = tmp_path / "saved.json"
+    outputs = tmp_path / "out.npz"
+    proc = run_cli(
+        "compare",
+        str(model),
+        "--inputs",
+        str(_polygraphy_json(tmp_path / "in.json", {"x": x})),
+        "--save-inputs",
+        str(saved),
+        "--save-outputs",
+        str(outputs),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert np.array_equal(gen.read_polygraphy_json(saved)["x"], x)  # Polygraphy's format, written back
+    with np.load(outputs, allow_pickle=False) as got:
+        assert sorted(got.files) == ["builtin/y", "custom/y"]
+        assert got["builtin/y"].shape == (1, 1, 6, 6) and np.array_equal(got["builtin/y"], got["custom/y"])
+
+
+def test_a_polygraphy_file_holding_pickled_objects_is_refused(tmp_path):
+    buffer = io.BytesIO()
+    np.save(buffer, np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    bad = tmp_path / "in.json"
+    bad.write_text(json.dumps([{"x": {"array": base64.b64encode(buffer.getvalue()).decode()}}]))
+    with pytest.raises(CustomOpsError, match="not a Polygraphy inputs file"):
+        gen.read_polygraphy_json(bad)
+    for text in ("{}", "[]", '[{"x": 3}]', "not json"):
+        bad.write_text(text)
+        with pytest.raises(CustomOpsError, match="not a Polygraphy inputs file"):
+            gen.read_polygraphy_json(bad)
+
+
+def test_input_shape_and_val_range_shape_the_generated_inputs(tmp_path):
+    model = onnx.load(_model(tmp_path / "m.onnx", ["p2o.DynamicDimension.0", 1, "H", "W"], TensorProto.UINT8))
+    feed = gen.generate_inputs(
+        model, shapes=gen.parse_input_shapes(["x:2x1x5x7"]), ranges=gen.parse_val_ranges(["200,255"])
+    )
+    assert feed["x"].shape == (2, 1, 5, 7) and feed["x"].dtype == np.uint8
+    assert feed["x"].min() >= 200 and feed["x"].max() <= 255 and feed["x"].max() > 16  # reaches saturation
+    floats = onnx.load(_model(tmp_path / "f.onnx", [1, 1, "H", "W"]))
+    drawn = gen.generate_inputs(
+        floats, shapes=gen.parse_input_shapes(["x:[1,1,8,8]"]), ranges={"x": (-3.0, -2.0)}
+    )
+    assert drawn["x"].shape == (1, 1, 8, 8) and drawn["x"].min() >= -3.0 and drawn["x"].max() < -2.0
+    assert np.array_equal(gen.generate_inputs(floats)["x"], gen.generate_inputs(floats, ranges={})["x"])
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["--input-shape", "x:1x1"], "has rank 2, the model declares 4"),
+        (["--input-shape", "x:2x1x3x3"], "gives 2 on axis 0, the model declares 1"),
+        (["--input-shape", "nosuch:1x1x3x3"], "names no graph input"),
+        (["--input-shape", "x=1x1x3x3"], "is not NAME:DIMS"),
+        (["--val-range", "5,1"], "finite LO <= HI"),
+        (["--val-range", "nosuch:0,1"], "names no graph input"),
+        (["--save-inputs", "in.txt"], "must end in .npz or .json"),
+        (["--save-outputs", "out.json"], "must end in .npz"),
+    ],
+)
+def test_bad_input_options_exit_2_with_one_line(tmp_path, args, needle):
+    model = _model(tmp_path / "m.onnx", [1, 1, 3, 3])
+    proc = run_cli("compare", str(model), *args, cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stdout == "", proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0], lines
+
+
+def test_generation_options_with_inputs_are_refused(tmp_path):
+    model = _model(tmp_path / "m.onnx", [1, 1, 3, 3])
+    np.savez(tmp_path / "in.npz", x=np.zeros((1, 1, 3, 3), np.float32))
+    proc = run_cli("compare", str(model), "--inputs", str(tmp_path / "in.npz"), "--val-range", "0,1")
+    assert proc.returncode == 2 and "--val-range shapes generated inputs" in proc.stderr
