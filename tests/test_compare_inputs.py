@@ -115,4 +115,4 @@ def test_generation_options_with_inputs_are_refused(tmp_path):
     model = _model(tmp_path / "m.onnx", [1, 1, 3, 3])
     np.savez(tmp_path / "in.npz", x=np.zeros((1, 1, 3, 3), np.float32))
     proc = run_cli("compare", str(model), "--inputs", str(tmp_path / "in.npz"), "--val-range", "0,1")
-    assert proc.returncode == 2 and "--val-range shapes generated inputs" in proc.stderr
+    assert proc.returncode == 2 and "--val-range draws generated inputs" in proc.stderr

@@ -273,8 +273,8 @@ def test_recorded_decisions_found_by_the_fuzzer():
 
 
 def test_ort_accepting_a_negative_size_under_a_policy_is_labelled():
+    from customops.eval.known import facts, known_labels
     from customops.eval.runner import Pool
-    from customops.fuzz.known import facts, known_labels
     from customops.fuzz.summary import GroupSummary
     from customops.fuzz.triage import evaluate, signature_of
 
@@ -375,8 +375,8 @@ def test_ort_rounding_tf_half_pixel_for_nn_coordinates_in_float32_is_labelled():
     """Seed 81: X [-7, 1, 6], scale 1/3 (float32 0.33333334), tf_half_pixel_for_nn, round_prefer_ceil.
     The exact coordinate 0.5 / 0.33333334 is just under 1.5, so the nearest pixel is 1 (value 1); ORT's
     float32 quotient rounds to 1.5, a tie it breaks up (value 6)."""
+    from customops.eval.known import facts, known_labels
     from customops.eval.runner import Pool
-    from customops.fuzz.known import facts, known_labels
     from customops.fuzz.summary import GroupSummary
     from customops.fuzz.triage import evaluate, signature_of
 

@@ -292,8 +292,8 @@ def check_merged_reproducers(runs: dict[str, Any]) -> None:
 def test_committed_findings_carry_the_labels_of_the_current_rules():
     """Relabel findings/summary.json and each group's finding.json with known.py's rules: a rule that
     stops matching (or starts matching) shows here, group by group."""
+    from customops.eval.known import known_labels
     from customops.fuzz.files import GROUP_FIELDS, read_summary
-    from customops.fuzz.known import known_labels
     from customops.fuzz.summary import GroupSummary
 
     summary = read_summary(ROOT / "findings")

@@ -140,9 +140,13 @@ def feed_of(args: Any, model: ModelProto) -> dict[str, np.ndarray]:
     shapes = gen.parse_input_shapes(args.input_shape or [])
     ranges = gen.parse_val_ranges(args.val_range or [])
     if args.inputs:
-        for option, given in (("--dim", dims), ("--input-shape", shapes), ("--val-range", ranges)):
+        for option, given, verb in (
+            ("--dim", dims, "sizes"),
+            ("--input-shape", shapes, "shapes"),
+            ("--val-range", ranges, "draws"),
+        ):
             if given:
-                raise CustomOpsError(f"{option} shapes generated inputs; it has no effect with --inputs")
+                raise CustomOpsError(f"{option} {verb} generated inputs; it has no effect with --inputs")
         return gen.check_inputs(model, gen.load_inputs(args.inputs, model))
     generated = gen.generate_inputs(model, seed=args.seed, dims=dims, shapes=shapes, ranges=ranges)
     return gen.check_inputs(model, generated)

@@ -30,6 +30,7 @@ from customops.comparison.isolate import (
     run_isolated,
     run_side,
 )
+from customops.comparison.known import labels
 from customops.errors import CustomOpsError
 from customops.eval.metrics import DEFAULT_TOLERANCES, Metrics
 from customops.eval.sides import SideRun
@@ -103,6 +104,8 @@ class NodeResult:
     fed_from: str
     provider: dict[str, str | None] = field(default_factory=dict)
     """The execution provider that ran the node in the model, per side (from ORT's profile)."""
+    known: list[str] = field(default_factory=list)
+    """Ids of documented deviations the difference matches (customops.eval.known), where it starts."""
     isolated: dict[str, Any] | None = None
     origin: str = "unknown"
     attribution: str = "unknown"
@@ -118,6 +121,7 @@ class NodeResult:
             "isolated": self.isolated,
             "origin": self.origin,
             "attribution": self.attribution,
+            "known": self.known,
             "verdict": self.verdict,
             "time_us": self.time_us,
             "provider": self.provider,
@@ -316,6 +320,8 @@ def judge_node(
         entry.isolated, entry.attribution = {**pairs_json, "errors": iso.errors}, word
         starts = word not in ("agree", "reference-odd-one-out")
         entry.origin = "starts-here" if starts else ("carried-in" if differs else "none")
+        if starts:
+            entry.known = labels(node, record.op, word, iso, pairs["builtin_vs_custom"])
         if word.endswith("cannot-run"):
             entry.verdict = "agree" if word == "both-cannot-run" else "side-failed"
         elif starts or differs:
@@ -346,7 +352,8 @@ def _summary(
     head = f"DISAGREE: {len(bad)} node(s), {len(bad_out)} output(s) differ"
     first = next((n for n in bad if n.origin == "starts-here"), None)
     if first is not None:  # never a node that agrees alone or only carries a difference in
-        return f"{head}; first difference starts at {first.node!r} [{first.op}]: {first.attribution}"
+        known = f" (known: {', '.join(first.known)})" if first.known else ""
+        return f"{head}; first difference starts at {first.node!r} [{first.op}]: {first.attribution}{known}"
     return f"{head}; {_amplified_text(nodes, amplified)}"
 
 

@@ -31,7 +31,9 @@ def format_table(report: dict[str, Any]) -> str:
         row(o["name"], "(graph output)", o["metrics"] or {}, o["verdict"], ("", ""), {})
     for n in report["nodes"]:
         m = n["in_model"] or ((n["isolated"] or {}).get("builtin_vs_custom") or {})
-        row(n["node"], n["op"], m, n["verdict"], (n["attribution"], n["origin"]), n["time_us"])
+        known = n.get("known") or []
+        attribution = n["attribution"] + (f" ({', '.join(known)})" if known else "")
+        row(n["node"], n["op"], m, n["verdict"], (attribution, n["origin"]), n["time_us"])
     rows = [tuple(printable(c) for c in r) for r in rows]  # names from the model: no control characters
     widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]

@@ -292,8 +292,8 @@ def _campaign_info(
 def _write_groups(groups: list[Any], seed: int, out: Path) -> list[GroupSummary]:
     """Name each group's directory under ``out``, write its shrunk reproducer there; the groups' entries
     of the summary."""
+    from customops.eval.known import known_labels
     from customops.fuzz.campaign import group_summary
-    from customops.fuzz.known import known_labels
     from customops.fuzz.output import group_dirname, rerun_commands, taken_names, write_group
 
     entries = []

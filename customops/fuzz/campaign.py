@@ -270,7 +270,7 @@ def group_summary(group: Group, seed: int, rerun: list[str]) -> GroupSummary:
         rerun=rerun,
     )
     if group.shrunk is not None:
-        from customops.fuzz.known import facts
+        from customops.eval.known import facts
 
         ev = group.shrunk.evaluation
         entry.facts = facts(ev)

@@ -236,7 +236,7 @@ def _label_table(
 def markdown(summary: CampaignSummary, root: str, command: str) -> str:
     """docs/findings.md: how to regenerate it, the campaigns, which documented deviations were found
     again, the deviations new to the catalogue, then one row per group with its reproducer."""
-    from customops.fuzz.known import FOUND, OURS, documented_ids
+    from customops.eval.known import FOUND, OURS, documented_ids
 
     by_label = summary.by_label()
     out = _findings_intro(summary, root, _regenerate_commands(summary, command))
@@ -411,7 +411,7 @@ def merge(summaries: list[tuple[Path, CampaignSummary]], out: Path) -> CampaignS
     """One summary from several checked campaign summaries (e.g. shards); copies each group's
     representative (the one whose first example has the lowest index) into ``out``, under a name unique
     there, with its known labels refreshed (in the summary and in its finding.json)."""
-    from customops.fuzz.known import known_labels
+    from customops.eval.known import known_labels
 
     first = summaries[0][1]
     groups, sources = _merged_groups(summaries)

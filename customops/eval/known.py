@@ -1,6 +1,8 @@
-"""Labels for groups that match a documented deviation: an id of docs/ort-deviations.md, a row of
+"""Labels of differences that match a documented deviation: an id of docs/ort-deviations.md, a row of
 docs/semantics.md ("semantics: <row>") where the difference is a recorded decision, or an ``F-`` id of a
-deviation this fuzzer found (:data:`FOUND`; docs/findings.md lists them).
+deviation the fuzzer found (:data:`FOUND`; docs/findings.md lists them). One matcher for both tools: the
+fuzzer labels its groups (customops.fuzz.summary.Labelled), compare the nodes where a difference
+starts (a :class:`Subject` built from the node alone); both have a signature and facts.
 
 The labels only name what a group is; they play no part in generating cases or in the signatures. Each
 rule looks at the signature and at facts of the shrunk representative (:func:`facts`, and the features
@@ -11,12 +13,61 @@ has a signature that needs neither, and a representative that shows one of them)
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 if TYPE_CHECKING:
-    from customops.fuzz.summary import GroupSummary
+    from collections.abc import Sequence
+
+
+class Described(Protocol):
+    """What a rule reads of a signature: the op and version, the odd side, the kind of difference, the
+    normalized error (or broken rule) and the features the difference needs."""
+
+    op: str
+    version: int
+    side: str
+    kind: str
+    detail: str
+    features: Sequence[str]
+
+
+class Labelled(Protocol):
+    """Anything the rules label: a signature and the facts of its case (:func:`facts`)."""
+
+    @property
+    def signature(self) -> Described: ...
+
+    @property
+    def facts(self) -> dict[str, Any] | None: ...
+
+    @property
+    def ranks(self) -> list[int] | None: ...
+
+
+@dataclass
+class Signature:
+    """A signature built outside the fuzzer (compare's node)."""
+
+    op: str
+    version: int
+    side: str
+    kind: str
+    detail: str = ""
+    features: tuple[str, ...] = ()
+
+
+@dataclass
+class Subject:
+    """A difference to label that is not a fuzz group: compare's node where a difference starts."""
+
+    signature: Signature
+    facts: dict[str, Any] | None = None
+    ranks: list[int] | None = None
+    """The ranks of a fuzz group's members; a single case has its rank in ``facts``."""
+
 
 FOUND: dict[str, str] = {
     "F-EXCLUDE-OUTSIDE-NEAREST": "Resize 11-19: exclude_outside=1 is refused at load unless the mode is cubic, "
@@ -82,59 +133,59 @@ def facts(ev: Any) -> dict[str, Any]:
     return out
 
 
-def _has(entry: GroupSummary, text: str) -> bool:
+def _has(entry: Labelled, text: str) -> bool:
     return text in entry.signature.detail
 
 
-def _feature(entry: GroupSummary, prefix: str) -> bool:
+def _feature(entry: Labelled, prefix: str) -> bool:
     """Whether the group's signature or its shrunk representative needs a feature named ``prefix...``."""
     needs = [*entry.signature.features, *(entry.facts or {}).get("needs", ())]
     return any(f.startswith(prefix) for f in needs)
 
 
-def _attr(entry: GroupSummary, name: str) -> Any:
+def _attr(entry: Labelled, name: str) -> Any:
     return (entry.facts or {}).get("attrs", {}).get(name)
 
 
-def _fact(entry: GroupSummary, name: str) -> Any:
+def _fact(entry: Labelled, name: str) -> Any:
     return (entry.facts or {}).get(name)
 
 
-def _output_kind(entry: GroupSummary) -> bool:
+def _output_kind(entry: Labelled) -> bool:
     return entry.signature.kind in ("value", "shape", "dtype")
 
 
-def _ort_side(entry: GroupSummary) -> bool:
+def _ort_side(entry: Labelled) -> bool:
     return entry.signature.side in ("builtin", "unknown", "three-way")
 
 
-def _op(e: GroupSummary, *ops: str) -> bool:
+def _op(e: Labelled, *ops: str) -> bool:
     return e.signature.op in ops
 
 
-def _detail_is(e: GroupSummary, detail: str) -> bool:
+def _detail_is(e: Labelled, detail: str) -> bool:
     return e.signature.detail == detail
 
 
-def _ranks(e: GroupSummary, *ranks: int) -> bool:
+def _ranks(e: Labelled, *ranks: int) -> bool:
     """Whether a member of the group (before shrinking) has one of these ranks (6: 6 or more)."""
     return any(min(r, 6) in ranks for r in e.ranks or [_fact(e, "rank")] if r is not None)
 
 
-def _linear_rejected(e: GroupSummary, op: str) -> bool:
+def _linear_rejected(e: Labelled, op: str) -> bool:
     return _op(e, op) and _has(e, "'Linear' mode only supports")
 
 
-def _ort_output(e: GroupSummary) -> bool:
+def _ort_output(e: Labelled) -> bool:
     """Both ran and ORT's output is the odd one (or the reference could not tell)."""
     return _output_kind(e) and _ort_side(e)
 
 
-def _coord(e: GroupSummary) -> Any:
+def _coord(e: Labelled) -> Any:
     return _attr(e, "coordinate_transformation_mode")
 
 
-def _missing_type(e: GroupSummary) -> bool:
+def _missing_type(e: Labelled) -> bool:
     return (
         e.signature.side == "builtin"
         and e.signature.kind == "rejects-valid"
@@ -142,7 +193,7 @@ def _missing_type(e: GroupSummary) -> bool:
     )
 
 
-_RULES: list[tuple[str, Callable[[GroupSummary], bool]]] = [
+_RULES: list[tuple[str, Callable[[Labelled], bool]]] = [
     # docs/ort-deviations.md
     ("T-RESIZE", lambda e: _op(e, "Resize") and _missing_type(e)),
     ("T-UPSAMPLE", lambda e: _op(e, "Upsample") and _missing_type(e)),
@@ -371,12 +422,12 @@ def documented_ids() -> list[str]:
     return [name for name, _ in _RULES if not name.startswith(("semantics:", "F-", "K-"))]
 
 
-def known_labels(entry: GroupSummary) -> list[str]:
-    """The documented deviations a group's summary entry matches (empty: new)."""
+def known_labels(entry: Labelled) -> list[str]:
+    """The documented deviations a fuzz group or a compare node matches (empty: new)."""
     return [name for name, rule in _RULES if _safe(rule, entry)]
 
 
-def _safe(rule: Callable[[GroupSummary], bool], entry: GroupSummary) -> bool:
+def _safe(rule: Callable[[Labelled], bool], entry: Labelled) -> bool:
     try:
         return bool(rule(entry))
     except (KeyError, TypeError, AttributeError, ValueError):  # a field of another shape (read from a file)

@@ -1,0 +1,120 @@
+"""Known deviations by name in compare: the node where a difference starts, described as the fuzzer
+describes its groups (signature and facts), and labelled by the one matcher (customops.eval.known)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from onnx import NodeProto, helper, numpy_helper
+
+from customops import dtypes
+from customops.eval.known import Signature, Subject, known_labels
+
+if TYPE_CHECKING:
+    from customops.comparison.isolate import Isolated
+    from customops.eval.metrics import Metrics
+
+SIDES = {
+    "builtin-leaves-spec": "builtin",
+    "custom-leaves-spec": "custom",
+    "three-way": "three-way",
+    "no-third-vote": "unknown",
+    "undecided": "unknown",
+    "builtin-cannot-run": "builtin",
+    "custom-cannot-run": "custom",
+}
+"""compare's attribution -> the side of a fuzz finding (customops.eval.attribution)."""
+
+
+def labels(node: NodeProto, op: str, attribution: str, iso: Isolated, pair: Metrics | None) -> list[str]:
+    """The known ids a node's difference matches (empty: none, or nothing to label)."""
+    side = SIDES.get(attribution)
+    if side is None or "-" not in op:
+        return []
+    name, version = op.rsplit("-", 1)
+    kind = _kind(attribution, pair)
+    detail = (iso.errors.get(side) or "") if kind == "rejects-valid" else ""
+    attrs = _attributes(node)
+    x = _value(iso, node.input[0]) if node.input else None
+    elem = dtypes.elem_of(x) if x is not None else "float"
+    signature = Signature(name, int(version), side, kind, detail, _features(attrs, elem, x))
+    return known_labels(Subject(signature, _facts(node, iso, attrs, elem)))
+
+
+def _kind(attribution: str, pair: Metrics | None) -> str:
+    if attribution.endswith("cannot-run"):
+        return "rejects-valid"
+    if pair is not None and not pair.shape_match:
+        return "shape"
+    if pair is not None and not pair.dtype_match:
+        return "dtype"
+    return "value"
+
+
+def _attributes(node: NodeProto) -> dict[str, Any]:
+    out = {}
+    for a in node.attribute:
+        value = helper.get_attribute_value(a)
+        out[a.name] = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+    return out
+
+
+def _features(attrs: dict[str, Any], elem: str, x: np.ndarray | None) -> tuple[str, ...]:
+    """The node's features as the fuzzer names them: each attribute set, T other than float, special
+    values in X (a superset of what a shrunk fuzz group needs)."""
+    features = [k if isinstance(v, (list, float)) else f"{k}={v}" for k, v in attrs.items()]
+    if elem != "float":
+        features.append(f"dtype={elem}")
+    if x is not None and x.dtype.kind in "fc" and not np.isfinite(x).all():
+        features.append("special-values")
+    return tuple(features)
+
+
+def _facts(node: NodeProto, iso: Isolated, attrs: dict[str, Any], elem: str) -> dict[str, Any]:
+    """What the rules read of a case (customops.eval.known.facts), from the node run alone."""
+    x = _value(iso, node.input[0]) if node.input else None
+    facts: dict[str, Any] = {"dtype": elem, "attrs": attrs}
+    if x is None:
+        return facts
+    facts.update(rank=int(x.ndim), zero_axes=sum(1 for d in x.shape if d == 0))
+    spec = (
+        iso.outputs.get("custom") if iso.outputs.get("custom") is not None else iso.outputs.get("reference")
+    )
+    if spec is not None:
+        facts["same_shape"] = tuple(spec.shape) == tuple(x.shape)
+        if spec.ndim == x.ndim:
+            facts["kept_axes"] = sum(1 for a, b in zip(spec.shape, x.shape, strict=True) if a == b)
+    built = iso.outputs.get("builtin")
+    if built is not None:
+        facts["builtin_returns_input"] = built.shape == x.shape and bool(np.array_equal(built, x))
+    op = node.op_type
+    for position, name in enumerate(_input_names(op)):
+        if name and position < len(node.input) and node.input[position]:
+            value = _value(iso, node.input[position])
+            if value is not None:
+                facts[f"{name}_elem"] = dtypes.elem_of(value)
+                facts[f"{name}_const"] = node.input[position] not in iso.feed
+                if name == "image_shape":
+                    facts["spatial"] = int(np.asarray(value).size)
+    return facts
+
+
+def _input_names(op: str) -> list[str]:
+    """Input names by position of the ops whose index inputs the rules read."""
+    return {
+        "Resize": ["X", "roi"],
+        "Pad": ["data", "", "", "axes"],
+        "CenterCropPad": ["input_data", "shape", "axes"],
+        "Col2Im": ["input", "image_shape"],
+    }.get(op, [])
+
+
+def _value(iso: Isolated, name: str) -> np.ndarray | None:
+    """An input of the node alone: fed, or one of its initializers (the model's constants)."""
+    if name in iso.feed:
+        return np.asarray(iso.feed[name])
+    for t in iso.model.graph.initializer:
+        if t.name == name:
+            return numpy_helper.to_array(t)
+    return None
