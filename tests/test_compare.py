@@ -12,7 +12,6 @@ import pytest
 from onnx import TensorProto, helper
 
 from customops.comparison import inputs as compare_inputs
-from customops.comparison import pipeline as compare_pipeline
 from customops.comparison.inputs import generate_inputs
 from customops.comparison.pipeline import compare_model
 from customops.errors import CustomOpsError
@@ -570,7 +569,6 @@ def test_cli_defaults_are_the_pipelines():
     """The parser keeps its own copies of two defaults (so that ``customops -h`` need not import onnx)."""
     from customops.cli import compare as cli_compare
 
-    assert cli_compare.REFERENCE_LIMIT == compare_pipeline.REFERENCE_LIMIT
     assert cli_compare.DEFAULT_DIM == compare_inputs.DEFAULT_DIM
 
 
@@ -624,3 +622,26 @@ def test_no_search_when_a_node_starts_the_difference_and_the_quickstart_names_it
     assert "starts at" in report["summary"] and report["amplified"] == []
     assert report["summary"].endswith("builtin-leaves-spec (known: R-ALIGN-CORNERS-INT-LENGTH)")
     assert [n["known"] for n in report["nodes"]] == [["R-ALIGN-CORNERS-INT-LENGTH"]]
+
+
+def test_the_reference_limit_is_per_op_unless_one_is_given():
+    """Defaults measured (docs/compare.md): Col2Im's reference loops over blocks, Pad's copies slices."""
+    from customops.comparison.isolate import REFERENCE_LIMITS, reference_limit_of, run_isolated
+
+    assert (
+        reference_limit_of("Col2Im", None)
+        < reference_limit_of("Resize", None)
+        < reference_limit_of("Pad", None)
+    )
+    assert reference_limit_of("Resize", None) >= 3 * 720 * 1280  # a 720p image gets its third vote
+    assert set(REFERENCE_LIMITS) == {"Resize", "Upsample", "Pad", "CenterCropPad", "Col2Im"}
+    assert reference_limit_of("Col2Im", 7) == 7
+    model, feed = one_node_model(
+        "Pad", {"data": np.zeros((1, 1, 4, 4), F32), "pads": np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64)}, 19
+    )
+    node = model.graph.node[0]
+    assert run_isolated(node, feed, model).outputs["reference"] is not None
+    skipped = run_isolated(node, feed, model, reference_limit=10)
+    assert (
+        skipped.outputs["reference"] is None and "over the reference limit 10" in skipped.errors["reference"]
+    )

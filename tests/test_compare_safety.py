@@ -277,7 +277,7 @@ def test_no_third_vote_is_not_blamed_on_either_side(tmp_path):
     (node,) = report["nodes"]
     assert node["attribution"] == "no-third-vote" and node["verdict"] == "disagree"
     assert node["isolated"]["errors"]["reference"].startswith("not run")
-    assert report["summary"].endswith("no-third-vote")
+    assert report["summary"].endswith("no-third-vote (known: R-ALIGN-CORNERS-INT-LENGTH)")
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -9,7 +9,6 @@ from typing import Any
 import numpy as np
 
 from customops.comparison.inputs import check_inputs, generate_inputs, load_inputs
-from customops.comparison.isolate import REFERENCE_LIMIT
 from customops.comparison.pipeline import Report, compare_model
 from customops.errors import CustomOpsError
 
@@ -23,7 +22,7 @@ def compare(
     atol: float | None = None,
     seed: int = 0,
     dims: Mapping[str, int] | None = None,
-    reference_limit: int = REFERENCE_LIMIT,
+    reference_limit: int | None = None,
     providers: Sequence[str] | None = None,
 ) -> Report:
     """Run ``model`` (a ModelProto, serialized bytes or a path) with ORT's built-in kernels and with ours,

@@ -23,7 +23,6 @@ from onnx import ModelProto, NodeProto, helper
 from customops.comparison.amplify import Effect, Search, culprits
 from customops.comparison.inputs import check_seed
 from customops.comparison.isolate import (
-    REFERENCE_LIMIT,
     Isolated,
     attribute,
     metrics_of,
@@ -36,7 +35,7 @@ from customops.eval.metrics import DEFAULT_TOLERANCES, Metrics
 from customops.eval.sides import SideRun
 from customops.eval.testcase import tensor_value
 
-__all__ = ["REFERENCE_LIMIT", "Comparison", "Report", "check_settings", "compare_model", "log"]
+__all__ = ["Comparison", "Report", "check_settings", "compare_model", "log"]
 
 
 def log(message: str) -> None:
@@ -45,14 +44,14 @@ def log(message: str) -> None:
 
 
 def check_settings(
-    *, rtol: float | None = None, atol: float | None = None, reference_limit: int = 0, seed: int = 0
+    *, rtol: float | None = None, atol: float | None = None, reference_limit: int | None = None, seed: int = 0
 ) -> None:
     """Raise CustomOpsError, naming the option, for a tolerance that is negative or not finite, or a
     negative reference limit or seed."""
     for name, value in (("rtol", rtol), ("atol", atol)):
         if value is not None and not (math.isfinite(value) and value >= 0):
             raise CustomOpsError(f"--{name} {value!r} must be a finite number at least 0")
-    if reference_limit < 0:
+    if reference_limit is not None and reference_limit < 0:
         raise CustomOpsError(f"--reference-limit {reference_limit!r} must be at least 0")
     check_seed(seed)
 
@@ -64,7 +63,8 @@ class Settings:
     rtol: float | None = None
     atol: float | None = None
     repeats: int = 3
-    reference_limit: int = REFERENCE_LIMIT
+    reference_limit: int | None = None
+    """Elements given to onnx.reference at most (None: per op, customops.comparison.isolate)."""
     providers: list[str] = field(default_factory=lambda: ["CPUExecutionProvider"])
     """The built-in side's execution providers, as ORT names (customops.comparison.providers)."""
 
@@ -472,15 +472,15 @@ def compare_model(
     rtol: float | None = None,
     atol: float | None = None,
     repeats: int = 3,
-    reference_limit: int = REFERENCE_LIMIT,
+    reference_limit: int | None = None,
     model_name: str = "<model>",
     seed: int = 0,
     progress: Callable[[str], None] | None = None,
     providers: Sequence[str] | None = None,
 ) -> Comparison:
     """Compare ``model`` on ``feed`` between ORT's built-in kernels and ours; see the module docstring.
-    ``rtol`` and ``atol`` (default: per dtype) must be finite and at least 0, ``reference_limit`` at
-    least 0 (0: onnx.reference is given empty inputs only). ``providers``: execution providers of the
+    ``rtol`` and ``atol`` (default: per dtype) must be finite and at least 0, ``reference_limit`` (None: per
+    op, customops.comparison.isolate.REFERENCE_LIMITS) at least 0 (0: onnx.reference is given empty inputs only). ``providers``: execution providers of the
     built-in side (ORT names or aliases such as cuda; default CPU); ours always run on CPU."""
     check_settings(rtol=rtol, atol=atol, reference_limit=reference_limit)
     from customops.comparison.providers import resolve
