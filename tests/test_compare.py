@@ -645,3 +645,24 @@ def test_the_reference_limit_is_per_op_unless_one_is_given():
     assert (
         skipped.outputs["reference"] is None and "over the reference limit 10" in skipped.errors["reference"]
     )
+
+
+def test_the_text_report_leads_with_the_verdict_and_shows_where_differences_start(tmp_path):
+    """A long model's table holds the graph outputs and the nodes where a difference starts (all with
+    --all-rows); -q prints the verdict line alone and no progress."""
+    model_path = tmp_path / "amp.onnx"
+    onnx.save(_amplifying_model(pads=3), model_path)
+    proc = run_cli("compare", str(model_path))
+    assert proc.returncode == 1, proc.stderr
+    lines = proc.stdout.strip().splitlines()
+    assert lines[0] == lines[-1] and lines[0].startswith("DISAGREE")  # the verdict first and last
+    rows = [
+        line.split()[0] for line in lines if line.split() and line.split()[0].startswith(("pad", "upsample"))
+    ]
+    assert rows == ["upsample"]  # the swap that moves the output; the Pads only carry it
+    assert "3 more swapped node(s)" in proc.stdout
+    every = run_cli("compare", str(model_path), "--all-rows")
+    shown = [line.split()[0] for line in every.stdout.splitlines() if line.startswith(("pad", "upsample"))]
+    assert shown == ["upsample", "pad0", "pad1", "pad2"] and "more swapped node" not in every.stdout
+    quiet = run_cli("compare", str(model_path), "-q")
+    assert quiet.returncode == 1 and quiet.stdout.strip() == lines[0] and quiet.stderr == ""

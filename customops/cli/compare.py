@@ -63,6 +63,13 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--html", metavar="PATH", help="write a self-contained HTML report with heat maps")
     p.add_argument("--save-repro", metavar="DIR", help="write an ONNX test case for each disagreeing node")
     p.add_argument(
+        "--all-rows",
+        action="store_true",
+        help="a row for every swapped node, not only where a difference starts",
+    )
+    loud = p.add_mutually_exclusive_group()
+    loud.add_argument("-q", "--quiet", action="store_true", help="print the verdict line only; no progress")
+    loud.add_argument(
         "-v", "--verbose", action="store_true", help="show ONNX Runtime's own warnings from both sides"
     )
     p.set_defaults(func=run)
@@ -165,7 +172,8 @@ def write_outputs(args: Any, comparison: Comparison) -> None:
         write_atomic(args.html, render(comparison.report, comparison.tensors))
     if args.save_repro:
         for case in save_repros(comparison, args.save_repro):
-            log(f"reproducer: {case}")
+            if not args.quiet:
+                log(f"reproducer: {case}")
     if args.save_outputs:
         from customops.comparison.inputs import save_arrays
 
@@ -210,11 +218,12 @@ def run(args: Any) -> int:
         atol=args.atol,
         model_name=str(args.model),
         seed=args.seed,
-        progress=log,
+        progress=None if args.quiet else log,
         reference_limit=args.reference_limit,
         providers=args.providers,
     )
-    print(format_table(comparison.report))
+    print(comparison.result.summary if args.quiet else format_table(comparison.report, args.all_rows))
     write_outputs(args, comparison)
-    log(f"compare took {time.perf_counter() - started:.1f} s")
+    if not args.quiet:
+        log(f"compare took {time.perf_counter() - started:.1f} s")
     return comparison.exit_status

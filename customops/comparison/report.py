@@ -1,5 +1,5 @@
-"""compare's report as text: the table of outputs and swapped nodes, the side errors and the one-line
-verdict."""
+"""compare's report as text: the verdict first, the table of graph outputs and of the nodes where a
+difference starts (every swapped node with ``all_rows``), the side errors, and the verdict again last."""
 
 from __future__ import annotations
 
@@ -16,8 +16,19 @@ def _fmt(x: Any, spec: str = ".3g") -> str:
     return str(x)
 
 
-def format_table(report: dict[str, Any]) -> str:
-    """The human-readable table of a report, ending with the one-line verdict."""
+def shown(report: dict[str, Any], all_rows: bool) -> list[dict[str, Any]]:
+    """The node rows of the table: with ``all_rows`` all, else the nodes where a difference starts, a
+    side fails, or whose swap moves the outputs (report["amplified"])."""
+    moving = {name for e in report.get("amplified", []) for name in e["nodes"]}
+    return [
+        n
+        for n in report["nodes"]
+        if all_rows or n["origin"] == "starts-here" or n["verdict"] == "side-failed" or n["node"] in moving
+    ]
+
+
+def format_table(report: dict[str, Any], all_rows: bool = True) -> str:
+    """The human-readable report: the verdict, the table (see :func:`shown`), the errors, the verdict."""
     head = ("node / output", "op", "shape", "dtype", "max abs", "max rel", "mism.", "ulp", "verdict")
     rows: list[tuple[str, ...]] = [(*head, "attribution", "starts", "A µs", "B µs")]
 
@@ -29,7 +40,8 @@ def format_table(report: dict[str, Any]) -> str:
 
     for o in report["outputs"]:
         row(o["name"], "(graph output)", o["metrics"] or {}, o["verdict"], ("", ""), {})
-    for n in report["nodes"]:
+    nodes = shown(report, all_rows)
+    for n in nodes:
         m = n["in_model"] or ((n["isolated"] or {}).get("builtin_vs_custom") or {})
         known = n.get("known") or []
         attribution = n["attribution"] + (f" ({', '.join(known)})" if known else "")
@@ -38,7 +50,12 @@ def format_table(report: dict[str, Any]) -> str:
     widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
-    for n in report["nodes"]:
+    hidden = len(report["nodes"]) - len(nodes)
+    if hidden:
+        lines.append(
+            f"  {hidden} more swapped node(s) agree alone or carry a difference in (--all-rows shows them)"
+        )
+    for n in nodes:
         errors = (n["isolated"] or {}).get("errors") or {}
         for side, err in errors.items():
             if err and not (side == "reference" and n["verdict"] == "agree"):
@@ -49,7 +66,7 @@ def format_table(report: dict[str, Any]) -> str:
     for side, info in report["sides"].items():
         if info["error"]:
             lines.append(f"  {side} side failed: {info['error']}")
-    lines.append(report["summary"])
+    lines = [report["summary"], "", *lines, report["summary"]]
     return "\n".join(printable(line) for line in lines)
 
 
