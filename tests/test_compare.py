@@ -666,3 +666,29 @@ def test_the_text_report_leads_with_the_verdict_and_shows_where_differences_star
     assert shown == ["upsample", "pad0", "pad1", "pad2"] and "more swapped node" not in every.stdout
     quiet = run_cli("compare", str(model_path), "-q")
     assert quiet.returncode == 1 and quiet.stdout.strip() == lines[0] and quiet.stderr == ""
+
+
+def test_kernel_times_follow_a_node_that_ort_s_layout_pass_renames():
+    """ORT's NCHWc pass replaces a Resize after a Conv by an Upsample named '<output>_nchwc': its time
+    and provider are still the Resize's."""
+    from customops.comparison.pipeline import profiled
+
+    node = helper.make_node("Resize", ["x", "", "s"], ["up_out"], name="up")
+    assert profiled({"up_out_nchwc": 4.0, "other": 1.0}, node) == 4.0
+    assert profiled({"up": 2.0, "up_out_nchwc": 4.0}, node) == 2.0
+    assert profiled({"other": 1.0}, node) is None
+    weights = onnx.numpy_helper.from_array(np.full((16, 8, 3, 3), 0.01, F32), "w")
+    scales = onnx.numpy_helper.from_array(np.array([1, 1, 2, 2], F32), "s")
+    graph = helper.make_graph(
+        [
+            helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+            helper.make_node("Resize", ["c", "", "s"], ["y"], name="up", mode="nearest"),
+        ],
+        "nchwc",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 16, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [weights, scales],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    (node,) = compare_model(model, generate_inputs(model)).report["nodes"]
+    assert node["time_us"]["builtin"] is not None and node["provider"]["builtin"] == "CPUExecutionProvider"

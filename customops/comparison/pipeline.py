@@ -292,6 +292,14 @@ def judge_outputs(
     return results
 
 
+def profiled(by_name: dict[str, Any], node: NodeProto) -> Any:
+    """A node's entry in ORT's profile, by its name or by the name ORT's layout passes give the node
+    they put in its place (the NCHWc pass turns a Resize into an Upsample named ``<output>_nchwc``)."""
+    if node.name in by_name:
+        return by_name[node.name]
+    return next((by_name[f"{o}_nchwc"] for o in node.output if f"{o}_nchwc" in by_name), None)
+
+
 def judge_node(
     p: Prepared, record: Any, runs: WholeRuns, known: dict[str, np.ndarray], s: Settings
 ) -> tuple[NodeResult, Isolated | None]:
@@ -307,9 +315,9 @@ def judge_node(
         out_name,
         record.scope,
         in_model,
-        {"builtin": runs.a.times.get(node.name), "custom": runs.b.times.get(node.name)},
+        {"builtin": profiled(runs.a.times, node), "custom": profiled(runs.b.times, node)},
         "builtin" if not runs.a.error else "custom",
-        {"builtin": runs.a.placement.get(node.name), "custom": runs.b.placement.get(node.name)},
+        {"builtin": profiled(runs.a.placement, node), "custom": profiled(runs.b.placement, node)},
     )
     differs = in_model is not None and not in_model.passed
     iso = None
