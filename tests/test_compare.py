@@ -692,3 +692,27 @@ def test_kernel_times_follow_a_node_that_ort_s_layout_pass_renames():
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     (node,) = compare_model(model, generate_inputs(model)).report["nodes"]
     assert node["time_us"]["builtin"] is not None and node["provider"]["builtin"] == "CPUExecutionProvider"
+
+
+def test_per_tensor_tolerances_decide_that_tensor_only(tmp_path):
+    """--rtol/--atol NAME:VALUE set one tensor's tolerance (a graph output or a swapped node's output);
+    the report records them; a name that is neither is bad input."""
+    model_path = tmp_path / "amp.onnx"
+    onnx.save(_amplifying_model(pads=1), model_path)  # output p1: the Pad's output and the graph output
+    loose = run_cli(
+        "compare", str(model_path), "--atol", "p1:2", "--rtol", "p1:0", "--json", str(tmp_path / "r")
+    )
+    assert loose.returncode == 0, loose.stdout + loose.stderr
+    report = strict_json((tmp_path / "r").read_text())
+    assert report["tolerances"]["tensor p1"] == {"rtol": 0.0, "atol": 2.0}
+    assert report["tolerances"]["float32"] == {"rtol": 1e-5, "atol": 1e-5}  # the others keep theirs
+    strict = run_cli("compare", str(model_path), "--atol", "2", "--atol", "p1:0", "--rtol", "p1:0")
+    assert strict.returncode == 1  # the tensor's own tolerance wins over the global one
+    for args, needle in (
+        (["--atol", "nosuch:1"], "neither a graph output nor a swapped node's output"),
+        (["--atol", "p1:x"], "is not a number or NAME:NUMBER"),
+        (["--atol", "1", "--atol", "2"], "is given twice"),
+        (["--rtol", "p1:-1"], "must be a finite number at least 0"),
+    ):
+        proc = run_cli("compare", str(model_path), *args)
+        assert proc.returncode == 2 and needle in proc.stderr, (args, proc.stderr)

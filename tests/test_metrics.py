@@ -82,3 +82,10 @@ def test_integers_and_bools_compare_exactly_by_default():
     r, t = tolerance_for(np.dtype(np.int32))
     assert compare_arrays(np.array([1, 2], np.int32), np.array([1, 3], np.int32), r, t).mismatches == 1
     assert not compare_arrays(np.array([True]), np.array([False]), 0.0, 0.0).passed
+
+
+def test_ulp_distance_counts_across_a_sign_change_and_the_two_zeros_are_one():
+    tiny = np.nextafter(F32(0), F32(1))
+    m = compare_arrays(np.array([-tiny], F32), np.array([tiny], F32), 0.0, 0.0)
+    assert m.max_ulp == 2  # -tiny, 0, +tiny
+    assert compare_arrays(np.array([-0.0], F32), np.array([0.0], F32), 0.0, 0.0).max_ulp == 0

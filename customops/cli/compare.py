@@ -39,10 +39,16 @@ def add_parser(sub: Any) -> None:
         help="only these op types, comma separated",
     )
     p.add_argument(
-        "--rtol", type=float, help="relative tolerance for every float tensor (default: per dtype, see docs)"
+        "--rtol",
+        action="append",
+        metavar="[NAME:]R",
+        help="relative tolerance of every float tensor, or of the tensor NAME (default: per dtype, see docs)",
     )
     p.add_argument(
-        "--atol", type=float, help="absolute tolerance for every float tensor (default: per dtype)"
+        "--atol",
+        action="append",
+        metavar="[NAME:]A",
+        help="absolute tolerance of every float tensor, or of the tensor NAME (default: per dtype)",
     )
     p.add_argument("--seed", type=int, default=0, help="seed of generated inputs (default 0)")
     p.add_argument(
@@ -193,7 +199,8 @@ def run(args: Any) -> int:
     from customops.model.io import check_model_file, load_model_files
     from customops.registry import OP_TYPES
 
-    check_settings(rtol=args.rtol, atol=args.atol, reference_limit=args.reference_limit, seed=args.seed)
+    rtol, atol, by_name = tolerances(args.rtol or [], args.atol or [])
+    check_settings(rtol=rtol, atol=atol, reference_limit=args.reference_limit, seed=args.seed)
     for op in args.ops or ():
         if op not in OP_TYPES:
             raise CustomOpsError(f"unknown op {op!r} in --ops (supported: {', '.join(OP_TYPES)})")
@@ -214,8 +221,9 @@ def run(args: Any) -> int:
         model,
         feed,
         ops=args.ops,
-        rtol=args.rtol,
-        atol=args.atol,
+        rtol=rtol,
+        atol=atol,
+        tolerances=by_name,
         model_name=str(args.model),
         seed=args.seed,
         progress=None if args.quiet else log,
@@ -227,3 +235,25 @@ def run(args: Any) -> int:
     if not args.quiet:
         log(f"compare took {time.perf_counter() - started:.1f} s")
     return comparison.exit_status
+
+
+def tolerances(
+    rtols: list[str], atols: list[str]
+) -> tuple[float | None, float | None, dict[str, tuple[float | None, float | None]]]:
+    """``--rtol`` and ``--atol`` items (``R`` for every tensor, ``NAME:R`` for one): the global rtol and
+    atol and the (rtol, atol) of each named tensor; CustomOpsError for a malformed or repeated item."""
+    found: dict[tuple[str, str | None], float] = {}
+    for option, items in (("--rtol", rtols), ("--atol", atols)):
+        for item in items:
+            name, _, text = item.rpartition(":")
+            try:
+                value = float(text)
+            except ValueError:
+                raise CustomOpsError(f"{option} {item!r} is not a number or NAME:NUMBER") from None
+            key = (option, name or None)
+            if key in found:
+                raise CustomOpsError(f"{option} for {name or 'every tensor'!r} is given twice")
+            found[key] = value
+    names = sorted({name for _, name in found if name is not None})
+    by_name = {n: (found.get(("--rtol", n)), found.get(("--atol", n))) for n in names}
+    return found.get(("--rtol", None)), found.get(("--atol", None)), by_name

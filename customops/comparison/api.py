@@ -24,6 +24,7 @@ def compare(
     dims: Mapping[str, int] | None = None,
     reference_limit: int | None = None,
     providers: Sequence[str] | None = None,
+    tolerances: Mapping[str, tuple[float | None, float | None]] | None = None,
 ) -> Report:
     """Run ``model`` (a ModelProto, serialized bytes or a path) with ORT's built-in kernels and with ours,
     node by node, with onnx.reference as third vote; returns the typed report (``.verdict``: 'agree',
@@ -31,7 +32,8 @@ def compare(
     document of ``customops compare --json``). ``inputs``: arrays by graph input name, an .npz file or an
     ONNX test-case directory; None draws them from the declared types and shapes (``seed``; symbolic
     dimensions from ``dims``, else 4). ``providers``: the built-in side's execution providers (ORT names or
-    aliases: cpu, cuda, tensorrt, dml, openvino, coreml; default CPU); ours run on CPU. Raises CustomOpsError for bad input, as the command exits 2."""
+    aliases: cpu, cuda, tensorrt, dml, openvino, coreml; default CPU); ours run on CPU. ``tolerances``:
+    (rtol, atol) by tensor name (graph outputs, swapped nodes' outputs; None: the global one). Raises CustomOpsError for bad input, as the command exits 2."""
     from customops.model.rewriter import as_model
 
     onnx_model = as_model(model)
@@ -54,5 +56,6 @@ def compare(
         model_name=name,
         seed=seed,
         providers=providers,
+        tolerances=dict(tolerances or {}),
     )
     return comparison.result

@@ -67,6 +67,14 @@ class Settings:
     """Elements given to onnx.reference at most (None: per op, customops.comparison.isolate)."""
     providers: list[str] = field(default_factory=lambda: ["CPUExecutionProvider"])
     """The built-in side's execution providers, as ORT names (customops.comparison.providers)."""
+    by_name: dict[str, tuple[float | None, float | None]] = field(default_factory=dict)
+    """(rtol, atol) of named tensors (graph outputs, swapped nodes' outputs); None: the global one."""
+
+    def tol(self, name: str) -> tuple[float | None, float | None]:
+        """(rtol, atol) for the tensor ``name``: its own where given, else the global ones (None: the
+        dtype's default, customops.eval.metrics)."""
+        rtol, atol = self.by_name.get(name, (None, None))
+        return (self.rtol if rtol is None else rtol, self.atol if atol is None else atol)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -288,7 +296,7 @@ def judge_outputs(
     for o in p.model.graph.output:
         a, b = runs.a.values.get(o.name), runs.b.values.get(o.name)
         tensors[o.name] = (a, b)
-        results.append(OutputResult(o.name, metrics_of(b, a, s.rtol, s.atol)))
+        results.append(OutputResult(o.name, metrics_of(b, a, *s.tol(o.name))))
     return results
 
 
@@ -308,7 +316,7 @@ def judge_node(
     node = p.nodes[record.node]
     out_name = node.output[0]
     a_val, b_val = runs.a_exposed.values.get(out_name), runs.b_exposed.values.get(out_name)
-    in_model = metrics_of(b_val, a_val, s.rtol, s.atol)
+    in_model = metrics_of(b_val, a_val, *s.tol(out_name))
     entry = NodeResult(
         record.node,
         record.op,
@@ -323,7 +331,7 @@ def judge_node(
     iso = None
     if all(n in known for n in node.input if n):
         iso = run_isolated(node, known, p.model, s.reference_limit, s.providers)
-        word, pairs = attribute(iso, s.rtol, s.atol)
+        word, pairs = attribute(iso, *s.tol(out_name))
         pairs_json = {k: None if m is None else m.to_json() for k, m in pairs.items()}
         entry.isolated, entry.attribution = {**pairs_json, "errors": iso.errors}, word
         starts = word not in ("agree", "reference-odd-one-out")
@@ -393,9 +401,12 @@ def _ulps(node: NodeResult) -> tuple[int, int] | None:
 
 
 def _tolerances(s: Settings) -> dict[str, dict[str, float | None]]:
+    out = {k: {"rtol": v[0], "atol": v[1]} for k, v in DEFAULT_TOLERANCES.items()}
     if s.rtol is not None or s.atol is not None:
-        return {"all": {"rtol": s.rtol, "atol": s.atol}}
-    return {k: {"rtol": v[0], "atol": v[1]} for k, v in DEFAULT_TOLERANCES.items()}
+        out = {"all": {"rtol": s.rtol, "atol": s.atol}}
+    for name, (rtol, atol) in s.by_name.items():
+        out[f"tensor {name}"] = {"rtol": rtol, "atol": atol}
+    return out
 
 
 def _report(
@@ -465,11 +476,22 @@ def find_amplified(
         return []
     say("no swapped node differs alone: running the model with one swap at a time")
     builtin = {o.name: runs.a.values[o.name] for o in outputs if o.name in runs.a.values}
-    search = Search(p.model, feed, builtin, s.rtol, s.atol, say)
+    search = Search(p.model, feed, builtin, s.tol, say)
     swaps = list(dict.fromkeys((r.node, r.op) for r in p.all_swapped))
     found = culprits(search, swaps)
     say(f"{search.runs} model run(s) to find {len(found)} swap(s) that move the outputs")
     return found
+
+
+def _check_tolerance_names(p: Prepared, s: Settings) -> None:
+    """Every tensor named in a tolerance is a graph output or a swapped node's output."""
+    names = [o.name for o in p.model.graph.output] + [p.nodes[r.node].output[0] for r in p.swapped]
+    for name in s.by_name:
+        if name not in names:
+            raise CustomOpsError(
+                f"a tolerance names {name!r}, which is neither a graph output nor a swapped node's output "
+                f"(those are: {', '.join(map(repr, dict.fromkeys(names)))})"
+            )
 
 
 def compare_model(
@@ -485,17 +507,23 @@ def compare_model(
     seed: int = 0,
     progress: Callable[[str], None] | None = None,
     providers: Sequence[str] | None = None,
+    tolerances: dict[str, tuple[float | None, float | None]] | None = None,
 ) -> Comparison:
     """Compare ``model`` on ``feed`` between ORT's built-in kernels and ours; see the module docstring.
     ``rtol`` and ``atol`` (default: per dtype) must be finite and at least 0, ``reference_limit`` (None: per
     op, customops.comparison.isolate.REFERENCE_LIMITS) at least 0 (0: onnx.reference is given empty inputs only). ``providers``: execution providers of the
-    built-in side (ORT names or aliases such as cuda; default CPU); ours always run on CPU."""
+    built-in side (ORT names or aliases such as cuda; default CPU); ours always run on CPU.
+    ``tolerances``: (rtol, atol) by tensor name (graph outputs, swapped nodes' outputs), either None for
+    the global one."""
     check_settings(rtol=rtol, atol=atol, reference_limit=reference_limit)
+    for r, a in (tolerances or {}).values():
+        check_settings(rtol=r, atol=a)
     from customops.comparison.providers import resolve
 
-    settings = Settings(rtol, atol, repeats, reference_limit, resolve(providers))
+    settings = Settings(rtol, atol, repeats, reference_limit, resolve(providers), dict(tolerances or {}))
     say = progress or (lambda _m: None)
     p = prepare(model, feed, ops, say)
+    _check_tolerance_names(p, settings)
     runs = run_whole(p, feed, settings, say)
     tensors: dict[str, tuple[np.ndarray | None, np.ndarray | None]] = {}
     outputs = judge_outputs(p, runs, settings, tensors)
