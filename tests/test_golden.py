@@ -68,7 +68,7 @@ def normalise(doc: Any, paths: dict[str, str]) -> Any:
     """``doc`` (a parsed report) with what legitimately varies between runs and machines replaced by
     placeholders, and nothing else:
 
-    - timings: compare's per-node ``time_us`` (ORT's profiler: each side's number becomes
+    - timings: compare's ``phase_seconds`` (wall clock per phase) and per-node ``time_us`` (ORT's profiler: each side's number becomes
       ``"<time>"``; a side without a time stays ``null``, as whether the profiler names the node is
       deterministic) and a fuzz campaign's ``seconds`` and ``seconds_cases`` (wall clock);
     - absolute paths: every occurrence, inside any string, of a key of ``paths`` (the --out directory
@@ -85,6 +85,8 @@ def normalise(doc: Any, paths: dict[str, str]) -> Any:
             return {side: None if t is None else TIME_PLACEHOLDER for side, t in value.items()}
         if key in ("seconds", "seconds_cases") and isinstance(value, int | float):
             return TIME_PLACEHOLDER
+        if key == "phase_seconds" and isinstance(value, dict):
+            return {phase: TIME_PLACEHOLDER for phase in value}
         if isinstance(value, dict):
             return {k: walk(v, k) for k, v in value.items()}
         if isinstance(value, list):

@@ -155,6 +155,8 @@ class Report:
     skipped: list[dict[str, str]] = field(default_factory=list)
     amplified: list[Effect] = field(default_factory=list)
     """When outputs differ but no swapped node differs alone: the swaps that move them (compare.amplify)."""
+    phase_seconds: dict[str, float] = field(default_factory=dict)
+    """Wall time of each phase: prepare, whole runs, nodes alone, amplification."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -171,6 +173,7 @@ class Report:
             "inner_nodes": self.inner_nodes,
             "skipped": self.skipped,
             "amplified": [e.to_json() for e in self.amplified],
+            "phase_seconds": self.phase_seconds,
         }
 
 
@@ -494,6 +497,49 @@ def _check_tolerance_names(p: Prepared, s: Settings) -> None:
             )
 
 
+class Phases:
+    """Wall time per phase of a comparison (the report's ``phase_seconds``)."""
+
+    def __init__(self) -> None:
+        import time
+
+        self.now = time.perf_counter
+        self.started = self.now()
+        self.seconds: dict[str, float] = {}
+
+    def lap(self, phase: str) -> None:
+        now = self.now()
+        self.seconds[phase] = round(now - self.started, 3)
+        self.started = now
+
+
+def _judge_nodes(
+    p: Prepared,
+    runs: WholeRuns,
+    feed: dict[str, np.ndarray],
+    s: Settings,
+    out: tuple[dict[str, tuple[np.ndarray | None, np.ndarray | None]], Callable[[str], None]],
+) -> tuple[list[NodeResult], dict[str, Isolated]]:
+    """Each swapped node of the main graph, in the model and alone (:func:`judge_node`); its values in
+    the model go into ``tensors``."""
+    tensors, say = out
+    # no value from A: feed the isolated node B's values instead (the report says so: fed_from)
+    exposed = runs.a_exposed if not runs.a.error else runs.b_exposed
+    known = {**p.initializers, **feed, **exposed.values}
+    nodes, isolated = [], {}
+    for i, record in enumerate(p.swapped):
+        say(f"node {i + 1}/{len(p.swapped)}: {record.node} [{record.op}] alone on three sides")
+        entry, iso = judge_node(p, record, runs, known, s)
+        tensors[record.node] = (
+            runs.a_exposed.values.get(entry.output),
+            runs.b_exposed.values.get(entry.output),
+        )
+        if iso is not None:
+            isolated[record.node] = iso
+        nodes.append(entry)
+    return nodes, isolated
+
+
 def compare_model(
     model: ModelProto,
     feed: dict[str, np.ndarray],
@@ -522,25 +568,18 @@ def compare_model(
 
     settings = Settings(rtol, atol, repeats, reference_limit, resolve(providers), dict(tolerances or {}))
     say = progress or (lambda _m: None)
+    clock = Phases()
     p = prepare(model, feed, ops, say)
     _check_tolerance_names(p, settings)
+    clock.lap("prepare")
     runs = run_whole(p, feed, settings, say)
+    clock.lap("whole runs")
     tensors: dict[str, tuple[np.ndarray | None, np.ndarray | None]] = {}
     outputs = judge_outputs(p, runs, settings, tensors)
-    # no value from A: feed the isolated node B's values instead (the report says so: fed_from)
-    exposed = runs.a_exposed if not runs.a.error else runs.b_exposed
-    known = {**p.initializers, **feed, **exposed.values}
-    nodes, isolated = [], {}
-    for i, record in enumerate(p.swapped):
-        say(f"node {i + 1}/{len(p.swapped)}: {record.node} [{record.op}] alone on three sides")
-        entry, iso = judge_node(p, record, runs, known, settings)
-        tensors[record.node] = (
-            runs.a_exposed.values.get(entry.output),
-            runs.b_exposed.values.get(entry.output),
-        )
-        if iso is not None:
-            isolated[record.node] = iso
-        nodes.append(entry)
+    nodes, isolated = _judge_nodes(p, runs, feed, settings, (tensors, say))
+    clock.lap("nodes alone")
     amplified = find_amplified(p, feed, runs, (outputs, nodes), settings, say)
+    clock.lap("amplification")
     report = _report(p, runs, outputs, nodes, settings, (model_name, seed, amplified))
+    report.phase_seconds = clock.seconds
     return Comparison(report, tensors, isolated)
