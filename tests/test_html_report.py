@@ -12,7 +12,10 @@ import numpy as np
 import pytest
 
 from customops.comparison.html import (
+    DIFF_NEGINF_RGB,
+    DIFF_POSINF_RGB,
     DIFF_STOPS,
+    HOVER_CELLS,
     MAX_PIXELS,
     MIN_PIXELS,
     NAN_RGB,
@@ -25,6 +28,7 @@ from customops.comparison.html import (
     render,
 )
 
+WHITE = np.array([255, 255, 255], dtype=np.uint8)
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
 
 
@@ -36,11 +40,14 @@ class StrictParser(HTMLParser):
         self.stack: list[str] = []
         self.errors: list[str] = []
         self.images: list[dict[str, str | None]] = []
+        self.areas: list[dict[str, str | None]] = []
         self.text: list[str] = []
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag == "img":
             self.images.append(dict(attrs))
+        if tag == "area":
+            self.areas.append(dict(attrs))
         if tag not in VOID:
             self.stack.append(tag)
 
@@ -269,18 +276,17 @@ def test_each_side_gets_a_heat_map_and_the_slice_is_named(parsed: StrictParser, 
 
 
 def test_difference_image_shows_where_values_differ(parsed: StrictParser):
-    diff = image(parsed, "|A − B|: resize<script>")
+    diff = image(parsed, "A − B: resize<script>")  # B = A + 0.5 in the block: A − B = −0.5, most negative
     block = diff[5 * 5 : 9 * 5, 10 * 5 : 14 * 5]
-    assert (block == DIFF_STOPS[-1].astype(np.uint8)).all()  # the largest difference: top of the scale
+    assert (block == DIFF_STOPS[0].astype(np.uint8)).all()  # blue end of the diverging scale
     outside = diff.copy()
-    outside[5 * 5 : 9 * 5, 10 * 5 : 14 * 5] = DIFF_STOPS[0].astype(np.uint8)
-    assert (outside == DIFF_STOPS[0].astype(np.uint8)).all()
+    outside[5 * 5 : 9 * 5, 10 * 5 : 14 * 5] = WHITE
+    assert (outside == WHITE).all()  # zero difference: the white middle
 
 
-def test_zero_difference_is_a_uniform_dark_image(parsed: StrictParser):
-    diff = image(parsed, "|A − B|: same")
-    assert (diff == diff[0, 0]).all()
-    assert tuple(diff[0, 0]) == tuple(DIFF_STOPS[0].astype(int)) and diff[0, 0].max() < 16
+def test_zero_difference_is_a_uniform_white_image(parsed: StrictParser):
+    diff = image(parsed, "A − B: same")
+    assert (diff == WHITE).all()
 
 
 def test_nan_and_inf_pixels_get_their_own_colours(parsed: StrictParser):
@@ -292,8 +298,8 @@ def test_nan_and_inf_pixels_get_their_own_colours(parsed: StrictParser):
         for colour in (NAN_RGB, POSINF_RGB, NEGINF_RGB):
             assert np.all(img == colour, axis=-1).sum() == 25  # no other pixel has that colour
     # NaN against NaN and inf against the same inf are no difference
-    diff = image(parsed, "|A − B|: nans")
-    assert (diff == diff[0, 0]).all()
+    diff = image(parsed, "A − B: nans")
+    assert (diff == WHITE).all()
 
 
 def test_failed_side_and_strings(parsed: StrictParser, page: str):
@@ -327,7 +333,7 @@ def test_shared_scale_and_colour_map():
     assert maps["range"] == (0.0, 4.0) and maps["diff_max"] == 4.0
     assert tuple(decode_png(maps["a"])[0, 0]) == tuple(VIRIDIS_STOPS[0].astype(int))
     assert tuple(decode_png(maps["b"])[0, 0]) == tuple(VIRIDIS_STOPS[-1].astype(int))
-    assert tuple(decode_png(maps["diff"])[0, 0]) == tuple(DIFF_STOPS[-1].astype(int))
+    assert tuple(decode_png(maps["diff"])[0, 0]) == tuple(DIFF_STOPS[0].astype(int))  # A − B = −4: blue
     mid = colormap(np.array([0.5]))[0]
     assert tuple(mid) == tuple(VIRIDIS_STOPS[4].astype(int))
 
@@ -359,3 +365,91 @@ def test_heat_map_budget_prefers_outputs_and_disagreements():
     alts = {str(img["alt"]).split(": ", 1)[1] for img in parse(page).images}
     assert alts == {"y", "resize<script>"}
     assert "image limit" in page
+
+
+def test_the_slice_shown_is_the_one_with_the_largest_difference():
+    a = np.random.default_rng(1).standard_normal((2, 16, 8, 8)).astype(np.float32)
+    b = a.copy()
+    b[0, 0, 1, 1] += 0.25  # smaller differences elsewhere
+    b[1, 2, 3, 3] -= 0.5
+    b[1, 5, 6, 2] += 2.0  # the largest
+    maps = heatmaps(a, b)
+    assert maps["index"] == (1, 5) and maps["slice"] == "[1, 5, :, :]"
+    assert maps["where"] == "channel 5 of 16, batch 1 of 2"
+    assert maps["diff_range"] == pytest.approx((-2.0, 0.0), abs=1e-6) and maps["diff_max"] == pytest.approx(
+        2.0
+    )
+    page = render({"outputs": [{"name": "o"}]}, {"o": (a, b)})
+    text = " ".join(parse(page).text)
+    assert (
+        "slice [1, 5, :, :] of 2×16×8×8: channel 5 of 16, batch 1 of 2, the one with the largest |A − B|"
+        in text
+    )
+    # a NaN against a number counts as the largest difference; equal tensors show the first slice
+    c = np.zeros((3, 4, 4))
+    d = c.copy()
+    d[0, 0, 0], d[2, 1, 1] = 10.0, np.nan
+    assert heatmaps(c, d)["index"] == (2,) and heatmaps(c, d)["non_finite"]["diff"] == (1, 0, 0)
+    assert heatmaps(c, c.copy())["index"] == (0,) and heatmaps(c, None)["index"] == (0,)
+
+
+def test_signed_difference_is_blue_below_white_at_zero_red_above():
+    assert tuple(DIFF_STOPS[len(DIFF_STOPS) // 2]) == (255, 255, 255)
+    a = np.zeros((2, 3), np.float32)
+    b = np.array([[1.0, 0.0, -1.0], [0.5, 0.0, 0.0]], np.float32)  # A − B = −1, 0, +1, −0.5
+    b[1, 1], b[1, 2] = np.inf, -np.inf  # A − B = −inf, +inf
+    a[1, 0] = np.nan  # NaN against a number
+    maps = heatmaps(a, b)
+    assert maps["diff_range"] == (-1.0, 1.0) and maps["non_finite"]["diff"] == (1, 1, 1)
+    zoom_h, zoom_w = maps["zoom"]
+    diff = decode_png(maps["diff"])[::zoom_h, ::zoom_w]
+    assert tuple(diff[0, 0]) == tuple(DIFF_STOPS[0].astype(int))  # A < B: blue
+    assert tuple(diff[0, 1]) == (255, 255, 255)  # equal: white
+    assert tuple(diff[0, 2]) == tuple(DIFF_STOPS[-1].astype(int))  # A > B: red
+    assert [tuple(diff[1, j]) for j in range(3)] == [NAN_RGB, DIFF_NEGINF_RGB, DIFF_POSINF_RGB]
+    stops = {tuple(s) for s in colormap(np.linspace(0, 1, 4097), DIFF_STOPS)}
+    assert not stops & {NAN_RGB, DIFF_POSINF_RGB, DIFF_NEGINF_RGB}  # non-finite colours are not on the scale
+    page = render({"outputs": [{"name": "o"}]}, {"o": (a, b)})
+    assert "A − B: -1 … 1 on the scale −1 … +1" in page and "1 NaN, 1 +inf, 1 −inf differences" in page
+
+
+def test_hover_shows_a_b_and_the_difference_at_each_cell(parsed: StrictParser, page: str):
+    names = {str(img["usemap"]) for img in parsed.images if str(img["alt"]).endswith(": resize<script>")}
+    assert len(names) == 1  # the three maps share one image map
+    map_name = names.pop()[1:]
+    section = page.split(f'<map name="{map_name}">')[1].split("</map>")[0]
+    areas = parse(section).areas
+    assert len(areas) == 20 * 30  # one cell per element of a small slice
+    (cell,) = [x for x in areas if x["coords"] == "50,25,55,30"]  # row 5, column 10, enlarged x5
+    a, b = float(BASE[0, 0, 5, 10]), float(SHIFTED[0, 0, 5, 10])
+    assert cell["title"] == f"[0, 0, 5, 10]; A = {a:.8g}; B = {b:.8g}; A − B = {a - b:.8g}"
+    assert str(cell["href"]).startswith("#heat-")
+    assert (
+        len({str(img.get("usemap")) for img in parsed.images}) == len(parsed.images) // 3 + 1
+    )  # unique per panel
+    assert "<script" not in page and "resize&lt;script&gt;" in page  # names stay escaped around the maps
+
+
+def test_hover_text_is_escaped():
+    page = render({"outputs": [{"name": '"><b>x'}]}, {'"><b>x': (np.zeros((2, 2)), np.ones((2, 2)))})
+    parsed = parse(page)
+    assert "<b>" not in page and "&quot;&gt;&lt;b&gt;x" in page
+    assert len(parsed.areas) == 4 and all("A − B = -1" in str(x["title"]) for x in parsed.areas)
+
+
+def test_page_size_stays_bounded_for_a_large_tensor():
+    rows, cols = np.mgrid[0:2048, 0:3000]
+    a = np.broadcast_to(np.sin(rows / 300.0) + np.cos(cols / 400.0), (1, 4, 2048, 3000)).astype(np.float32)
+    b = a.copy()
+    b[0, 3, 1000, 1500] += 1.0  # the largest difference, in channel 3
+    page = render({"outputs": [{"name": "big"}]}, {"big": (a, b)})
+    parsed = parse(page)
+    assert len(page) < 2_000_000
+    assert 0 < len(parsed.areas) <= HOVER_CELLS**2
+    for img in parsed.images:
+        assert max(decode_png(base64.b64decode(str(img["src"]).split(",", 1)[1])).shape[:2]) <= MAX_PIXELS
+    text = " ".join(parsed.text)
+    assert "channel 3 of 4, batch 0 of 1" in text and "subsampled 1:6" in text and "48×48 block" in text
+    spiked = [x for x in parsed.areas if "at [0, 3, 1000, 1500]" in str(x["title"])]
+    assert len(spiked) == 1 and "A − B = -1" in str(spiked[0]["title"])
+    assert str(spiked[0]["title"]).startswith("rows 960–1007, columns 1488–1535: largest |A − B| at")

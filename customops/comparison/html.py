@@ -5,18 +5,26 @@ into one HTML page with no external resources: inline CSS, no JavaScript, and he
 ``data:`` URIs. The PNG encoder (:func:`encode_png`) and the colour maps are written here with zlib and
 struct only, so the page needs neither Pillow nor matplotlib.
 
-Heat maps: for a numeric tensor of rank >= 2 a representative 2-D slice is shown (the last two axes at
-index 0 of every leading axis), builtin (A) and custom (B) on one shared scale (viridis), and
-``|A - B|`` on its own scale (inferno, black = no difference). NaN, +inf and -inf get colours no map
-contains (:data:`NAN_RGB`, :data:`POSINF_RGB`, :data:`NEGINF_RGB`). Small slices are enlarged with
-nearest-neighbour repetition to at least :data:`MIN_PIXELS` pixels, large ones subsampled to at most
-:data:`MAX_PIXELS`. Strings, bools, rank 0 and rank 1 tensors get a short text preview instead.
+Heat maps: for a numeric tensor of rank >= 2 the 2-D slice (the last two axes; e.g. one channel of one
+batch of an NCHW tensor) holding the largest |A - B| is shown (a NaN or infinite difference counts as
+the largest; index 0 of every leading axis when there is no element-wise difference), builtin (A) and
+custom (B) on one shared scale (viridis), and the signed difference ``A - B`` on its own symmetric
+diverging scale (blue: A < B, white: equal, red: A > B). NaN, +inf and -inf get colours no map
+contains (:data:`NAN_RGB`, :data:`POSINF_RGB`, :data:`NEGINF_RGB`; in ``A - B`` :data:`NAN_RGB`,
+:data:`DIFF_POSINF_RGB`, :data:`DIFF_NEGINF_RGB`) and are counted in the captions. Small slices are
+enlarged with nearest-neighbour repetition to at least :data:`MIN_PIXELS` pixels, large ones subsampled
+to at most :data:`MAX_PIXELS`. The three maps share an HTML image map whose rectangles show A, B and
+A - B on hover (``title``, no script): one per element, or for slices over :data:`HOVER_CELLS` per side
+one per block, showing the block's element with the largest |A - B|, so a page grows by at most
+``HOVER_CELLS**2`` regions per tensor. Strings, bools, rank 0 and rank 1 tensors get a short text
+preview instead.
 """
 
 from __future__ import annotations
 
 import base64
 import html
+import itertools
 import math
 import struct
 import zlib
@@ -26,7 +34,10 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "DIFF_NEGINF_RGB",
+    "DIFF_POSINF_RGB",
     "DIFF_STOPS",
+    "HOVER_CELLS",
     "MAX_PIXELS",
     "MIN_PIXELS",
     "NAN_RGB",
@@ -61,15 +72,33 @@ VIRIDIS_STOPS = np.array(
     ],
     dtype=np.float64,
 )
-#: Inferno-like map for |A - B|: 0 is near-black, so a zero difference is a uniform dark image.
+#: Diverging map for the signed difference A - B (ColorBrewer RdBu, reversed): dark blue = most
+#: negative (A < B), white = 0 (the middle stop), dark red = most positive (A > B).
 DIFF_STOPS = np.array(
-    [(0, 0, 4), (87, 16, 110), (188, 55, 84), (249, 142, 9), (252, 255, 164)],
+    [
+        (5, 48, 97),
+        (33, 102, 172),
+        (67, 147, 195),
+        (146, 197, 222),
+        (209, 229, 240),
+        (255, 255, 255),
+        (253, 219, 199),
+        (244, 165, 130),
+        (214, 96, 77),
+        (178, 24, 43),
+        (103, 0, 31),
+    ],
     dtype=np.float64,
 )
-#: Colours of non-finite values (also of NaN / inf differences); none of them occurs in either map.
+#: Hover regions per heat map are at most this many per side; larger slices get one region per block
+#: of elements, which shows the block's element with the largest |A - B|.
+HOVER_CELLS = 64
 NAN_RGB = (255, 0, 255)
 POSINF_RGB = (255, 255, 255)
 NEGINF_RGB = (0, 255, 255)
+#: Colours of +inf and -inf differences in the A - B map (NaN differences get NAN_RGB); not in DIFF_STOPS.
+DIFF_POSINF_RGB = (255, 200, 0)
+DIFF_NEGINF_RGB = (0, 255, 255)
 
 _VERDICT_CLASS = {
     "agree": "agree",
@@ -183,11 +212,49 @@ def _is_image_like(arr: np.ndarray) -> bool:
     return arr.ndim >= 2 and arr.size > 0 and arr.dtype.kind in "iuf"
 
 
-def _slice_2d(arr: np.ndarray) -> tuple[np.ndarray, str]:
-    """The last two axes at index 0 of every leading axis, as float64, and its index text."""
-    lead = (0,) * (arr.ndim - 2)
-    label = "[" + ", ".join([*("0" for _ in lead), ":", ":"]) + "]"
+def _signed_difference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """A - B in float64; 0 where both are NaN or both the same infinity, else NaN / ±inf as it comes
+    (NaN against a number is NaN, a finite value against +inf is -inf)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        same = (a == b) | (np.isnan(a) & np.isnan(b))
+        return np.where(same, 0.0, a - b)
+
+
+def _gap_score(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """|A - B| as a ranking score: NaN and infinite differences count as the largest (+inf)."""
+    return np.nan_to_num(np.abs(_signed_difference(a, b)), nan=np.inf)
+
+
+def _leading_index(a: np.ndarray | None, b: np.ndarray | None) -> tuple[int, ...]:
+    """The index over the leading axes (all but the last two; e.g. batch and channel of NCHW) of the
+    2-D slice holding the largest |A - B| (a NaN or infinite difference counts as the largest; the
+    first such slice on ties). All zeros when a side is missing or the shapes differ."""
+    present = a if a is not None else b
+    assert present is not None
+    lead_shape = present.shape[:-2]
+    if a is None or b is None or a.shape != b.shape:
+        return (0,) * len(lead_shape)
+    score = _gap_score(a.astype(np.float64), b.astype(np.float64))
+    per_slice = score.reshape(-1, a.shape[-2] * a.shape[-1]).max(axis=1)
+    flat = int(np.argmax(per_slice))
+    return tuple(int(i) for i in np.unravel_index(flat, lead_shape)) if lead_shape else ()
+
+
+def _slice_2d(arr: np.ndarray, lead: tuple[int, ...]) -> tuple[np.ndarray, str]:
+    """The last two axes at the leading index ``lead``, as float64, and its index text."""
+    label = "[" + ", ".join([*(str(i) for i in lead), ":", ":"]) + "]"
     return np.asarray(arr[lead], dtype=np.float64), label
+
+
+def _where_text(lead: tuple[int, ...], lead_shape: tuple[int, ...]) -> str:
+    """Which slice, in words: "batch 0 of 1, channel 5 of 16" for NCHW, else the leading index."""
+    if not lead:
+        return "the only slice"
+    if len(lead) == 2:
+        return f"channel {lead[1]} of {lead_shape[1]}, batch {lead[0]} of {lead_shape[0]}"
+    if len(lead) == 1:
+        return f"index {lead[0]} of {lead_shape[0]} on axis 0"
+    return f"leading index {list(lead)} of {list(lead_shape)}"
 
 
 def _layout(height: int, width: int) -> tuple[int, int, int]:
@@ -200,51 +267,164 @@ def _layout(height: int, width: int) -> tuple[int, int, int]:
     return step, kh, kw
 
 
+def _enlarge(rgb: np.ndarray, layout: tuple[int, int, int]) -> bytes:
+    _, kh, kw = layout
+    return encode_png(np.repeat(np.repeat(rgb, kh, axis=0), kw, axis=1))
+
+
 def _picture(
     values: np.ndarray, lo: float, hi: float, stops: np.ndarray, layout: tuple[int, int, int]
 ) -> bytes:
     """PNG of ``values`` on the scale [lo, hi]: subsampled first, coloured, non-finite values marked,
     then enlarged by repetition."""
-    step, kh, kw = layout
-    values = values[::step, ::step]
+    values = values[:: layout[0], :: layout[0]]
     rgb = colormap(_normalise(values, lo, hi), stops)
     _mark_non_finite(rgb, values)
-    return encode_png(np.repeat(np.repeat(rgb, kh, axis=0), kw, axis=1))
+    return _enlarge(rgb, layout)
+
+
+def _diff_picture(diff: np.ndarray, top: float, layout: tuple[int, int, int]) -> bytes:
+    """PNG of the signed difference on the symmetric diverging scale [-top, top] (white = 0; all white
+    when ``top`` is 0); NaN and ±inf differences in colours the scale does not contain."""
+    values = diff[:: layout[0], :: layout[0]]
+    t = _normalise(values, -top, top) if top > 0 else np.full(values.shape, 0.5)
+    rgb = colormap(t, DIFF_STOPS)
+    rgb[np.isnan(values)] = NAN_RGB
+    rgb[np.isposinf(values)] = DIFF_POSINF_RGB
+    rgb[np.isneginf(values)] = DIFF_NEGINF_RGB
+    return _enlarge(rgb, layout)
+
+
+def _non_finite(values: np.ndarray) -> tuple[int, int, int]:
+    """How many NaN, +inf and -inf ``values`` holds."""
+    return (
+        int(np.count_nonzero(np.isnan(values))),
+        int(np.count_nonzero(np.isposinf(values))),
+        int(np.count_nonzero(np.isneginf(values))),
+    )
+
+
+def _exact(value: float) -> str:
+    return f"{value:.8g}"
+
+
+def _hover_text(
+    a2: np.ndarray | None,
+    b2: np.ndarray | None,
+    index: tuple[int, ...],
+    block: tuple[int, int, int, int] | None,
+) -> str:
+    """The hover text of one cell: its index and A, B and A - B there; for a block of several elements
+    (a large slice) the block's rows and columns, and the element with the largest |A - B| in it."""
+    row, col = index[-2:]
+    where = "[" + ", ".join(str(i) for i in index) + "]"
+    if block is not None:
+        r0, r1, c0, c1 = block
+        pick = "largest |A − B|" if a2 is not None and b2 is not None else "first element"
+        where = f"rows {r0}–{r1}, columns {c0}–{c1}: {pick} at {where}"
+    parts = [where]
+    for name, x in (("A", a2), ("B", b2)):
+        if x is not None:
+            parts.append(f"{name} = {_exact(x[row, col])}")
+    if a2 is not None and b2 is not None:
+        parts.append(f"A − B = {_exact(float(_signed_difference(a2[row, col], b2[row, col])))}")
+    return "; ".join(parts)
+
+
+def _block_argmax(score: np.ndarray, block: int) -> np.ndarray:
+    """For each ``block`` x ``block`` tile of ``score`` (row-major tiles), the flat offset inside the tile
+    of its largest value (the first on ties, so the tile's top-left element when all are equal)."""
+    height, width = score.shape
+    rows, cols = -(-height // block), -(-width // block)
+    padded = np.full((rows * block, cols * block), -1.0)
+    padded[:height, :width] = score
+    tiles = padded.reshape(rows, block, cols, block).transpose(0, 2, 1, 3).reshape(rows, cols, block * block)
+    return tiles.argmax(axis=2)
+
+
+def _hover_cells(
+    a2: np.ndarray | None, b2: np.ndarray | None, lead: tuple[int, ...], layout: tuple[int, int, int]
+) -> tuple[list[tuple[tuple[int, int, int, int], str]], int]:
+    """Hover regions over the heat maps: ((x0, y0, x1, y1) in image pixels, text) for at most
+    :data:`HOVER_CELLS` x :data:`HOVER_CELLS` cells, and how many slice elements a cell spans per side
+    (1: one cell per element)."""
+    step, kh, kw = layout
+    shape = (a2 if a2 is not None else b2).shape  # type: ignore[union-attr]
+    sub_h, sub_w = -(-shape[0] // step), -(-shape[1] // step)
+    group = max(1, math.ceil(max(sub_h, sub_w) / HOVER_CELLS))
+    block = group * step
+    score = _gap_score(a2, b2) if a2 is not None and b2 is not None else np.zeros(shape)
+    best = _block_argmax(score, block)
+    cells = []
+    for i, j in np.ndindex(best.shape):
+        row, col = i * block + int(best[i, j]) // block, j * block + int(best[i, j]) % block
+        span = None
+        if block > 1:
+            span = (
+                i * block,
+                min((i + 1) * block, shape[0]) - 1,
+                j * block,
+                min((j + 1) * block, shape[1]) - 1,
+            )
+        box = (
+            j * group * kw,
+            i * group * kh,
+            min((j + 1) * group, sub_w) * kw,
+            min((i + 1) * group, sub_h) * kh,
+        )
+        cells.append((box, _hover_text(a2, b2, (*lead, row, col), span)))
+    return cells, block
 
 
 def heatmaps(a: np.ndarray | None, b: np.ndarray | None) -> dict[str, Any]:
-    """Heat maps of the representative 2-D slices of ``a`` (builtin) and ``b`` (custom).
+    """Heat maps of the 2-D slice of ``a`` (builtin) and ``b`` (custom) holding the largest |A - B|.
 
     Returns a dict with ``"a"``, ``"b"`` and ``"diff"`` (PNG bytes, or None when that side is missing
-    or the shapes differ), ``"slice"`` (index text such as ``[0, 0, :, :]``), ``"range"`` (the shared
-    finite (min, max) of A and B, or None), ``"diff_max"`` (largest finite |A - B| of the slice, or
-    None), ``"step"`` (subsampling step) and ``"zoom"`` ((vertical, horizontal) repeat factors). Both
-    present arrays must be numeric of rank >= 2 and non-empty.
+    or the shapes differ; ``"diff"`` is the signed A - B on a diverging scale), ``"index"`` (the leading
+    index of the slice), ``"slice"`` (index text such as ``[0, 5, :, :]``), ``"where"`` (the slice in
+    words, e.g. ``channel 5 of 16, batch 0 of 1``), ``"range"`` (the shared finite (min, max) of A and
+    B, or None), ``"diff_range"`` (finite (min, max) of A - B, or None), ``"diff_max"`` (largest finite
+    |A - B| of the slice: the diverging scale is [-diff_max, diff_max]; None without a difference),
+    ``"non_finite"`` ((NaN, +inf, -inf) counts of the slice per ``"a"``, ``"b"``, ``"diff"``),
+    ``"step"`` (subsampling step), ``"zoom"`` ((vertical, horizontal) repeat factors), ``"hover"``
+    (see :func:`_hover_cells`; None when the shapes differ) and ``"hover_block"``. Both present arrays
+    must be numeric of rank >= 2 and non-empty.
     """
-    slices = {side: _slice_2d(x) if x is not None else None for side, x in (("a", a), ("b", b))}
-    present = [s[0] for s in slices.values() if s is not None]
-    if not present:
+    if a is None and b is None:
         raise ValueError("heatmaps needs at least one array")
-    label = next(s[1] for s in slices.values() if s is not None)
-    height = max(p.shape[0] for p in present)
-    width = max(p.shape[1] for p in present)
-    layout = _layout(height, width)
-    step, kh, kw = layout
+    lead = _leading_index(a, b)
+    slices = {side: _slice_2d(x, lead)[0] if x is not None else None for side, x in (("a", a), ("b", b))}
+    present = [s for s in slices.values() if s is not None]
+    layout = _layout(max(p.shape[0] for p in present), max(p.shape[1] for p in present))
     span = _finite_range(*present)
     lo, hi = span if span is not None else (0.0, 0.0)
-    result: dict[str, Any] = {"slice": label, "range": span, "diff_max": None, "step": step, "zoom": (kh, kw)}
+    first = a if a is not None else b
+    result: dict[str, Any] = {
+        "index": lead,
+        "slice": _slice_2d(first, lead)[1],  # type: ignore[arg-type]
+        "where": _where_text(lead, first.shape[:-2]),  # type: ignore[union-attr]
+        "range": span,
+        "diff_range": None,
+        "diff_max": None,
+        "diff": None,
+        "step": layout[0],
+        "zoom": layout[1:],
+        "non_finite": {side: _non_finite(s) for side, s in slices.items() if s is not None},
+        "hover": None,
+        "hover_block": None,
+    }
     for side, s in slices.items():
-        if s is None:
-            result[side] = None
-            continue
-        result[side] = _picture(s[0], lo, hi, VIRIDIS_STOPS, layout)
-    result["diff"] = None
-    if slices["a"] is not None and slices["b"] is not None and slices["a"][0].shape == slices["b"][0].shape:
-        diff = _difference(slices["a"][0], slices["b"][0])
-        finite = diff[np.isfinite(diff)]
-        top = float(finite.max()) if finite.size else 0.0
-        result["diff_max"] = top
-        result["diff"] = _picture(diff, 0.0, top, DIFF_STOPS, layout)
+        result[side] = None if s is None else _picture(s, lo, hi, VIRIDIS_STOPS, layout)
+    sa, sb = slices["a"], slices["b"]
+    if sa is not None and sb is not None and sa.shape != sb.shape:
+        return result
+    if sa is not None and sb is not None:
+        diff = _signed_difference(sa, sb)
+        result["diff_range"] = _finite_range(diff)
+        result["diff_max"] = float(np.abs(result["diff_range"]).max()) if result["diff_range"] else 0.0
+        result["non_finite"]["diff"] = _non_finite(diff)
+        result["diff"] = _diff_picture(diff, result["diff_max"], layout)
+    result["hover"], result["hover_block"] = _hover_cells(sa, sb, lead, layout)
     return result
 
 
@@ -414,9 +594,10 @@ def _data_uri(png: bytes) -> str:
     return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
 
 
-def _figure(png: bytes, alt: str, caption: str) -> str:
+def _figure(png: bytes, alt: str, caption: str, usemap: str | None = None) -> str:
+    mapped = f' usemap="#{_e(usemap)}"' if usemap else ""
     return (
-        f'<figure><img class="heat" src="{_data_uri(png)}" alt="{_e(alt)}">'
+        f'<figure><img class="heat" src="{_data_uri(png)}" alt="{_e(alt)}"{mapped}>'
         f"<figcaption>{_e(caption)}</figcaption></figure>"
     )
 
@@ -427,8 +608,75 @@ def _side_label(side: str, arr: np.ndarray | None) -> str:
     return f"{side}: {_dims(arr.shape)} {arr.dtype}"
 
 
-def _tensor_panel(key: str, a: Any, b: Any, images: bool) -> str:
-    """Heat maps (or text previews) of one compared tensor, with a line on where A and B differ."""
+def _counts_text(counts: tuple[int, int, int] | None, what: str) -> str:
+    """ "; 2 NaN, 1 +inf" for non-zero (NaN, +inf, -inf) ``counts``, nothing when all are zero."""
+    if not counts or not any(counts):
+        return ""
+    parts = [f"{n} {label}" for n, label in zip(counts, ("NaN", "+inf", "−inf"), strict=True) if n]
+    return f"; {', '.join(parts)} {what}"
+
+
+def _hover_map(uid: str, cells: list[tuple[tuple[int, int, int, int], str]]) -> str:
+    """An image map that the heat maps share: one rectangle per hover cell, its text in ``title``
+    (links to the figures themselves, so that every browser shows the tooltip)."""
+    areas = "".join(
+        f'<area shape="rect" coords="{x0},{y0},{x1},{y1}" href="#{uid}" title="{_e(text)}" '
+        f'alt="{_e(text.split(": ", 1)[-1].split(";", 1)[0])}">'
+        for (x0, y0, x1, y1), text in cells
+    )
+    return f'<map name="{uid}-map">{areas}</map>'
+
+
+def _size_text(maps: dict[str, Any]) -> str:
+    size = []
+    if maps["step"] > 1:
+        size.append(f"subsampled 1:{maps['step']}")
+    if maps["zoom"] != (1, 1):
+        kh, kw = maps["zoom"]
+        size.append(f"enlarged ×{kh}" if kh == kw else f"enlarged ×{kh} vertically, ×{kw} horizontally")
+    block = maps["hover_block"]
+    if block and block > 1:
+        size.append(f"hover: one value per {block}×{block} block, the one with the largest |A − B|")
+    return f" ({'; '.join(size)})" if size else ""
+
+
+def _heatmap_panel(key: str, arrays: dict[str, np.ndarray | None], uid: str) -> list[str]:
+    """The heat maps of one tensor: a line on the slice and the scales, A, B and A - B, hover map."""
+    maps = heatmaps(arrays["builtin"], arrays["custom"])
+    shape = _dims(next(x for x in arrays.values() if x is not None).shape)
+    scale = (
+        "no finite values"
+        if maps["range"] is None
+        else f"{_num(maps['range'][0])} … {_num(maps['range'][1])}"
+    )
+    chosen = "largest |A − B|" if maps["diff"] is not None else "the first (no element-wise difference)"
+    shown = f"slice {maps['slice']} of {shape}: {maps['where']}, the one with the {chosen}" + _size_text(maps)
+    usemap = f"{uid}-map" if maps["hover"] else None
+    figs = []
+    for side, tag in (("builtin", "a"), ("custom", "b")):
+        if maps[tag] is not None:
+            caption = f"{side} ({tag.upper()})" + _counts_text(maps["non_finite"].get(tag), "in the slice")
+            figs.append(_figure(maps[tag], f"{side}: {key}", caption.rstrip(), usemap))
+    if maps["diff"] is not None:
+        top, (lo, hi) = _num(maps["diff_max"]), maps["diff_range"] or (0.0, 0.0)
+        caption = (
+            f"A − B: {_num(lo)} … {_num(hi)} on the scale −{top} … +{top} "
+            "(blue: A < B, white: equal, red: A > B)"
+            + _counts_text(maps["non_finite"].get("diff"), "differences")
+        )
+        figs.append(_figure(maps["diff"], f"A − B: {key}", caption, usemap))
+    elif len(figs) == 2:
+        figs.append('<p class="note">No difference image: the slices have different shapes.</p>')
+    out = [f"<p>{_e(shown)}; A and B share the scale {_e(scale)}; hover over a map for the values.</p>"]
+    out.append(f'<div class="figs" id="{_e(uid)}">' + "".join(figs) + "</div>")
+    if usemap:
+        out.append(_hover_map(uid, maps["hover"]))
+    return out
+
+
+def _tensor_panel(key: str, a: Any, b: Any, images: bool, uid: str = "heat-0") -> str:
+    """Heat maps (or text previews) of one compared tensor, with a line on where A and B differ.
+    ``uid`` names the panel's figures and hover map (unique in the page)."""
     arrays = {"builtin": None if a is None else np.asarray(a), "custom": None if b is None else np.asarray(b)}
     present = [x for x in arrays.values() if x is not None]
     if not present:
@@ -443,32 +691,7 @@ def _tensor_panel(key: str, a: Any, b: Any, images: bool) -> str:
         if line:
             out.append(f"<p>{_e(line)}</p>")
     if all(_is_image_like(x) for x in present) and images:
-        maps = heatmaps(arrays["builtin"], arrays["custom"])
-        shape = _dims(present[0].shape)
-        scale = (
-            "no finite values"
-            if maps["range"] is None
-            else f"{_num(maps['range'][0])} … {_num(maps['range'][1])}"
-        )
-        size = []
-        if maps["step"] > 1:
-            size.append(f"subsampled 1:{maps['step']}")
-        if maps["zoom"] != (1, 1):
-            kh, kw = maps["zoom"]
-            size.append(f"enlarged ×{kh}" if kh == kw else f"enlarged ×{kh} vertically, ×{kw} horizontally")
-        shown = f"slice {maps['slice']} of {shape}" + (f" ({', '.join(size)})" if size else "")
-        figs = []
-        for side, tag in (("builtin", "a"), ("custom", "b")):
-            if maps[tag] is not None:
-                figs.append(
-                    _figure(maps[tag], f"{side}: {key}", f"{side} (A)" if tag == "a" else f"{side} (B)")
-                )
-        if maps["diff"] is not None:
-            figs.append(_figure(maps["diff"], f"|A − B|: {key}", f"|A − B|: 0 … {_num(maps['diff_max'])}"))
-        elif len(figs) == 2:
-            figs.append('<p class="note">No difference image: the slices have different shapes.</p>')
-        out.append(f"<p>{_e(shown)}; A and B share the scale {_e(scale)}.</p>")
-        out.append('<div class="figs">' + "".join(figs) + "</div>")
+        out.extend(_heatmap_panel(key, arrays, uid))
     elif all(_is_image_like(x) for x in present):
         out.append('<p class="note">Heat maps left out (image limit reached).</p>')
     else:
@@ -487,10 +710,13 @@ def _legend() -> str:
         return f'<span class="swatch" style="background:rgb{rgb}"></span>'
 
     return (
-        '<p class="note">Heat maps: A = builtin (ORT), B = custom (customops), on one shared scale '
-        f"{gradient(VIRIDIS_STOPS)} low → high; |A − B| on its own scale {gradient(DIFF_STOPS)} 0 → max "
-        f"(uniform black: no difference). {swatch(NAN_RGB)} NaN, {swatch(POSINF_RGB)} +inf, "
-        f"{swatch(NEGINF_RGB)} −inf (in |A − B|: NaN against a number, or inf).</p>"
+        '<p class="note">Heat maps of the 2-D slice (e.g. channel of an NCHW tensor) with the largest '
+        "|A − B|: A = builtin (ORT), B = custom (customops), on one shared scale "
+        f"{gradient(VIRIDIS_STOPS)} low → high; the signed difference A − B on its own symmetric scale "
+        f"{gradient(DIFF_STOPS)} −max → 0 → +max (blue: A &lt; B, uniform white: no difference, red: A &gt; B). "
+        f"{swatch(NAN_RGB)} NaN, {swatch(POSINF_RGB)} +inf, {swatch(NEGINF_RGB)} −inf in A and B; "
+        f"in A − B {swatch(NAN_RGB)} NaN (NaN against a number), {swatch(DIFF_POSINF_RGB)} +inf, "
+        f"{swatch(DIFF_NEGINF_RGB)} −inf. Hover over a map for A, B and A − B at that index.</p>"
     )
 
 
@@ -622,13 +848,14 @@ def render(
     outputs = _items(_get(report, "outputs", []))
     nodes = _items(_get(report, "nodes", []))
     with_images = _image_budget(report, [str(k) for k in tensors], max_heatmaps)
+    panels = itertools.count()
 
     def panel(key: str) -> str:
         if key not in tensors:
             return '<p class="note">No tensors recorded for this entry.</p>'
         pair = tensors[key]
         a, b = pair if isinstance(pair, (tuple, list)) and len(pair) == 2 else (None, None)
-        return _tensor_panel(key, a, b, key in with_images)
+        return _tensor_panel(key, a, b, key in with_images, f"heat-{next(panels)}")
 
     title = f"customops compare: {_get(report, 'model', 'model')}"
     body = [
