@@ -716,3 +716,13 @@ def test_per_tensor_tolerances_decide_that_tensor_only(tmp_path):
     ):
         proc = run_cli("compare", str(model_path), *args)
         assert proc.returncode == 2 and needle in proc.stderr, (args, proc.stderr)
+
+
+def test_check_error_stat_decides_tensors_and_an_unknown_one_is_refused(tmp_path):
+    model_path = tmp_path / "amp.onnx"
+    onnx.save(_amplifying_model(pads=1), model_path)
+    elemwise = run_cli("compare", str(model_path), "--atol", "0.001", "-q")
+    mean = run_cli("compare", str(model_path), "--atol", "0.001", "--check-error-stat", "mean", "-q")
+    assert elemwise.returncode == 1 and mean.returncode == 0, (elemwise.stdout, mean.stdout)
+    bad = run_cli("compare", str(model_path), "--check-error-stat", "p99")
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "p99" in bad.stderr

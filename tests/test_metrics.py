@@ -89,3 +89,24 @@ def test_ulp_distance_counts_across_a_sign_change_and_the_two_zeros_are_one():
     m = compare_arrays(np.array([-tiny], F32), np.array([tiny], F32), 0.0, 0.0)
     assert m.max_ulp == 2  # -tiny, 0, +tiny
     assert compare_arrays(np.array([-0.0], F32), np.array([0.0], F32), 0.0, 0.0).max_ulp == 0
+
+
+@pytest.mark.parametrize(
+    ("stat", "passes"),
+    [("elemwise", False), ("max", False), ("mean", True), ("median", True)],
+)
+def test_an_error_statistic_decides_instead_of_each_element(stat, passes):
+    """One large error among many exact values: elementwise and max fail at atol 0.1, mean (0.1 / 10
+    below the limit) and median (0) pass; NaN must still sit at the same places."""
+    b = np.arange(10, dtype=F32)
+    a = b.copy()
+    a[3] += 0.5
+    m = compare_arrays(a, b, 0.0, 0.1, stat)
+    assert m.passed is passes and m.stat == stat
+    if stat != "elemwise":
+        expected = {"max": 0.5, "mean": 0.05, "median": 0.0}[stat]
+        assert m.stat_abs == pytest.approx(expected) and m.to_json()["stat"] == stat
+    else:
+        assert "stat" not in m.to_json()  # the default report keeps its keys
+    a[5], b[6] = np.nan, np.nan
+    assert not compare_arrays(a, b, 1.0, 1.0, stat).passed

@@ -38,18 +38,7 @@ def add_parser(sub: Any) -> None:
         type=lambda s: [t.strip() for t in s.split(",") if t.strip()],
         help="only these op types, comma separated",
     )
-    p.add_argument(
-        "--rtol",
-        action="append",
-        metavar="[NAME:]R",
-        help="relative tolerance of every float tensor, or of the tensor NAME (default: per dtype, see docs)",
-    )
-    p.add_argument(
-        "--atol",
-        action="append",
-        metavar="[NAME:]A",
-        help="absolute tolerance of every float tensor, or of the tensor NAME (default: per dtype)",
-    )
+    _add_tolerance_options(p)
     p.add_argument("--seed", type=int, default=0, help="seed of generated inputs (default 0)")
     p.add_argument(
         "--providers",
@@ -79,6 +68,29 @@ def add_parser(sub: Any) -> None:
         "-v", "--verbose", action="store_true", help="show ONNX Runtime's own warnings from both sides"
     )
     p.set_defaults(func=run)
+
+
+def _add_tolerance_options(p: Any) -> None:
+    """The options that decide whether a tensor passes."""
+    p.add_argument(
+        "--rtol",
+        action="append",
+        metavar="[NAME:]R",
+        help="relative tolerance of every float tensor, or of the tensor NAME (default: per dtype, see docs)",
+    )
+    p.add_argument(
+        "--atol",
+        action="append",
+        metavar="[NAME:]A",
+        help="absolute tolerance of every float tensor, or of the tensor NAME (default: per dtype)",
+    )
+    p.add_argument(
+        "--check-error-stat",
+        choices=("elemwise", "max", "mean", "median"),
+        default="elemwise",
+        help="what decides a tensor: each element (default), or the max, mean or median error against "
+        "--atol or --rtol, as Polygraphy's",
+    )
 
 
 def _add_input_options(p: Any) -> None:
@@ -224,6 +236,7 @@ def run(args: Any) -> int:
         rtol=rtol,
         atol=atol,
         tolerances=by_name,
+        check_error_stat=args.check_error_stat,
         model_name=str(args.model),
         seed=args.seed,
         progress=None if args.quiet else log,

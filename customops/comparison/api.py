@@ -25,6 +25,7 @@ def compare(
     reference_limit: int | None = None,
     providers: Sequence[str] | None = None,
     tolerances: Mapping[str, tuple[float | None, float | None]] | None = None,
+    check_error_stat: str = "elemwise",
 ) -> Report:
     """Run ``model`` (a ModelProto, serialized bytes or a path) with ORT's built-in kernels and with ours,
     node by node, with onnx.reference as third vote; returns the typed report (``.verdict``: 'agree',
@@ -57,5 +58,6 @@ def compare(
         seed=seed,
         providers=providers,
         tolerances=dict(tolerances or {}),
+        check_error_stat=check_error_stat,
     )
     return comparison.result

@@ -146,22 +146,30 @@ def run_isolated(
 
 
 def metrics_of(
-    a: np.ndarray | None, b: np.ndarray | None, rtol: float | None, atol: float | None
+    a: np.ndarray | None,
+    b: np.ndarray | None,
+    rtol: float | None,
+    atol: float | None,
+    stat: str = "elemwise",
 ) -> Metrics | None:
+    """``a`` against ``b`` at the tolerances (None: the dtype's default) and error statistic; None when
+    either is missing."""
     if a is None or b is None:
         return None
     r, t = tolerance_for(np.asarray(b).dtype, rtol, atol)
-    return compare_arrays(a, b, r, t)
+    return compare_arrays(a, b, r, t, stat)
 
 
-def attribute(iso: Isolated, rtol: float | None, atol: float | None) -> tuple[str, dict[str, Metrics | None]]:
+def attribute(
+    iso: Isolated, rtol: float | None, atol: float | None, stat: str = "elemwise"
+) -> tuple[str, dict[str, Metrics | None]]:
     """Who leaves the spec on the isolated node (customops.eval.attribution): returns the attribution and
     the three pairwise metrics."""
     o, e = iso.outputs, iso.errors
     pairs = {
-        "builtin_vs_custom": metrics_of(o["builtin"], o["custom"], rtol, atol),
-        "builtin_vs_reference": metrics_of(o["builtin"], o["reference"], rtol, atol),
-        "custom_vs_reference": metrics_of(o["custom"], o["reference"], rtol, atol),
+        "builtin_vs_custom": metrics_of(o["builtin"], o["custom"], rtol, atol, stat),
+        "builtin_vs_reference": metrics_of(o["builtin"], o["reference"], rtol, atol, stat),
+        "custom_vs_reference": metrics_of(o["custom"], o["reference"], rtol, atol, stat),
     }
     failed = {side: bool(e[side]) for side in ("builtin", "custom")}
     if any(failed.values()):

@@ -31,7 +31,7 @@ from customops.comparison.isolate import (
 )
 from customops.comparison.known import labels
 from customops.errors import CustomOpsError
-from customops.eval.metrics import DEFAULT_TOLERANCES, Metrics
+from customops.eval.metrics import DEFAULT_TOLERANCES, STATS, Metrics
 from customops.eval.sides import SideRun
 from customops.eval.testcase import tensor_value
 
@@ -68,6 +68,8 @@ class Settings:
     providers: list[str] = field(default_factory=lambda: ["CPUExecutionProvider"])
     """The built-in side's execution providers, as ORT names (customops.comparison.providers)."""
     by_name: dict[str, tuple[float | None, float | None]] = field(default_factory=dict)
+    stat: str = "elemwise"
+    """What decides whether a tensor passes (customops.eval.metrics.STATS)."""
     """(rtol, atol) of named tensors (graph outputs, swapped nodes' outputs); None: the global one."""
 
     def tol(self, name: str) -> tuple[float | None, float | None]:
@@ -299,7 +301,7 @@ def judge_outputs(
     for o in p.model.graph.output:
         a, b = runs.a.values.get(o.name), runs.b.values.get(o.name)
         tensors[o.name] = (a, b)
-        results.append(OutputResult(o.name, metrics_of(b, a, *s.tol(o.name))))
+        results.append(OutputResult(o.name, metrics_of(b, a, *s.tol(o.name), s.stat)))
     return results
 
 
@@ -319,7 +321,7 @@ def judge_node(
     node = p.nodes[record.node]
     out_name = node.output[0]
     a_val, b_val = runs.a_exposed.values.get(out_name), runs.b_exposed.values.get(out_name)
-    in_model = metrics_of(b_val, a_val, *s.tol(out_name))
+    in_model = metrics_of(b_val, a_val, *s.tol(out_name), s.stat)
     entry = NodeResult(
         record.node,
         record.op,
@@ -334,7 +336,7 @@ def judge_node(
     iso = None
     if all(n in known for n in node.input if n):
         iso = run_isolated(node, known, p.model, s.reference_limit, s.providers)
-        word, pairs = attribute(iso, *s.tol(out_name))
+        word, pairs = attribute(iso, *s.tol(out_name), s.stat)
         pairs_json = {k: None if m is None else m.to_json() for k, m in pairs.items()}
         entry.isolated, entry.attribution = {**pairs_json, "errors": iso.errors}, word
         starts = word not in ("agree", "reference-odd-one-out")
@@ -479,7 +481,7 @@ def find_amplified(
         return []
     say("no swapped node differs alone: running the model with one swap at a time")
     builtin = {o.name: runs.a.values[o.name] for o in outputs if o.name in runs.a.values}
-    search = Search(p.model, feed, builtin, s.tol, say)
+    search = Search(p.model, feed, builtin, s.tol, say, s.stat)
     swaps = list(dict.fromkeys((r.node, r.op) for r in p.all_swapped))
     found = culprits(search, swaps)
     say(f"{search.runs} model run(s) to find {len(found)} swap(s) that move the outputs")
@@ -554,19 +556,25 @@ def compare_model(
     progress: Callable[[str], None] | None = None,
     providers: Sequence[str] | None = None,
     tolerances: dict[str, tuple[float | None, float | None]] | None = None,
+    check_error_stat: str = "elemwise",
 ) -> Comparison:
     """Compare ``model`` on ``feed`` between ORT's built-in kernels and ours; see the module docstring.
     ``rtol`` and ``atol`` (default: per dtype) must be finite and at least 0, ``reference_limit`` (None: per
     op, customops.comparison.isolate.REFERENCE_LIMITS) at least 0 (0: onnx.reference is given empty inputs only). ``providers``: execution providers of the
     built-in side (ORT names or aliases such as cuda; default CPU); ours always run on CPU.
     ``tolerances``: (rtol, atol) by tensor name (graph outputs, swapped nodes' outputs), either None for
-    the global one."""
+    the global one. ``check_error_stat``: what decides whether a tensor passes (customops.eval.metrics.STATS:
+    each element, or the max, mean or median error, as Polygraphy's)."""
     check_settings(rtol=rtol, atol=atol, reference_limit=reference_limit)
     for r, a in (tolerances or {}).values():
         check_settings(rtol=r, atol=a)
     from customops.comparison.providers import resolve
 
-    settings = Settings(rtol, atol, repeats, reference_limit, resolve(providers), dict(tolerances or {}))
+    if check_error_stat not in STATS:
+        raise CustomOpsError(f"--check-error-stat {check_error_stat!r} is not one of {', '.join(STATS)}")
+    settings = Settings(
+        rtol, atol, repeats, reference_limit, resolve(providers), dict(tolerances or {}), check_error_stat
+    )
     say = progress or (lambda _m: None)
     clock = Phases()
     p = prepare(model, feed, ops, say)
