@@ -661,6 +661,9 @@ def test_the_text_report_leads_with_the_verdict_and_shows_where_differences_star
     ]
     assert rows == ["upsample"]  # the swap that moves the output; the Pads only carry it
     assert "3 more swapped node(s)" in proc.stdout
+    needed = next(line for line in lines if line.strip().startswith("p3: passes at --atol "))
+    atol = needed.split("--atol ")[1].split()[0]  # the tolerance the table says would pass does pass
+    assert run_cli("compare", str(model_path), "--atol", str(float(atol) * 1.01), "-q").returncode == 0
     every = run_cli("compare", str(model_path), "--all-rows")
     shown = [line.split()[0] for line in every.stdout.splitlines() if line.startswith(("pad", "upsample"))]
     assert shown == ["upsample", "pad0", "pad1", "pad2"] and "more swapped node" not in every.stdout

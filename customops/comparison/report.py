@@ -55,6 +55,7 @@ def format_table(report: dict[str, Any], all_rows: bool = True) -> str:
         lines.append(
             f"  {hidden} more swapped node(s) agree alone or carry a difference in (--all-rows shows them)"
         )
+    lines.extend(_passing_tolerances(report, nodes))
     for n in nodes:
         errors = (n["isolated"] or {}).get("errors") or {}
         for side, err in errors.items():
@@ -81,4 +82,21 @@ def _placement_lines(report: dict[str, Any]) -> list[str]:
         placed = (n.get("provider") or {}).get("builtin")
         if placed and placed != providers[0]:
             lines.append(f"  {n['node']}: the built-in side ran it on {placed}")
+    return lines
+
+
+def _passing_tolerances(report: dict[str, Any], nodes: list[dict[str, Any]]) -> list[str]:
+    """For each differing output and shown node: the smallest atol (at its rtol) and rtol (at its atol)
+    that would let it pass, where finite tolerances can."""
+    lines = []
+    items = [(o["name"], o["metrics"]) for o in report["outputs"]]
+    items += [(n["node"], n["in_model"]) for n in nodes]
+    for name, m in items:
+        if not m or m.get("pass") or not m.get("shape_match") or m.get("needed_atol") is None:
+            continue
+        rtol = m.get("needed_rtol")
+        by_rtol = f" or --rtol {_fmt(rtol)} (at atol {_fmt(m['atol'])})" if rtol is not None else ""
+        lines.append(
+            f"  {name}: passes at --atol {_fmt(m['needed_atol'])} (at rtol {_fmt(m['rtol'])}){by_rtol}"
+        )
     return lines
