@@ -3,8 +3,8 @@ and the fuzzer's reproducers."""
 
 from __future__ import annotations
 
+import os
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -71,14 +71,39 @@ def test_external_data_is_refused():
         tensor_value(t, "here")
 
 
-def _run_repro(case_dir: Path) -> subprocess.CompletedProcess:
-    """repro.py with customops made unimportable: it must need only onnx, onnxruntime and numpy."""
-    runner = (
-        "import runpy, sys; sys.modules['customops'] = None; sys.argv = ['repro.py']; "
-        "runpy.run_path('repro.py', run_name='__main__')"
-    )
+LENT = ("numpy*", "onnx*", "google", "protobuf-*", "ml_dtypes*", "typing_extensions*")
+"""What repro.py may import, lent to the bare environment: the packages and their metadata."""
+
+
+@pytest.fixture(scope="module")
+def bare_python(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict[str, str]]:
+    """A fresh virtual environment without customops: its Python, and an environment whose path holds
+    only links to this one's onnx, onnxruntime, numpy (and what they import)."""
+    import site
+    import venv
+
+    root = tmp_path_factory.mktemp("bare")
+    venv.EnvBuilder(with_pip=False).create(root / "venv")
+    lent = root / "lent"
+    lent.mkdir()
+    for directory in map(Path, site.getsitepackages()):
+        for pattern in LENT:
+            for entry in directory.glob(pattern):
+                if not (lent / entry.name).exists():
+                    (lent / entry.name).symlink_to(entry)
+    python = str(root / "venv" / "bin" / "python")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    env["PYTHONPATH"] = str(lent)
+    probe = subprocess.run([python, "-c", "import customops"], capture_output=True, env=env, cwd=root)
+    assert probe.returncode != 0, "customops is importable in the bare environment"
+    return python, env
+
+
+def _run_repro(case_dir: Path, bare: tuple[str, dict[str, str]]) -> subprocess.CompletedProcess:
+    """``python repro.py`` in an environment without customops."""
+    python, env = bare
     return subprocess.run(
-        [sys.executable, "-c", runner], cwd=case_dir, capture_output=True, text=True, timeout=120
+        [python, "repro.py"], cwd=case_dir, capture_output=True, text=True, timeout=120, env=env
     )
 
 
@@ -98,19 +123,19 @@ def _resize_case(tmp_path: Path, expected: np.ndarray | None, name: str) -> Path
     return case
 
 
-def test_repro_py_runs_without_customops_and_says_whether_ort_agrees(tmp_path):
+def test_repro_py_runs_without_customops_and_says_whether_ort_agrees(tmp_path, bare_python):
     right = np.arange(4, dtype=np.float32).reshape(1, 1, 2, 2).repeat(2, axis=2).repeat(2, axis=3)
-    agree = _run_repro(_resize_case(tmp_path, right, "agree"))
+    agree = _run_repro(_resize_case(tmp_path, right, "agree"), bare_python)
     assert agree.returncode == 0 and "AGREE" in agree.stdout and "versions: onnx " in agree.stdout, (
         agree.stderr
     )
     wrong = right.copy()
     wrong[0, 0, 3, 1] = 7.0
-    differ = _run_repro(_resize_case(tmp_path, wrong, "differ"))
+    differ = _run_repro(_resize_case(tmp_path, wrong, "differ"), bare_python)
     assert differ.returncode == 1, differ.stderr
     assert "at [0, 0, 3, 1]: ONNX Runtime 2.0, specification 7.0" in differ.stdout
     assert "DISAGREE: 1 of 16 element(s) differ" in differ.stdout
-    rejected = _run_repro(_resize_case(tmp_path, None, "spec-rejects"))  # no output_0.pb
+    rejected = _run_repro(_resize_case(tmp_path, None, "spec-rejects"), bare_python)  # no output_0.pb
     assert rejected.returncode == 1 and "the specification rejects it" in rejected.stdout
 
 
