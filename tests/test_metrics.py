@@ -76,6 +76,16 @@ def test_a_reference_of_zero_makes_the_relative_error_infinite_not_a_warning():
     assert m.max_rel == float("inf") and not m.passed
 
 
+def test_the_relative_error_is_guarded_near_zero_by_atol():
+    """Near a reference of 0 the relative error is taken against atol: a 1e-6 error on a reference of
+    1e-9 is 0.1 at atol 1e-5, not 1000; away from zero it is against |b| as before."""
+    m = compare_arrays(np.array([1e-9 + 1e-6, 2.2], np.float64), np.array([1e-9, 2.0], np.float64), 0.0, 1e-5)
+    assert m.max_rel == pytest.approx(0.1)
+    assert compare_arrays(
+        np.array([1e-9 + 1e-6], np.float64), np.array([1e-9], np.float64), 0.0, 1e-5
+    ).max_rel == pytest.approx(0.1)
+
+
 def test_integers_and_bools_compare_exactly_by_default():
     assert tolerance_for(np.dtype(np.int64), None, None) == (0.0, 0.0)
     assert tolerance_for(np.dtype(np.float32), None, None) == (1e-5, 1e-5)

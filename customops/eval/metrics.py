@@ -106,8 +106,11 @@ STAT_SAMPLE = 1 << 24
 """Most elements the median is taken over (a regular stride through larger tensors)."""
 
 
-def error_stat(a: np.ndarray, b: np.ndarray, stat: str) -> tuple[float | None, float | None]:
-    """(absolute, relative) error statistic ``stat`` over the finite elements of ``a`` against ``b``."""
+def error_stat(
+    a: np.ndarray, b: np.ndarray, stat: str, atol: float = 0.0
+) -> tuple[float | None, float | None]:
+    """(absolute, relative) error statistic ``stat`` over the finite elements of ``a`` against ``b``
+    (relative to max(|b|, atol), as max_rel)."""
     fa, fb = a.reshape(-1), b.reshape(-1)
     if stat == "median" and fa.size > STAT_SAMPLE:
         step = -(-fa.size // STAT_SAMPLE)
@@ -116,7 +119,7 @@ def error_stat(a: np.ndarray, b: np.ndarray, stat: str) -> tuple[float | None, f
     keep = np.isfinite(fa) & np.isfinite(fb)
     if not keep.any():
         return None, None
-    diff, mag = np.abs(fa[keep] - fb[keep]), np.abs(fb[keep])
+    diff, mag = np.abs(fa[keep] - fb[keep]), np.maximum(np.abs(fb[keep]), atol)
     with np.errstate(divide="ignore", invalid="ignore"):
         rel = np.where(mag > 0, diff / mag, np.where(diff > 0, np.inf, 0.0))
     reduce = {"max": np.max, "mean": np.mean, "median": np.median}[stat]
@@ -152,7 +155,7 @@ def compare_arrays(a: Any, b: Any, rtol: float, atol: float, stat: str = "elemwi
         m.passed = bool(m.mismatches == 0 and m.nan_match and m.inf_match and m.dtype_match)
     else:
         m.stat = stat
-        m.stat_abs, m.stat_rel = error_stat(a, b, stat)
+        m.stat_abs, m.stat_rel = error_stat(a, b, stat, atol)
         close = m.stat_abs is None or m.stat_abs <= atol or (m.stat_rel is not None and m.stat_rel <= rtol)
         m.passed = bool(close and m.nan_match and m.inf_match and m.dtype_match)
     return m
@@ -211,9 +214,11 @@ class _Stats:
     ) -> None:
         self.finite = True
         self.max_abs = _max(self.max_abs, float(d.max()))
-        # a reference of 0 or a subnormal one makes these infinite or huge: a value, not a warning
+        # relative to |b|, guarded near zero: below atol the denominator is atol (there the absolute
+        # error decides); with atol 0 a reference of 0 makes it infinite: a value, not a warning
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            rel = np.where(g > 0, d / g, np.where(d > 0, np.inf, 0.0))
+            floor = np.maximum(g, atol)
+            rel = np.where(floor > 0, d / floor, np.where(d > 0, np.inf, 0.0))
             self.max_rel = _max(self.max_rel, float(rel.max()))
             self.needed_atol = _max(self.needed_atol, float(np.maximum(d - rtol * g, 0).max()))
             over = d > atol
