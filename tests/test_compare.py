@@ -730,3 +730,37 @@ def test_check_error_stat_decides_tensors_and_an_unknown_one_is_refused(tmp_path
     assert elemwise.returncode == 1 and mean.returncode == 0, (elemwise.stdout, mean.stdout)
     bad = run_cli("compare", str(model_path), "--check-error-stat", "p99")
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "p99" in bad.stderr
+
+
+def test_nodes_without_a_name_get_stable_names_from_their_outputs(tmp_path):
+    """Exporters leave nodes unnamed: each is compared under the name of its first output, the same on
+    every run, and its reproducer directory is named after it."""
+    scales = onnx.numpy_helper.from_array(np.array([1, 1, 0.6, 0.6], F32), "s")
+    pads = onnx.numpy_helper.from_array(np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64), "p")
+    graph = helper.make_graph(
+        [
+            helper.make_node(
+                "Resize",
+                ["x", "", "s"],
+                ["small"],
+                mode="linear",
+                coordinate_transformation_mode="align_corners",
+            ),
+            helper.make_node("Pad", ["small", "p"], ["y"], mode="edge"),
+        ],
+        "unnamed",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 4, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [scales, pads],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+    first, again = (compare_model(model, generate_inputs(model)) for _ in range(2))
+    assert (
+        [n["node"] for n in first.report["nodes"]]
+        == ["small", "y"]
+        == [n["node"] for n in again.report["nodes"]]
+    )
+    assert first.report["nodes"][0]["origin"] == "starts-here"
+    from customops.comparison.repro import save_repros
+
+    assert [p.name for p in save_repros(first, tmp_path / "repro")] == ["small"]
