@@ -149,3 +149,12 @@ def test_repro_py_imports_nothing_but_onnx_onnxruntime_numpy_and_the_standard_li
     imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
     assert imported <= {"platform", "sys", "pathlib", "numpy", "onnx", "onnxruntime"}, imported
+
+
+def test_every_committed_reproducer_carries_the_current_repro_py():
+    """findings/ keeps copies of repro.py (each directory is attached to issues on its own): they must
+    be the script as it is now (refresh with: cp customops/eval/repro_script.py findings/*/repro.py)."""
+    from customops.eval.testcase import repro_script
+
+    scripts = sorted((Path(__file__).resolve().parent.parent / "findings").glob("*/repro.py"))
+    assert scripts and all(p.read_text() == repro_script() for p in scripts)
