@@ -9,19 +9,12 @@ from typing import Any
 
 import numpy as np
 
-BACKEND_PREFIXES = (
-    "test_resize",
-    "test_upsample",
-    "test_constant_pad",
-    "test_edge_pad",
-    "test_reflect_pad",
-    "test_wrap_pad",
-    "test_col2im",
-    "test_center_crop_pad",
-)
+from customops.registry import CUSTOM_OPS
 
+BACKEND_PREFIXES = tuple(prefix for op in CUSTOM_OPS.values() for prefix in op.backend_tests)
+"""Name prefixes of the backend node tests of our operators (customops.registry.CustomOp.backend_tests)."""
 
-CASE_MODULES = ("center_crop_pad", "col2im", "pad", "resize", "upsample")
+CASE_MODULES = tuple(sorted(op.case_module for op in CUSTOM_OPS.values()))
 """onnx's case modules (``onnx/backend/test/case/node/<name>.py``, in the order onnx collects them) that
 define the tests named by :data:`BACKEND_PREFIXES`."""
 

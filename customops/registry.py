@@ -111,6 +111,13 @@ class CustomOp:
     """(name, kind) of each kernel attribute, passed losslessly as strings."""
     types: tuple[str, ...]
     """Element types T registered with ONNX Runtime."""
+    backend_tests: tuple[str, ...] = ()
+    """Name prefixes of ONNX's backend node tests of this op (``customops conformance`` runs them)."""
+    case_module: str = ""
+    """onnx's module of those tests (``onnx/backend/test/case/node/<case_module>.py``)."""
+    reference_limit: int = 12_000_000
+    """compare's default: the largest input (elements, the node's inputs together) given to
+    onnx.reference, measured to cost about 5 s at the limit (docs/compare.md, Cost of the third vote)."""
 
 
 @dataclass(frozen=True)
@@ -164,6 +171,9 @@ CUSTOM_OPS: dict[str, CustomOp] = {
                 ("nearest_mode", "string"),
             ),
             types=_ALL_T,
+            backend_tests=("test_resize",),
+            case_module="resize",
+            reference_limit=12_000_000,
         ),
         CustomOp(
             name="Upsample",
@@ -171,6 +181,9 @@ CUSTOM_OPS: dict[str, CustomOp] = {
             inputs=(("X", "T"), ("scales", "float")),
             attributes=(("mode", "string"),),
             types=_ALL_T,
+            backend_tests=("test_upsample",),
+            case_module="upsample",
+            reference_limit=12_000_000,
         ),
         CustomOp(
             name="Pad",
@@ -178,6 +191,9 @@ CUSTOM_OPS: dict[str, CustomOp] = {
             inputs=(("data", "T"), ("pads", "int64"), ("constant_value", "T"), ("axes", "int64")),
             attributes=(("mode", "string"),),
             types=_ALL_T,
+            backend_tests=("test_constant_pad", "test_edge_pad", "test_reflect_pad", "test_wrap_pad"),
+            case_module="pad",
+            reference_limit=50_000_000,
         ),
         CustomOp(
             name="Col2Im",
@@ -185,6 +201,9 @@ CUSTOM_OPS: dict[str, CustomOp] = {
             inputs=(("input", "T"), ("image_shape", "int64"), ("block_shape", "int64")),
             attributes=(("dilations", "ints"), ("pads", "ints"), ("strides", "ints")),
             types=_ALL_T,
+            backend_tests=("test_col2im",),
+            case_module="col2im",
+            reference_limit=2_000_000,
         ),
         CustomOp(
             name="CenterCropPad",
@@ -192,6 +211,9 @@ CUSTOM_OPS: dict[str, CustomOp] = {
             inputs=(("input_data", "T"), ("shape", "int64")),
             attributes=(("axes", "ints"),),
             types=_ALL_T,
+            backend_tests=("test_center_crop_pad",),
+            case_module="center_crop_pad",
+            reference_limit=50_000_000,
         ),
     )
 }

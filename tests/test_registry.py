@@ -104,3 +104,13 @@ def test_attribute_codec_round_trips_float32_values_exactly(kind, value):
 
 def test_custom_ops_cover_every_registry_target():
     assert {o.custom for o in OPS} <= set(CUSTOM_OPS)
+
+
+def test_every_custom_op_of_the_registry_has_a_translator_row():
+    """Adding an operator is a registry entry, a kernel, a translator row and a fuzz space."""
+    from customops.fuzz.dispatch import spaces
+    from customops.model.translate import TRANSLATORS
+    from customops.registry import CUSTOM_OPS, OPS
+
+    assert set(TRANSLATORS) == set(CUSTOM_OPS)
+    assert {o.op for o in OPS} == set(spaces())

@@ -18,26 +18,16 @@ from customops.eval.messages import described
 from customops.eval.metrics import Metrics, compare_arrays, tolerance_for
 from customops.eval.sides import SideRun
 from customops.eval.testcase import tensor_proto
-
-REFERENCE_LIMITS = {
-    "Resize": 12_000_000,
-    "Upsample": 12_000_000,
-    "Pad": 50_000_000,
-    "CenterCropPad": 50_000_000,
-    "Col2Im": 2_000_000,
-}
-"""The largest input (elements, all inputs of the node together) given to onnx.reference, per op: about
-5 s of onnx 1.23's reference on a 2-core VM at the limit (Resize nearest x2 of 11M elements 5.0 s, linear
-and cubic less; Pad and CenterCropPad copy slices, 50M well under it; Col2Im loops over blocks, 9.3M
-elements 22.8 s). docs/compare.md gives the measurements."""
-
-REFERENCE_LIMIT = 12_000_000
-"""The limit of an op missing from :data:`REFERENCE_LIMITS`."""
+from customops.registry import CUSTOM_OPS, CustomOp
 
 
 def reference_limit_of(op: str, override: int | None) -> int:
-    """The reference limit of ``op``: ``override`` (``--reference-limit``) when given, else its own."""
-    return override if override is not None else REFERENCE_LIMITS.get(op, REFERENCE_LIMIT)
+    """The reference limit of ``op``: ``override`` (``--reference-limit``) when given, else the registry's
+    (customops.registry.CustomOp.reference_limit: measured per op, about 5 s of onnx.reference)."""
+    if override is not None:
+        return override
+    custom = CUSTOM_OPS.get(op)
+    return custom.reference_limit if custom is not None else CustomOp.reference_limit
 
 
 def run_side(

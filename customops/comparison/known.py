@@ -9,7 +9,8 @@ import numpy as np
 from onnx import NodeProto, helper, numpy_helper
 
 from customops import dtypes
-from customops.eval.known import Signature, Subject, known_labels
+from customops.eval.known import INDEX_INPUTS, Signature, Subject, known_labels
+from customops.registry import lookup
 
 if TYPE_CHECKING:
     from customops.comparison.isolate import Isolated
@@ -88,9 +89,10 @@ def _facts(node: NodeProto, iso: Isolated, attrs: dict[str, Any], elem: str) -> 
     built = iso.outputs.get("builtin")
     if built is not None:
         facts["builtin_returns_input"] = built.shape == x.shape and bool(np.array_equal(built, x))
-    op = node.op_type
-    for position, name in enumerate(_input_names(op)):
-        if name and position < len(node.input) and node.input[position]:
+    opv = lookup(node.op_type, _opset(iso))
+    names = [i.name for i in opv.inputs] if opv is not None else []
+    for position, name in enumerate(names):
+        if name in INDEX_INPUTS and position < len(node.input) and node.input[position]:
             value = _value(iso, node.input[position])
             if value is not None:
                 facts[f"{name}_elem"] = dtypes.elem_of(value)
@@ -100,14 +102,9 @@ def _facts(node: NodeProto, iso: Isolated, attrs: dict[str, Any], elem: str) -> 
     return facts
 
 
-def _input_names(op: str) -> list[str]:
-    """Input names by position of the ops whose index inputs the rules read."""
-    return {
-        "Resize": ["X", "roi"],
-        "Pad": ["data", "", "", "axes"],
-        "CenterCropPad": ["input_data", "shape", "axes"],
-        "Col2Im": ["input", "image_shape"],
-    }.get(op, [])
+def _opset(iso: Isolated) -> int:
+    """The default-domain opset of the node's one-node model."""
+    return next((o.version for o in iso.model.opset_import if o.domain in ("", "ai.onnx")), 1)
 
 
 def _value(iso: Isolated, name: str) -> np.ndarray | None:

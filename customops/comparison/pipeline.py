@@ -560,7 +560,7 @@ def compare_model(
 ) -> Comparison:
     """Compare ``model`` on ``feed`` between ORT's built-in kernels and ours; see the module docstring.
     ``rtol`` and ``atol`` (default: per dtype) must be finite and at least 0, ``reference_limit`` (None: per
-    op, customops.comparison.isolate.REFERENCE_LIMITS) at least 0 (0: onnx.reference is given empty inputs only). ``providers``: execution providers of the
+    op, customops.registry.CustomOp.reference_limit) at least 0 (0: onnx.reference is given empty inputs only). ``providers``: execution providers of the
     built-in side (ORT names or aliases such as cuda; default CPU); ours always run on CPU.
     ``tolerances``: (rtol, atol) by tensor name (graph outputs, swapped nodes' outputs), either None for
     the global one. ``check_error_stat``: what decides whether a tensor passes (customops.eval.metrics.STATS:

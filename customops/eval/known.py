@@ -97,6 +97,9 @@ OURS: dict[str, str] = {
 }
 """Disagreements where our kernel leaves the spec without a recorded decision (reported, not fixed here)."""
 
+INDEX_INPUTS = ("roi", "axes", "shape", "image_shape")
+"""Inputs whose element type and constness the rules read (by the registry's input names)."""
+
 _INT_TYPES = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")
 
 
@@ -123,7 +126,7 @@ def facts(ev: Any) -> dict[str, Any]:
         except (TypeError, ValueError):
             same = False
         out["builtin_returns_input"] = same
-    for name in ("roi", "axes", "shape", "image_shape"):
+    for name in INDEX_INPUTS:
         t = case.inputs.get(name)
         if t is not None:
             out[f"{name}_elem"] = t.elem

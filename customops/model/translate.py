@@ -186,7 +186,9 @@ def _encode(custom: str, values: dict[str, object]) -> dict[str, str]:
     return {name: attr_codec.encode(kind, values[name]) for name, kind in kinds.items()}
 
 
-def _resize_inputs(b: _Builder, values: dict[str, object]) -> tuple[list[str], dict[str, object]]:
+def _resize_inputs(
+    b: _Builder, values: dict[str, object], compute: str, bridged: bool
+) -> tuple[list[str], dict[str, object]]:
     kernel = custom_defaults("Resize")
     kernel.update({k: v for k, v in values.items() if k in kernel})
     roi, scales, sizes = b.input(1), b.input(2), b.input(3)
@@ -237,22 +239,15 @@ def _custom_inputs(
     """The custom node's inputs after the main one (helpers added to ``b``) and the attribute values of
     its kernel, from the standard node's attribute ``values``; ``compute`` is the element type the
     custom node computes in (``bridged`` when it differs from the main input's)."""
-    custom = b.opv.custom
-    if custom == "Resize":
-        return _resize_inputs(b, values)
-    if custom == "Upsample":
-        return _upsample_inputs(b, values)
-    if custom == "Pad":
-        return _pad_inputs(b, values, compute, bridged)
-    if custom == "Col2Im":
-        return _col2im_inputs(b, values)
-    if custom == "CenterCropPad":
-        return _center_crop_pad_inputs(b, values)
-    # the registry names only the customs above
-    raise Skip(f"no translation for custom op {custom!r}")  # pragma: no cover
+    translator = TRANSLATORS.get(b.opv.custom)
+    if translator is None:  # the registry names only the customs of TRANSLATORS (a test checks)
+        raise Skip(f"no translation for custom op {b.opv.custom!r}")  # pragma: no cover
+    return translator(b, values, compute, bridged)
 
 
-def _upsample_inputs(b: _Builder, values: dict[str, object]) -> tuple[list[str], dict[str, object]]:
+def _upsample_inputs(
+    b: _Builder, values: dict[str, object], compute: str, bridged: bool
+) -> tuple[list[str], dict[str, object]]:
     """Upsample: the scales input (Upsample-7's scales attribute as a Constant, each at least 1)."""
     kernel: dict[str, object] = {"mode": values["mode"]}
     if b.opv.version == 7:
@@ -288,7 +283,9 @@ def _pad_inputs(
     return [pads, cval, axes], kernel
 
 
-def _col2im_inputs(b: _Builder, values: dict[str, object]) -> tuple[list[str], dict[str, object]]:
+def _col2im_inputs(
+    b: _Builder, values: dict[str, object], compute: str, bridged: bool
+) -> tuple[list[str], dict[str, object]]:
     """Col2Im: image_shape and block_shape, both required, as int64."""
     kernel = dict(values)
     rest = [b.index_input(1, "image_shape") or "", b.index_input(2, "block_shape") or ""]
@@ -297,7 +294,9 @@ def _col2im_inputs(b: _Builder, values: dict[str, object]) -> tuple[list[str], d
     return rest, kernel
 
 
-def _center_crop_pad_inputs(b: _Builder, values: dict[str, object]) -> tuple[list[str], dict[str, object]]:
+def _center_crop_pad_inputs(
+    b: _Builder, values: dict[str, object], compute: str, bridged: bool
+) -> tuple[list[str], dict[str, object]]:
     """CenterCropPad: the shape input, required, as int64."""
     kernel = dict(values)
     shape = b.index_input(1, "shape")
@@ -410,3 +409,17 @@ def _check_standard(node: NodeProto) -> None:
         raise _Corrupt(f"the original node's op {where}{node.op_type} is not a standard ONNX op")
     if not node.output or not node.output[0]:
         raise _Corrupt("the original node has no output")
+
+
+Translator = Callable[[_Builder, dict[str, object], str, bool], tuple[list[str], dict[str, object]]]
+"""The inputs after the main one and the kernel's attribute values of one custom op, from the builder,
+the standard node's attribute values, the element type computed in and whether it is bridged."""
+
+TRANSLATORS: dict[str, Translator] = {
+    "Resize": _resize_inputs,
+    "Upsample": _upsample_inputs,
+    "Pad": _pad_inputs,
+    "Col2Im": _col2im_inputs,
+    "CenterCropPad": _center_crop_pad_inputs,
+}
+"""One row per custom op of the registry: adding an operator adds a row here."""
