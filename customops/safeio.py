@@ -19,7 +19,7 @@ import threading
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from customops.errors import CustomOpsError
 
@@ -298,3 +298,37 @@ def inflate_bounded(data: bytes, limit: int, what: str) -> bytes:
     if not inflater.eof:
         raise CustomOpsError(f"{what}: truncated compressed data")
     return out
+
+
+def read_json(path: str | os.PathLike[str], limit: int, what: str, max_depth: int | None = None) -> Any:
+    """The JSON document of ``path``, read as untrusted: at most ``limit`` bytes (:func:`read_bounded`),
+    strict JSON (NaN and Infinity refused), and with ``max_depth`` at most that many arrays and objects
+    deep. CustomOpsError (one line naming ``what`` and the path) otherwise."""
+    import json
+
+    data = read_bounded(path, limit, what)
+    try:
+        value = json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as exc:
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc).splitlines()[0][:100]
+        raise CustomOpsError(f"{what} {str(path)!r} is not valid JSON ({reason})") from None
+    if max_depth is not None and _depth(value, max_depth) > max_depth:
+        raise CustomOpsError(f"{what} {str(path)!r} nests arrays and objects more than {max_depth} deep")
+    return value
+
+
+def _reject_constant(token: str) -> None:
+    raise ValueError(f"{token} is not JSON")
+
+
+def _depth(value: Any, limit: int) -> int:
+    """How deep arrays and objects nest in ``value``, counted up to ``limit`` + 1 (iteratively: no
+    recursion limit to hit)."""
+    deepest, todo = 0, [(value, 1)]
+    while todo:
+        item, level = todo.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, level)
+            if level <= limit:
+                todo.extend((v, level + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return deepest

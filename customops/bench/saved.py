@@ -9,7 +9,6 @@ the report derives (summary, targets) and fields it does not know are ignored. A
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from dataclasses import fields
@@ -17,7 +16,7 @@ from typing import Any
 
 from customops.bench.report import HookResult, Report, Result, Settings
 from customops.errors import CustomOpsError
-from customops.safeio import printable, read_bounded
+from customops.safeio import printable, read_json
 
 MAX_JSON_BYTES = 32 << 20
 """The largest file read (a full run's JSON is some tens of KB; one with --repeat 1000 about 2 MB)."""
@@ -25,14 +24,7 @@ MAX_JSON_BYTES = 32 << 20
 
 def load(path: str | os.PathLike[str], what: str = "--from") -> Report:
     """The report saved at ``path``; CustomOpsError (one line) when it cannot be read or is not one."""
-    where = f"{what} {str(path)!r}"
-    data = read_bounded(path, MAX_JSON_BYTES, what)
-    try:
-        value = json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
-    except (ValueError, RecursionError) as exc:
-        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc).splitlines()[0][:100]
-        raise CustomOpsError(f"{where} is not valid JSON ({reason})") from None
-    return report_from(value, where)
+    return report_from(read_json(path, MAX_JSON_BYTES, what), f"{what} {str(path)!r}")
 
 
 def report_from(value: Any, where: str) -> Report:
@@ -102,10 +94,6 @@ def _settings(value: Any, where: str) -> Settings:
 
 def _bad(where: str, wants: str, value: Any) -> CustomOpsError:
     return CustomOpsError(f"{where} must be {wants}, not {type(value).__name__}")
-
-
-def _reject_constant(token: str) -> None:
-    raise ValueError(f"{token} is not JSON")
 
 
 def _float(value: Any, where: str) -> float:

@@ -10,7 +10,6 @@ The arrays of a case are decoded by :func:`customops.fuzz.case.case_from_json`, 
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,7 +20,7 @@ from customops.errors import CustomOpsError
 from customops.fuzz.case import MAX_ARRAY_BYTES, MAX_RANK, Case, case_from_json, known_elem
 from customops.fuzz.summary import VERSION_KEYS, CampaignSummary
 from customops.fuzz.triage import Signature
-from customops.safeio import MAX_COMPONENT, is_safe_component, read_bounded
+from customops.safeio import MAX_COMPONENT, is_safe_component, read_json
 
 SUMMARY = "summary.json"
 FINDING = "finding.json"
@@ -277,35 +276,6 @@ class Reproducer:
     record: dict[str, Any]
 
 
-def load_json(path: Path, limit: int, what: str) -> Any:
-    """The JSON document of ``path`` (at most ``limit`` bytes, strict JSON, nested at most MAX_DEPTH deep)."""
-    data = read_bounded(path, limit, what)
-    try:
-        value = json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
-    except (ValueError, RecursionError) as exc:
-        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc).splitlines()[0][:100]
-        raise CustomOpsError(f"{what} {str(path)!r} is not valid JSON ({reason})") from None
-    if _depth(value) > MAX_DEPTH:
-        raise CustomOpsError(f"{what} {str(path)!r} nests arrays and objects more than {MAX_DEPTH} deep")
-    return value
-
-
-def _reject_constant(token: str) -> None:
-    raise ValueError(f"{token} is not JSON")
-
-
-def _depth(value: Any) -> int:
-    """How deep arrays and objects nest in ``value`` (iteratively: no recursion limit to hit)."""
-    deepest, todo = 0, [(value, 1)]
-    while todo:
-        item, level = todo.pop()
-        if isinstance(item, dict | list):
-            deepest = max(deepest, level)
-            if level <= MAX_DEPTH:
-                todo.extend((v, level + 1) for v in (item.values() if isinstance(item, dict) else item))
-    return deepest
-
-
 def checked(value: Any, schema: Spec, path: Path, what: str) -> Any:
     """``value`` checked by ``schema``; a breach is a CustomOpsError naming ``what`` at ``path``."""
     try:
@@ -320,7 +290,7 @@ def read_summary(directory: Path) -> CampaignSummary:
     path = directory / SUMMARY
     if not path.is_file():
         raise CustomOpsError(f"{str(directory)!r} holds no {SUMMARY} (not a fuzz campaign directory)")
-    summary = checked(load_json(path, MAX_SUMMARY_BYTES, SUMMARY), SUMMARY_SCHEMA, path, SUMMARY)
+    summary = checked(read_json(path, MAX_SUMMARY_BYTES, SUMMARY, MAX_DEPTH), SUMMARY_SCHEMA, path, SUMMARY)
     return CampaignSummary.from_json(summary)
 
 
@@ -331,7 +301,7 @@ def read_finding(directory: Path) -> Reproducer:
         raise CustomOpsError(
             f"{str(directory)!r} holds no {FINDING} (not a reproducer written by customops fuzz)"
         )
-    data = checked(load_json(path, MAX_FINDING_BYTES, FINDING), FINDING_SCHEMA, path, FINDING)
+    data = checked(read_json(path, MAX_FINDING_BYTES, FINDING, MAX_DEPTH), FINDING_SCHEMA, path, FINDING)
     case = case_from_json(data["case"], f"{FINDING} {str(path)!r}: case")
     return Reproducer(directory, Signature.from_json(data["signature"]), case, data)
 
