@@ -6,10 +6,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from onnx import NodeProto, helper, numpy_helper
+from onnx import NodeProto, helper
 
 from customops import dtypes
 from customops.eval.known import INDEX_INPUTS, Signature, Subject, known_labels
+from customops.eval.testcase import tensor_value
 from customops.registry import lookup
 
 if TYPE_CHECKING:
@@ -113,5 +114,5 @@ def _value(iso: Isolated, name: str) -> np.ndarray | None:
         return np.asarray(iso.feed[name])
     for t in iso.model.graph.initializer:
         if t.name == name:
-            return numpy_helper.to_array(t)
+            return tensor_value(t, "initializer")
     return None

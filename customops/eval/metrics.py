@@ -188,7 +188,7 @@ class _Stats:
         self.max_ulp: int | None = None
 
     def add(self, a: np.ndarray, b: np.ndarray, rtol: float, atol: float) -> None:
-        if a.dtype == object or b.dtype == object or a.dtype.kind in "US" or b.dtype.kind in "US":
+        if _strings(a, b):
             self.mismatches += int(a.size - np.count_nonzero(np.asarray(a.astype(str) == b.astype(str))))
             return
         wide = np.complex128 if a.dtype.kind == "c" or b.dtype.kind == "c" else np.float64
@@ -230,7 +230,7 @@ class _Stats:
 
     def metrics(self, a: np.ndarray, b: np.ndarray) -> dict[str, Any]:
         out: dict[str, Any] = {"mismatches": self.mismatches}
-        if a.dtype == object or b.dtype == object or a.dtype.kind in "US" or b.dtype.kind in "US":
+        if _strings(a, b):
             return out
         out.update(nan_match=self.nan_match, inf_match=self.inf_match)
         if self.finite:
