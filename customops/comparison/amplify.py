@@ -83,22 +83,24 @@ def culprits(search: Search, nodes: Sequence[tuple[str, str]]) -> list[Effect]:
     return sorted(found, key=lambda e: -e.size)
 
 
-def _search(search: Search, nodes: list[tuple[str, str]]) -> list[Effect]:
+def _search(search: Search, nodes: list[tuple[str, str]], whole: Effect | None = None) -> list[Effect]:
+    """The culprits among ``nodes``; ``whole``: their effect swapped together, when already measured."""
     if len(nodes) <= SINGLE_LIMIT:
         singles = [effect_of(search, [n]) for n in nodes]
         moving = [e for e in singles if not e.passes]
         if moving or len(nodes) == 1:
             return moving
-        together = effect_of(search, nodes)  # only their combination moves an output
+        together = whole or effect_of(search, nodes)  # only their combination moves an output
         return [] if together.passes else [together]
     half = len(nodes) // 2
     found = []
     for group in (nodes[:half], nodes[half:]):
         search.say(f"bisecting: {len(group)} swapped node(s) at a time")
-        if not effect_of(search, group).passes:
-            found.extend(_search(search, group))
+        effect = effect_of(search, group)
+        if not effect.passes:
+            found.extend(_search(search, group, effect))
     if not found:
-        together = effect_of(search, nodes)
+        together = whole or effect_of(search, nodes)
         if not together.passes:
             found.append(together)
     return found

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -503,8 +504,6 @@ class Phases:
     """Wall time per phase of a comparison (the report's ``phase_seconds``)."""
 
     def __init__(self) -> None:
-        import time
-
         self.now = time.perf_counter
         self.started = self.now()
         self.seconds: dict[str, float] = {}
