@@ -251,7 +251,34 @@ def _read_npz(path: Path) -> dict[str, np.ndarray]:
         if declared > INPUT_LIMIT:
             raise CustomOpsError(f"{what}: its arrays take {declared} bytes, over the {INPUT_LIMIT} allowed")
         f.seek(0)
+        _check_npz_headers(f, what)
+        f.seek(0)
         return _npz_arrays(f, path, what)
+
+
+def npy_fits(fp: Any, available: int) -> bool:
+    """Whether the .npy array at ``fp`` declares (in its header: shape and dtype) at most the ``available``
+    bytes it holds. numpy allocates what the header declares before reading the data, so a crafted header
+    is checked first."""
+    start = fp.tell()
+    version = np.lib.format.read_magic(fp)
+    header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+    shape, _, dtype = header(fp)
+    return math.prod(shape) * dtype.itemsize <= available - (fp.tell() - start)
+
+
+def _check_npz_headers(f: Any, what: str) -> None:
+    """Refuse an .npz member whose header declares more array bytes than the member holds."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(f) as z:
+            for info in z.infolist():
+                with z.open(info) as member:
+                    if info.filename.endswith(".npy") and not npy_fits(member, info.file_size):
+                        raise CustomOpsError(f"{what}: {info.filename!r} declares more data than it holds")
+    except (OSError, zipfile.BadZipFile, ValueError) as exc:
+        raise CustomOpsError(f"{what} ({described(exc)})") from None
 
 
 def _npz_arrays(f: Any, path: Path, what: str) -> dict[str, np.ndarray]:
@@ -341,9 +368,10 @@ def read_polygraphy_json(path: Path) -> dict[str, np.ndarray]:
         if not isinstance(encoded, str):
             raise CustomOpsError(f"{what}: input {str(name)!r} is not an encoded array")
         try:
-            arrays[str(name)] = np.load(
-                io.BytesIO(base64.b64decode(encoded, validate=True)), allow_pickle=False
-            )
+            raw = base64.b64decode(encoded, validate=True)
+            if not npy_fits(io.BytesIO(raw), len(raw)):
+                raise ValueError("its header declares more data than it holds")
+            arrays[str(name)] = np.load(io.BytesIO(raw), allow_pickle=False)
         except ValueError as exc:
             raise CustomOpsError(f"{what}: input {str(name)!r} ({described(exc)})") from None
     return arrays

@@ -353,3 +353,28 @@ def test_a_dangling_symlink_as_save_repro_is_refused_before_the_work(tmp_path, c
     assert main(["compare", str(model), "--json", str(report), "--save-repro", str(link)]) == 2
     assert "not a directory" in _one_error_line(capsys)
     assert not report.exists()
+
+
+def _npy_claiming(elements: int) -> bytes:
+    """A .npy whose header declares ``elements`` float32 values and holds 16 bytes of data: numpy would
+    allocate what the header says before finding the data short."""
+    header = f"{{'descr': '<f4', 'fortran_order': False, 'shape': ({elements},), }}"
+    header += " " * (64 - (10 + len(header) + 1) % 64) + "\n"
+    return b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode() + b"\x00" * 16
+
+
+@pytest.mark.parametrize("kind", ["npz", "polygraphy"])
+def test_an_array_header_claiming_more_than_its_data_is_refused_before_allocating(tmp_path, capsys, kind):
+    import base64
+    import json
+
+    model = _small_model(tmp_path / "m.onnx")
+    inputs = tmp_path / f"in.{'npz' if kind == 'npz' else 'json'}"
+    raw = _npy_claiming(50_000_000_000)  # 200 GB declared
+    if kind == "npz":
+        with zipfile.ZipFile(inputs, "w") as z:
+            z.writestr("x.npy", raw)
+    else:
+        inputs.write_text(json.dumps([{"x": {"array": base64.b64encode(raw).decode()}}]))
+    assert main(["compare", str(model), "--inputs", str(inputs)]) == 2
+    assert "declares more data than it holds" in _one_error_line(capsys)
