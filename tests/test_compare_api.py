@@ -64,3 +64,25 @@ def test_an_agreeing_model_in_a_pytest_check():
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
     report = customops.compare(model)
     assert report.verdict == "agree", report.summary
+
+
+def test_two_threads_comparing_at_once_each_get_their_own_report():
+    """The side processes are shared by the process: runs from two threads are served one at a time,
+    and each thread gets the answers to its own requests."""
+    import threading
+
+    model = onnx.load(MODEL)
+    reports: dict[int, pipeline.Report] = {}
+
+    def work(seed: int) -> None:
+        reports[seed] = customops.compare(model, seed=seed)
+
+    threads = [threading.Thread(target=work, args=(seed,)) for seed in (1, 2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert sorted(reports) == [1, 2]
+    for seed, report in reports.items():
+        alone = customops.compare(model, seed=seed)
+        assert _untimed(report.to_json()) == _untimed(alone.to_json())

@@ -10,6 +10,7 @@ side keeps one child per process, started on first use and reused (starting one 
 from __future__ import annotations
 
 import atexit
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -62,6 +63,9 @@ def side_run(side: str, reply: Reply) -> SideRun:
 
 
 _CHILDREN: dict[str, SideProcess] = {}
+_LOCK = threading.Lock()
+"""One run at a time per process: a side's child answers one request at a time over one connection, and
+customops.compare may be called from several threads."""
 
 
 def run_side(
@@ -75,15 +79,16 @@ def run_side(
     with ``repeats`` > 0 also profile that many runs for per-node times and placements; ``providers``:
     the built-in side's execution providers (None: CPU)."""
     side = "custom" if custom else "builtin"
-    child = _CHILDREN.get(side)
-    if child is None:
-        child = _CHILDREN[side] = SideProcess(side, note=True)
     request = Request(model, feed, whole=True, repeats=repeats, limit=OUTPUT_LIMIT, providers=providers)
-    try:
-        return side_run(side, child.result(child.submit(request)))
-    except WorkerDied as exc:
-        child.close()
-        return SideRun(error=_crash_text(side, exc.reason, exc.tail))
+    with _LOCK:
+        child = _CHILDREN.get(side)
+        if child is None:
+            child = _CHILDREN[side] = SideProcess(side, note=True)
+        try:
+            return side_run(side, child.result(child.submit(request)))
+        except WorkerDied as exc:
+            child.close()
+            return SideRun(error=_crash_text(side, exc.reason, exc.tail))
 
 
 @atexit.register
