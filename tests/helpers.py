@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import warnings
+from dataclasses import dataclass, field
 
 import numpy as np
 import onnx
@@ -78,10 +79,12 @@ def one_node_model(
     opset: int,
     out_type: int | None = None,
     initializers: tuple[str, ...] = (),
+    out_rank: int | None = None,
     **attrs: object,
 ) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
     """A model with one ``op`` node; ``None`` inputs are left empty; names in ``initializers`` become
-    initializers, the rest graph inputs. Returns the model and its feed."""
+    initializers, the rest graph inputs; the output has the first input's element type (``out_type``
+    when given) and rank (``out_rank`` when given). Returns the model and its feed."""
     names = [name if value is not None else "" for name, value in inputs.items()]
     while names and names[-1] == "":
         names.pop()
@@ -104,7 +107,7 @@ def one_node_model(
             feed[name] = value
     first = np.asarray(next(v for v in inputs.values() if v is not None))
     y_type = out_type if out_type is not None else NP_TO_ONNX[first.dtype]
-    y_dims = [f"Y_{i}" for i in range(first.ndim)]
+    y_dims = [f"Y_{i}" for i in range(first.ndim if out_rank is None else out_rank)]
     graph = helper.make_graph(
         [node], "g", graph_inputs, [helper.make_tensor_value_info("Y", y_type, y_dims)], inits
     )
@@ -207,3 +210,47 @@ def run_cli(
         cwd=cwd,
         env={**os.environ, **(env or {})},
     )
+
+
+@dataclass
+class Deviation:
+    """One reproduced deviation (docs/ort-deviations.md): a one-node model and what compare must say."""
+
+    id: str
+    op: str
+    inputs: dict
+    opset: int
+    attrs: dict = field(default_factory=dict)
+    constants: tuple[str, ...] = ()
+    attribution: tuple[str, ...] = ("builtin-leaves-spec",)
+    spec: object = None  # the spec answer our side must give (array-like)
+    out_rank: int | None = None  # the output's rank when it is not the first input's
+
+
+def check_deviation(dev: Deviation) -> None:
+    """compare flags the deviation ``dev``, blames the side it names, labels it with its id, and our side
+    gives the spec answer."""
+    from customops.comparison.pipeline import compare_model
+
+    model, feed = one_node_model(
+        dev.op, dev.inputs, dev.opset, initializers=dev.constants, out_rank=dev.out_rank, **dev.attrs
+    )
+    comparison = compare_model(model, feed, model_name=dev.id)
+    report = comparison.report
+    assert report["verdict"] in ("disagree", "failed"), report["summary"]
+    assert comparison.exit_status == 1
+    (node,) = report["nodes"]
+    assert node["attribution"] in dev.attribution, (node["attribution"], node["isolated"]["errors"])
+    assert node["origin"] == "starts-here" or node["verdict"] == "side-failed"
+    # named by the matcher the fuzzer labels its groups with (T-RESIZE names T-RESIZE-UINT16's kind)
+    assert any(dev.id.startswith(known) for known in node["known"]), node["known"]
+    ours = comparison.isolated[node["node"]].outputs["custom"]
+    spec = np.asarray(dev.spec)
+    # every operator here gives its output the element type of its data input (the first one)
+    data_dtype = np.asarray(next(v for v in dev.inputs.values() if v is not None)).dtype
+    assert ours.dtype == data_dtype, (ours.dtype, data_dtype)
+    assert ours.shape == spec.shape
+    if spec.dtype == object:
+        assert ours.tolist() == spec.tolist()
+    else:
+        np.testing.assert_allclose(ours.astype(np.float64), spec.astype(np.float64), rtol=1e-6, atol=1e-6)

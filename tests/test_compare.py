@@ -3,7 +3,6 @@ the spec answer; the reference is not trusted blindly; the command's inputs, out
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -16,23 +15,9 @@ from customops.comparison.inputs import generate_inputs
 from customops.comparison.pipeline import compare_model
 from customops.errors import CustomOpsError
 from customops.eval.metrics import compare_arrays
-from tests.helpers import one_node_model, run_cli, strict_json
+from tests.helpers import Deviation, check_deviation, one_node_model, run_cli, strict_json
 
 F32 = np.float32
-
-
-@dataclass
-class Deviation:
-    """One reproduced deviation (docs/ort-deviations.md): a one-node model and what compare must say."""
-
-    id: str
-    op: str
-    inputs: dict
-    opset: int
-    attrs: dict = field(default_factory=dict)
-    constants: tuple[str, ...] = ()
-    attribution: tuple[str, ...] = ("builtin-leaves-spec",)
-    spec: object = None  # the spec answer our side must give (array-like)
 
 
 DEVIATIONS = [
@@ -282,26 +267,7 @@ DEVIATIONS = [
 
 @pytest.mark.parametrize("dev", DEVIATIONS, ids=lambda d: d.id)
 def test_known_ort_deviation_is_flagged_attributed_and_ours_gives_the_spec_answer(dev):
-    model, feed = one_node_model(dev.op, dev.inputs, dev.opset, initializers=dev.constants, **dev.attrs)
-    comparison = compare_model(model, feed, model_name=dev.id)
-    report = comparison.report
-    assert report["verdict"] in ("disagree", "failed"), report["summary"]
-    assert comparison.exit_status == 1
-    (node,) = report["nodes"]
-    assert node["attribution"] in dev.attribution, (node["attribution"], node["isolated"]["errors"])
-    assert node["origin"] == "starts-here" or node["verdict"] == "side-failed"
-    # named by the matcher the fuzzer labels its groups with (T-RESIZE names T-RESIZE-UINT16's kind)
-    assert any(dev.id.startswith(known) for known in node["known"]), node["known"]
-    ours = comparison.isolated[node["node"]].outputs["custom"]
-    spec = np.asarray(dev.spec)
-    # every operator here gives its output the element type of its data input (the first one)
-    data_dtype = np.asarray(next(v for v in dev.inputs.values() if v is not None)).dtype
-    assert ours.dtype == data_dtype, (ours.dtype, data_dtype)
-    assert ours.shape == spec.shape
-    if spec.dtype == object:
-        assert ours.tolist() == spec.tolist()
-    else:
-        np.testing.assert_allclose(ours.astype(np.float64), spec.astype(np.float64), rtol=1e-6, atol=1e-6)
+    check_deviation(dev)
 
 
 def test_reference_that_leaves_the_spec_is_not_blamed_on_ort():
