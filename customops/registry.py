@@ -215,6 +215,16 @@ CUSTOM_OPS: dict[str, CustomOp] = {
             case_module="center_crop_pad",
             reference_limit=50_000_000,
         ),
+        CustomOp(
+            name="AffineGrid",
+            kernel="customops.kernels.affine_grid:affine_grid",
+            inputs=(("theta", "T"), ("size", "int64")),
+            attributes=(("align_corners", "int"),),
+            types=("float", "double"),
+            backend_tests=("test_affine_grid_",),
+            case_module="affinegrid",
+            reference_limit=12_000_000,  # theta and size are tiny: the output's size is not bounded by it
+        ),
     )
 }
 
@@ -427,6 +437,14 @@ OPS: tuple[OpVersion, ...] = (
         (Attr("axes", "ints"),),
         _ALL_13,
         "CenterCropPad",
+    ),
+    OpVersion(
+        "AffineGrid",
+        20,
+        (Input("theta"), Input("size", ("int64",))),
+        (Attr("align_corners", "int", 0),),
+        ("bfloat16", "float16", "float", "double"),
+        "AffineGrid",
     ),
 )
 

@@ -131,6 +131,25 @@ def _center_crop_pad(full: tuple[int, ...], quick_shape: tuple[int, ...], factor
     return build
 
 
+def _affine_grid(full: tuple[int, ...], quick_size: tuple[int, ...]) -> Builder:
+    def build(quick: bool) -> tuple[Any, dict[str, Any], str]:
+        import numpy as np
+        from onnx import helper
+
+        size = quick_size if quick else full
+        spatial = len(size) - 2
+        theta = random_data((size[0], spatial, spatial + 1))
+        node = helper.make_node("AffineGrid", ["theta", "size"], ["grid"])
+        inits = {"size": np.array(size, np.int64)}
+        text = f"theta {size[0]}x{spatial}x{spatial + 1} -> " + "x".join(
+            map(str, (size[0], *size[2:], spatial))
+        )
+        model = one_node_model(node, [("theta", theta)], inits, 20, out_rank=spatial + 2)
+        return model, {"theta": theta}, text
+
+    return build
+
+
 def suite() -> list[Workload]:
     """The fixed benchmark suite, in table order."""
     img, img_q = (1, 3, 512, 512), (1, 3, 96, 96)
@@ -162,6 +181,8 @@ def suite() -> list[Workload]:
         Workload("col2im-16ch-3x3", "Col2Im", _col2im(16, 256, 32, 3)),
         Workload("centercroppad-crop", "CenterCropPad", _center_crop_pad(big, big_q, 0.75)),
         Workload("centercroppad-pad", "CenterCropPad", _center_crop_pad(big, big_q, 1.25)),
+        Workload("affinegrid-2d", "AffineGrid", _affine_grid((8, 3, 256, 256), (2, 3, 32, 32))),
+        Workload("affinegrid-3d", "AffineGrid", _affine_grid((2, 1, 32, 64, 64), (1, 1, 8, 16, 16))),
         Workload("small-resize-nearest-x2", "Resize", _resize("nearest", tiny, tiny, 2), small=True),
         Workload("small-resize-linear-x2", "Resize", _resize("linear", tiny, tiny, 2), small=True),
         Workload("small-resize-cubic-x2", "Resize", _resize("cubic", tiny, tiny, 2), small=True),

@@ -133,7 +133,30 @@ def facts(ev: Any) -> dict[str, Any]:
             out[f"{name}_const"] = t.const
             if name == "image_shape":
                 out["spatial"] = int(t.value.size)
+    built = b.value if b is not None and b.status == "ok" else None
+    values = {name: t.value for name, t in case.inputs.items() if t is not None}
+    out.update(op_facts(case.op, values, case.attrs, built))
     return out
+
+
+def op_facts(op: str, inputs: dict[str, Any], attrs: dict[str, Any], builtin: Any) -> dict[str, Any]:
+    """The facts of one operator's rules (:data:`OP_FACTS`) from its inputs by registry name, its
+    attributes and ORT's output (None when ORT failed); {} for the other operators."""
+    reader = OP_FACTS.get(op)
+    return reader(inputs, attrs, builtin) if reader is not None else {}
+
+
+def _affine_grid_facts(inputs: dict[str, Any], attrs: dict[str, Any], builtin: Any) -> dict[str, Any]:
+    """AffineGrid: the grid's sizes (size without N and C)."""
+    if inputs.get("size") is None:
+        return {}
+    return {"grid_sizes": [int(v) for v in np.asarray(inputs["size"]).tolist()[2:]]}
+
+
+OP_FACTS: dict[str, Callable[[dict[str, Any], dict[str, Any], Any], dict[str, Any]]] = {
+    "AffineGrid": _affine_grid_facts,
+}
+"""Facts some operators' rules read beyond :func:`facts`' common ones, by op type."""
 
 
 def _has(entry: Labelled, text: str) -> bool:
@@ -416,6 +439,34 @@ _RULES: list[tuple[str, Callable[[Labelled], bool]]] = [
             and _detail_is(e, "attr-value:nearest_mode")
             and _attr(e, "mode") in ("linear", "cubic")
         ),
+    ),
+    # AffineGrid (docs/ort-deviations.md and docs/semantics.md)
+    ("T-AFFINEGRID", lambda e: _op(e, "AffineGrid") and _missing_type(e)),
+    (
+        "AG-FLOAT16-FUNCTION",
+        lambda e: (
+            _op(e, "AffineGrid")
+            and _fact(e, "dtype") == "float16"
+            and (_has(e, "is not in valid range") or _ort_output(e))
+        ),
+    ),
+    (
+        "AG-ALIGN-CORNERS-SIZE-1",
+        lambda e: (
+            _op(e, "AffineGrid")
+            and _ort_output(e)
+            and _attr(e, "align_corners") == 1
+            and 1 in (_fact(e, "grid_sizes") or [])
+        ),
+    ),
+    ("AG-ZERO-SIZE", lambda e: _op(e, "AffineGrid") and _has(e, "must be positive")),
+    (
+        "semantics: AffineGrid: `align_corners` other than 0 or 1",
+        lambda e: _op(e, "AffineGrid") and _detail_is(e, "attr-value:align_corners"),
+    ),
+    (
+        "semantics: AffineGrid: a negative entry of `size`",
+        lambda e: _op(e, "AffineGrid") and _detail_is(e, "size-negative"),
     ),
 ]
 
