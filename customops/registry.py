@@ -225,6 +225,14 @@ CUSTOM_OPS: dict[str, CustomOp] = {
             case_module="affinegrid",
             reference_limit=12_000_000,  # theta and size are tiny: the output's size is not bounded by it
         ),
+        CustomOp(
+            name="MaxRoiPool",
+            kernel="customops.kernels.max_roi_pool:max_roi_pool",
+            inputs=(("X", "T"), ("rois", "T")),
+            attributes=(("pooled_shape", "ints"), ("spatial_scale", "float")),
+            types=("float", "double"),
+            reference_limit=12_000_000,  # onnx 1.23's reference has no MaxRoiPool
+        ),
     )
 }
 
@@ -445,6 +453,22 @@ OPS: tuple[OpVersion, ...] = (
         (Attr("align_corners", "int", 0),),
         ("bfloat16", "float16", "float", "double"),
         "AffineGrid",
+    ),
+    OpVersion(
+        "MaxRoiPool",
+        1,
+        (Input("X"), Input("rois")),
+        (Attr("pooled_shape", "ints", required=True), Attr("spatial_scale", "float", 1.0)),
+        ("float16", "float", "double"),
+        "MaxRoiPool",
+    ),
+    OpVersion(
+        "MaxRoiPool",
+        22,
+        (Input("X"), Input("rois")),
+        (Attr("pooled_shape", "ints", required=True), Attr("spatial_scale", "float", 1.0)),
+        ("bfloat16", "float16", "float", "double"),
+        "MaxRoiPool",
     ),
 )
 

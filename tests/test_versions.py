@@ -16,6 +16,7 @@ from customops.bridge.runtime import NUMPY_TYPES
 from customops.kernels.affine_grid import affine_grid
 from customops.kernels.center_crop_pad import center_crop_pad
 from customops.kernels.col2im import col2im
+from customops.kernels.max_roi_pool import max_roi_pool
 from customops.kernels.pad import pad
 from customops.kernels.resize import resize
 from customops.kernels.upsample import upsample
@@ -73,6 +74,8 @@ def _case(opv, elem):
         return model, feed, col2im(x, image, block)
     if opv.custom == "AffineGrid":
         return _affine_grid_case(elem, opset)
+    if opv.custom == "MaxRoiPool":
+        return _max_roi_pool_case(elem, opset)
     x = _data((2, 3), elem)
     shape = np.array([3, 2], np.int64)
     model, feed = one_node_model(
@@ -87,6 +90,13 @@ def _affine_grid_case(elem, opset):
     inputs = {"theta": theta, "size": size}
     model, feed = one_node_model("AffineGrid", inputs, opset, initializers=("size",), out_rank=4)
     return model, feed, affine_grid(theta, size)
+
+
+def _max_roi_pool_case(elem, opset):
+    x = _data((1, 2, 4, 5), elem)
+    rois = np.array([[0, 0, 0, 4, 3], [0, 1.5, 0.5, 2, 2]], NUMPY_TYPES[elem])
+    model, feed = one_node_model("MaxRoiPool", {"X": x, "rois": rois}, opset, pooled_shape=[2, 2])
+    return model, feed, max_roi_pool(x, rois, pooled_shape=[2, 2])
 
 
 CASES = [(opv, elem) for opv in OPS for elem in opv.types if elem in NATIVE_TYPES]
