@@ -187,6 +187,7 @@ def test_suite_covers_the_required_workloads() -> None:
         "col2im-16ch-3x3",
         "centercroppad-crop",
         "centercroppad-pad",
+        "affinegrid-2d",
     ):
         assert required in names
     assert any(w.small for w in suite.suite())

@@ -139,13 +139,13 @@ def _affine_grid(full: tuple[int, ...], quick_size: tuple[int, ...]) -> Builder:
         size = quick_size if quick else full
         spatial = len(size) - 2
         theta = random_data((size[0], spatial, spatial + 1))
-        node = helper.make_node("AffineGrid", ["theta", "size"], ["grid"])
+        node = helper.make_node("AffineGrid", ["x", "size"], ["grid"])  # x: theta
         inits = {"size": np.array(size, np.int64)}
         text = f"theta {size[0]}x{spatial}x{spatial + 1} -> " + "x".join(
             map(str, (size[0], *size[2:], spatial))
         )
-        model = one_node_model(node, [("theta", theta)], inits, 20, out_rank=spatial + 2)
-        return model, {"theta": theta}, text
+        model = one_node_model(node, [("x", theta)], inits, 20, out_rank=spatial + 2)
+        return model, {"x": theta}, text
 
     return build
 

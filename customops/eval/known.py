@@ -482,7 +482,8 @@ _RULES: list[tuple[str, Callable[[Labelled], bool]]] = [
         lambda e: (
             _op(e, "AffineGrid")
             and _fact(e, "dtype") == "float16"
-            and (_has(e, "is not in valid range") or _ort_output(e))
+            and _ort_side(e)
+            and e.signature.kind in ("rejects-valid", "value", "shape", "dtype")
         ),
     ),
     (
