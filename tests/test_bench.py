@@ -188,6 +188,7 @@ def test_suite_covers_the_required_workloads() -> None:
         "centercroppad-crop",
         "centercroppad-pad",
         "affinegrid-2d",
+        "maxroipool-7x7",
     ):
         assert required in names
     assert any(w.small for w in suite.suite())

@@ -169,8 +169,8 @@ def _max_roi_pool(
         ).astype(np.float32)
         node = helper.make_node("MaxRoiPool", ["x", "rois"], ["y"], pooled_shape=[7, 7], spatial_scale=scale)
         text = "x".join(map(str, shape)) + f", {count} boxes -> 7x7"
-        model = one_node_model(node, [("x", x), ("rois", rois)], {}, 1)
-        return model, {"x": x, "rois": rois}, text
+        model = one_node_model(node, [("x", x)], {"rois": rois}, 1)
+        return model, {"x": x}, text
 
     return build
 

@@ -182,7 +182,10 @@ def _float_bins_differ(rois: np.ndarray, scale: float, pooled: list[int]) -> boo
         return False
     f32 = np.float32
     for roi in rois.astype(np.float32).tolist():
-        products = [float(f32(v) * f32(scale)) for v in roi[1:]]  # ORT: float32, then C's round()
+        with np.errstate(over="ignore"):
+            products = [float(f32(v) * f32(scale)) for v in roi[1:]]  # ORT: float32, then C's round()
+        if not all(np.isfinite(products)):
+            continue
         x1, y1, x2, y2 = (int(np.copysign(np.floor(abs(v) + 0.5), v)) for v in products)
         for span, bins in ((max(y2 - y1 + 1, 1), pooled[0]), (max(x2 - x1 + 1, 1), pooled[1])):
             size = f32(span) / f32(bins)
@@ -521,6 +524,10 @@ _RULES: list[tuple[str, Callable[[Labelled], bool]]] = [
     (
         "semantics: MaxRoiPool: batch index that is not an integer",
         lambda e: _op(e, "MaxRoiPool") and _detail_is(e, "batch-index-fraction"),
+    ),
+    (
+        "semantics: MaxRoiPool: `spatial_scale` ≤ 0 or not finite",
+        lambda e: _op(e, "MaxRoiPool") and _detail_is(e, "attr-value:spatial_scale"),
     ),
     (
         "semantics: MaxRoiPool: NaN or ±Inf roi coordinate",
