@@ -261,3 +261,16 @@ def test_kernel_error_reaches_the_caller() -> None:
     )
     with pytest.raises(customops.KernelError, match="with the same N"):
         customops.InferenceSession(customops.rewrite(model)).run(None, feed)
+
+
+@pytest.mark.parametrize("size", [[3, 1, 17, 5], [2, 1, 3, 7, 4]])
+def test_rows_split_over_threads_give_the_same_bits(monkeypatch, size) -> None:
+    from customops.accel import parallel
+
+    spatial = len(size) - 2
+    theta = np.random.default_rng(9).standard_normal((size[0], spatial, spatial + 1)).astype(F32)
+    monkeypatch.setitem(parallel._state, "threads", 1)
+    serial = affine_grid(theta, np.array(size), align_corners=1)
+    monkeypatch.setitem(parallel._state, "threads", 3)
+    monkeypatch.setattr(parallel, "_MIN_WORK", 1)
+    assert affine_grid(theta, np.array(size), align_corners=1).tobytes() == serial.tobytes()
