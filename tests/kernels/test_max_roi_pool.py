@@ -307,3 +307,17 @@ def test_kernel_error_reaches_the_caller() -> None:
     )
     with pytest.raises(customops.KernelError, match=r"batch index 0\.5"):
         customops.InferenceSession(customops.rewrite(model)).run(None, feed)
+
+
+def test_rois_split_over_threads_give_the_same_bits(monkeypatch) -> None:
+    from customops.accel import parallel
+
+    rng = np.random.default_rng(21)
+    x = rng.standard_normal((2, 5, 9, 11)).astype(F32)
+    x[0, 1, 2, 3] = np.nan
+    rois = np.array([[0, 0, 0, 10, 8], [1, 2, 3, 7, 5], [0, -4, -4, 3, 3], [1, 9, 1, 2, 7]] * 3, F32)
+    monkeypatch.setitem(parallel._state, "threads", 1)
+    serial = max_roi_pool(x, rois, pooled_shape=[3, 4])
+    monkeypatch.setitem(parallel._state, "threads", 3)
+    monkeypatch.setattr(parallel, "_MIN_WORK", 1)
+    assert max_roi_pool(x, rois, pooled_shape=[3, 4]).tobytes() == serial.tobytes()
