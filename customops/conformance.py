@@ -14,7 +14,7 @@ from customops.registry import CUSTOM_OPS
 BACKEND_PREFIXES = tuple(prefix for op in CUSTOM_OPS.values() for prefix in op.backend_tests)
 """Name prefixes of the backend node tests of our operators (customops.registry.CustomOp.backend_tests)."""
 
-CASE_MODULES = tuple(sorted(op.case_module for op in CUSTOM_OPS.values()))
+CASE_MODULES = tuple(sorted(op.case_module for op in CUSTOM_OPS.values() if op.case_module))
 """onnx's case modules (``onnx/backend/test/case/node/<name>.py``, in the order onnx collects them) that
 define the tests named by :data:`BACKEND_PREFIXES`."""
 

@@ -215,6 +215,26 @@ CUSTOM_OPS: dict[str, CustomOp] = {
             case_module="center_crop_pad",
             reference_limit=50_000_000,
         ),
+        CustomOp(
+            name="AffineGrid",
+            kernel="customops.kernels.affine_grid:affine_grid",
+            inputs=(("theta", "T"), ("size", "int64")),
+            attributes=(("align_corners", "int"),),
+            types=("float", "double"),
+            backend_tests=("test_affine_grid_",),
+            case_module="affinegrid",
+            # measured: 0.7 s for a grid of 16.7M elements (8x1024x1024x2); the limit counts inputs, and
+            # theta and size are tiny, so it never holds the reference back on this op
+            reference_limit=12_000_000,
+        ),
+        CustomOp(
+            name="MaxRoiPool",
+            kernel="customops.kernels.max_roi_pool:max_roi_pool",
+            inputs=(("X", "T"), ("rois", "T")),
+            attributes=(("pooled_shape", "ints"), ("spatial_scale", "float")),
+            types=("float", "double"),
+            reference_limit=12_000_000,  # onnx 1.23's reference has no MaxRoiPool
+        ),
     )
 }
 
@@ -427,6 +447,30 @@ OPS: tuple[OpVersion, ...] = (
         (Attr("axes", "ints"),),
         _ALL_13,
         "CenterCropPad",
+    ),
+    OpVersion(
+        "AffineGrid",
+        20,
+        (Input("theta"), Input("size", ("int64",))),
+        (Attr("align_corners", "int", 0),),
+        ("bfloat16", "float16", "float", "double"),
+        "AffineGrid",
+    ),
+    OpVersion(
+        "MaxRoiPool",
+        1,
+        (Input("X"), Input("rois")),
+        (Attr("pooled_shape", "ints", required=True), Attr("spatial_scale", "float", 1.0)),
+        ("float16", "float", "double"),
+        "MaxRoiPool",
+    ),
+    OpVersion(
+        "MaxRoiPool",
+        22,
+        (Input("X"), Input("rois")),
+        (Attr("pooled_shape", "ints", required=True), Attr("spatial_scale", "float", 1.0)),
+        ("bfloat16", "float16", "float", "double"),
+        "MaxRoiPool",
     ),
 )
 

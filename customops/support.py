@@ -40,6 +40,10 @@ def probe_opset(opv: OpVersion) -> int:
     return opset if lookup(opv.op, opset) == opv else opv.version
 
 
+_PROBE_ATTRS: dict[str, dict[str, object]] = {"MaxRoiPool": {"pooled_shape": (1, 1)}}
+"""Required attributes whose probe value above would fail ONNX's shape inference at load."""
+
+
 def _probe_model(opv: OpVersion, elem: str) -> bytes:
     code = _CODE[elem]
     inputs = []
@@ -50,6 +54,7 @@ def _probe_model(opv: OpVersion, elem: str) -> bytes:
         names.append(inp.name)
     attrs = {a.name: (1.0, 1.0, 1.0, 1.0) for a in opv.attributes if a.required and a.kind == "floats"}
     attrs.update({a.name: (0, 0, 0, 0) for a in opv.attributes if a.required and a.kind == "ints"})
+    attrs.update(_PROBE_ATTRS.get(opv.op, {}))
     node = helper.make_node(opv.op, names, ["Y"], **attrs)
     graph = helper.make_graph([node], "probe", inputs, [helper.make_tensor_value_info("Y", code, None)])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", probe_opset(opv))])

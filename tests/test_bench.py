@@ -187,6 +187,8 @@ def test_suite_covers_the_required_workloads() -> None:
         "col2im-16ch-3x3",
         "centercroppad-crop",
         "centercroppad-pad",
+        "affinegrid-2d",
+        "maxroipool-7x7",
     ):
         assert required in names
     assert any(w.small for w in suite.suite())

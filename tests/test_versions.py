@@ -13,8 +13,10 @@ from onnx import TensorProto, helper
 
 import customops
 from customops.bridge.runtime import NUMPY_TYPES
+from customops.kernels.affine_grid import affine_grid
 from customops.kernels.center_crop_pad import center_crop_pad
 from customops.kernels.col2im import col2im
+from customops.kernels.max_roi_pool import max_roi_pool
 from customops.kernels.pad import pad
 from customops.kernels.resize import resize
 from customops.kernels.upsample import upsample
@@ -70,12 +72,31 @@ def _case(opv, elem):
         inputs = {"input": x, "image_shape": image, "block_shape": block}
         model, feed = one_node_model("Col2Im", inputs, opset, initializers=("image_shape", "block_shape"))
         return model, feed, col2im(x, image, block)
+    if opv.custom == "AffineGrid":
+        return _affine_grid_case(elem, opset)
+    if opv.custom == "MaxRoiPool":
+        return _max_roi_pool_case(elem, opset)
     x = _data((2, 3), elem)
     shape = np.array([3, 2], np.int64)
     model, feed = one_node_model(
         "CenterCropPad", {"input_data": x, "shape": shape}, opset, initializers=("shape",)
     )
     return model, feed, center_crop_pad(x, shape)
+
+
+def _affine_grid_case(elem, opset):
+    theta = np.array([[[1, 0.5, 0], [0, 1, 0.25]]], NUMPY_TYPES[elem])
+    size = np.array([1, 1, 2, 3], np.int64)
+    inputs = {"theta": theta, "size": size}
+    model, feed = one_node_model("AffineGrid", inputs, opset, initializers=("size",), out_rank=4)
+    return model, feed, affine_grid(theta, size)
+
+
+def _max_roi_pool_case(elem, opset):
+    x = _data((1, 2, 4, 5), elem)
+    rois = np.array([[0, 0, 0, 4, 3], [0, 1.5, 0.5, 2, 2]], NUMPY_TYPES[elem])
+    model, feed = one_node_model("MaxRoiPool", {"X": x, "rois": rois}, opset, pooled_shape=[2, 2])
+    return model, feed, max_roi_pool(x, rois, pooled_shape=[2, 2])
 
 
 CASES = [(opv, elem) for opv in OPS for elem in opv.types if elem in NATIVE_TYPES]

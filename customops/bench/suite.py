@@ -131,6 +131,50 @@ def _center_crop_pad(full: tuple[int, ...], quick_shape: tuple[int, ...], factor
     return build
 
 
+def _affine_grid(full: tuple[int, ...], quick_size: tuple[int, ...]) -> Builder:
+    def build(quick: bool) -> tuple[Any, dict[str, Any], str]:
+        import numpy as np
+        from onnx import helper
+
+        size = quick_size if quick else full
+        spatial = len(size) - 2
+        theta = random_data((size[0], spatial, spatial + 1))
+        node = helper.make_node("AffineGrid", ["x", "size"], ["grid"])  # x: theta
+        inits = {"size": np.array(size, np.int64)}
+        text = f"theta {size[0]}x{spatial}x{spatial + 1} -> " + "x".join(
+            map(str, (size[0], *size[2:], spatial))
+        )
+        model = one_node_model(node, [("x", theta)], inits, 20, out_rank=spatial + 2)
+        return model, {"x": theta}, text
+
+    return build
+
+
+def _max_roi_pool(
+    full: tuple[int, ...], quick_shape: tuple[int, ...], boxes: int, quick_boxes: int
+) -> Builder:
+    def build(quick: bool) -> tuple[Any, dict[str, Any], str]:
+        import numpy as np
+        from onnx import helper
+
+        shape, count = (quick_shape, quick_boxes) if quick else (full, boxes)
+        x = random_data(shape)
+        rng = np.random.default_rng(1)
+        scale = 1 / 16  # boxes in image pixels, X a stride-16 feature map (Fast R-CNN's VGG16 setting)
+        extent = np.array([shape[3], shape[2]]) / scale
+        corner = rng.uniform(0, 0.9, (count, 2)) * extent
+        size = rng.uniform(16, 0.4 * extent.min(), (count, 2))
+        rois = np.concatenate(
+            [np.zeros((count, 1)), corner, np.minimum(corner + size, extent - 1)], axis=1
+        ).astype(np.float32)
+        node = helper.make_node("MaxRoiPool", ["x", "rois"], ["y"], pooled_shape=[7, 7], spatial_scale=scale)
+        text = "x".join(map(str, shape)) + f", {count} boxes -> 7x7"
+        model = one_node_model(node, [("x", x)], {"rois": rois}, 1)
+        return model, {"x": x}, text
+
+    return build
+
+
 def suite() -> list[Workload]:
     """The fixed benchmark suite, in table order."""
     img, img_q = (1, 3, 512, 512), (1, 3, 96, 96)
@@ -162,6 +206,9 @@ def suite() -> list[Workload]:
         Workload("col2im-16ch-3x3", "Col2Im", _col2im(16, 256, 32, 3)),
         Workload("centercroppad-crop", "CenterCropPad", _center_crop_pad(big, big_q, 0.75)),
         Workload("centercroppad-pad", "CenterCropPad", _center_crop_pad(big, big_q, 1.25)),
+        Workload("affinegrid-2d", "AffineGrid", _affine_grid((8, 3, 256, 256), (2, 3, 32, 32))),
+        Workload("affinegrid-3d", "AffineGrid", _affine_grid((2, 1, 32, 64, 64), (1, 1, 8, 16, 16))),
+        Workload("maxroipool-7x7", "MaxRoiPool", _max_roi_pool((1, 256, 64, 64), (1, 16, 32, 32), 200, 20)),
         Workload("small-resize-nearest-x2", "Resize", _resize("nearest", tiny, tiny, 2), small=True),
         Workload("small-resize-linear-x2", "Resize", _resize("linear", tiny, tiny, 2), small=True),
         Workload("small-resize-cubic-x2", "Resize", _resize("cubic", tiny, tiny, 2), small=True),

@@ -9,7 +9,7 @@ import numpy as np
 from onnx import NodeProto, helper
 
 from customops import dtypes
-from customops.eval.known import INDEX_INPUTS, Signature, Subject, known_labels
+from customops.eval.known import INDEX_INPUTS, OP_FACTS, Signature, Subject, known_labels, op_facts
 from customops.eval.testcase import tensor_value
 from customops.registry import lookup
 
@@ -100,6 +100,10 @@ def _facts(node: NodeProto, iso: Isolated, attrs: dict[str, Any], elem: str) -> 
                 facts[f"{name}_const"] = node.input[position] not in iso.feed
                 if name == "image_shape":
                     facts["spatial"] = int(np.asarray(value).size)
+    if opv is not None and opv.op in OP_FACTS:
+        given = [(p, name) for p, name in enumerate(names) if p < len(node.input) and node.input[p]]
+        values = {name: _value(iso, node.input[p]) for p, name in given}
+        facts.update(op_facts(opv.op, values, attrs, built))
     return facts
 
 

@@ -133,7 +133,68 @@ def facts(ev: Any) -> dict[str, Any]:
             out[f"{name}_const"] = t.const
             if name == "image_shape":
                 out["spatial"] = int(t.value.size)
+    built = b.value if b is not None and b.status == "ok" else None
+    values = {name: t.value for name, t in case.inputs.items() if t is not None}
+    out.update(op_facts(case.op, values, case.attrs, built))
     return out
+
+
+def op_facts(op: str, inputs: dict[str, Any], attrs: dict[str, Any], builtin: Any) -> dict[str, Any]:
+    """The facts of one operator's rules (:data:`OP_FACTS`) from its inputs by registry name, its
+    attributes and ORT's output (None when ORT failed); {} for the other operators."""
+    reader = OP_FACTS.get(op)
+    return reader(inputs, attrs, builtin) if reader is not None else {}
+
+
+def _affine_grid_facts(inputs: dict[str, Any], attrs: dict[str, Any], builtin: Any) -> dict[str, Any]:
+    """AffineGrid: the grid's sizes (size without N and C)."""
+    if inputs.get("size") is None:
+        return {}
+    return {"grid_sizes": [int(v) for v in np.asarray(inputs["size"]).tolist()[2:]]}
+
+
+def _max_roi_pool_facts(inputs: dict[str, Any], attrs: dict[str, Any], builtin: Any) -> dict[str, Any]:
+    """MaxRoiPool: whether X holds a NaN, whether ORT's output holds float32's lowest value, whether
+    float32 bin edges (ORT's arithmetic) differ from the exact ones."""
+    out: dict[str, Any] = {}
+    if inputs.get("X") is not None:
+        out["x_has_nan"] = bool(np.isnan(np.asarray(inputs["X"], dtype=np.float64)).any())
+    if builtin is not None:
+        out["builtin_has_lowest"] = bool((np.asarray(builtin) == np.finfo(np.float32).min).any())
+    rois, pooled = inputs.get("rois"), attrs.get("pooled_shape")
+    if rois is not None and pooled is not None and len(pooled) == 2:
+        scale = float(attrs.get("spatial_scale", 1.0))
+        out["float_bin_edges_differ"] = _float_bins_differ(np.asarray(rois), scale, list(pooled))
+    return out
+
+
+OP_FACTS: dict[str, Callable[[dict[str, Any], dict[str, Any], Any], dict[str, Any]]] = {
+    "AffineGrid": _affine_grid_facts,
+    "MaxRoiPool": _max_roi_pool_facts,
+}
+"""Facts some operators' rules read beyond :func:`facts`' common ones, by op type."""
+
+
+def _float_bins_differ(rois: np.ndarray, scale: float, pooled: list[int]) -> bool:
+    """Whether a bin edge ORT computes in float32 (``floor(p * float(L) / P)``, ``ceil``) differs from
+    the exact one for one of ``rois``."""
+    if rois.ndim != 2 or rois.shape[1] != 5 or min(pooled) < 1 or not np.isfinite(rois).all():
+        return False
+    f32 = np.float32
+    for roi in rois.astype(np.float32).tolist():
+        with np.errstate(over="ignore"):
+            products = [float(f32(v) * f32(scale)) for v in roi[1:]]  # ORT: float32, then C's round()
+        if not all(np.isfinite(products)):
+            continue
+        x1, y1, x2, y2 = (int(np.copysign(np.floor(abs(v) + 0.5), v)) for v in products)
+        for span, bins in ((max(y2 - y1 + 1, 1), pooled[0]), (max(x2 - x1 + 1, 1), pooled[1])):
+            size = f32(span) / f32(bins)
+            for p in range(bins):
+                if int(np.floor(f32(p) * size)) != (p * span) // bins:
+                    return True
+                if int(np.ceil(f32(p + 1) * size)) != -((-(p + 1) * span) // bins):
+                    return True
+    return False
 
 
 def _has(entry: Labelled, text: str) -> bool:
@@ -416,6 +477,61 @@ _RULES: list[tuple[str, Callable[[Labelled], bool]]] = [
             and _detail_is(e, "attr-value:nearest_mode")
             and _attr(e, "mode") in ("linear", "cubic")
         ),
+    ),
+    # AffineGrid (docs/ort-deviations.md and docs/semantics.md)
+    ("T-AFFINEGRID", lambda e: _op(e, "AffineGrid") and _missing_type(e)),
+    (
+        "AG-FLOAT16-FUNCTION",
+        lambda e: (
+            _op(e, "AffineGrid")
+            and _fact(e, "dtype") == "float16"
+            and _ort_side(e)
+            and e.signature.kind in ("rejects-valid", "value", "shape", "dtype")
+        ),
+    ),
+    (
+        "AG-ALIGN-CORNERS-SIZE-1",
+        lambda e: (
+            _op(e, "AffineGrid")
+            and _ort_output(e)
+            and _attr(e, "align_corners") == 1
+            and 1 in (_fact(e, "grid_sizes") or [])
+        ),
+    ),
+    ("AG-ZERO-SIZE", lambda e: _op(e, "AffineGrid") and _has(e, "must be positive")),
+    (
+        "semantics: AffineGrid: `align_corners` other than 0 or 1",
+        lambda e: _op(e, "AffineGrid") and _detail_is(e, "attr-value:align_corners"),
+    ),
+    (
+        "semantics: AffineGrid: a negative entry of `size`",
+        lambda e: _op(e, "AffineGrid") and _detail_is(e, "size-negative"),
+    ),
+    # MaxRoiPool (docs/ort-deviations.md and docs/semantics.md)
+    ("T-MAXROIPOOL", lambda e: _op(e, "MaxRoiPool") and _missing_type(e)),
+    (
+        "MRP-NAN-DROPPED",
+        lambda e: _op(e, "MaxRoiPool") and _ort_output(e) and bool(_fact(e, "x_has_nan")),
+    ),
+    (
+        "MRP-NEG-INF-LOWEST",
+        lambda e: _op(e, "MaxRoiPool") and _ort_output(e) and bool(_fact(e, "builtin_has_lowest")),
+    ),
+    (
+        "MRP-FLOAT-BIN-EDGE",
+        lambda e: _op(e, "MaxRoiPool") and _ort_output(e) and bool(_fact(e, "float_bin_edges_differ")),
+    ),
+    (
+        "semantics: MaxRoiPool: batch index that is not an integer",
+        lambda e: _op(e, "MaxRoiPool") and _detail_is(e, "batch-index-fraction"),
+    ),
+    (
+        "semantics: MaxRoiPool: `spatial_scale` ≤ 0 or not finite",
+        lambda e: _op(e, "MaxRoiPool") and _detail_is(e, "attr-value:spatial_scale"),
+    ),
+    (
+        "semantics: MaxRoiPool: NaN or ±Inf roi coordinate",
+        lambda e: _op(e, "MaxRoiPool") and _detail_is(e, "roi-nonfinite"),
     ),
 ]
 

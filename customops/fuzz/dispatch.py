@@ -9,8 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from customops.fuzz.case import Case, carriable
+from customops.fuzz.spaces.affine_grid import AffineGridSpace
 from customops.fuzz.spaces.base import FLOAT_SHARE, INVALID_SHARE, Space, Verdict, case_rng
 from customops.fuzz.spaces.col2im import Col2ImSpace
+from customops.fuzz.spaces.max_roi_pool import MaxRoiPoolSpace
 from customops.fuzz.spaces.pad import CenterCropPadSpace, PadSpace
 from customops.fuzz.spaces.resize import ResizeSpace, UpsampleSpace
 from customops.registry import OpVersion, type_support
@@ -19,7 +21,16 @@ from customops.registry import OpVersion, type_support
 def spaces() -> dict[str, Space]:
     """The space of every operator we fuzz, by op type."""
     return {
-        s.op: s for s in (ResizeSpace(), UpsampleSpace(), PadSpace(), Col2ImSpace(), CenterCropPadSpace())
+        s.op: s
+        for s in (
+            ResizeSpace(),
+            UpsampleSpace(),
+            PadSpace(),
+            Col2ImSpace(),
+            CenterCropPadSpace(),
+            AffineGridSpace(),
+            MaxRoiPoolSpace(),
+        )
     }
 
 

@@ -305,6 +305,28 @@ def _center_crop_pad_inputs(
     return [shape], kernel
 
 
+def _affine_grid_inputs(
+    b: _Builder, values: dict[str, object], compute: str, bridged: bool
+) -> tuple[list[str], dict[str, object]]:
+    """AffineGrid: the size input, required, as int64."""
+    size = b.index_input(1, "size")
+    if size is None:
+        raise Skip("AffineGrid needs its size input")
+    return [size], {"align_corners": values["align_corners"]}
+
+
+def _max_roi_pool_inputs(
+    b: _Builder, values: dict[str, object], compute: str, bridged: bool
+) -> tuple[list[str], dict[str, object]]:
+    """MaxRoiPool: the rois input, required, Cast to ``compute`` when the node is ``bridged``."""
+    rois = b.input(1)
+    if not rois:
+        raise Skip("MaxRoiPool needs its rois input")
+    if bridged:
+        rois = b.cast(rois, compute, "cast_rois")
+    return [rois], {"pooled_shape": values["pooled_shape"], "spatial_scale": values["spatial_scale"]}
+
+
 def _custom_outputs(b: _Builder, elem: str, bridged: bool) -> list[str]:
     """The custom node's output: the node's first output, or, when ``bridged``, a new value that a Cast
     helper after the custom node turns back into ``elem`` under the node's output name."""
@@ -421,5 +443,7 @@ TRANSLATORS: dict[str, Translator] = {
     "Pad": _pad_inputs,
     "Col2Im": _col2im_inputs,
     "CenterCropPad": _center_crop_pad_inputs,
+    "AffineGrid": _affine_grid_inputs,
+    "MaxRoiPool": _max_roi_pool_inputs,
 }
 """One row per custom op of the registry: adding an operator adds a row here."""

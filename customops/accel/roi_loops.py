@@ -1,0 +1,42 @@
+"""Compiled loop of MaxRoiPool (customops.kernels.max_roi_pool): the maximum of each bin, channel by channel.
+
+A plain Python function, compiled on demand by :func:`customops.accel.jit.get` (``numba.njit``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def max_roi_pool_last(x: Any, out: Any, batch: Any, rows: Any, cols: Any, start: int, stop: int) -> None:
+    """Rois [start, stop) of out (R, PH, PW, C) from the channels-last x (N, H, W, C): each bin the
+    maximum of its window, NaN when the window holds one (a NaN wins and stays: nothing compares
+    greater), 0 when the window is empty. The inner loop runs over contiguous channels.
+
+    ``batch`` (R) is each roi's image; ``rows`` (R, PH, 2) and ``cols`` (R, PW, 2) are the [start, end)
+    of each bin's rows and columns, already clipped to the image.
+    """
+    channels = out.shape[3]
+    for r in range(start, stop):
+        img = x[batch[r]]
+        for i in range(out.shape[1]):
+            y0 = rows[r, i, 0]
+            y1 = rows[r, i, 1]
+            for j in range(out.shape[2]):
+                x0 = cols[r, j, 0]
+                x1 = cols[r, j, 1]
+                acc = out[r, i, j]
+                if y1 <= y0 or x1 <= x0:
+                    for c in range(channels):
+                        acc[c] = 0
+                    continue
+                first = img[y0, x0]
+                for c in range(channels):
+                    acc[c] = first[c]
+                for y in range(y0, y1):
+                    for k in range(x0, x1):
+                        pixel = img[y, k]
+                        for c in range(channels):
+                            v = pixel[c]
+                            a = acc[c]
+                            acc[c] = v if (v > a or v != v) else a
