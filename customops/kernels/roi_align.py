@@ -59,7 +59,7 @@ def roi_align(
     configuration (a message naming the rule)."""
     x, boxes, batch = _check(X, rois, batch_indices, mode, coordinate_transformation_mode)
     oh, ow, ratio = _sizes(output_height, output_width, sampling_ratio)
-    n, c, h, w = x.shape
+    _, c, h, w = x.shape
     out_shape = (boxes.shape[0], c, oh, ow)
     limits.check_output(out_shape, x.dtype)
     if math.prod(out_shape) == 0:
