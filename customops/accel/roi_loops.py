@@ -61,6 +61,7 @@ def roi_align_bins(
     oh = out.shape[2]
     ow = out.shape[3]
     rows = np.empty((max(1, x.shape[2]), max(1, ow)))
+    sums = np.empty(max(1, ow))
     for r in range(start, stop):
         gy = meta[r, 1]
         gx = meta[r, 3]
@@ -81,7 +82,9 @@ def roi_align_bins(
             if use_max:
                 _max_channel(img, out[r, c], ys, wys, gy, xs, wxs, gx, meta[r, 5], meta[r, 6], rows, careful)
             else:
-                _avg_channel(img, out[r, c], ys, wys, gy, xs, wxs, gx, meta[r, 5], meta[r, 6], rows, careful)
+                _avg_channel(
+                    img, out[r, c], ys, wys, gy, xs, wxs, gx, meta[r, 5], meta[r, 6], rows, sums, careful
+                )
 
 
 def _band_finite(img: Any, r0: int, r1: int, c0: int, c1: int) -> bool:
@@ -106,10 +109,11 @@ def _avg_channel(
     r0: int,
     r1: int,
     rows: Any,
+    sums: Any,
     careful: bool,
 ) -> None:
     """out (oh, ow): the mean of each bin's samples, x first over rows r0..r1 into ``rows``, then y
-    (output columns innermost: independent sums)."""
+    into ``sums`` (float64 scratch of ow entries; output columns innermost: independent sums)."""
     oh = out.shape[0]
     ow = out.shape[1]
     for i in range(r0, r1 + 1):
@@ -130,8 +134,8 @@ def _avg_channel(
                 else:
                     acc[q] += wa * line[xs[j, 0]] + wb * line[xs[j, 1]]
     count = float(gy * gx)
+    res = sums
     for p in range(oh):
-        res = out[p]
         for q in range(ow):
             res[q] = 0.0
         for i in range(p * gy, (p + 1) * gy):
@@ -148,7 +152,7 @@ def _avg_channel(
                 if wb != 0.0:
                     res[q] += wb * rb[q]
         for q in range(ow):
-            res[q] = res[q] / count
+            out[p, q] = res[q] / count
 
 
 def _max_channel(

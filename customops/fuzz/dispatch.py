@@ -13,13 +13,22 @@ from customops.fuzz.spaces.base import FLOAT_SHARE, INVALID_SHARE, Space, Verdic
 from customops.fuzz.spaces.col2im import Col2ImSpace
 from customops.fuzz.spaces.pad import CenterCropPadSpace, PadSpace
 from customops.fuzz.spaces.resize import ResizeSpace, UpsampleSpace
+from customops.fuzz.spaces.roi_align import RoiAlignSpace
 from customops.registry import OpVersion, type_support
 
 
 def spaces() -> dict[str, Space]:
     """The space of every operator we fuzz, by op type."""
     return {
-        s.op: s for s in (ResizeSpace(), UpsampleSpace(), PadSpace(), Col2ImSpace(), CenterCropPadSpace())
+        s.op: s
+        for s in (
+            ResizeSpace(),
+            UpsampleSpace(),
+            PadSpace(),
+            Col2ImSpace(),
+            CenterCropPadSpace(),
+            RoiAlignSpace(),
+        )
     }
 
 
