@@ -41,8 +41,9 @@ def _draw_rois(rng: np.random.Generator, count: int, h: int, w: int, scale: floa
         b = a + np.round(rng.uniform(0.0, 1.0, 2) * span[:2] * 4) / 4
         if u < 0.1:
             b = a.copy()  # degenerate: a point
-        elif u < 0.2:
-            a, b = b, a  # reversed
+        elif u < 0.2:  # reversed along x, y or both
+            flip = [[True, False], [False, True], [True, True]][int(rng.integers(0, 3))]
+            a, b = np.where(flip, b, a), np.where(flip, a, b)
         elif u < 0.3:
             a = rng.uniform(-2, 1.2, 2) * span[:2]
             b = a + rng.uniform(-0.2, 1.0, 2) * span[:2]
