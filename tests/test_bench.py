@@ -187,6 +187,8 @@ def test_suite_covers_the_required_workloads() -> None:
         "col2im-16ch-3x3",
         "centercroppad-crop",
         "centercroppad-pad",
+        "roialign-avg",
+        "roialign-max",
     ):
         assert required in names
     assert any(w.small for w in suite.suite())

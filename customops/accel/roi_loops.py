@@ -172,7 +172,10 @@ def _max_channel(
     """out (oh, ow): the largest weighted corner term of each bin (NaN when one is NaN). Weights are
     separable and >= 0, so max(w_y * w_x * v) over a bin is max over its y points of w_y * (the largest
     w_x * v over its x points) — exact, as multiplying by w_y > 0 keeps the order; ``rows`` holds the
-    latter for rows r0..r1 (output columns innermost: independent maxima)."""
+    latter for rows r0..r1 (output columns innermost: independent maxima). Longer than 60 lines: the
+    two passes, each with its careful branch, in one compiled function (a call per row would cost more
+    than the row)."""
+
     oh = out.shape[0]
     ow = out.shape[1]
     for i in range(r0, r1 + 1):

@@ -35,11 +35,14 @@ MAX_AXIS_SAMPLES = 1 << 20
 """The most sample points of one ROI along one axis (output size x grid size): an adaptive grid over a
 huge ROI would otherwise be unbounded."""
 
-MAX_TOTAL_SAMPLES = 1 << 24
+MAX_TOTAL_SAMPLES = 1 << 21
 """The most sample points of all ROIs together along one axis (bounds the tables)."""
 
-MAX_TERMS = 1 << 26
-"""The most weighted corner terms max mode compares for one ROI and channel block (bounds its scratch)."""
+MAX_TERMS = 1 << 24
+"""The most weighted corner terms the numpy path of max mode compares for one ROI and channel."""
+
+_BLOCK = 1 << 22
+"""Elements of the numpy max path's scratch per block of channels (at least one channel a block)."""
 
 
 def roi_align(
@@ -348,7 +351,7 @@ def _maximum(image: np.ndarray, y: _Samples, x: _Samples) -> np.ndarray:
             f"max mode would compare {terms.size} weighted terms per channel of one ROI, more than {MAX_TERMS}"
         )
     out = np.empty((c, oh, ow))
-    step = max(1, MAX_TERMS // max(terms.size, 1))
+    step = max(1, _BLOCK // max(terms.size, 1))
     for lo in range(0, c, step):
         pixels = image[lo : lo + step][:, iy][:, :, ix]
         if np.isfinite(pixels).all():
