@@ -230,7 +230,7 @@ CUSTOM_OPS: dict[str, CustomOp] = {
             types=("float", "double"),
             backend_tests=("test_roialign",),
             case_module="roialign",
-            reference_limit=60_000,
+            reference_limit=250_000,
         ),
     )
 }
