@@ -262,6 +262,11 @@ def _axis(
         extent = np.maximum(extent, 1.0)  # RoiAlign-10's rule: ROIs are at least 1x1
     bin_size = extent / size
     if ratio > 0:
+        if size * ratio > MAX_AXIS_SAMPLES:
+            raise KernelError(
+                f"{size} bins of {ratio} x {ratio} sample points (sampling_ratio {ratio}) need {size * ratio} "
+                f"points along the {name} of each ROI, more than the {MAX_AXIS_SAMPLES} this kernel computes"
+            )
         grid = np.full(len(start), ratio, dtype=np.int64)
     else:
         wanted = np.maximum(np.ceil(bin_size), 0.0)

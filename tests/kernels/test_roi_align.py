@@ -381,6 +381,7 @@ def test_output_has_the_input_type_and_rounds_once(dtype) -> None:
         ((LINEAR.astype(np.int32), [[0, 0, 1, 1]], [0]), {}, "element type int32"),
         ((np.zeros((1, 1, 0, 3)), [[0, 0, 1, 1]], [0]), {}, "empty spatial axis"),
         ((LINEAR, [[0, 0, 1e30, 1]], [0]), {}, "sample points"),
+        ((LINEAR, [[0, 0, 1, 1]], [0]), {"sampling_ratio": 2**62}, "sample points"),
     ],
 )
 def test_invalid_inputs_raise_kernel_error(args, kwargs, message) -> None:
