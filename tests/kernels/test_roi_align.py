@@ -11,7 +11,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import customops
-from customops.accel import roi_loops
+from customops.accel import jit, parallel, roi_loops
 from customops.errors import KernelError
 from customops.kernels.roi_align import roi_align
 from tests.helpers import backend_cases, one_node_model, run_builtin, run_custom
@@ -522,3 +522,22 @@ def test_kernel_error_inside_a_session_names_the_rule() -> None:
     feed["batch_indices"] = np.array([0, 5, 0], np.int64)
     with pytest.raises(KernelError, match="out of range"):
         sess.run(None, feed)
+
+
+@pytest.mark.skipif(not jit.enabled(), reason="numba is not available")
+def test_split_over_threads_gives_the_same_bits(monkeypatch) -> None:
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((2, 5, 9, 11)).astype(np.float32)
+    x[1, 2, 4, 4] = np.inf
+    rois = np.concatenate([rng.uniform(-2, 8, (9, 2)), rng.uniform(0, 12, (9, 2))], axis=1).astype(np.float32)
+    batch = rng.integers(0, 2, 9)
+    calls = [
+        dict(mode=m, coordinate_transformation_mode=c, sampling_ratio=s, output_height=3, output_width=2)
+        for m, c, s in itertools.product(("avg", "max"), ("half_pixel", "output_half_pixel"), (0, 2))
+    ]
+    monkeypatch.setitem(parallel._state, "threads", 1)
+    serial = [roi_align(x, rois, batch, **kw) for kw in calls]
+    monkeypatch.setitem(parallel._state, "threads", 3)
+    monkeypatch.setattr(parallel, "_MIN_WORK", 1)
+    for kw, want in zip(calls, serial, strict=True):
+        assert roi_align(x, rois, batch, **kw).tobytes() == want.tobytes(), kw
