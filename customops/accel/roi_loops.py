@@ -7,10 +7,12 @@ weights per point, 0 for points outside the map) and passes them as flat tables.
 ``w_y * w_x * pixel``, and 0 where that weight is 0 whatever the pixel holds; sums are float64 and each
 bin is stored once, rounding to the output's type.
 
-avg is separable: each row of the ROI's band is first interpolated along x for every output column
-(the sum over that column's x samples), then those rows are combined along y, about half the work of
-forming every corner term; max takes the same two steps with maxima (see :func:`_max_channel`). Where the ROI's band of a channel
-holds inf or NaN, the loops test every weight (the quick ones multiply without looking).
+avg is separable: each row of the ROI's band is first reduced along x for every output column, then
+those rows are combined along y, about half the work of forming every corner term; where a ROI's bins
+are densely sampled (an adaptive grid), the x weights are first summed per pixel (:func:`_dense`), so
+that the x pass reads contiguous pixels once. max takes two steps too, with maxima over the points'
+own terms (see :func:`_max_channel`). Where the ROI's band of a channel holds inf or NaN, the loops
+test every weight (the quick ones multiply without looking).
 """
 
 from __future__ import annotations
@@ -21,7 +23,11 @@ from typing import Any
 
 import numpy as np
 
-_HELPERS = ("_band_finite", "_avg_channel", "_max_channel")
+_DENSE_LIMIT = 1 << 22
+"""The largest table of summed x weights (output width x map width) avg mode keeps; wider maps take
+the point-by-point x pass."""
+
+_HELPERS = ("_band_finite", "_dense", "_x_dense", "_x_sparse", "_avg_channel", "_max_channel")
 
 
 def compiled(get: Callable[..., Any]) -> Callable[..., Any] | None:
@@ -62,6 +68,9 @@ def roi_align_bins(
     ow = out.shape[3]
     rows = np.empty((max(1, x.shape[2]), max(1, ow)))
     sums = np.empty(max(1, ow))
+    dense_ok = ow * x.shape[3] <= _DENSE_LIMIT
+    ax = np.empty((ow, x.shape[3]) if dense_ok else (1, 1))
+    xspan = np.empty((max(1, ow), 2), dtype=np.int64)
     for r in range(start, stop):
         gy = meta[r, 1]
         gx = meta[r, 3]
@@ -76,15 +85,16 @@ def roi_align_bins(
         wys = yw[meta[r, 0] : meta[r, 0] + oh * gy]
         xs = xtab[meta[r, 2] : meta[r, 2] + ow * gx]
         wxs = xw[meta[r, 2] : meta[r, 2] + ow * gx]
+        use = dense_ok and not use_max and _dense(xs, wxs, gx, ow, ax, xspan)
+        dense = (use, ax, xspan)
+        m = meta[r]
         for c in range(channels):
             img = x[batch[r], c]
-            careful = not finite and not _band_finite(img, meta[r, 5], meta[r, 6], meta[r, 7], meta[r, 8])
+            careful = not finite and not _band_finite(img, m[5], m[6], m[7], m[8])
             if use_max:
-                _max_channel(img, out[r, c], ys, wys, gy, xs, wxs, gx, meta[r, 5], meta[r, 6], rows, careful)
+                _max_channel(img, out[r, c], ys, wys, gy, xs, wxs, gx, m[5], m[6], rows, careful)
             else:
-                _avg_channel(
-                    img, out[r, c], ys, wys, gy, xs, wxs, gx, meta[r, 5], meta[r, 6], rows, sums, careful
-                )
+                _avg_channel(img, out[r, c], ys, wys, gy, xs, wxs, gx, dense, m[5], m[6], rows, sums, careful)
 
 
 def _band_finite(img: Any, r0: int, r1: int, c0: int, c1: int) -> bool:
@@ -97,25 +107,61 @@ def _band_finite(img: Any, r0: int, r1: int, c0: int, c1: int) -> bool:
     return True
 
 
-def _avg_channel(
-    img: Any,
-    out: Any,
-    ys: Any,
-    wys: Any,
-    gy: int,
-    xs: Any,
-    wxs: Any,
-    gx: int,
-    r0: int,
-    r1: int,
-    rows: Any,
-    sums: Any,
-    careful: bool,
+def _dense(tab: Any, w: Any, grid: int, bins: int, mat: Any, span: Any) -> bool:
+    """The summed weight each bin gives each pixel along one axis, ``mat[q, lo : hi + 1]`` for bin q
+    with ``span[q]`` = (lo, hi), the pixels its points refer to (0 where none lands), when those
+    ranges hold no more pixels than the points have corners (else False, and ``mat`` is not set)."""
+    total = 0
+    for q in range(bins):
+        lo = tab[q * grid, 0]
+        hi = tab[q * grid, 1]
+        for j in range(q * grid, (q + 1) * grid):
+            lo = min(lo, tab[j, 0])
+            hi = max(hi, tab[j, 1])
+        span[q, 0] = lo
+        span[q, 1] = hi
+        total += hi - lo + 1
+    if total > 2 * bins * grid:
+        return False
+    for q in range(bins):
+        for k in range(span[q, 0], span[q, 1] + 1):
+            mat[q, k] = 0.0
+        for j in range(q * grid, (q + 1) * grid):
+            mat[q, tab[j, 0]] += w[j, 0]
+            mat[q, tab[j, 1]] += w[j, 1]
+    return True
+
+
+def _x_dense(img: Any, rows: Any, r0: int, r1: int, ax: Any, xspan: Any, ow: int, careful: bool) -> None:
+    """``rows[i - r0, q]`` for rows r0..r1: the sum over bin q's pixels (contiguous) of its summed
+    weight (:func:`_dense`) times the pixel, two rows at a time (independent sums); ``careful``
+    leaves out pixels of weight 0."""
+    i = r0
+    while i <= r1:
+        pair = i + 1 <= r1
+        la = img[i]
+        lb = img[i + 1] if pair else la
+        for q in range(ow):
+            acc_a = 0.0
+            acc_b = 0.0
+            weights = ax[q]
+            for k in range(xspan[q, 0], xspan[q, 1] + 1):
+                wk = weights[k]
+                if careful and wk == 0.0:
+                    continue
+                acc_a += wk * la[k]
+                acc_b += wk * lb[k]
+            rows[i - r0, q] = acc_a
+            if pair:
+                rows[i + 1 - r0, q] = acc_b
+        i += 2
+
+
+def _x_sparse(
+    img: Any, rows: Any, r0: int, r1: int, xs: Any, wxs: Any, gx: int, ow: int, careful: bool
 ) -> None:
-    """out (oh, ow): the mean of each bin's samples, x first over rows r0..r1 into ``rows``, then y
-    into ``sums`` (float64 scratch of ow entries; output columns innermost: independent sums)."""
-    oh = out.shape[0]
-    ow = out.shape[1]
+    """``rows[i - r0, q]`` for rows r0..r1: the sum over bin q's points of their two weighted pixels
+    (output columns innermost: independent sums); ``careful`` leaves out terms of weight 0."""
     for i in range(r0, r1 + 1):
         line = img[i]
         acc = rows[i - r0]
@@ -133,6 +179,34 @@ def _avg_channel(
                         acc[q] += wb * line[xs[j, 1]]
                 else:
                     acc[q] += wa * line[xs[j, 0]] + wb * line[xs[j, 1]]
+
+
+def _avg_channel(
+    img: Any,
+    out: Any,
+    ys: Any,
+    wys: Any,
+    gy: int,
+    xs: Any,
+    wxs: Any,
+    gx: int,
+    dense: Any,
+    r0: int,
+    r1: int,
+    rows: Any,
+    sums: Any,
+    careful: bool,
+) -> None:
+    """out (oh, ow): the mean of each bin's samples, x first over rows r0..r1 into ``rows``, then y
+    into ``sums`` (float64 scratch of ow entries; output columns innermost: independent sums). ``dense``
+    is (use it, ax, xspan): the x pass from :func:`_dense`'s summed weights when set."""
+    oh = out.shape[0]
+    ow = out.shape[1]
+    use, ax, xspan = dense
+    if use:
+        _x_dense(img, rows, r0, r1, ax, xspan, ow, careful)
+    else:
+        _x_sparse(img, rows, r0, r1, xs, wxs, gx, ow, careful)
     count = float(gy * gx)
     res = sums
     for p in range(oh):
