@@ -235,6 +235,23 @@ CUSTOM_OPS: dict[str, CustomOp] = {
             types=("float", "double"),
             reference_limit=12_000_000,  # onnx 1.23's reference has no MaxRoiPool
         ),
+        CustomOp(
+            name="RoiAlign",
+            kernel="customops.kernels.roi_align:roi_align",
+            inputs=(("X", "T"), ("rois", "T"), ("batch_indices", "int64")),
+            attributes=(
+                ("coordinate_transformation_mode", "string"),
+                ("mode", "string"),
+                ("output_height", "int"),
+                ("output_width", "int"),
+                ("sampling_ratio", "int"),
+                ("spatial_scale", "float"),
+            ),
+            types=("float", "double"),
+            backend_tests=("test_roialign",),
+            case_module="roialign",
+            reference_limit=250_000,
+        ),
     )
 }
 
@@ -313,6 +330,41 @@ def _pad_18(version: int, types: tuple[str, ...]) -> OpVersion:
 
 
 _ALL_13 = (*NATIVE_TYPES, "float16", "bfloat16", "complex64", "complex128")
+
+
+def _roi_align(version: int, types: tuple[str, ...]) -> OpVersion:
+    """RoiAlign-10 has no coordinate_transformation_mode (its behaviour is 16's 'output_half_pixel')."""
+    coords = (
+        (
+            Attr(
+                "coordinate_transformation_mode",
+                "string",
+                "half_pixel",
+                allowed=("half_pixel", "output_half_pixel"),
+            ),
+        )
+        if version >= 16
+        else ()
+    )
+    return OpVersion(
+        "RoiAlign",
+        version,
+        (Input("X"), Input("rois"), Input("batch_indices", ("int64",))),
+        (
+            *coords,
+            Attr("mode", "string", "avg", allowed=("avg", "max")),
+            Attr("output_height", "int", 1),
+            Attr("output_width", "int", 1),
+            Attr("sampling_ratio", "int", 0),
+            Attr("spatial_scale", "float", 1.0),
+        ),
+        types,
+        "RoiAlign",
+        notes="RoiAlign-10 samples without the half-pixel shift (16's output_half_pixel)"
+        if version == 10
+        else "",
+    )
+
 
 OPS: tuple[OpVersion, ...] = (
     OpVersion(
@@ -472,6 +524,9 @@ OPS: tuple[OpVersion, ...] = (
         ("bfloat16", "float16", "float", "double"),
         "MaxRoiPool",
     ),
+    _roi_align(10, ("float16", "float", "double")),
+    _roi_align(16, ("float16", "float", "double")),
+    _roi_align(22, ("bfloat16", "float16", "float", "double")),
 )
 
 OP_TYPES: tuple[str, ...] = tuple(dict.fromkeys(o.op for o in OPS))

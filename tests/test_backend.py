@@ -21,6 +21,7 @@ def test_all_our_backend_tests_are_collected():
         "test_wrap_pad",
         "test_upsample_nearest",
         "test_affine_grid_",
+        "test_roialign_",
     ):
         assert any(n.startswith(prefix) for n in names), prefix
     assert len(CASES) >= 55

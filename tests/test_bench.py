@@ -189,6 +189,8 @@ def test_suite_covers_the_required_workloads() -> None:
         "centercroppad-pad",
         "affinegrid-2d",
         "maxroipool-7x7",
+        "roialign-avg",
+        "roialign-max",
     ):
         assert required in names
     assert any(w.small for w in suite.suite())

@@ -19,6 +19,7 @@ from customops.kernels.col2im import col2im
 from customops.kernels.max_roi_pool import max_roi_pool
 from customops.kernels.pad import pad
 from customops.kernels.resize import resize
+from customops.kernels.roi_align import roi_align
 from customops.kernels.upsample import upsample
 from customops.registry import NATIVE_TYPES, OPS
 from customops.support import probe_opset
@@ -76,6 +77,14 @@ def _case(opv, elem):
         return _affine_grid_case(elem, opset)
     if opv.custom == "MaxRoiPool":
         return _max_roi_pool_case(elem, opset)
+    if opv.custom == "RoiAlign":
+        x = _data((2, 2, 4, 5), elem)
+        rois = np.array([[0.5, 0.25, 3, 2.5], [1, 1, 4, 3]], dtype=x.dtype)
+        batch = np.array([1, 0], np.int64)
+        inputs = {"X": x, "rois": rois, "batch_indices": batch}
+        model, feed = one_node_model("RoiAlign", inputs, opset, initializers=("rois",), output_height=2)
+        coord = "output_half_pixel" if opv.version == 10 else "half_pixel"
+        return model, feed, roi_align(x, rois, batch, output_height=2, coordinate_transformation_mode=coord)
     x = _data((2, 3), elem)
     shape = np.array([3, 2], np.int64)
     model, feed = one_node_model(

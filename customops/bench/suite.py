@@ -175,6 +175,32 @@ def _max_roi_pool(
     return build
 
 
+def _roi_align(mode: str, channels: int, size: int, boxes: int, quick: tuple[int, int, int]) -> Builder:
+    """RoiAlign-16 of ``boxes`` random boxes (4 to 32 pixels a side) on a 1 x channels x size x size map,
+    7x7 bins, adaptive sampling; rois and batch_indices are initializers (the feed is X alone, as for
+    every workload)."""
+
+    def build(is_quick: bool) -> tuple[Any, dict[str, Any], str]:
+        import numpy as np
+        from onnx import helper
+
+        c, n, count = quick if is_quick else (channels, size, boxes)
+        x = random_data((1, c, n, n))
+        rng = np.random.default_rng(1)
+        corner = rng.uniform(0, n * 0.75, (count, 2))
+        side = rng.uniform(4, n / 2, (count, 2))
+        rois = np.concatenate([corner, np.minimum(corner + side, n - 1)], axis=1).astype(np.float32)
+        batch = np.zeros(count, np.int64)
+        node = helper.make_node(
+            "RoiAlign", ["x", "rois", "batch_indices"], ["y"], mode=mode, output_height=7, output_width=7
+        )
+        inits = {"rois": rois, "batch_indices": batch}
+        text = f"1x{c}x{n}x{n}, {count} boxes -> 7x7 {mode}"
+        return one_node_model(node, [("x", x)], inits, 16), {"x": x}, text
+
+    return build
+
+
 def suite() -> list[Workload]:
     """The fixed benchmark suite, in table order."""
     img, img_q = (1, 3, 512, 512), (1, 3, 96, 96)
@@ -209,6 +235,8 @@ def suite() -> list[Workload]:
         Workload("affinegrid-2d", "AffineGrid", _affine_grid((8, 3, 256, 256), (2, 3, 32, 32))),
         Workload("affinegrid-3d", "AffineGrid", _affine_grid((2, 1, 32, 64, 64), (1, 1, 8, 16, 16))),
         Workload("maxroipool-7x7", "MaxRoiPool", _max_roi_pool((1, 256, 64, 64), (1, 16, 32, 32), 200, 20)),
+        Workload("roialign-avg", "RoiAlign", _roi_align("avg", 256, 64, 200, (16, 32, 20))),
+        Workload("roialign-max", "RoiAlign", _roi_align("max", 256, 64, 200, (16, 32, 20))),
         Workload("small-resize-nearest-x2", "Resize", _resize("nearest", tiny, tiny, 2), small=True),
         Workload("small-resize-linear-x2", "Resize", _resize("linear", tiny, tiny, 2), small=True),
         Workload("small-resize-cubic-x2", "Resize", _resize("cubic", tiny, tiny, 2), small=True),

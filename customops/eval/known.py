@@ -88,6 +88,8 @@ FOUND: dict[str, str] = {
     "F-COL2IM-NEGATIVE-PADS": "Col2Im-18: negative pads are accepted",
     "F-UNUSED-ATTRIBUTE-UNCHECKED": "Resize 11-19: an invalid nearest_mode is accepted when the mode is linear or "
     "cubic, which do not use it",
+    "F-ROIALIGN-COORD-UNCHECKED": "RoiAlign-16: an invalid coordinate_transformation_mode is accepted (and "
+    "read as output_half_pixel)",
 }
 """Deviations of ONNX Runtime found by this fuzzer (not in docs/ort-deviations.md), by id."""
 
@@ -532,6 +534,58 @@ _RULES: list[tuple[str, Callable[[Labelled], bool]]] = [
     (
         "semantics: MaxRoiPool: NaN or ±Inf roi coordinate",
         lambda e: _op(e, "MaxRoiPool") and _detail_is(e, "roi-nonfinite"),
+    ),
+    # RoiAlign (docs/ort-deviations.md, docs/semantics.md, found by this fuzzer)
+    ("T-ROIALIGN", lambda e: _op(e, "RoiAlign") and _missing_type(e)),
+    ("RA-REVERSED-ADAPTIVE", lambda e: _op(e, "RoiAlign") and _has(e, "overflow")),
+    (
+        "RA-EMPTY-MAP",
+        lambda e: (
+            _op(e, "RoiAlign")
+            and (
+                (
+                    e.signature.side == "builtin"
+                    and (
+                        _detail_is(e, "feature-map-empty")
+                        or (e.signature.kind == "crash" and (_fact(e, "zero_axes") or 0) > 0)
+                    )
+                )
+                # compare: our kernel refuses the node, ORT ran it
+                or (e.signature.side == "custom" and _has(e, "X has an empty spatial axis"))
+            )
+        ),
+    ),
+    (
+        "semantics: RoiAlign: non-finite ROI coordinates (rois or `spatial_scale` inf / NaN)",
+        lambda e: (
+            _op(e, "RoiAlign")
+            and (
+                _has(e, "All 'rois' values must be finite")
+                or (
+                    _output_kind(e)
+                    and (
+                        _feature(e, "rois-nonfinite")
+                        or str(_attr(e, "spatial_scale")) in ("nan", "inf", "-inf", "Infinity", "-Infinity")
+                    )
+                )
+            )
+        ),
+    ),
+    (
+        "semantics: RoiAlign: special values in X (inf, NaN, values near the type's limits)",
+        lambda e: _op(e, "RoiAlign") and _output_kind(e) and _feature(e, "special-values"),
+    ),
+    (
+        "semantics: RoiAlign: `output_height` / `output_width` ≤ 0",
+        lambda e: _op(e, "RoiAlign") and _detail_is(e, "output-size-nonpositive"),
+    ),
+    (
+        "F-ROIALIGN-COORD-UNCHECKED",
+        lambda e: (
+            _op(e, "RoiAlign")
+            and e.signature.side == "builtin"
+            and _detail_is(e, "attr-value:coordinate_transformation_mode")
+        ),
     ),
 ]
 

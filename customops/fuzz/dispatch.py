@@ -15,6 +15,7 @@ from customops.fuzz.spaces.col2im import Col2ImSpace
 from customops.fuzz.spaces.max_roi_pool import MaxRoiPoolSpace
 from customops.fuzz.spaces.pad import CenterCropPadSpace, PadSpace
 from customops.fuzz.spaces.resize import ResizeSpace, UpsampleSpace
+from customops.fuzz.spaces.roi_align import RoiAlignSpace
 from customops.registry import OpVersion, type_support
 
 
@@ -30,6 +31,7 @@ def spaces() -> dict[str, Space]:
             CenterCropPadSpace(),
             AffineGridSpace(),
             MaxRoiPoolSpace(),
+            RoiAlignSpace(),
         )
     }
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from customops.accel import jit, parallel, roi_loops
+from customops.accel import jit, parallel, roi_pool_loops
 from customops.errors import KernelError
 from customops.kernels import limits
 from customops.kernels.args import int_list
@@ -66,7 +66,7 @@ def max_roi_pool(
     if out.size == 0:
         return out
     batch, rows, cols = _tables(boxes, pooled, x.shape[2], x.shape[3])
-    loop = jit.get("max_roi_pool_last", roi_loops) if x.dtype in _JIT_TYPES else None
+    loop = jit.get("max_roi_pool_last", roi_pool_loops) if x.dtype in _JIT_TYPES else None
     if loop is None:
         _pool_numpy(x, out, batch, rows, cols)
         return out

@@ -327,6 +327,31 @@ def _max_roi_pool_inputs(
     return [rois], {"pooled_shape": values["pooled_shape"], "spatial_scale": values["spatial_scale"]}
 
 
+def _roi_align_inputs(
+    b: _Builder, values: dict[str, object], compute: str, bridged: bool
+) -> tuple[list[str], dict[str, object]]:
+    """RoiAlign: rois (Cast to ``compute`` when bridged) and batch_indices, both required and of the
+    types the spec allows (rois: X's type; batch_indices: int64); RoiAlign-10, which has no
+    coordinate_transformation_mode, samples as 16's 'output_half_pixel' does."""
+    kernel = dict(values)
+    if b.opv.version < 16:
+        kernel["coordinate_transformation_mode"] = "output_half_pixel"
+    rois, batch = b.input(1), b.input(2)
+    if not rois or not batch:
+        raise Skip("RoiAlign needs its rois and batch_indices inputs")
+    x_type, rois_type, batch_type = b.type_of(b.input(0)), b.type_of(rois), b.type_of(batch)
+    if rois_type is not None and rois_type != x_type:
+        raise Skip(
+            f"rois has element type {elem_type_name(rois_type)} but X has {elem_type_name(x_type or 0)}; "
+            f"{b.opv.key} requires the same type (T1)"
+        )
+    if batch_type is not None and batch_type != TensorProto.INT64:
+        raise Skip(f"batch_indices has element type {elem_type_name(batch_type)}; {b.opv.key} requires int64")
+    if bridged:
+        rois = b.cast(rois, compute, "cast_rois")
+    return [rois, batch], kernel
+
+
 def _custom_outputs(b: _Builder, elem: str, bridged: bool) -> list[str]:
     """The custom node's output: the node's first output, or, when ``bridged``, a new value that a Cast
     helper after the custom node turns back into ``elem`` under the node's output name."""
@@ -445,5 +470,6 @@ TRANSLATORS: dict[str, Translator] = {
     "CenterCropPad": _center_crop_pad_inputs,
     "AffineGrid": _affine_grid_inputs,
     "MaxRoiPool": _max_roi_pool_inputs,
+    "RoiAlign": _roi_align_inputs,
 }
 """One row per custom op of the registry: adding an operator adds a row here."""

@@ -1,0 +1,381 @@
+"""ONNX RoiAlign (opsets 10, 16, 22): bilinear sampling of regions of interest into fixed-size bins.
+
+Each ROI ``[x1, y1, x2, y2]`` (scaled by ``spatial_scale``, shifted by -0.5 under ``half_pixel``) is cut
+into ``output_height x output_width`` bins; each bin holds a ``grid_h x grid_w`` grid of sample points
+(``sampling_ratio``, or ``ceil(roi_size / output_size)`` when it is 0) whose values come from bilinear
+interpolation of the feature map. ``avg`` averages the samples of a bin; ``max`` takes the largest of
+the weighted corner terms ``w_k * X[corner_k]`` of the samples of a bin, as ONNX's own test data
+(``test_roialign_mode_max``) and every implementation of the operator define it (docs/semantics.md).
+
+Sample points follow the rule of the operator's implementations: a point with y < -1, y > H, x < -1 or
+x > W lies outside the map and contributes 0; otherwise negative coordinates are clamped to 0 and
+coordinates past the last pixel to it. Under ``output_half_pixel`` (RoiAlign-10's behaviour) ROIs are
+at least 1x1. Arithmetic is float64 with one rounding at the end; a weight of 0 makes its term 0
+whatever the pixel holds (so an inf or NaN reaches only the outputs that sample it).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from customops.accel import jit, parallel, roi_align_loops
+from customops.errors import KernelError
+from customops.kernels import limits
+
+__all__ = ["roi_align"]
+
+MODES = ("avg", "max")
+COORDINATE_MODES = ("half_pixel", "output_half_pixel")
+
+MAX_AXIS_SAMPLES = 1 << 20
+"""The most sample points of one ROI along one axis (output size x grid size): an adaptive grid over a
+huge ROI would otherwise be unbounded."""
+
+MAX_TOTAL_SAMPLES = 1 << 21
+"""The most sample points of all ROIs together along one axis (bounds the tables)."""
+
+MAX_TERMS = 1 << 24
+"""The most weighted corner terms the numpy path of max mode compares for one ROI and channel."""
+
+_BLOCK = 1 << 22
+"""Elements of the numpy max path's scratch per block of channels (at least one channel a block)."""
+
+
+def roi_align(
+    X: np.ndarray,
+    rois: np.ndarray,
+    batch_indices: np.ndarray,
+    *,
+    coordinate_transformation_mode: str = "half_pixel",
+    mode: str = "avg",
+    output_height: int = 1,
+    output_width: int = 1,
+    sampling_ratio: int = 0,
+    spatial_scale: float = 1.0,
+) -> np.ndarray:
+    """Pool each ROI of ``rois`` [R, 4] over image ``batch_indices[r]`` of ``X`` [N, C, H, W] into
+    [R, C, output_height, output_width] of X's dtype (C-contiguous). Raises KernelError on an invalid
+    configuration (a message naming the rule)."""
+    x, boxes, batch = _check(X, rois, batch_indices, mode, coordinate_transformation_mode)
+    oh, ow, ratio = _sizes(output_height, output_width, sampling_ratio)
+    _, c, h, w = x.shape
+    out_shape = (boxes.shape[0], c, oh, ow)
+    limits.check_output(out_shape, x.dtype)
+    if math.prod(out_shape) == 0:
+        return np.zeros(out_shape, dtype=x.dtype)
+    if h == 0 or w == 0:
+        raise KernelError(f"X has an empty spatial axis (shape {x.shape!r}): there is nothing to sample")
+    half = coordinate_transformation_mode == "half_pixel"
+    scale = float(spatial_scale)
+    ys = _axis(boxes[:, 1], boxes[:, 3], scale, half, oh, ratio, h, "height")
+    xs = _axis(boxes[:, 0], boxes[:, 2], scale, half, ow, ratio, w, "width")
+    loop = roi_align_loops.compiled(jit.get) if x.dtype in _JIT_TYPES else None
+    if loop is not None:
+        return _compiled(loop, np.ascontiguousarray(x), batch, ys, xs, out_shape, mode == "max")
+    return _numpy(x, batch, ys, xs, out_shape, mode == "max")
+
+
+_JIT_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _numpy(
+    x: np.ndarray, batch: np.ndarray, ys: _Samples, xs: _Samples, out_shape: tuple[int, ...], use_max: bool
+) -> np.ndarray:
+    """The numpy path: one ROI at a time (avg as two matrix products, max over gathered terms)."""
+    out = np.zeros(out_shape, dtype=np.float64)
+    images = x.astype(np.float64, copy=False)
+    pool = _maximum if use_max else _average
+    for i in range(out_shape[0]):
+        if ys.nonfinite[i] or xs.nonfinite[i]:
+            out[i] = np.nan
+        elif ys.grid[i] and xs.grid[i]:
+            out[i] = pool(images[batch[i]], ys.of(i), xs.of(i))
+    return out.astype(x.dtype)
+
+
+def _compiled(
+    loop: Callable[..., None],
+    x: np.ndarray,
+    batch: np.ndarray,
+    ys: _Samples,
+    xs: _Samples,
+    out_shape: tuple[int, int, int, int],
+    use_max: bool,
+) -> np.ndarray:
+    """The compiled loop over every ROI (customops.accel.roi_align_loops)."""
+    meta = np.stack(
+        [
+            ys.offset,
+            ys.grid,
+            xs.offset,
+            xs.grid,
+            (ys.nonfinite | xs.nonfinite).astype(np.int64),
+            ys.first,
+            ys.last,
+            xs.first,
+            xs.last,
+        ],
+        axis=1,
+    )
+    out = np.empty(out_shape, dtype=x.dtype)
+    per_roi = ys.grid * xs.grid * 4 * out_shape[1] * out_shape[2] * out_shape[3]
+    parallel.run(
+        loop,
+        out_shape[0],
+        int(per_roi.sum()),
+        x,
+        out,
+        batch,
+        ys.tab,
+        ys.w,
+        xs.tab,
+        xs.w,
+        meta,
+        use_max,
+        bool(np.isfinite(x).all()),
+    )
+    return out
+
+
+def _check(
+    X: Any, rois: Any, batch_indices: Any, mode: Any, coordinate_mode: Any
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The inputs as arrays (rois in float64, indices in int64), checked against each other."""
+    if mode not in MODES:
+        raise KernelError(f"mode {mode!r} is not one of {', '.join(MODES)}")
+    if coordinate_mode not in COORDINATE_MODES:
+        raise KernelError(
+            f"coordinate_transformation_mode {coordinate_mode!r} is not one of {', '.join(COORDINATE_MODES)}"
+        )
+    x = np.asarray(X)
+    if x.dtype.kind != "f":
+        raise KernelError(f"X has element type {x.dtype}; RoiAlign takes float16, float or double")
+    if x.ndim != 4:
+        raise KernelError(f"X must be 4-D (N, C, H, W), got shape {x.shape!r}")
+    boxes = np.asarray(rois)
+    if boxes.dtype.kind != "f":
+        raise KernelError(f"rois has element type {boxes.dtype}; it must be a float type like X")
+    if boxes.ndim != 2 or boxes.shape[1] != 4:
+        raise KernelError(f"rois must have shape (num_rois, 4), got {boxes.shape!r}")
+    batch = np.asarray(batch_indices)
+    if batch.dtype.kind not in "iu":
+        raise KernelError(f"batch_indices has element type {batch.dtype}; it must be int64")
+    if batch.ndim != 1 or batch.shape[0] != boxes.shape[0]:
+        raise KernelError(
+            f"batch_indices must have shape (num_rois,) = ({boxes.shape[0]},), got {batch.shape!r}"
+        )
+    n = x.shape[0]
+    bad = (batch < 0) | (batch >= n)
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
+        raise KernelError(
+            f"batch_indices[{k}] = {int(batch[k])} is out of range for a batch of {n} (0 to {n - 1})"
+        )
+    return x, boxes.astype(np.float64), batch.astype(np.int64)
+
+
+def _sizes(output_height: Any, output_width: Any, sampling_ratio: Any) -> tuple[int, int, int]:
+    values = []
+    for name, value, least in (
+        ("output_height", output_height, 1),
+        ("output_width", output_width, 1),
+        ("sampling_ratio", sampling_ratio, 0),
+    ):
+        if isinstance(value, bool | float) or not isinstance(value, int | np.integer):
+            raise KernelError(f"{name} {value!r} is not an integer")
+        if value < least:
+            raise KernelError(f"{name} is {int(value)}; it must be >= {least}")
+        values.append(int(value))
+    return values[0], values[1], values[2]
+
+
+class _Samples:
+    """The sample points of every ROI along one axis, ROI after ROI and bin after bin: for each point
+    its two neighbouring pixels ``tab`` (low, high) and their weights ``w`` (0 for points outside the
+    map). ROI r has ``grid[r]`` points per bin starting at ``offset[r]``, refers to pixels
+    ``first[r]..last[r]``, and ``nonfinite[r]`` when a coordinate is not finite (no points then)."""
+
+    def __init__(
+        self,
+        tab: np.ndarray,
+        w: np.ndarray,
+        grid: np.ndarray,
+        offset: np.ndarray,
+        nonfinite: np.ndarray,
+        bins: int,
+    ):
+        self.tab, self.w, self.grid, self.offset, self.nonfinite = tab, w, grid, offset, nonfinite
+        self.bins = bins
+        # a ROI's points are monotone in its coordinate, so its first and last points bound its pixels
+        empty = grid == 0
+        head = np.where(empty, 0, offset)
+        tail = np.where(empty, 0, offset + bins * grid - 1)
+        if len(tab) == 0:
+            self.first = self.last = np.zeros_like(grid)
+        else:
+            self.first = np.where(empty, 0, np.minimum(tab[head, 0], tab[tail, 0]))
+            self.last = np.where(empty, 0, np.maximum(tab[head, 1], tab[tail, 1]))
+
+    def of(self, r: int) -> _Samples:
+        """ROI r's points alone."""
+        lo, hi = self.offset[r], self.offset[r] + self.bins * self.grid[r]
+        return _Samples(
+            self.tab[lo:hi],
+            self.w[lo:hi],
+            self.grid[r : r + 1],
+            np.zeros(1, np.int64),
+            self.nonfinite[r : r + 1],
+            self.bins,
+        )
+
+    def matrix(self, length: int) -> np.ndarray:
+        """[bins, length] of one ROI's points: the summed weight each bin gives each pixel."""
+        base = np.repeat(np.arange(self.bins, dtype=np.int64) * length, int(self.grid[0]))
+        m = np.bincount(base + self.tab[:, 0], self.w[:, 0], minlength=self.bins * length)
+        m += np.bincount(base + self.tab[:, 1], self.w[:, 1], minlength=self.bins * length)
+        return m.reshape(self.bins, length)
+
+
+def _axis(
+    start: np.ndarray,
+    end: np.ndarray,
+    scale: float,
+    half: bool,
+    size: int,
+    ratio: int,
+    length: int,
+    name: str,
+) -> _Samples:
+    """The sample points of every ROI along one axis of ``length`` pixels cut into ``size`` bins."""
+    shift = 0.5 if half else 0.0
+    with np.errstate(invalid="ignore", over="ignore"):
+        begin = start * scale - shift
+        extent = end * scale - shift - begin
+        nonfinite = ~(np.isfinite(begin) & np.isfinite(extent))
+        begin[nonfinite] = 0.0
+        extent[nonfinite] = 0.0
+    if not half:
+        extent = np.maximum(extent, 1.0)  # RoiAlign-10's rule: ROIs are at least 1x1
+    bin_size = extent / size
+    if ratio > 0:
+        if size * ratio > MAX_AXIS_SAMPLES:
+            raise KernelError(
+                f"{size} bins of {ratio} x {ratio} sample points (sampling_ratio {ratio}) need {size * ratio} "
+                f"points along the {name} of each ROI, more than the {MAX_AXIS_SAMPLES} this kernel computes"
+            )
+        grid = np.full(len(start), ratio, dtype=np.int64)
+    else:
+        wanted = np.maximum(np.ceil(bin_size), 0.0)
+        too_many = wanted * size > MAX_AXIS_SAMPLES
+        if too_many.any():
+            k = int(np.flatnonzero(too_many)[0])
+            raise KernelError(
+                f"ROI {k}'s {name} {float(extent[k])!r} needs {size} x {int(wanted[k])} sample points with "
+                f"sampling_ratio 0, more than the {MAX_AXIS_SAMPLES} this kernel computes along one axis"
+            )
+        grid = wanted.astype(np.int64)
+    grid[nonfinite] = 0
+    counts = size * grid
+    if int(counts.sum()) > MAX_TOTAL_SAMPLES:
+        raise KernelError(
+            f"the ROIs need {int(counts.sum())} sample points along the {name}, more than the "
+            f"{MAX_TOTAL_SAMPLES} this kernel computes"
+        )
+    offset = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+    roi = np.repeat(np.arange(len(start)), counts)
+    local = np.arange(int(counts.sum()), dtype=np.int64) - offset[roi]
+    g = grid[roi]
+    p = (local // g).astype(np.float64)
+    k = (local % g).astype(np.float64)
+    b = bin_size[roi]
+    coord = begin[roi] + p * b + (k + 0.5) * b / g
+    return _Samples(*_neighbours(coord, length), grid, offset, nonfinite, size)
+
+
+def _neighbours(coord: np.ndarray, length: int) -> tuple[np.ndarray, np.ndarray]:
+    """(pixels, weights), each [points, 2] (low, high): the rule of the operator's implementations
+    (outside when < -1 or > length; clamped to [0, length - 1] otherwise)."""
+    inside = (coord >= -1.0) & (coord <= length)
+    coord = np.clip(coord, 0.0, length - 1)
+    low = np.minimum(np.floor(coord), length - 1).astype(np.int64)
+    high = np.minimum(low + 1, length - 1)
+    frac = coord - low
+    tab = np.stack([low, high], axis=1)
+    w = np.stack([np.where(inside, 1.0 - frac, 0.0), np.where(inside, frac, 0.0)], axis=1)
+    return tab, w
+
+
+def _average(image: np.ndarray, y: _Samples, x: _Samples) -> np.ndarray:
+    """[C, oh, ow]: the mean of each bin's bilinear samples, as A_y @ image @ A_x^T restricted to the
+    rows and columns the ROI touches (the sum of weight x pixel over every sample and corner)."""
+    c, h, w = image.shape
+    ay = y.matrix(h)
+    ax = x.matrix(w)
+    rows = np.flatnonzero(ay.any(axis=0))
+    cols = np.flatnonzero(ax.any(axis=0))
+    oh, ow = ay.shape[0], ax.shape[0]
+    if rows.size == 0 or cols.size == 0:
+        return np.zeros((c, oh, ow))
+    r0, r1, c0, c1 = rows[0], rows[-1] + 1, cols[0], cols[-1] + 1
+    crop = image[:, r0:r1, c0:c1]
+    if not np.isfinite(crop).all():
+        return _average_masked(crop, ay[:, r0:r1], ax[:, c0:c1]) / (y.grid[0] * x.grid[0])
+    t = (crop.reshape(c * (r1 - r0), c1 - c0) @ ax[:, c0:c1].T).reshape(c, r1 - r0, ow)
+    out = np.einsum("ph,chq->cpq", ay[:, r0:r1], t)
+    return out / (y.grid[0] * x.grid[0])
+
+
+def _average_masked(crop: np.ndarray, ay: np.ndarray, ax: np.ndarray) -> np.ndarray:
+    """The sums of :func:`_average` where the crop holds inf or NaN: a pixel enters a bin only with a
+    non-zero weight, so a weight of 0 never turns inf into NaN."""
+    c = crop.shape[0]
+    out = np.zeros((c, ay.shape[0], ax.shape[0]))
+    for p in range(ay.shape[0]):
+        for q in range(ax.shape[0]):
+            weights = np.outer(ay[p], ax[q])
+            used = weights != 0
+            if used.any():
+                out[:, p, q] = (crop[:, used] * weights[used]).sum(axis=1)
+    return out
+
+
+def _maximum(image: np.ndarray, y: _Samples, x: _Samples) -> np.ndarray:
+    """[C, oh, ow]: per bin, the largest weighted corner term w_y * w_x * pixel over its samples and
+    their four corners (a term of weight 0 counts as 0)."""
+    c = image.shape[0]
+    iy, wy, ix, wx = y.tab.ravel(), y.w.ravel(), x.tab.ravel(), x.w.ravel()  # point-major, then corner
+    oh, ow, gy, gx = y.bins, x.bins, int(y.grid[0]), int(x.grid[0])
+    terms = np.outer(wy, wx)
+    zero = terms == 0
+    if terms.size > MAX_TERMS:
+        raise KernelError(
+            f"max mode would compare {terms.size} weighted terms per channel of one ROI, more than {MAX_TERMS}"
+        )
+    out = np.empty((c, oh, ow))
+    step = max(1, _BLOCK // max(terms.size, 1))
+    for lo in range(0, c, step):
+        pixels = image[lo : lo + step][:, iy][:, :, ix]
+        if np.isfinite(pixels).all():
+            block = pixels * terms
+        else:
+            with np.errstate(invalid="ignore"):
+                block = np.where(zero, 0.0, pixels * terms)
+        block = block.reshape(block.shape[0], oh, 2 * gy, ow, 2 * gx)
+        out[lo : lo + step] = block.max(axis=(2, 4))
+    return out
+
+
+def _bind(**attrs: Any) -> Callable[..., np.ndarray]:
+    """``roi_align`` with its attributes fixed (the ONNX Runtime hook calls it once per node)."""
+
+    def bound(X: Any, rois: Any, batch_indices: Any) -> np.ndarray:
+        return roi_align(X, rois, batch_indices, **attrs)
+
+    return bound
+
+
+roi_align.bind = _bind  # type: ignore[attr-defined]
