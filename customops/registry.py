@@ -215,6 +215,23 @@ CUSTOM_OPS: dict[str, CustomOp] = {
             case_module="center_crop_pad",
             reference_limit=50_000_000,
         ),
+        CustomOp(
+            name="DeformConv",
+            kernel="customops.kernels.deform_conv:deform_conv",
+            inputs=(("X", "T"), ("W", "T"), ("offset", "T"), ("B", "T"), ("mask", "T")),
+            attributes=(
+                ("dilations", "ints"),
+                ("group", "int"),
+                ("kernel_shape", "ints"),
+                ("offset_group", "int"),
+                ("pads", "ints"),
+                ("strides", "ints"),
+            ),
+            types=("float", "double"),
+            backend_tests=("test_basic_deform_conv", "test_deform_conv"),
+            case_module="deformconv",
+            reference_limit=3_500,
+        ),
     )
 }
 
@@ -293,6 +310,25 @@ def _pad_18(version: int, types: tuple[str, ...]) -> OpVersion:
 
 
 _ALL_13 = (*NATIVE_TYPES, "float16", "bfloat16", "complex64", "complex128")
+
+
+def _deform_conv(version: int, types: tuple[str, ...]) -> OpVersion:
+    return OpVersion(
+        "DeformConv",
+        version,
+        (Input("X"), Input("W"), Input("offset"), Input("B", optional=True), Input("mask", optional=True)),
+        (
+            Attr("dilations", "ints"),
+            Attr("group", "int", 1),
+            Attr("kernel_shape", "ints"),
+            Attr("offset_group", "int", 1),
+            Attr("pads", "ints"),
+            Attr("strides", "ints"),
+        ),
+        types,
+        "DeformConv",
+    )
+
 
 OPS: tuple[OpVersion, ...] = (
     OpVersion(
@@ -428,6 +464,8 @@ OPS: tuple[OpVersion, ...] = (
         _ALL_13,
         "CenterCropPad",
     ),
+    _deform_conv(19, ("float16", "float", "double")),
+    _deform_conv(22, ("bfloat16", "float16", "float", "double")),
 )
 
 OP_TYPES: tuple[str, ...] = tuple(dict.fromkeys(o.op for o in OPS))
