@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from customops.accel import jit
+from customops.accel import deform_loops, jit, parallel
 from customops.errors import KernelError
 from customops.kernels import limits
 from customops.kernels.args import int_list, is_absent
@@ -66,7 +66,8 @@ def deform_conv(
     for n in range(x.shape[0]):
         _image(geo, x[n], w, off[n], None if scale is None else scale[n], flat[n])
     if bias is not None:
-        flat += bias[:, None]
+        with np.errstate(invalid="ignore", over="ignore"):
+            flat += bias[:, None]
     return out
 
 
@@ -234,24 +235,59 @@ def _image(
     og = geo.offset_group
     off = off.reshape(og, taps, r, positions)
     mask = None if mask is None else mask.reshape(og, taps, positions)
+    weights = w.reshape(geo.group, geo.out_channels // geo.group, (geo.channels // geo.group) * taps)
+    per_group = geo.channels // geo.group
+    fill = _compiled(geo, x, off, mask) or _numpy_columns(geo, x)
+    chunk = max(1, COLUMN_BUDGET // max(1, geo.channels * taps))
+    cols = np.empty((geo.channels, taps, min(chunk, positions)), dtype=x.dtype)
+    oc = weights.shape[1]
+    for start in range(0, positions, chunk):
+        stop = min(positions, start + chunk)
+        part = cols[:, :, : stop - start]
+        fill(off[..., start:stop], None if mask is None else mask[..., start:stop], start, part)
+        for gi in range(geo.group):
+            lhs = part[gi * per_group : (gi + 1) * per_group].reshape(per_group * taps, stop - start)
+            with np.errstate(invalid="ignore", over="ignore"):  # inf * 0 and overflow follow IEEE
+                np.matmul(weights[gi], lhs, out=out[gi * oc : (gi + 1) * oc, start:stop])
+
+
+Fill = Callable[[np.ndarray, "np.ndarray | None", int, np.ndarray], None]
+"""Fills the column buffer [C, K, L] from the chunk's offsets, mask and first output position."""
+
+
+def _compiled(geo: _Geometry, x: np.ndarray, off: np.ndarray, mask: np.ndarray | None) -> Fill | None:
+    """The compiled im2col of a 2-D image (customops.accel.deform_loops), or None."""
+    if len(geo.spatial) != 2 or not jit.enabled() or not geo.channels:
+        return None
+    loop = jit.get("deform_im2col_2d", deform_loops)
+    if loop is None:
+        return None
+    image = np.ascontiguousarray(x)
+    units = geo.offset_group * geo.taps
+    dummy = np.ones((1, 1, 1), dtype=x.dtype)
+
+    def fill(off: np.ndarray, mask: np.ndarray | None, start: int, cols: np.ndarray) -> None:
+        geometry = np.array(
+            [*geo.kernel, *geo.dilations, *geo.strides, *geo.begin, geo.out[1], start, mask is not None],
+            dtype=np.int64,
+        )
+        scale = dummy if mask is None else mask
+        parallel.run(loop, units, cols.size, image, off, scale, geometry, cols)
+
+    return fill
+
+
+def _numpy_columns(geo: _Geometry, x: np.ndarray) -> Fill:
+    """The numpy im2col: gathers of each corner over every channel and output position of a group."""
     pixels = math.prod(geo.spatial)
     # each channel's pixels, then a zero: corners outside the input read the zero
     padded = np.zeros((geo.channels, pixels + 1), dtype=x.dtype)
     padded[:, :pixels] = x.reshape(geo.channels, pixels)
-    weights = w.reshape(geo.group, geo.out_channels // geo.group, (geo.channels // geo.group) * taps)
-    per_group = geo.channels // geo.group
-    chunk = max(1, COLUMN_BUDGET // max(1, geo.channels * taps))
-    cols = np.empty((geo.channels, taps, min(chunk, positions)), dtype=x.dtype)
-    for start in range(0, positions, chunk):
-        stop = min(positions, start + chunk)
-        part = cols[:, :, : stop - start]
-        _columns(
-            geo, padded, off[..., start:stop], None if mask is None else mask[..., start:stop], start, part
-        )
-        for gi in range(geo.group):
-            lhs = part[gi * per_group : (gi + 1) * per_group].reshape(per_group * taps, stop - start)
-            oc = weights.shape[1]
-            np.matmul(weights[gi], lhs, out=out[gi * oc : (gi + 1) * oc, start:stop])
+
+    def fill(off: np.ndarray, mask: np.ndarray | None, start: int, cols: np.ndarray) -> None:
+        _columns(geo, padded, off, mask, start, cols)
+
+    return fill
 
 
 def _columns(
@@ -262,27 +298,28 @@ def _columns(
     start: int,
     cols: np.ndarray,
 ) -> None:
-    """Fill ``cols`` [C, K, L] with the masked samples of output positions start..start+L."""
+    """Fill ``cols`` [C, K, L] with the masked samples of output positions start..start+L: each summed
+    in float64 over its corners, then scaled by the mask in float64, rounded once."""
     per = geo.channels // geo.offset_group
     for g in range(geo.offset_group):
-        index, weight, nan = _corners(geo, off[g], start, cols.shape[2], padded.dtype)
-        block = cols[g * per : (g + 1) * per]
+        index, weight, nan = _corners(geo, off[g], start, cols.shape[2])
         src = padded[g * per : (g + 1) * per]
-        block[...] = 0
+        acc = np.zeros((per, *cols.shape[1:]), dtype=np.float64)
         for idx, wt in zip(index, weight, strict=True):
-            block += np.take(src, idx, axis=1) * wt
+            acc += np.take(src, idx, axis=1) * wt
         if nan is not None:
-            block[:, nan] = np.nan
+            acc[:, nan] = np.nan
         if mask is not None:
-            block *= mask[g]
+            acc *= mask[g].astype(np.float64)
+        cols[g * per : (g + 1) * per] = acc
 
 
 def _corners(
-    geo: _Geometry, off: np.ndarray, start: int, length: int, dtype: np.dtype
+    geo: _Geometry, off: np.ndarray, start: int, length: int
 ) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray | None]:
-    """For one offset group's offsets ``off`` [K, r, L]: the flat pixel index and weight [K, L] of each
-    of the 2^r corners around every sampling point (the zero slot and weight 0 where the corner lies
-    outside the input or has weight 0), and where a coordinate is NaN (or None when none is)."""
+    """For one offset group's offsets ``off`` [K, r, L]: the flat pixel index and float64 weight [K, L]
+    of each of the 2^r corners around every sampling point (the zero slot and weight 0 where the corner
+    lies outside the input or has weight 0), and where a coordinate is NaN (None when none is)."""
     r = len(geo.spatial)
     pixels = math.prod(geo.spatial)
     pos = np.unravel_index(np.arange(start, start + length), geo.out)
@@ -290,23 +327,23 @@ def _corners(
     nan = None
     lows, fracs, steps = [], [], []
     for d in range(r):
-        base = (pos[d] * geo.strides[d] - geo.begin[d]).astype(dtype)[None, :]
-        tap = (taps[d] * geo.dilations[d]).astype(dtype)[:, None]
-        p = base + tap + off[:, d, :]
+        base = (pos[d] * geo.strides[d] - geo.begin[d])[None, :]
+        tap = (taps[d] * geo.dilations[d])[:, None]
+        p = (base + tap).astype(np.float64) + off[:, d, :].astype(np.float64)
         bad = np.isnan(p)
         if bad.any():
             nan = bad if nan is None else nan | bad
-            p = np.where(bad, -2, p)
+            p = np.where(bad, -2.0, p)
         # outside (-1, size) every corner reads zero; clipping keeps it outside and the cast exact
-        p = np.clip(p, -2, geo.spatial[d] + 1)
+        p = np.clip(p, -2.0, geo.spatial[d] + 1.0)
         low = np.floor(p)
         lows.append(low.astype(np.int64))
-        fracs.append((p - low).astype(dtype))
+        fracs.append(p - low)
         steps.append(math.prod(geo.spatial[d + 1 :]))
     index, weight = [], []
     for corner in itertools.product((0, 1), repeat=r):
         flat = np.zeros(lows[0].shape, dtype=np.int64)
-        wt = np.ones(lows[0].shape, dtype=dtype)
+        wt = np.ones(lows[0].shape, dtype=np.float64)
         ok = np.ones(lows[0].shape, dtype=bool)
         for d, c in enumerate(corner):
             at = lows[d] + c
@@ -315,7 +352,7 @@ def _corners(
             flat += at * steps[d]
         ok &= wt != 0
         index.append(np.where(ok, flat, pixels))
-        weight.append(np.where(ok, wt, 0).astype(dtype))
+        weight.append(np.where(ok, wt, 0.0))
     return index, weight, nan
 
 
@@ -329,5 +366,3 @@ def _bind(**attrs: Any) -> Any:
 
 
 deform_conv.bind = _bind  # type: ignore[attr-defined]
-
-_ = jit  # the compiled gather joins here when the bench shows it pays
