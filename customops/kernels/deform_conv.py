@@ -257,12 +257,17 @@ Fill = Callable[[np.ndarray, "np.ndarray | None", int, np.ndarray], None]
 
 def _compiled(geo: _Geometry, x: np.ndarray, off: np.ndarray, mask: np.ndarray | None) -> Fill | None:
     """The compiled im2col of a 2-D image (customops.accel.deform_loops), or None."""
-    if len(geo.spatial) != 2 or not jit.enabled() or not geo.channels:
+    if len(geo.spatial) != 2 or not jit.enabled() or not geo.channels or not geo.spatial[0]:
         return None
     loop = jit.get("deform_im2col_2d", deform_loops)
     if loop is None:
         return None
-    image = np.ascontiguousarray(x)
+    pixels = math.prod(geo.spatial)
+    # each channel's pixels, then a 0 and a NaN: what corners outside the image and NaN coordinates read
+    image = np.empty((geo.channels, pixels + 2), dtype=x.dtype)
+    image[:, :pixels] = x.reshape(geo.channels, pixels)
+    image[:, pixels] = 0
+    image[:, pixels + 1] = np.nan
     units = geo.offset_group * geo.taps
     dummy = np.ones((1, 1, 1), dtype=x.dtype)
 
@@ -272,7 +277,7 @@ def _compiled(geo: _Geometry, x: np.ndarray, off: np.ndarray, mask: np.ndarray |
             dtype=np.int64,
         )
         scale = dummy if mask is None else mask
-        parallel.run(loop, units, cols.size, image, off, scale, geometry, cols)
+        parallel.run(loop, units, cols.size, image, geo.spatial[0], off, scale, geometry, cols)
 
     return fill
 
