@@ -439,8 +439,17 @@ _RULES: list[tuple[str, Callable[[Labelled], bool]]] = [
         lambda e: _op(e, "DeformConv") and _output_kind(e) and _feature(e, "offset-special"),
     ),
     (
+        "DC-NONFINITE-SPREAD",
+        lambda e: _op(e, "DeformConv") and _ort_output(e) and _feature(e, "special-values"),
+    ),
+    (
         "semantics: DeformConv: ±Inf or NaN pixel beside a sampling point",
-        lambda e: _op(e, "DeformConv") and _output_kind(e) and _feature(e, "special-values"),
+        lambda e: (
+            _op(e, "DeformConv")
+            and _output_kind(e)
+            and e.signature.side in ("custom", "unknown", "three-way")
+            and _feature(e, "special-values")
+        ),
     ),
     (
         "F-DEFORMCONV-KERNEL-DOES-NOT-FIT",
