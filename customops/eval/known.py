@@ -452,6 +452,15 @@ _RULES: list[tuple[str, Callable[[Labelled], bool]]] = [
         ),
     ),
     (
+        "semantics: DeformConv: arithmetic",
+        lambda e: (
+            _op(e, "DeformConv")
+            and e.signature.kind == "value"
+            and not _feature(e, "special-values")
+            and not _feature(e, "offset-special")
+        ),
+    ),
+    (
         "F-DEFORMCONV-KERNEL-DOES-NOT-FIT",
         lambda e: (
             _op(e, "DeformConv")
