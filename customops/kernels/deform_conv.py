@@ -244,7 +244,8 @@ def _image(
     for start in range(0, positions, chunk):
         stop = min(positions, start + chunk)
         part = cols[:, :, : stop - start]
-        fill(off[..., start:stop], None if mask is None else mask[..., start:stop], start, part)
+        with np.errstate(invalid="ignore", over="ignore"):  # Inf * 0, overflow to Inf: IEEE results
+            fill(off[..., start:stop], None if mask is None else mask[..., start:stop], start, part)
         for gi in range(geo.group):
             lhs = part[gi * per_group : (gi + 1) * per_group].reshape(per_group * taps, stop - start)
             with np.errstate(invalid="ignore", over="ignore"):  # inf * 0 and overflow follow IEEE
