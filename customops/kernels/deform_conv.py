@@ -31,8 +31,9 @@ from customops.kernels.args import int_list, is_absent
 __all__ = ["deform_conv"]
 
 COLUMN_BUDGET = 1 << 22
-"""Most elements of the column buffer (channels x kernel positions x output positions of one chunk);
-the output positions of an image are processed in chunks that fit it."""
+"""Most elements of the column buffer and the corner tables of one chunk (kernel positions x output
+positions x (channels + 2^(r+1))); the output positions of an image are processed in chunks that fit
+it."""
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -238,7 +239,8 @@ def _image(
     weights = w.reshape(geo.group, geo.out_channels // geo.group, (geo.channels // geo.group) * taps)
     per_group = geo.channels // geo.group
     fill = _compiled(geo, x, off, mask) or _numpy_columns(geo, x)
-    chunk = max(1, COLUMN_BUDGET // max(1, geo.channels * taps))
+    # per kernel position and output position: a sample per channel, and 2^r corner indices and weights
+    chunk = max(1, COLUMN_BUDGET // (taps * (geo.channels + 2 ** (r + 1))))
     cols = np.empty((geo.channels, taps, min(chunk, positions)), dtype=x.dtype)
     oc = weights.shape[1]
     for start in range(0, positions, chunk):
