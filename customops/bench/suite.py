@@ -137,16 +137,17 @@ def _deform_conv(channels: int, size: int, quick_channels: int, quick_size: int,
 
         c, s = (quick_channels, quick_size) if quick else (channels, size)
         x = random_data((1, c, s, s))
-        w = random_data((c, c, 3, 3), seed=1) * (1.0 / (3 * c**0.5))
-        offset = random_data((1, 2 * 9, s, s), seed=2)
-        inputs = [("x", x), ("offset", offset)]
-        names = ["x", "w", "offset", ""]
+        inits = {
+            "w": random_data((c, c, 3, 3), seed=1) * (1.0 / (3 * c**0.5)),
+            "offset": random_data((1, 2 * 9, s, s), seed=2),
+        }
+        names = ["x", "w", "offset"]
         if mask:
-            inputs.append(("mask", 0.5 + 0.5 * random_data((1, 9, s, s), seed=3)))
-            names.append("mask")
+            inits["mask"] = 0.5 + 0.5 * random_data((1, 9, s, s), seed=3)
+            names += ["", "mask"]
         node = helper.make_node("DeformConv", names, ["y"], pads=[1, 1, 1, 1])
         text = f"1x{c}x{s}x{s}, W {c}x{c}x3x3, pads 1{', mask' if mask else ''}"
-        return one_node_model(node, inputs, {"w": w}, 22), dict(inputs), text
+        return one_node_model(node, [("x", x)], inits, 22), {"x": x}, text
 
     return build
 
