@@ -22,36 +22,36 @@ the first output position of the chunk, and whether ``mask`` is given (1) or not
 def deform_im2col_2d(
     x: Any, height: int, off: Any, mask: Any, geometry: Any, cols: Any, start: int, stop: int
 ) -> None:
-    """Fill the rows of ``cols`` (C, K, L) of units [start, stop) (unit u is offset group u // K, kernel
-    position u % K) from x (C, height * width + 2: each image's pixels row by row, then a 0 and a NaN),
-    off (groups, K, 2, L) and mask (groups, K, L).
+    """Fill output positions [start, stop) of ``cols`` (L, group, K, C / group) from x (height * width
+    + 2, C: the pixels channels-last, then a row of 0 and a row of NaN), off (offset groups, K, 2, L)
+    and mask (offset groups, K, L).
 
-    Each sample is the sum of four products pixel * weight, branch-free: a corner outside the image or of
-    weight 0 reads the 0 with weight 0, a NaN coordinate reads the NaN with weight 1 (indices unsigned:
-    numba then skips its negative-index handling)."""
+    Each sample is the sum of four products pixel * weight, branch-free over the channels: a corner
+    outside the image or of weight 0 reads the 0 row with weight 0, a NaN coordinate reads the NaN row
+    with weight 1 (row numbers unsigned: numba then skips its negative-index handling)."""
     kh, kw, dil_h, dil_w, stride_h, stride_w, pad_h, pad_w, out_w, first, has_mask = geometry
-    pixels = x.shape[1] - 2
+    pixels = x.shape[0] - 2
     width = pixels // height
-    per = x.shape[0] // off.shape[0]
-    length = cols.shape[2]
-    index = np.empty((4, length), dtype=np.uintp)
-    weights = np.empty((4, length), dtype=np.float64)
-    scale = np.ones(length, dtype=np.float64)
-    for u in range(start, stop):
-        g = u // (kh * kw)
-        k = u - g * (kh * kw)
-        for i in range(length):
-            oy = (first + i) // out_w
-            h = float(oy * stride_h - pad_h + (k // kw) * dil_h) + float(off[g, k, 0, i])
-            w = float((first + i - oy * out_w) * stride_w - pad_w + (k % kw) * dil_w) + float(off[g, k, 1, i])
-            if has_mask:
-                scale[i] = float(mask[g, k, i])
+    per_group = cols.shape[3]
+    per = x.shape[1] // off.shape[0]
+    rows = np.empty(4, dtype=np.uintp)
+    weights = np.empty(4, dtype=np.float64)
+    for i in range(start, stop):
+        oy = (first + i) // out_w
+        base_h = oy * stride_h - pad_h
+        base_w = (first + i - oy * out_w) * stride_w - pad_w
+        for u in range(off.shape[0] * kh * kw):
+            g = u // (kh * kw)
+            k = u - g * (kh * kw)
+            h = float(base_h + (k // kw) * dil_h) + float(off[g, k, 0, i])
+            w = float(base_w + (k % kw) * dil_w) + float(off[g, k, 1, i])
+            scale = float(mask[g, k, i]) if has_mask else 1.0
             for c in range(4):
-                index[c, i] = pixels
-                weights[c, i] = 0.0
+                rows[c] = pixels
+                weights[c] = 0.0
             if math.isnan(h) or math.isnan(w):
-                index[0, i] = pixels + 1
-                weights[0, i] = 1.0
+                rows[0] = pixels + 1
+                weights[0] = 1.0
             elif -1.0 < h < height and -1.0 < w < width:
                 fh = h - math.floor(h)
                 fw = w - math.floor(w)
@@ -60,17 +60,17 @@ def deform_im2col_2d(
                     xx = math.floor(w) + c % 2
                     wt = (fh if c // 2 else 1.0 - fh) * (fw if c % 2 else 1.0 - fw)
                     if 0 <= y < height and 0 <= xx < width and wt != 0.0:
-                        index[c, i] = y * width + xx
-                        weights[c, i] = wt
-        for ch in range(g * per, (g + 1) * per):
-            plane = x[ch]
-            dst = cols[ch, k]
-            for i in range(length):
-                acc = 0.0
-                acc += float(plane[index[0, i]]) * weights[0, i]
-                acc += float(plane[index[1, i]]) * weights[1, i]
-                acc += float(plane[index[2, i]]) * weights[2, i]
-                acc += float(plane[index[3, i]]) * weights[3, i]
-                if has_mask:
-                    acc *= scale[i]
-                dst[i] = acc
+                        rows[c] = y * width + xx
+                        weights[c] = wt
+            w0, w1, w2, w3 = weights[0], weights[1], weights[2], weights[3]
+            c = g * per
+            while c < (g + 1) * per:  # the group's channels, split at the conv groups' borders
+                gi = c // per_group
+                end = min((g + 1) * per, (gi + 1) * per_group)
+                # slices indexed from 0: numba then needs no negative-index handling and vectorizes
+                dst = cols[i, gi, k, c - gi * per_group : end - gi * per_group]
+                r0, r1, r2, r3 = x[rows[0], c:end], x[rows[1], c:end], x[rows[2], c:end], x[rows[3], c:end]
+                for j in range(end - c):
+                    acc = float(r0[j]) * w0 + float(r1[j]) * w1 + float(r2[j]) * w2 + float(r3[j]) * w3
+                    dst[j] = acc * scale if has_mask else acc
+                c = end

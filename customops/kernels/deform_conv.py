@@ -231,34 +231,45 @@ def _image(
     mask: np.ndarray | None,
     out: np.ndarray,
 ) -> None:
-    """One image: ``out`` [oC, positions] from x [C, D...], off [og * K * r, o...], mask [og * K, o...]."""
+    """One image: ``out`` [oC, positions] from x [C, D...], off [og * K * r, o...], mask [og * K, o...].
+
+    The column buffer is [L, group, K, C/group] (L output positions of a chunk): each sample's channels
+    side by side, and each conv group's columns one [L, K * C/group] matrix whose product with W's
+    columns in (kernel position, channel) order gives the group's outputs."""
     r, taps, positions = len(geo.spatial), geo.taps, geo.positions
-    og = geo.offset_group
-    off = off.reshape(og, taps, r, positions)
-    mask = None if mask is None else mask.reshape(og, taps, positions)
-    weights = w.reshape(geo.group, geo.out_channels // geo.group, (geo.channels // geo.group) * taps)
-    per_group = geo.channels // geo.group
-    fill = _compiled(geo, x, off, mask) or _numpy_columns(geo, x)
+    off = off.reshape(geo.offset_group, taps, r, positions)
+    mask = None if mask is None else mask.reshape(geo.offset_group, taps, positions)
+    per_group, oc = geo.channels // geo.group, geo.out_channels // geo.group
+    # W's columns of each group in (kernel position, channel) order, as a [K * C/group, oC/group] matrix
+    weights = np.ascontiguousarray(
+        w.reshape(geo.group, oc, per_group, taps)
+        .transpose(0, 3, 2, 1)
+        .reshape(geo.group, taps * per_group, oc)
+    )
+    fill = _compiled(geo, x) or _numpy_columns(geo, x)
     # per kernel position and output position: a sample per channel, and 2^r corner indices and weights
     chunk = max(1, COLUMN_BUDGET // (taps * (geo.channels + 2 ** (r + 1))))
-    cols = np.empty((geo.channels, taps, min(chunk, positions)), dtype=x.dtype)
-    oc = weights.shape[1]
+    cols = np.empty((min(chunk, positions), geo.group, taps, per_group), dtype=x.dtype)
+    product = np.empty((min(chunk, positions), oc), dtype=x.dtype)
     for start in range(0, positions, chunk):
         stop = min(positions, start + chunk)
-        part = cols[:, :, : stop - start]
+        part = cols[: stop - start]
         with np.errstate(invalid="ignore", over="ignore"):  # Inf * 0, overflow to Inf: IEEE results
             fill(off[..., start:stop], None if mask is None else mask[..., start:stop], start, part)
-        for gi in range(geo.group):
-            lhs = part[gi * per_group : (gi + 1) * per_group].reshape(per_group * taps, stop - start)
-            with np.errstate(invalid="ignore", over="ignore"):  # inf * 0 and overflow follow IEEE
-                np.matmul(weights[gi], lhs, out=out[gi * oc : (gi + 1) * oc, start:stop])
+            for gi in range(geo.group):
+                # [L, K * C/group] @ [K * C/group, oC/group], rows contiguous: OpenBLAS runs it on
+                # one thread for small sizes (the transposed forms go to its threads and wait there)
+                lhs = part[:, gi].reshape(stop - start, taps * per_group)
+                np.matmul(lhs, weights[gi], out=product[: stop - start])
+                out[gi * oc : (gi + 1) * oc, start:stop] = product[: stop - start].T
 
 
 Fill = Callable[[np.ndarray, "np.ndarray | None", int, np.ndarray], None]
-"""Fills the column buffer [C, K, L] from the chunk's offsets, mask and first output position."""
+"""Fills the column buffer [L, group, K, C/group] from the chunk's offsets, mask and first output
+position."""
 
 
-def _compiled(geo: _Geometry, x: np.ndarray, off: np.ndarray, mask: np.ndarray | None) -> Fill | None:
+def _compiled(geo: _Geometry, x: np.ndarray) -> Fill | None:
     """The compiled im2col of a 2-D image (customops.accel.deform_loops), or None."""
     if len(geo.spatial) != 2 or not jit.enabled() or not geo.channels or not geo.spatial[0]:
         return None
@@ -266,12 +277,12 @@ def _compiled(geo: _Geometry, x: np.ndarray, off: np.ndarray, mask: np.ndarray |
     if loop is None:
         return None
     pixels = math.prod(geo.spatial)
-    # each channel's pixels, then a 0 and a NaN: what corners outside the image and NaN coordinates read
-    image = np.empty((geo.channels, pixels + 2), dtype=x.dtype)
-    image[:, :pixels] = x.reshape(geo.channels, pixels)
-    image[:, pixels] = 0
-    image[:, pixels + 1] = np.nan
-    units = geo.offset_group * geo.taps
+    # the pixels channels-last, then a row of 0 and a row of NaN: what corners outside the image and
+    # NaN coordinates read
+    image = np.empty((pixels + 2, geo.channels), dtype=x.dtype)
+    image[:pixels] = x.reshape(geo.channels, pixels).T
+    image[pixels] = 0
+    image[pixels + 1] = np.nan
     dummy = np.ones((1, 1, 1), dtype=x.dtype)
 
     def fill(off: np.ndarray, mask: np.ndarray | None, start: int, cols: np.ndarray) -> None:
@@ -280,7 +291,7 @@ def _compiled(geo: _Geometry, x: np.ndarray, off: np.ndarray, mask: np.ndarray |
             dtype=np.int64,
         )
         scale = dummy if mask is None else mask
-        parallel.run(loop, units, cols.size, image, geo.spatial[0], off, scale, geometry, cols)
+        parallel.run(loop, cols.shape[0], cols.size, image, geo.spatial[0], off, scale, geometry, cols)
 
     return fill
 
@@ -306,20 +317,29 @@ def _columns(
     start: int,
     cols: np.ndarray,
 ) -> None:
-    """Fill ``cols`` [C, K, L] with the masked samples of output positions start..start+L: each summed
-    in float64 over its corners, then scaled by the mask in float64, rounded once."""
+    """Fill ``cols`` [L, group, K, C/group] with the masked samples of output positions
+    start..start+L: each summed in float64 over its corners, then scaled by the mask in float64,
+    rounded once."""
     per = geo.channels // geo.offset_group
+    per_group = geo.channels // geo.group
+    by_channel = cols.transpose(1, 3, 2, 0)  # [group, C/group, K, L]
     for g in range(geo.offset_group):
-        index, weight, nan = _corners(geo, off[g], start, cols.shape[2])
+        index, weight, nan = _corners(geo, off[g], start, cols.shape[0])
         src = padded[g * per : (g + 1) * per]
-        acc = np.zeros((per, *cols.shape[1:]), dtype=np.float64)
+        acc = np.zeros((per, geo.taps, cols.shape[0]), dtype=np.float64)
         for idx, wt in zip(index, weight, strict=True):
             acc += np.take(src, idx, axis=1) * wt
         if nan is not None:
             acc[:, nan] = np.nan
         if mask is not None:
             acc *= mask[g].astype(np.float64)
-        cols[g * per : (g + 1) * per] = acc
+        # channels g * per .. (g + 1) * per, split at the conv groups' borders
+        c = g * per
+        while c < (g + 1) * per:
+            gi, j = divmod(c, per_group)
+            end = min((g + 1) * per, (gi + 1) * per_group)
+            by_channel[gi, j : j + end - c] = acc[c - g * per : end - g * per]
+            c = end
 
 
 def _corners(
