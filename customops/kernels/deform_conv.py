@@ -59,13 +59,15 @@ def deform_conv(
     x, w, off = (np.asarray(a) for a in (X, W, offset))
     geo = _geometry(x, w, off, dilations, group, kernel_shape, offset_group, pads, strides)
     bias = _optional(B, "B", (geo.out_channels,), x.dtype)
-    scale = _optional(mask, "mask", (x.shape[0], offset_group * geo.taps, *geo.out), x.dtype)
+    scale = _optional(mask, "mask", (x.shape[0], geo.offset_group * geo.taps, *geo.out), x.dtype)
     out_shape = (x.shape[0], geo.out_channels, *geo.out)
     limits.check_output(out_shape, x.dtype)
-    out = np.empty(out_shape, dtype=x.dtype)
+    # with no channel there is nothing to sum (and group may be any size: no loop runs over it)
+    out = np.empty(out_shape, dtype=x.dtype) if geo.channels else np.zeros(out_shape, dtype=x.dtype)
     flat = out.reshape(x.shape[0], geo.out_channels, geo.positions)
-    for n in range(x.shape[0]):
-        _image(geo, x[n], w, off[n], None if scale is None else scale[n], flat[n])
+    if geo.channels and out.size:
+        for n in range(x.shape[0]):
+            _image(geo, x[n], w, off[n], None if scale is None else scale[n], flat[n])
     if bias is not None:
         with np.errstate(invalid="ignore", over="ignore"):
             flat += bias[:, None]

@@ -267,6 +267,15 @@ def test_empty_batch_channels_and_outputs() -> None:
     assert zero_width.tolist() == np.zeros((1, 1, 2, 2)).tolist()
 
 
+def test_a_huge_group_count_with_no_channel_costs_nothing() -> None:
+    f = np.float32
+    x, off = np.ones((1, 0, 3, 3), f), np.zeros((1, 8, 2, 2), f)
+    got = deform_conv(x, np.ones((0, 0, 2, 2), f), off, group=10**12)
+    assert got.shape == (1, 0, 2, 2)
+    got = deform_conv(x, np.ones((2, 0, 2, 2), f), off, np.array([3, 4], f), group=2)
+    assert got[0, :, 1, 1].tolist() == [3, 4]
+
+
 def test_absent_means_default_and_empty_means_absent() -> None:
     rng = np.random.default_rng(8)
     x = rng.standard_normal((2, 2, 4, 5))
