@@ -71,6 +71,6 @@ def deform_im2col_2d(
                 dst = cols[i, gi, k, c - gi * per_group : end - gi * per_group]
                 r0, r1, r2, r3 = x[rows[0], c:end], x[rows[1], c:end], x[rows[2], c:end], x[rows[3], c:end]
                 for j in range(end - c):
-                    acc = float(r0[j]) * w0 + float(r1[j]) * w1 + float(r2[j]) * w2 + float(r3[j]) * w3
+                    acc = 0.0 + float(r0[j]) * w0 + float(r1[j]) * w1 + float(r2[j]) * w2 + float(r3[j]) * w3
                     dst[j] = acc * scale if has_mask else acc
                 c = end

@@ -137,15 +137,19 @@ def test_float32_against_rederivation() -> None:
 
 def test_compiled_and_numpy_paths_are_identical(monkeypatch) -> None:
     rng = np.random.default_rng(3)
-    for _ in range(10):
-        x, w, off, b, mask, attrs = random_case(rng, 2, np.float32)
+    for i in range(12):
+        x, w, off, b, mask, attrs = random_case(rng, 2, np.float32 if i % 2 else np.float64)
         off.ravel()[0] = np.nan
         x.ravel()[-1] = np.inf
+        x.ravel()[0] = -0.0
+        w[...] = np.where(rng.random(w.shape) < 0.3, 0.0, w)
         compiled = deform_conv(x, w, off, b, mask, **attrs)
         monkeypatch.setattr(module, "_compiled", lambda *a: None)
         plain = deform_conv(x, w, off, b, mask, **attrs)
         monkeypatch.undo()
         np.testing.assert_array_equal(compiled, plain)
+        number = ~np.isnan(plain)
+        assert (np.signbit(compiled) == np.signbit(plain))[number].all()  # zeros of the same sign too
 
 
 def test_chunks_of_output_positions_give_the_same_result(monkeypatch) -> None:
