@@ -443,3 +443,16 @@ def test_scratch_memory_is_bounded_by_the_column_budget(jit, monkeypatch) -> Non
     # the output and one copy of the image, plus scratch bounded by the budget (not by the 39204
     # output positions x 9 kernel positions x 2 channels of a whole-image column buffer: 5.6 MB)
     assert peak < out.nbytes + x.nbytes + 64 * budget, peak
+
+
+def test_split_over_threads_is_bit_identical(monkeypatch) -> None:
+    from customops.accel import parallel
+
+    rng = np.random.default_rng(14)
+    x, w, off, b, mask, attrs = random_case(rng, 2, np.float32)
+    monkeypatch.setitem(parallel._state, "threads", 1)
+    serial = deform_conv(x, w, off, b, mask, **attrs)
+    monkeypatch.setitem(parallel._state, "threads", 3)
+    monkeypatch.setattr(parallel, "_MIN_WORK", 1)
+    monkeypatch.setattr(parallel, "_MIN_PIECE_WORK", 1)
+    np.testing.assert_array_equal(deform_conv(x, w, off, b, mask, **attrs), serial)
