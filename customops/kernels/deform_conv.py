@@ -66,8 +66,9 @@ def deform_conv(
     out = np.empty(out_shape, dtype=x.dtype) if geo.channels else np.zeros(out_shape, dtype=x.dtype)
     flat = out.reshape(x.shape[0], geo.out_channels, geo.positions)
     if geo.channels and out.size:
+        weights = _group_weights(geo, w)
         for n in range(x.shape[0]):
-            _image(geo, x[n], w, off[n], None if scale is None else scale[n], flat[n])
+            _image(geo, x[n], weights, off[n], None if scale is None else scale[n], flat[n])
     if bias is not None:
         with np.errstate(invalid="ignore", over="ignore"):
             flat += bias[:, None]
@@ -225,15 +226,26 @@ def _optional(value: Any, name: str, shape: tuple[int, ...], dtype: np.dtype) ->
     return a
 
 
+def _group_weights(geo: _Geometry, w: np.ndarray) -> np.ndarray:
+    """W's columns of each group in (kernel position, channel) order: [group, K * C/group, oC/group]."""
+    per_group, oc = geo.channels // geo.group, geo.out_channels // geo.group
+    return np.ascontiguousarray(
+        w.reshape(geo.group, oc, per_group, geo.taps)
+        .transpose(0, 3, 2, 1)
+        .reshape(geo.group, geo.taps * per_group, oc)
+    )
+
+
 def _image(
     geo: _Geometry,
     x: np.ndarray,
-    w: np.ndarray,
+    weights: np.ndarray,
     off: np.ndarray,
     mask: np.ndarray | None,
     out: np.ndarray,
 ) -> None:
-    """One image: ``out`` [oC, positions] from x [C, D...], off [og * K * r, o...], mask [og * K, o...].
+    """One image: ``out`` [oC, positions] from x [C, D...], off [og * K * r, o...], mask [og * K, o...]
+    and the groups' ``weights`` (:func:`_group_weights`).
 
     The column buffer is [L, group, K, C/group] (L output positions of a chunk): each sample's channels
     side by side, and each conv group's columns one [L, K * C/group] matrix whose product with W's
@@ -242,12 +254,6 @@ def _image(
     off = off.reshape(geo.offset_group, taps, r, positions)
     mask = None if mask is None else mask.reshape(geo.offset_group, taps, positions)
     per_group, oc = geo.channels // geo.group, geo.out_channels // geo.group
-    # W's columns of each group in (kernel position, channel) order, as a [K * C/group, oC/group] matrix
-    weights = np.ascontiguousarray(
-        w.reshape(geo.group, oc, per_group, taps)
-        .transpose(0, 3, 2, 1)
-        .reshape(geo.group, taps * per_group, oc)
-    )
     fill = _compiled(geo, x) or _numpy_columns(geo, x)
     # per kernel position and output position: a sample per channel, and 2^r corner indices and weights
     chunk = max(1, COLUMN_BUDGET // (taps * (geo.channels + 2 ** (r + 1))))
