@@ -35,6 +35,9 @@ COLUMN_BUDGET = 1 << 22
 positions x (channels + 2^(r+1))); the output positions of an image are processed in chunks that fit
 it."""
 
+MAX_SPATIAL = 10
+"""Most spatial axes: a sample interpolates 2^r corners, so the work grows as 2^r whatever the data."""
+
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
@@ -143,6 +146,11 @@ def _geometry(
             f"X must have shape [N, C, D1, ...] with at least one spatial axis, got {x.shape!r}"
         )
     r = x.ndim - 2
+    if r > MAX_SPATIAL:
+        raise KernelError(
+            f"X has {r} spatial axes; at most {MAX_SPATIAL} are accepted (each sample interpolates "
+            f"2^{r} corners)"
+        )
     if w.ndim != x.ndim:
         raise KernelError(f"W must have rank {x.ndim} [oC, C/group, k1..k{r}] like X, got shape {w.shape!r}")
     kernel = tuple(int(k) for k in w.shape[2:])

@@ -324,6 +324,15 @@ OFF = np.zeros((1, 8, 3, 3), F)
         ((np.ones((1, 2), F), W, OFF), {}, "at least one spatial axis"),
         ((X, np.ones((2, 2, 2), F), OFF), {}, "W must have rank"),
         ((X, np.ones((2, 2, 0, 2), F), OFF), {}, "empty axis"),
+        (
+            (
+                np.ones((1, 1) + (1,) * 11, F),
+                np.ones((1, 1) + (1,) * 11, F),
+                np.zeros((1, 11) + (1,) * 11, F),
+            ),
+            {},
+            "at most 10",
+        ),
         ((X, W.astype(np.float64), OFF), {}, "dtype"),
         ((X.astype(np.int32), W, OFF), {}, "float32 or float64"),
     ],

@@ -239,7 +239,7 @@ def _geometry(case: Case) -> tuple[list[int], list[int], list[int], list[int], l
 
 def _shape_reason(case: Case) -> str | None:
     x, w = case.main, case.inputs["W"].value  # type: ignore[union-attr]
-    if x.ndim < 3:
+    if x.ndim < 3 or x.ndim > 12:
         return "x-rank"
     if w.ndim != x.ndim:
         return "w-rank"
