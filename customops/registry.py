@@ -252,6 +252,23 @@ CUSTOM_OPS: dict[str, CustomOp] = {
             case_module="roialign",
             reference_limit=250_000,
         ),
+        CustomOp(
+            name="DeformConv",
+            kernel="customops.kernels.deform_conv:deform_conv",
+            inputs=(("X", "T"), ("W", "T"), ("offset", "T"), ("B", "T"), ("mask", "T")),
+            attributes=(
+                ("dilations", "ints"),
+                ("group", "int"),
+                ("kernel_shape", "ints"),
+                ("offset_group", "int"),
+                ("pads", "ints"),
+                ("strides", "ints"),
+            ),
+            types=("float", "double"),
+            backend_tests=("test_basic_deform_conv", "test_deform_conv"),
+            case_module="deformconv",
+            reference_limit=3_500,
+        ),
     )
 }
 
@@ -363,6 +380,24 @@ def _roi_align(version: int, types: tuple[str, ...]) -> OpVersion:
         notes="RoiAlign-10 samples without the half-pixel shift (16's output_half_pixel)"
         if version == 10
         else "",
+    )
+
+
+def _deform_conv(version: int, types: tuple[str, ...]) -> OpVersion:
+    return OpVersion(
+        "DeformConv",
+        version,
+        (Input("X"), Input("W"), Input("offset"), Input("B", optional=True), Input("mask", optional=True)),
+        (
+            Attr("dilations", "ints"),
+            Attr("group", "int", 1),
+            Attr("kernel_shape", "ints"),
+            Attr("offset_group", "int", 1),
+            Attr("pads", "ints"),
+            Attr("strides", "ints"),
+        ),
+        types,
+        "DeformConv",
     )
 
 
@@ -500,6 +535,8 @@ OPS: tuple[OpVersion, ...] = (
         _ALL_13,
         "CenterCropPad",
     ),
+    _deform_conv(19, ("float16", "float", "double")),
+    _deform_conv(22, ("bfloat16", "float16", "float", "double")),
     OpVersion(
         "AffineGrid",
         20,

@@ -20,6 +20,8 @@ def test_all_our_backend_tests_are_collected():
         "test_center_crop_pad_",
         "test_wrap_pad",
         "test_upsample_nearest",
+        "test_basic_deform_conv",
+        "test_deform_conv_with",
         "test_affine_grid_",
         "test_roialign_",
     ):

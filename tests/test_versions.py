@@ -16,6 +16,7 @@ from customops.bridge.runtime import NUMPY_TYPES
 from customops.kernels.affine_grid import affine_grid
 from customops.kernels.center_crop_pad import center_crop_pad
 from customops.kernels.col2im import col2im
+from customops.kernels.deform_conv import deform_conv
 from customops.kernels.max_roi_pool import max_roi_pool
 from customops.kernels.pad import pad
 from customops.kernels.resize import resize
@@ -70,6 +71,13 @@ def _case(opv, elem):
     if opv.custom == "Col2Im":
         x = _data((1, 4, 4), elem)
         image, block = np.array([3, 3], np.int64), np.array([2, 2], np.int64)
+    if opv.custom == "DeformConv":
+        x, w = _data((1, 2, 3, 3), elem), _data((2, 2, 2, 2), elem)
+        offset = (_data((1, 8, 3, 3), elem) / 4).astype(x.dtype)
+        mask = (_data((1, 4, 3, 3), elem) / 8).astype(x.dtype)
+        inputs = {"X": x, "W": w, "offset": offset, "B": None, "mask": mask}
+        model, feed = one_node_model("DeformConv", inputs, opset, initializers=("W",), pads=[1, 0, 0, 1])
+        return model, feed, deform_conv(x, w, offset, None, mask, pads=[1, 0, 0, 1])
         inputs = {"input": x, "image_shape": image, "block_shape": block}
         model, feed = one_node_model("Col2Im", inputs, opset, initializers=("image_shape", "block_shape"))
         return model, feed, col2im(x, image, block)

@@ -201,6 +201,27 @@ def _roi_align(mode: str, channels: int, size: int, boxes: int, quick: tuple[int
     return build
 
 
+def _deform_conv(channels: int, size: int, quick_channels: int, quick_size: int, mask: bool) -> Builder:
+    def build(quick: bool) -> tuple[Any, dict[str, Any], str]:
+        from onnx import helper
+
+        c, s = (quick_channels, quick_size) if quick else (channels, size)
+        x = random_data((1, c, s, s))
+        inits = {
+            "w": random_data((c, c, 3, 3), seed=1) * (1.0 / (3 * c**0.5)),
+            "offset": random_data((1, 2 * 9, s, s), seed=2),
+        }
+        names = ["x", "w", "offset"]
+        if mask:
+            inits["mask"] = 0.5 + 0.5 * random_data((1, 9, s, s), seed=3)
+            names += ["", "mask"]
+        node = helper.make_node("DeformConv", names, ["y"], pads=[1, 1, 1, 1])
+        text = f"1x{c}x{s}x{s}, W {c}x{c}x3x3, pads 1{', mask' if mask else ''}"
+        return one_node_model(node, [("x", x)], inits, 22), {"x": x}, text
+
+    return build
+
+
 def suite() -> list[Workload]:
     """The fixed benchmark suite, in table order."""
     img, img_q = (1, 3, 512, 512), (1, 3, 96, 96)
@@ -243,6 +264,8 @@ def suite() -> list[Workload]:
         Workload("small-pad-reflect", "Pad", _pad("reflect", tiny, tiny, 1), small=True),
         Workload("small-col2im", "Col2Im", _col2im(2, 8, 8, 3), small=True),
         Workload("small-centercroppad", "CenterCropPad", _center_crop_pad(tiny, tiny, 0.75), small=True),
+        Workload("deformconv-64ch-3x3", "DeformConv", _deform_conv(64, 64, 16, 16, mask=False)),
+        Workload("deformconv-64ch-3x3-mask", "DeformConv", _deform_conv(64, 64, 16, 16, mask=True)),
     ]
 
 

@@ -88,6 +88,8 @@ FOUND: dict[str, str] = {
     "F-COL2IM-NEGATIVE-PADS": "Col2Im-18: negative pads are accepted",
     "F-UNUSED-ATTRIBUTE-UNCHECKED": "Resize 11-19: an invalid nearest_mode is accepted when the mode is linear or "
     "cubic, which do not use it",
+    "F-DEFORMCONV-KERNEL-DOES-NOT-FIT": "DeformConv 19/22: a kernel larger than the padded input is accepted "
+    "when the offset has the rows a truncating division gives (0 rows with stride 1, 1 row with stride > 1)",
     "F-ROIALIGN-COORD-UNCHECKED": "RoiAlign-16: an invalid coordinate_transformation_mode is accepted (and "
     "read as output_half_pixel)",
 }
@@ -585,6 +587,56 @@ _RULES: list[tuple[str, Callable[[Labelled], bool]]] = [
             _op(e, "RoiAlign")
             and e.signature.side == "builtin"
             and _detail_is(e, "attr-value:coordinate_transformation_mode")
+        ),
+    ),
+    # DeformConv
+    ("T-DEFORMCONV", lambda e: _op(e, "DeformConv") and _missing_type(e)),
+    ("DC-2D-ONLY", lambda e: _op(e, "DeformConv") and _has(e, "Input X must be 4D")),
+    (
+        "DC-EMPTY-AXIS",
+        lambda e: (
+            _op(e, "DeformConv")
+            and e.signature.kind == "rejects-valid"
+            and (
+                _has(e, "Input channels C must be positive")
+                or _has(e, "Output channels M (oC) must be positive")
+                or _has(e, "Invalid deform conv dimensions")
+            )
+        ),
+    ),
+    (
+        "semantics: DeformConv: NaN offset",
+        lambda e: _op(e, "DeformConv") and _output_kind(e) and _feature(e, "offset-special"),
+    ),
+    (
+        "DC-NONFINITE-SPREAD",
+        lambda e: _op(e, "DeformConv") and _ort_output(e) and _feature(e, "special-values"),
+    ),
+    (
+        "semantics: DeformConv: ±Inf or NaN pixel beside a sampling point",
+        lambda e: (
+            _op(e, "DeformConv")
+            and _output_kind(e)
+            and e.signature.side in ("custom", "unknown", "three-way")
+            and _feature(e, "special-values")
+        ),
+    ),
+    (
+        "semantics: DeformConv: arithmetic",
+        lambda e: (
+            _op(e, "DeformConv")
+            and e.signature.kind == "value"
+            and not _feature(e, "special-values")
+            and not _feature(e, "offset-special")
+        ),
+    ),
+    (
+        "F-DEFORMCONV-KERNEL-DOES-NOT-FIT",
+        lambda e: (
+            _op(e, "DeformConv")
+            and e.signature.side == "builtin"
+            and e.signature.kind == "accepts-invalid"
+            and _detail_is(e, "kernel-does-not-fit")
         ),
     ),
 ]

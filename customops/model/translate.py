@@ -352,6 +352,24 @@ def _roi_align_inputs(
     return [rois, batch], kernel
 
 
+def _deform_conv_inputs(
+    b: _Builder, values: dict[str, object], compute: str, bridged: bool
+) -> tuple[list[str], dict[str, object]]:
+    """DeformConv: W and offset (required), B and mask (empty fillers of ``compute`` when absent); every
+    one Cast to ``compute`` when the node is ``bridged``."""
+    kernel = dict(values)
+    rest = []
+    for index, name in enumerate(("W", "offset", "B", "mask"), start=1):
+        value = b.input(index)
+        if not value:
+            if index <= 2:
+                raise Skip(f"DeformConv needs its {name} input")
+            rest.append(b.constant(name, None, compute))
+            continue
+        rest.append(b.cast(value, compute, f"cast_{name}") if bridged else value)
+    return rest, kernel
+
+
 def _custom_outputs(b: _Builder, elem: str, bridged: bool) -> list[str]:
     """The custom node's output: the node's first output, or, when ``bridged``, a new value that a Cast
     helper after the custom node turns back into ``elem`` under the node's output name."""
@@ -468,6 +486,7 @@ TRANSLATORS: dict[str, Translator] = {
     "Pad": _pad_inputs,
     "Col2Im": _col2im_inputs,
     "CenterCropPad": _center_crop_pad_inputs,
+    "DeformConv": _deform_conv_inputs,
     "AffineGrid": _affine_grid_inputs,
     "MaxRoiPool": _max_roi_pool_inputs,
     "RoiAlign": _roi_align_inputs,
