@@ -215,6 +215,16 @@ CUSTOM_OPS: dict[str, CustomOp] = {
             case_module="center_crop_pad",
             reference_limit=50_000_000,
         ),
+        CustomOp(
+            name="GridSample",
+            kernel="customops.kernels.grid_sample:grid_sample",
+            inputs=(("X", "T"), ("grid", "double")),
+            attributes=(("align_corners", "int"), ("mode", "string"), ("padding_mode", "string")),
+            types=_ALL_T,
+            backend_tests=("test_gridsample",),
+            case_module="gridsample",
+            reference_limit=200_000,
+        ),
     )
 }
 
@@ -293,6 +303,33 @@ def _pad_18(version: int, types: tuple[str, ...]) -> OpVersion:
 
 
 _ALL_13 = (*NATIVE_TYPES, "float16", "bfloat16", "complex64", "complex128")
+
+_GS_T_16 = (*NATIVE_TYPES, "float16", "complex64", "complex128")
+_GS_T_22 = (*_GS_T_16, "bfloat16")
+_GS_PADDING = ("zeros", "border", "reflection")
+
+
+def _grid_sample(version: int) -> OpVersion:
+    """GridSample-16 (4-D X, modes bilinear / nearest / bicubic), 20 and 22 (N-D, linear / nearest / cubic;
+    22 adds bfloat16 for X and grid)."""
+    modes = ("bilinear", "nearest", "bicubic") if version == 16 else ("linear", "nearest", "cubic")
+    grid_types = (
+        ("float16", "float", "double") if version < 22 else ("bfloat16", "float16", "float", "double")
+    )
+    return OpVersion(
+        "GridSample",
+        version,
+        (Input("X"), Input("grid", grid_types)),
+        (
+            Attr("align_corners", "int", 0),
+            Attr("mode", "string", modes[0], allowed=modes),
+            Attr("padding_mode", "string", "zeros", allowed=_GS_PADDING),
+        ),
+        _GS_T_22 if version >= 22 else _GS_T_16,
+        "GridSample",
+        notes="4-D X only" if version == 16 else "",
+    )
+
 
 OPS: tuple[OpVersion, ...] = (
     OpVersion(
@@ -428,6 +465,9 @@ OPS: tuple[OpVersion, ...] = (
         _ALL_13,
         "CenterCropPad",
     ),
+    _grid_sample(16),
+    _grid_sample(20),
+    _grid_sample(22),
 )
 
 OP_TYPES: tuple[str, ...] = tuple(dict.fromkeys(o.op for o in OPS))
