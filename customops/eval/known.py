@@ -188,6 +188,16 @@ def _coord(e: Labelled) -> Any:
     return _attr(e, "coordinate_transformation_mode")
 
 
+def _gs_mode(e: Labelled) -> str:
+    """A GridSample group's mode by GridSample-20's names (16's bilinear / bicubic; absent: linear)."""
+    mode = _attr(e, "mode")
+    return {"bilinear": "linear", "bicubic": "cubic", None: "linear"}.get(mode, mode)
+
+
+def _gs_output(e: Labelled) -> bool:
+    return _op(e, "GridSample") and _output_kind(e)
+
+
 def _missing_type(e: Labelled) -> bool:
     return (
         e.signature.side == "builtin"
@@ -203,6 +213,7 @@ _RULES: list[tuple[str, Callable[[Labelled], bool]]] = [
     ("T-PAD", lambda e: _op(e, "Pad") and _missing_type(e)),
     ("T-COL2IM", lambda e: _op(e, "Col2Im") and _missing_type(e)),
     ("T-CENTERCROPPAD", lambda e: _op(e, "CenterCropPad") and _missing_type(e)),
+    ("T-GRIDSAMPLE", lambda e: _op(e, "GridSample") and _missing_type(e)),
     ("R-LINEAR-RANK", lambda e: _linear_rejected(e, "Resize") and _ranks(e, 1, 6)),
     ("R-LINEAR-OUTER-AXIS", lambda e: _linear_rejected(e, "Resize") and _ranks(e, 4, 5)),
     ("U-LINEAR-RANK", lambda e: _linear_rejected(e, "Upsample")),
@@ -254,6 +265,50 @@ _RULES: list[tuple[str, Callable[[Labelled], bool]]] = [
     ("P-AXES-INT32-INIT", lambda e: _has(e, "ParseData type mismatch for tensor: axes")),
     ("C-3D-DILATION", lambda e: _op(e, "Col2Im") and _ort_output(e) and _feature(e, "dilations")),
     ("CCP-INT32-SHAPE", lambda e: _has(e, "bound to different types")),
+    ("G-1D-SPATIAL", lambda e: _op(e, "GridSample") and _has(e, "Only #-D or #-D tensor is supported")),
+    ("G-CUBIC-3D-SPATIAL", lambda e: _op(e, "GridSample") and _has(e, "Cubic mode in #-D cases")),
+    (
+        "G-EMPTY-IMAGE",
+        lambda e: _op(e, "GridSample") and _has(e, "Input spatial dimensions must be non-empty"),
+    ),
+    (
+        "G-CUBIC-BORDER-OUTSIDE",
+        lambda e: (
+            _gs_output(e)
+            and _ort_side(e)
+            and _gs_mode(e) == "cubic"
+            and _attr(e, "padding_mode") == "border"
+            and _feature(e, "grid-out-of-bound")
+        ),
+    ),
+    ("G-GRID-NONFINITE", lambda e: _gs_output(e) and _ort_side(e) and _feature(e, "grid-specials")),
+    (
+        "semantics: GridSample: inf / NaN in X",
+        lambda e: _gs_output(e) and _feature(e, "special-values") and _gs_mode(e) != "nearest",
+    ),
+    (
+        "semantics: GridSample: nearest with reflection, a tie after reflecting",
+        lambda e: (
+            _gs_output(e)
+            and e.signature.side in ("custom", "unknown")
+            and _gs_mode(e) == "nearest"
+            and _attr(e, "padding_mode") == "reflection"
+            and not _attr(e, "align_corners")
+        ),
+    ),
+    (
+        "semantics: GridSample: reflection of far-out coordinates",
+        lambda e: (
+            _gs_output(e)
+            and e.signature.side in ("custom", "unknown", "three-way")
+            and _attr(e, "padding_mode") == "reflection"
+            and _feature(e, "grid-specials")
+        ),
+    ),
+    (
+        "semantics: GridSample-16: X that is not 4-D",
+        lambda e: _op(e, "GridSample") and _detail_is(e, "x-rank-16"),
+    ),
     # recorded decisions (docs/semantics.md)
     (
         "semantics: scale-1 axes",

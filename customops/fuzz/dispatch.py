@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from customops.fuzz.case import Case, carriable
 from customops.fuzz.spaces.base import FLOAT_SHARE, INVALID_SHARE, Space, Verdict, case_rng
 from customops.fuzz.spaces.col2im import Col2ImSpace
+from customops.fuzz.spaces.grid_sample import GridSampleSpace
 from customops.fuzz.spaces.pad import CenterCropPadSpace, PadSpace
 from customops.fuzz.spaces.resize import ResizeSpace, UpsampleSpace
 from customops.registry import OpVersion, type_support
@@ -19,7 +20,15 @@ from customops.registry import OpVersion, type_support
 def spaces() -> dict[str, Space]:
     """The space of every operator we fuzz, by op type."""
     return {
-        s.op: s for s in (ResizeSpace(), UpsampleSpace(), PadSpace(), Col2ImSpace(), CenterCropPadSpace())
+        s.op: s
+        for s in (
+            ResizeSpace(),
+            UpsampleSpace(),
+            PadSpace(),
+            Col2ImSpace(),
+            CenterCropPadSpace(),
+            GridSampleSpace(),
+        )
     }
 
 

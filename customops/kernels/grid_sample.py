@@ -146,6 +146,8 @@ def _empty_image(x: np.ndarray, out_shape: tuple[int, ...], options: _Options) -
 def _pixel(u: np.ndarray, length: int, align: bool) -> np.ndarray:
     """Normalized coordinates -> pixel coordinates on an axis of ``length``."""
     if align:
+        if length == 1:  # every location maps onto the one pixel's centre, ±inf included
+            return np.where(np.isnan(u), np.nan, 0.0)
         return (u + 1.0) / 2.0 * (length - 1)
     return ((u + 1.0) * length - 1.0) / 2.0
 
@@ -254,7 +256,8 @@ def _sample(x: np.ndarray, g: np.ndarray, out_shape: tuple[int, ...], options: _
     if options.mode == "nearest":
         result = _nearest(table, base, strides, taps, undefined, x.dtype)
     else:
-        result = _interpolate(table, base, strides, taps, undefined, x.dtype)
+        with np.errstate(invalid="ignore", over="ignore"):  # inf * 0 terms are dropped right after
+            result = _interpolate(table, base, strides, taps, undefined, x.dtype)
     out = result.reshape(n, points, c).transpose(0, 2, 1).reshape(out_shape)
     return np.ascontiguousarray(out)
 
