@@ -20,9 +20,10 @@ def test_all_our_backend_tests_are_collected():
         "test_center_crop_pad_",
         "test_wrap_pad",
         "test_upsample_nearest",
+        "test_gridsample",
     ):
         assert any(n.startswith(prefix) for n in names), prefix
-    assert len(CASES) >= 55
+    assert len(CASES) >= 73
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
