@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from customops.accel import grid_loops, jit, parallel
 from customops.errors import KernelError
 from customops.kernels import limits
 
@@ -61,9 +62,10 @@ def grid_sample(
     attributes, shapes or element types (strings interpolate only with ``nearest``), for ``border`` or
     ``reflection`` on an empty spatial axis, and for undefined locations on non-float X.
     """
-    x = np.asarray(X)
-    g = np.asarray(grid)
-    options = _options(align_corners, mode, padding_mode)
+    return _run(np.asarray(X), np.asarray(grid), _options(align_corners, mode, padding_mode))
+
+
+def _run(x: np.ndarray, g: np.ndarray, options: _Options) -> np.ndarray:
     out_shape = _check_shapes(x, g, options)
     limits.check_output(out_shape, x.dtype)
     interpolating = options.mode != "nearest"
@@ -74,7 +76,22 @@ def grid_sample(
     spatial = x.shape[2:]
     if 0 in spatial:
         return _empty_image(x, out_shape, options)
+    if len(spatial) == 2 and x.dtype in _COMPILED_TYPES and jit.enabled():
+        return _compiled_2d(x, g, out_shape, options)
     return _sample(x, g, out_shape, options)
+
+
+def _bind(align_corners: int = 0, mode: str = "linear", padding_mode: str = "zeros") -> Any:
+    """``grid_sample`` with its attributes checked once, for repeated calls (the ONNX Runtime hook)."""
+    options = _options(align_corners, mode, padding_mode)
+
+    def bound(X: Any, grid: Any) -> np.ndarray:
+        return _run(np.asarray(X), np.asarray(grid), options)
+
+    return bound
+
+
+grid_sample.bind = _bind  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)
@@ -312,6 +329,29 @@ def _interpolate(
     if undefined.any():
         acc[undefined] = np.nan
     return _finish(acc, dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# the compiled path: two spatial axes, float32 and float64 (customops.accel.grid_loops)
+
+_COMPILED_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
+_MODE_CODES = {"nearest": grid_loops.NEAREST, "linear": grid_loops.LINEAR, "cubic": grid_loops.CUBIC}
+_PADDING_CODES = {"zeros": grid_loops.ZEROS, "border": grid_loops.BORDER, "reflection": grid_loops.REFLECTION}
+
+
+def _compiled_2d(x: np.ndarray, g: np.ndarray, out_shape: tuple[int, ...], options: _Options) -> np.ndarray:
+    """The numpy path's result from the compiled loop, split over output points."""
+    n, c, h, w = x.shape
+    points = out_shape[2] * out_shape[3]
+    grid = g.reshape(n * points, 2).astype(np.float64)
+    codes = (_MODE_CODES[options.mode], _PADDING_CODES[options.padding], int(options.align))
+    params = np.array([h, w, *codes, c, points], np.int64)
+    out = np.empty(n * c * points, x.dtype)
+    flat = np.ascontiguousarray(x).reshape(-1)
+    work = n * points * c * _TAPS[options.mode] ** 2
+    units = n * -(-points // grid_loops.BLOCK)
+    parallel.run(jit.get("grid_sample_2d", grid_loops), units, work, flat, grid, params, out)
+    return out.reshape(out_shape)
 
 
 def _finish(values: np.ndarray, dtype: np.dtype) -> np.ndarray:

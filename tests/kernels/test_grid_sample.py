@@ -459,3 +459,52 @@ def test_rewrite_restore_round_trip():
 def test_backend_cases_found():
     names = [c.name for c in backend_cases("test_gridsample", generator="gridsample")]
     assert len(names) == 18
+
+
+# ---------------------------------------------------------------------------------------------
+# the compiled path (two spatial axes, float32 / float64) gives the numpy path's bits
+
+
+def _sprinkle(values: np.ndarray, specials: list[float]) -> None:
+    """Put the special values at evenly spread positions of ``values`` (in place)."""
+    flat = values.reshape(-1)
+    positions = np.linspace(0, flat.size - 1, num=min(len(specials), flat.size)).astype(int)
+    flat[positions] = specials[: positions.size]
+
+
+def _awkward_case(rng: np.random.Generator, dtype: type, shape: tuple[int, ...], out: tuple[int, int]):
+    X = rng.standard_normal(shape).astype(dtype)
+    _sprinkle(X, [np.inf, -np.inf, np.nan, -0.0, 3e38])
+    g = rng.uniform(-1.4, 1.4, size=(shape[0], *out, 2))
+    _sprinkle(g, [-1.0, 1.0, np.nan, np.inf, -np.inf, 1e30, -5.25, 0.5, -0.5])
+    return X, g
+
+
+@pytest.mark.skipif(not __import__("customops.accel.jit", fromlist=["enabled"]).enabled(), reason="no numba")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("mode", MODES)
+def test_compiled_path_gives_the_numpy_bits(monkeypatch, dtype, mode):
+    from customops.accel import jit
+
+    rng = np.random.default_rng(MODES.index(mode))
+    cases = [_awkward_case(rng, dtype, (2, 3, 5, 7), (4, 6)), _awkward_case(rng, dtype, (1, 1, 1, 1), (3, 3))]
+    cases.append(_awkward_case(rng, dtype, (1, 16, 40, 50), (96, 96)))  # large enough for threads
+    for (X, g), padding, align in itertools.product(cases, PADDINGS, (0, 1)):
+        attrs = {"mode": mode, "padding_mode": padding, "align_corners": align}
+        compiled = grid_sample(X, g, **attrs)
+        with monkeypatch.context() as m:
+            m.setattr(jit, "enabled", lambda: False)
+            plain = grid_sample(X, g, **attrs)
+        assert compiled.dtype == plain.dtype and compiled.shape == plain.shape
+        np.testing.assert_array_equal(compiled.view(np.uint8), plain.view(np.uint8), err_msg=str(attrs))
+
+
+def test_bound_kernel_matches_the_function():
+    rng = np.random.default_rng(9)
+    X, g = _random_case(rng, 2)
+    bound = grid_sample.bind(align_corners=1, mode="cubic", padding_mode="border")
+    np.testing.assert_array_equal(
+        bound(X, g), grid_sample(X, g, align_corners=1, mode="cubic", padding_mode="border")
+    )
+    with pytest.raises(KernelError, match="allowed"):
+        grid_sample.bind(mode="bicubic")
