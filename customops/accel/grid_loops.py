@@ -116,21 +116,19 @@ def _point_taps(
 
 
 def _coordinate(u: float, length: int, padding: int, align: bool) -> float:
-    """The pixel coordinate of normalized ``u`` after the padding mode moved it; NaN: no location."""
-    v = u
-    if padding == REFLECTION and not abs(v) <= 1.0:
-        r = np.fmod(np.fmod(v, 4.0) + 1.0, 4.0) if math.isfinite(v) else math.nan
-        r = r + 4.0 if r < 0 else r
-        v = (4.0 - r if r > 2.0 else r) - 1.0
+    """The pixel coordinate of normalized ``u``, brought near the image as the numpy path does
+    (customops.kernels.grid_sample); NaN: no value."""
+    if padding == REFLECTION:
+        u = np.fmod(u, 4.0) if math.isfinite(u) else math.nan
     if not align:
-        x = ((v + 1.0) * length - 1.0) / 2.0
+        x = ((u + 1.0) * length - 1.0) / 2.0
     elif length > 1:
-        x = (v + 1.0) / 2.0 * (length - 1)
+        x = (u + 1.0) / 2.0 * (length - 1)
     else:
-        x = v if math.isnan(v) else 0.0  # the one pixel's centre
-    if padding == BORDER and not -1.0 <= u <= 1.0 and not math.isnan(u):
-        x = 0.0 if u < -1.0 else float(length - 1)
-    if padding == ZEROS:  # beyond these every tap is outside; the bounds keep indices small
+        x = u if math.isnan(u) else 0.0  # the one pixel's centre
+    if padding == BORDER:
+        x = -2.0 if x < -2.0 else (length + 1.0 if x > length + 1.0 else x)
+    elif padding == ZEROS:
         x = -3.5 if x < -3.5 else (length + 2.5 if x > length + 2.5 else x)
     return x
 

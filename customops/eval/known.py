@@ -271,30 +271,10 @@ _RULES: list[tuple[str, Callable[[Labelled], bool]]] = [
         "G-EMPTY-IMAGE",
         lambda e: _op(e, "GridSample") and _has(e, "Input spatial dimensions must be non-empty"),
     ),
-    (
-        "G-CUBIC-BORDER-OUTSIDE",
-        lambda e: (
-            _gs_output(e)
-            and _ort_side(e)
-            and _gs_mode(e) == "cubic"
-            and _attr(e, "padding_mode") == "border"
-            and _feature(e, "grid-out-of-bound")
-        ),
-    ),
     ("G-GRID-NONFINITE", lambda e: _gs_output(e) and _ort_side(e) and _feature(e, "grid-specials")),
     (
         "semantics: GridSample: inf / NaN in X",
         lambda e: _gs_output(e) and _feature(e, "special-values") and _gs_mode(e) != "nearest",
-    ),
-    (
-        "semantics: GridSample: nearest with reflection, a tie after reflecting",
-        lambda e: (
-            _gs_output(e)
-            and e.signature.side in ("custom", "unknown")
-            and _gs_mode(e) == "nearest"
-            and _attr(e, "padding_mode") == "reflection"
-            and not _attr(e, "align_corners")
-        ),
     ),
     (
         "semantics: GridSample: reflection of far-out coordinates",

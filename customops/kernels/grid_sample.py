@@ -8,21 +8,21 @@ below is what it is.
 For an output point, ``grid[n, o..., :]`` holds one normalized coordinate per spatial axis, the *last*
 spatial axis first (x, then y, then z). Per spatial axis of length L, a normalized coordinate u becomes
 the pixel coordinate ``x = (u + 1) / 2 * (L - 1)`` (align_corners=1) or ``x = ((u + 1) * L - 1) / 2``
-(align_corners=0). Out-of-bound coordinates (u outside [-1, 1]) are handled per padding mode:
+(align_corners=0). The location is never moved: the padding mode gives values to the pixels outside the image that the
+taps reach (the image is padded, then interpolated):
 
-- ``zeros``: left where they are; taps outside the image read 0;
-- ``border``: moved to the centre of the border pixel (x = 0 or L - 1); taps outside read the nearest
-  border pixel;
-- ``reflection``: reflected about the borders u = -1 and u = 1 until in bound (in normalized
-  coordinates, exactly, with ``fmod``); taps outside read the pixel reflected about the same borders.
+- ``zeros``: 0;
+- ``border``: the nearest border pixel;
+- ``reflection``: the pixel mirrored about the borders u = -1 and u = 1 (pixel coordinates -0.5 and
+  L - 0.5 with align_corners=0, 0 and L - 1 with align_corners=1), again and again until inside.
 
 ``nearest`` rounds x half to even; ``linear`` weighs taps ``floor(x)``, ``floor(x) + 1`` by
 ``1 - t``, ``t``; ``cubic`` weighs ``floor(x) - 1 .. floor(x) + 2`` with Keys' kernel, a = -0.75. Several
 spatial axes combine as the product of the per-axis weights. Arithmetic is float64 with one rounding to
 X's type at the end: integers round half to even and saturate, bool is True iff the value is > 0.5.
 A tap of weight 0 never contributes (an infinite X value reaches only outputs that use it). A NaN
-coordinate, or an infinite one under reflection, has no location: the output is NaN (float and complex
-X; other types raise KernelError).
+coordinate, or an infinite one under reflection (the reflected image has no value at infinity), gives
+NaN (float and complex X; other types raise KernelError).
 """
 
 from __future__ import annotations
@@ -169,25 +169,18 @@ def _pixel(u: np.ndarray, length: int, align: bool) -> np.ndarray:
     return ((u + 1.0) * length - 1.0) / 2.0
 
 
-def _reflect_normalized(u: np.ndarray) -> np.ndarray:
-    """Reflect about -1 and 1 until in [-1, 1] (period 4), exactly: fmod has no rounding error. An
-    infinite coordinate becomes NaN (it never comes back in bound)."""
-    r = np.fmod(np.fmod(u, 4.0) + 1.0, 4.0)  # u + 1 modulo 4, in (-4, 4)
-    r = np.where(r < 0, r + 4.0, r)
-    r = np.where(r > 2.0, 4.0 - r, r)
-    return np.where(np.abs(u) <= 1.0, u, r - 1.0)
-
-
 def _coordinates(u: np.ndarray, length: int, options: _Options) -> np.ndarray:
-    """Pixel coordinates after the padding mode moved out-of-bound ones (NaN stays NaN)."""
+    """Pixel coordinates of normalized ``u``, the location itself: padding only gives values to the
+    taps outside the image. Far-out coordinates are brought near the image where that changes no
+    result: under reflection by whole periods of the reflected image (4 in normalized coordinates,
+    exactly: fmod has no rounding error; an infinite coordinate becomes NaN, it has no value), under
+    zeros and border to a point whose taps all read 0, or all read the edge pixel with weight 1."""
     if options.padding == "reflection":
-        return _pixel(_reflect_normalized(u), length, options.align)
+        return _pixel(np.fmod(u, 4.0), length, options.align)
     x = _pixel(u, length, options.align)
     if options.padding == "border":
-        x = np.where(u < -1.0, 0.0, np.where(u > 1.0, float(length - 1), x))
-    else:  # zeros: beyond these every tap is outside, whatever x is; clip keeps indices small
-        x = np.clip(x, -3.5, length + 2.5)
-    return x
+        return np.clip(x, -2.0, length + 1.0)
+    return np.clip(x, -3.5, length + 2.5)
 
 
 def _tap_index(i: np.ndarray, length: int, options: _Options) -> tuple[np.ndarray, np.ndarray | None]:

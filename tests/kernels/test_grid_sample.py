@@ -23,7 +23,8 @@ PADDINGS = ("zeros", "border", "reflection")
 
 # ---------------------------------------------------------------------------------------------
 # the spec's formulas, one output element at a time, in Python floats (written from the operator text,
-# independently of the kernel: reflection by repeated mirroring in pixel coordinates)
+# independently of the kernel): the padding mode gives values to the pixels outside the image (reflection
+# by repeated mirroring of the tap's pixel), then the padded image is interpolated at the location
 
 
 def _bounds(length: int, align: bool) -> tuple[float, float]:
@@ -49,15 +50,9 @@ def _keys(d: float, a: float = -0.75) -> float:
     return 0.0
 
 
-def _position(u: float, length: int, align: bool, padding: str) -> float:
-    """The pixel coordinate of normalized u after the padding mode moved an out-of-bound one."""
-    x = (u + 1) / 2 * (length - 1) if align else ((u + 1) * length - 1) / 2
-    lo, hi = _bounds(length, align)
-    if padding == "border" and not -1 <= u <= 1:
-        return 0.0 if u < -1 else float(length - 1)
-    if padding == "reflection" and not -1 <= u <= 1:
-        return _mirror(x, lo, hi)
-    return x
+def _position(u: float, length: int, align: bool) -> float:
+    """The pixel coordinate of normalized u: the location itself, whatever the padding mode."""
+    return (u + 1) / 2 * (length - 1) if align else ((u + 1) * length - 1) / 2
 
 
 def _tap(i: int, length: int, align: bool, padding: str) -> int | None:
@@ -87,7 +82,7 @@ def scalar_grid_sample(X: np.ndarray, grid: np.ndarray, align: int, mode: str, p
     for b in range(n):
         for o in itertools.product(*(range(d) for d in grid.shape[1:-1])):
             us = [float(grid[(b, *o, r - 1 - a)]) for a in range(r)]
-            xs = [_position(us[a], spatial[a], bool(align), padding) for a in range(r)]
+            xs = [_position(us[a], spatial[a], bool(align)) for a in range(r)]
             for ch in range(c):
                 total = 0.0
                 for combo in itertools.product(*(_taps(x, mode) for x in xs)):
@@ -149,40 +144,43 @@ def _at(u: float, **attrs: object) -> float:
         (-5.0, {"padding_mode": "zeros", "mode": "cubic"}, 0.0),
         (1e300, {"padding_mode": "zeros"}, 0.0),
         (-5.0, {"padding_mode": "border"}, 10.0),
-        (7.0, {"padding_mode": "border", "mode": "cubic"}, 40.0),
+        (7.0, {"padding_mode": "border", "mode": "cubic"}, 40.0),  # every tap reads the edge pixel
         (math.inf, {"padding_mode": "border"}, 40.0),
         # reflection, the spec's example: -3.5 -> 1.5 -> 0.5; x = 0.75 * 3 = 2.25 (align 1)
         (-3.5, {"padding_mode": "reflection", "align_corners": 1}, 32.5),
-        (-5.0, {"padding_mode": "reflection"}, 10.0),  # -5 -> 3 -> -1: x = -0.5, taps -1 -> 0 and 0
-        (1e30, {"padding_mode": "reflection"}, 25.0),  # 1e30 = 0 (mod 4): u -> 0, x = 1.5
+        (-5.0, {"padding_mode": "reflection"}, 10.0),  # x = -8.5: taps -9 -> 0 and -8 -> 0
+        (1e30, {"padding_mode": "reflection"}, 25.0),  # 1e30 = 0 (mod 4, one period): as u = 0, x = 1.5
         # nearest rounds half to even: align 0, x = ((u + 1) * 4 - 1) / 2
         (-0.5, {"mode": "nearest"}, 10.0),  # x = 0.5 -> 0
         (0.0, {"mode": "nearest"}, 30.0),  # x = 1.5 -> 2
         (0.5, {"mode": "nearest"}, 30.0),  # x = 2.5 -> 2
         (1.0, {"mode": "nearest"}, 0.0),  # x = 3.5 -> 4: outside, zeros
         (1.0, {"mode": "nearest", "padding_mode": "border"}, 40.0),
-        # cubic at a pixel centre is the pixel; out of bound with border: the border pixel
+        # cubic at a pixel centre is the pixel; far enough out with border: the edge pixel
         (0.25, {"mode": "cubic"}, 30.0),
-        (-1.2, {"mode": "cubic", "padding_mode": "border"}, 10.0),
+        (-2.0, {"mode": "cubic", "padding_mode": "border"}, 10.0),  # x = -4.5: taps -6..-3 -> 0
     ],
 )
 def test_hand_computed_edge_cases(u, attrs, expected):
     assert _at(u, **attrs) == pytest.approx(expected, abs=1e-12)
 
 
-def test_cubic_inside_the_border_reads_border_padded_taps():
-    # align 0, u = -0.95: x = -0.4, taps -2..1 read 10, 10, 10, 20; weights at t = 0.6
-    t = 0.6
-    w = [_keys(1 + t), _keys(t), _keys(1 - t), _keys(2 - t)]
-    expected = 10 * (w[0] + w[1] + w[2]) + 20 * w[3]
-    assert _at(-0.95, mode="cubic", padding_mode="border") == pytest.approx(expected, abs=1e-12)
+def test_cubic_border_interpolates_the_padded_image_at_the_location_itself():
+    # align 0, u = -0.95: x = -0.4, taps -2..1 read 10, 10, 10, 20; weights at t = 0.6. u = -1.2 is out
+    # of bound (x = -0.9), still interpolated where it is: taps -2..1 at t = 0.1
+    for u, x in ((-0.95, -0.4), (-1.2, -0.9)):
+        t = x - math.floor(x)
+        w = [_keys(1 + t), _keys(t), _keys(1 - t), _keys(2 - t)]
+        expected = 10 * (w[0] + w[1] + w[2]) + 20 * w[3]
+        assert _at(u, mode="cubic", padding_mode="border") == pytest.approx(expected, abs=1e-12)
 
 
-def test_nearest_reflection_rounds_after_reflecting():
-    # X = [0, 1], align 0: u = -2 -> x = -1.5, reflected about -0.5 to 0.5, which rounds to 0
+def test_nearest_reflection_rounds_then_reflects_the_pixel():
+    # X = [0, 1], align 0: u = -2 -> x = -1.5, a tie between pixels -2 and -1: the even -2, whose
+    # mirror about -0.5 is pixel 1
     X = np.array([[[[0.0, 1.0]]]])
     g = np.array([[[[-2.0, 0.0]]]])
-    assert grid_sample(X, g, mode="nearest", padding_mode="reflection")[0, 0, 0, 0] == 0.0
+    assert grid_sample(X, g, mode="nearest", padding_mode="reflection")[0, 0, 0, 0] == 1.0
 
 
 def test_undefined_locations():
