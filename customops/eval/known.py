@@ -236,7 +236,8 @@ _RULES: list[tuple[str, Callable[[Labelled], bool]]] = [
     (
         "R-SAME-SHAPE-NO-OP",
         lambda e: (
-            _ort_output(e)
+            _op(e, "Resize", "Upsample")
+            and _ort_output(e)
             and bool(_fact(e, "same_shape"))
             and bool(_fact(e, "builtin_returns_input"))
             and _coord(e) not in ("tf_crop_and_resize", "tf_half_pixel_for_nn")
@@ -299,7 +300,10 @@ _RULES: list[tuple[str, Callable[[Labelled], bool]]] = [
     (
         "semantics: inf / NaN inputs",
         lambda e: (
-            _output_kind(e) and _feature(e, "special-values") and _attr(e, "mode") in ("linear", "cubic")
+            _op(e, "Resize", "Upsample")
+            and _output_kind(e)
+            and _feature(e, "special-values")
+            and _attr(e, "mode") in ("linear", "cubic")
         ),
     ),
     (
