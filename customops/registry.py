@@ -98,6 +98,9 @@ class Input:
     name: str
     types: tuple[str, ...] = ("T",)
     optional: bool = False
+    probe_as_t: bool = False
+    """ONNX Runtime's kernels take this input in T's element type (GridSample's grid): the support probe
+    (customops.support) feeds it so where its types allow, instead of its widest type."""
 
 
 @dataclass(frozen=True)
@@ -319,7 +322,7 @@ def _grid_sample(version: int) -> OpVersion:
     return OpVersion(
         "GridSample",
         version,
-        (Input("X"), Input("grid", grid_types)),
+        (Input("X"), Input("grid", grid_types, probe_as_t=True)),
         (
             Attr("align_corners", "int", 0),
             Attr("mode", "string", modes[0], allowed=modes),

@@ -100,6 +100,17 @@ OURS: dict[str, str] = {
 INDEX_INPUTS = ("roi", "axes", "shape", "image_shape")
 """Inputs whose element type and constness the rules read (by the registry's input names)."""
 
+GRID_FAR = 1e6
+"""|normalized coordinate| from which a GridSample grid value counts as far out (ORT 1.32 is wrong from
+about 1e8 on with border padding, and for NaN, ±Inf and |u| ≳ 1e19 with zeros: G-GRID-FAR-OR-NAN)."""
+
+
+def grid_far(grid: Any) -> bool:
+    """Whether a GridSample grid holds NaN, ±Inf or a coordinate beyond :data:`GRID_FAR`."""
+    g = np.asarray(grid, dtype=np.float64)
+    return bool(g.size) and not bool((np.abs(g) <= GRID_FAR).all())
+
+
 _INT_TYPES = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")
 
 
@@ -126,6 +137,9 @@ def facts(ev: Any) -> dict[str, Any]:
         except (TypeError, ValueError):
             same = False
         out["builtin_returns_input"] = same
+    grid = case.inputs.get("grid") if case.op == "GridSample" else None
+    if grid is not None:
+        out["grid_far"] = grid_far(grid.value)
     for name in INDEX_INPUTS:
         t = case.inputs.get(name)
         if t is not None:
@@ -266,13 +280,21 @@ _RULES: list[tuple[str, Callable[[Labelled], bool]]] = [
     ("P-AXES-INT32-INIT", lambda e: _has(e, "ParseData type mismatch for tensor: axes")),
     ("C-3D-DILATION", lambda e: _op(e, "Col2Im") and _ort_output(e) and _feature(e, "dilations")),
     ("CCP-INT32-SHAPE", lambda e: _has(e, "bound to different types")),
-    ("G-1D-SPATIAL", lambda e: _op(e, "GridSample") and _has(e, "Only #-D or #-D tensor is supported")),
-    ("G-CUBIC-3D-SPATIAL", lambda e: _op(e, "GridSample") and _has(e, "Cubic mode in #-D cases")),
+    ("G-1D-SPATIAL", lambda e: _op(e, "GridSample") and _has(e, "-D tensor is supported")),
+    (
+        "G-CUBIC-3D-SPATIAL",
+        lambda e: _op(e, "GridSample") and _has(e, "Only support GridSample Cubic mode in"),
+    ),
     (
         "G-EMPTY-IMAGE",
         lambda e: _op(e, "GridSample") and _has(e, "Input spatial dimensions must be non-empty"),
     ),
-    ("G-GRID-NONFINITE", lambda e: _gs_output(e) and _ort_side(e) and _feature(e, "grid-specials")),
+    (
+        "G-GRID-FAR-OR-NAN",
+        lambda e: (
+            _gs_output(e) and _ort_side(e) and (_feature(e, "grid-specials") or bool(_fact(e, "grid_far")))
+        ),
+    ),
     (
         "semantics: GridSample: inf / NaN in X",
         lambda e: _gs_output(e) and _feature(e, "special-values") and _gs_mode(e) != "nearest",
