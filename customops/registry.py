@@ -226,7 +226,7 @@ CUSTOM_OPS: dict[str, CustomOp] = {
             types=_ALL_T,
             backend_tests=("test_gridsample",),
             case_module="gridsample",
-            reference_limit=200_000,
+            reference_limit=30_000,
         ),
     )
 }

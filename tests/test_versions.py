@@ -15,6 +15,7 @@ import customops
 from customops.bridge.runtime import NUMPY_TYPES
 from customops.kernels.center_crop_pad import center_crop_pad
 from customops.kernels.col2im import col2im
+from customops.kernels.grid_sample import grid_sample
 from customops.kernels.pad import pad
 from customops.kernels.resize import resize
 from customops.kernels.upsample import upsample
@@ -70,6 +71,15 @@ def _case(opv, elem):
         inputs = {"input": x, "image_shape": image, "block_shape": block}
         model, feed = one_node_model("Col2Im", inputs, opset, initializers=("image_shape", "block_shape"))
         return model, feed, col2im(x, image, block)
+    if opv.custom == "GridSample":
+        x = _data((1, 2, 3, 4), elem)
+        grid = np.array([[[[-0.4, 0.3], [1.2, -1.0]], [[0.0, 0.0], [-1.3, 0.9]]]], F32)
+        mode = "nearest" if elem == "string" else "cubic"
+        name = {"cubic": "bicubic"}.get(mode, mode) if opv.version == 16 else mode
+        model, feed = one_node_model(
+            "GridSample", {"X": x, "grid": grid}, opset, mode=name, padding_mode="reflection"
+        )
+        return model, feed, grid_sample(x, grid.astype(np.float64), mode=mode, padding_mode="reflection")
     x = _data((2, 3), elem)
     shape = np.array([3, 2], np.int64)
     model, feed = one_node_model(
