@@ -23,7 +23,7 @@ NEAREST, LINEAR, CUBIC = 0, 1, 2
 ZEROS, BORDER, REFLECTION = 0, 1, 2
 CUBIC_A = -0.75
 
-HELPERS = ("_point_taps", "_coordinate", "_axis_taps", "_weight", "_reflect_index")
+HELPERS = ("_channel", "_coordinate", "_axis_taps", "_weight", "_reflect_index")
 """Functions the loops call: :func:`customops.accel.jit.get` compiles them (inlined) before the loops."""
 
 
@@ -37,82 +37,76 @@ def grid_sample_2d(x: Any, grid: Any, params: Any, out: Any, start: int, stop: i
     """Units [start, stop) of ``out`` (N * C * points, flat) from ``x`` (N * C * H * W, flat) and
     ``grid`` (N * points, 2) of (x, y) normalized coordinates, float64. ``params`` is (H, W, mode,
     padding, align_corners, C, points) as int64. A unit is a block of BLOCK output points of one batch
-    (the last block of a batch may be shorter), numbered batch after batch."""
-    height, width, mode = params[0], params[1], params[2]
+    (the last block of a batch may be shorter), numbered batch after batch.
+
+    Per point, the tables get taps² entries at b * taps²: pixel offsets in the plane and weights, those
+    of nonzero weight first (y outer, x inner: the numpy path's order), then zeros; ``counts[b]`` is how
+    many have a nonzero weight, or -1 when the point has no location (its weights are then NaN, so that
+    the fixed-count sum is non-finite). This body is written out here, not in a helper: numba's inlining
+    of a helper taking these arrays made the tables take twice as long."""
+    height, width, mode, padding = params[0], params[1], params[2], params[3]
+    align = params[4] != 0
     channels, points = params[5], params[6]
     blocks = (points + BLOCK - 1) // BLOCK
     taps = 1 if mode == NEAREST else (2 if mode == LINEAR else 4)
-    iy = np.empty(4, np.intp)
-    ix = np.empty(4, np.intp)
-    wy = np.empty(4)
-    wx = np.empty(4)
     stride = taps * taps
-    stride_u = np.uintp(stride)
+    iy, ix = np.empty(4, np.intp), np.empty(4, np.intp)
+    wy, wx = np.empty(4), np.empty(4)
     offsets = np.empty(BLOCK * stride, np.uintp)
     weights = np.empty(BLOCK * stride)
-    counts = np.empty(BLOCK, np.intp)  # taps of nonzero weight; -1: no location (NaN)
+    counts = np.empty(BLOCK, np.intp)
     for unit in range(start, stop):
         n = unit // blocks
         lo = (unit - n * blocks) * BLOCK
         size = min(BLOCK, points - lo)
         for b in range(size):
-            counts[b] = _point_taps(
-                grid, n * points + lo + b, params, b * stride, offsets, weights, iy, wy, ix, wx
-            )
+            q = n * points + lo + b
+            at = b * stride
+            y = _coordinate(grid[q, 1], height, padding, align)
+            xc = _coordinate(grid[q, 0], width, padding, align)
+            count = -1
+            if not (math.isnan(y) or math.isnan(xc)):
+                _axis_taps(y, height, mode, padding, align, iy, wy)
+                _axis_taps(xc, width, mode, padding, align, ix, wx)
+                count = 0
+                for i in range(taps):
+                    for j in range(taps):
+                        w = wy[i] * wx[j]
+                        if w != 0.0:
+                            offsets[at + count] = np.uintp(iy[i] * width + ix[j])
+                            weights[at + count] = w
+                            count += 1
+            for k in range(max(count, 0), stride):
+                offsets[at + k] = 0
+                weights[at + k] = 0.0 if count >= 0 else math.nan
+            counts[b] = count
         for c in range(channels):
             plane = x[np.uintp((n * channels + c) * height * width) :]
             target = out[np.uintp((n * channels + c) * points + lo) :]
-            if taps == 1:
-                for b in range(size):  # nearest: the pixel itself (-0.0 stays -0.0), 0 outside, or NaN
-                    target[b] = plane[offsets[b]] if counts[b] > 0 else (0.0 if counts[b] == 0 else math.nan)
-                continue
-            for b in range(size):
-                # every tap, weight 0 included: adding 0 * x changes nothing for a finite x (the sum starts
-                # at +0.0, so never holds -0.0); a non-finite sum is redone without the weight-0 taps
-                at = np.uintp(b * stride)
-                total = 0.0
-                for k in range(stride_u):
-                    total += plane[offsets[at + k]] * weights[at + k]
-                if not math.isfinite(total):
-                    total = 0.0
-                    for k in range(b * stride, b * stride + counts[b]):
-                        total += plane[offsets[k]] * weights[k]
-                    if counts[b] < 0:
-                        total = math.nan
-                target[b] = total
+            _channel(plane, target, offsets, weights, counts, size, stride)
 
 
-def _point_taps(
-    grid: Any, q: int, params: Any, at: int, offsets: Any, weights: Any, iy: Any, wy: Any, ix: Any, wx: Any
-) -> int:
-    """Write the taps of output point ``q`` at ``offsets[at:]`` / ``weights[at:]`` (pixel offsets in the
-    plane and their weights, taps² of them: those of nonzero weight first, y outer and x inner as in the
-    numpy path, then zeros); return how many have a nonzero weight, or -1 when the point has no location
-    (its weights are then NaN, so that the fixed-count sum is non-finite)."""
-    height, width, mode, padding = params[0], params[1], params[2], params[3]
-    align = params[4] != 0
-    taps = 1 if mode == NEAREST else (2 if mode == LINEAR else 4)
-    y = _coordinate(grid[q, 1], height, padding, align)
-    xc = _coordinate(grid[q, 0], width, padding, align)
-    if math.isnan(y) or math.isnan(xc):
-        for k in range(taps * taps):
-            offsets[at + k] = 0
-            weights[at + k] = math.nan
-        return -1
-    _axis_taps(y, height, mode, padding, align, iy, wy)
-    _axis_taps(xc, width, mode, padding, align, ix, wx)
-    count = 0
-    for i in range(taps):
-        for j in range(taps):
-            w = wy[i] * wx[j]
-            if w != 0.0:
-                offsets[at + count] = np.uintp(iy[i] * width + ix[j])
-                weights[at + count] = w
-                count += 1
-    for k in range(count, taps * taps):
-        offsets[at + k] = 0
-        weights[at + k] = 0.0
-    return count
+def _channel(
+    plane: Any, target: Any, offsets: Any, weights: Any, counts: Any, size: int, stride: int
+) -> None:
+    """target[b] for the ``size`` points of a block in one channel's ``plane``, from the tables."""
+    if stride == 1:
+        for b in range(size):  # nearest: the pixel itself (-0.0 stays -0.0), 0 outside, or NaN
+            target[b] = plane[offsets[b]] if counts[b] > 0 else (0.0 if counts[b] == 0 else math.nan)
+        return
+    stride_u = np.uintp(stride)
+    for b in range(size):
+        # every tap, weight 0 included: adding 0 * x changes nothing for a finite x (the sum starts at
+        # +0.0, so never holds -0.0); a non-finite sum is redone without the taps of weight 0
+        at = np.uintp(b * stride)
+        total = 0.0
+        for k in range(stride_u):
+            total += plane[offsets[at + k]] * weights[at + k]
+        if not math.isfinite(total):
+            total = math.nan if counts[b] < 0 else 0.0
+            for k in range(b * stride, b * stride + max(counts[b], 0)):
+                total += plane[offsets[k]] * weights[k]
+        target[b] = total
 
 
 def _coordinate(u: float, length: int, padding: int, align: bool) -> float:
