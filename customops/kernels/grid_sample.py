@@ -29,12 +29,14 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from customops.accel import grid_loops, jit, parallel
+from customops.accel.plans import remember
 from customops.errors import KernelError
 from customops.kernels import limits
 
@@ -82,13 +84,37 @@ def _run(x: np.ndarray, g: np.ndarray, options: _Options) -> np.ndarray:
 
 
 def _bind(align_corners: int = 0, mode: str = "linear", padding_mode: str = "zeros") -> Any:
-    """``grid_sample`` with its attributes checked once, for repeated calls (the ONNX Runtime hook)."""
+    """``grid_sample`` with its attributes checked once, for repeated calls (the ONNX Runtime hook): the
+    compiled path is kept per shape and dtype of X and grid (shapes are checked when it is made)."""
     options = _options(align_corners, mode, padding_mode)
+    plans: dict[Any, Any] = {}
 
     def bound(X: Any, grid: Any) -> np.ndarray:
-        return _run(np.asarray(X), np.asarray(grid), options)
+        x = X if type(X) is np.ndarray else np.asarray(X)
+        g = grid if type(grid) is np.ndarray else np.asarray(grid)
+        key = (x.shape, x.dtype, g.shape, g.dtype)
+        direct = plans.get(key)
+        if direct is None:
+            direct = _planned(x, g, options)
+            if direct is None:
+                return _run(x, g, options)
+            remember(plans, key, direct)
+        limits.check_output(direct.out_shape, x.dtype)  # type: ignore[attr-defined]
+        return direct(x, g)
 
     return bound
+
+
+def _planned(x: np.ndarray, g: np.ndarray, options: _Options) -> Any:
+    """The compiled path of (x, g) with its output shape, or None where :func:`_run` decides."""
+    out_shape = _check_shapes(x, g, options)
+    if x.ndim != 4 or x.dtype not in _COMPILED_TYPES or not jit.enabled() or 0 in x.shape[2:]:
+        return None
+    if math.prod(out_shape) == 0:
+        return None
+    direct = _direct(x.shape, x.dtype, out_shape, options)
+    direct.out_shape = out_shape  # type: ignore[attr-defined]
+    return direct
 
 
 grid_sample.bind = _bind  # type: ignore[attr-defined]
@@ -334,17 +360,34 @@ _PADDING_CODES = {"zeros": grid_loops.ZEROS, "border": grid_loops.BORDER, "refle
 
 def _compiled_2d(x: np.ndarray, g: np.ndarray, out_shape: tuple[int, ...], options: _Options) -> np.ndarray:
     """The numpy path's result from the compiled loop, split over output points."""
-    n, c, h, w = x.shape
+    return _direct(x.shape, x.dtype, out_shape, options)(x, g)
+
+
+def _direct(
+    shape: tuple[int, ...], dtype: np.dtype, out_shape: tuple[int, ...], options: _Options
+) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """The compiled path for X of ``shape`` and ``dtype`` as one function of (X, grid), everything but
+    the data resolved here, once per shape when bound (a tiny call spends microseconds per step)."""
+    n, c, h, w = shape
     points = out_shape[2] * out_shape[3]
-    grid = g.reshape(n * points, 2).astype(np.float64)
     codes = (_MODE_CODES[options.mode], _PADDING_CODES[options.padding], int(options.align))
     params = np.array([h, w, *codes, c, points], np.int64)
-    out = np.empty(n * c * points, x.dtype)
-    flat = np.ascontiguousarray(x).reshape(-1)
     work = n * points * c * _TAPS[options.mode] ** 2
     units = n * -(-points // grid_loops.BLOCK)
-    parallel.run(jit.get("grid_sample_2d", grid_loops), units, work, flat, grid, params, out)
-    return out.reshape(out_shape)
+    loop = jit.get("grid_sample_2d", grid_loops)
+    serial = parallel.serial(work)
+
+    def direct(x: np.ndarray, g: np.ndarray) -> np.ndarray:
+        grid = np.ascontiguousarray(g.reshape(n * points, 2), dtype=np.float64)
+        out = np.empty(n * c * points, dtype)
+        flat = np.ascontiguousarray(x).reshape(-1)
+        if serial:
+            loop(flat, grid, params, out, 0, units)
+        else:
+            parallel.run(loop, units, work, flat, grid, params, out)
+        return out.reshape(out_shape)
+
+    return direct
 
 
 def _finish(values: np.ndarray, dtype: np.dtype) -> np.ndarray:

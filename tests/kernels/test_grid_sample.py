@@ -506,3 +506,10 @@ def test_bound_kernel_matches_the_function():
     )
     with pytest.raises(KernelError, match="allowed"):
         grid_sample.bind(mode="bicubic")
+    again = grid_sample.bind(mode="nearest")
+    for _ in range(2):  # errors on every call, plans kept per shape and dtype
+        with pytest.raises(KernelError, match="batch"):
+            again(np.zeros((2, 1, 3, 3), F32), np.zeros((1, 1, 1, 2)))
+        for dtype in (F32, np.float64, np.int32):
+            Xd, gd = X.astype(dtype), g[:, :2]
+            np.testing.assert_array_equal(again(Xd, gd), grid_sample(Xd, gd, mode="nearest"))
