@@ -70,9 +70,6 @@ def grid_sample(
 def _run(x: np.ndarray, g: np.ndarray, options: _Options) -> np.ndarray:
     out_shape = _check_shapes(x, g, options)
     limits.check_output(out_shape, x.dtype)
-    interpolating = options.mode != "nearest"
-    if interpolating:
-        limits.check_output(out_shape, np.float64)
     if math.prod(out_shape) == 0:
         return np.empty(out_shape, dtype=x.dtype)
     spatial = x.shape[2:]
@@ -267,35 +264,52 @@ def _axis_taps(
 # sampling
 
 
+CHUNK = 1 << 22
+"""Output elements (points times channels) the numpy path computes at a time: its float64 temporaries
+(a few per element) stay bounded whatever the output's size."""
+
+
 def _sample(x: np.ndarray, g: np.ndarray, out_shape: tuple[int, ...], options: _Options) -> np.ndarray:
+    """The numpy path: channels last (each tap gathers the C values of a pixel at once), output points
+    in chunks of about CHUNK elements."""
     n, c = x.shape[:2]
-    spatial = x.shape[2:]
-    r = len(spatial)
-    size = math.prod(spatial)
+    size = math.prod(x.shape[2:])
     points = math.prod(out_shape[2:])
-    with np.errstate(over="ignore", invalid="ignore"):
-        u = g.reshape(n * points, r).astype(np.float64)
-        coords = [_coordinates(u[:, r - 1 - a], spatial[a], options) for a in range(r)]
-    undefined = np.zeros(n * points, dtype=bool)
-    for coord in coords:
-        undefined |= np.isnan(coord)
-    if undefined.any() and x.dtype.kind not in "fc":
-        raise KernelError(
-            f"grid holds {int(undefined.sum())} location(s) that are NaN (or infinite under reflection); "
-            f"X of type {x.dtype} has no NaN to give there (float X gives NaN)"
-        )
-    base = (np.arange(n, dtype=np.int64) * size).repeat(points)
-    strides = [math.prod(spatial[a + 1 :]) for a in range(r)]
-    taps = [_axis_taps(coords[a], spatial[a], options) for a in range(r)]
-    # channels last: each tap gathers the C values of a pixel at once
+    u = g.reshape(n * points, x.ndim - 2)
     table = np.ascontiguousarray(x.reshape(n, c, size).transpose(0, 2, 1)).reshape(n * size, c)
-    if options.mode == "nearest":
-        result = _nearest(table, base, strides, taps, undefined, x.dtype)
-    else:
-        with np.errstate(invalid="ignore", over="ignore"):  # inf * 0 terms are dropped right after
-            result = _interpolate(table, base, strides, taps, undefined, x.dtype)
+    result = np.empty((n * points, c), dtype=x.dtype)
+    step = max(1, CHUNK // max(c, 1))
+    for start in range(0, n * points, step):
+        stop = min(start + step, n * points)
+        result[start:stop] = _sample_points(table, u[start:stop], start, x.shape, points, options)
     out = result.reshape(n, points, c).transpose(0, 2, 1).reshape(out_shape)
     return np.ascontiguousarray(out)
+
+
+def _sample_points(
+    table: np.ndarray, u: np.ndarray, first: int, shape: tuple[int, ...], points: int, options: _Options
+) -> np.ndarray:
+    """Output points [first, first + len(u)) (numbered across the batch) of normalized coordinates
+    ``u``, as (points, C) rows."""
+    spatial = shape[2:]
+    r = len(spatial)
+    with np.errstate(over="ignore", invalid="ignore"):
+        coords = [_coordinates(u[:, r - 1 - a].astype(np.float64), spatial[a], options) for a in range(r)]
+    undefined = np.zeros(len(u), dtype=bool)
+    for coord in coords:
+        undefined |= np.isnan(coord)
+    if undefined.any() and table.dtype.kind not in "fc":
+        raise KernelError(
+            f"grid holds location(s) that are NaN (or infinite under reflection); X of type {table.dtype} "
+            "has no NaN to give there (float X gives NaN)"
+        )
+    base = (np.arange(first, first + len(u), dtype=np.int64) // points) * math.prod(spatial)
+    strides = [math.prod(spatial[a + 1 :]) for a in range(r)]
+    taps = [_axis_taps(coords[a], spatial[a], options) for a in range(r)]
+    if options.mode == "nearest":
+        return _nearest(table, base, strides, taps, undefined, table.dtype)
+    with np.errstate(invalid="ignore", over="ignore"):  # inf * 0 terms are dropped right after
+        return _interpolate(table, base, strides, taps, undefined, table.dtype)
 
 
 def _nearest(

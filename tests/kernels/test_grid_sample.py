@@ -497,6 +497,19 @@ def test_compiled_path_gives_the_numpy_bits(monkeypatch, dtype, mode):
         np.testing.assert_array_equal(compiled.view(np.uint8), plain.view(np.uint8), err_msg=str(attrs))
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_the_numpy_path_in_chunks_gives_the_same_bits(monkeypatch, mode):
+    from customops.accel import jit
+    from customops.kernels import grid_sample as module
+
+    rng = np.random.default_rng(4)
+    X, g = _awkward_case(rng, np.float32, (2, 3, 5, 4), (3, 5))
+    monkeypatch.setattr(jit, "enabled", lambda: False)
+    whole = grid_sample(X, g, mode=mode, padding_mode="reflection")
+    monkeypatch.setattr(module, "CHUNK", 7)  # two points of three channels at a time
+    np.testing.assert_array_equal(grid_sample(X, g, mode=mode, padding_mode="reflection"), whole)
+
+
 def test_bound_kernel_matches_the_function():
     rng = np.random.default_rng(9)
     X, g = _random_case(rng, 2)
