@@ -309,6 +309,14 @@ _RULES: list[tuple[str, Callable[[Labelled], bool]]] = [
         ),
     ),
     (
+        "semantics: GridSample: NaN and ±Inf in the grid, far-out values",
+        lambda e: (
+            _gs_output(e)
+            and e.signature.side in ("custom", "three-way")
+            and (_feature(e, "grid-specials") or bool(_fact(e, "grid_far")))
+        ),
+    ),
+    (
         "semantics: GridSample-16: X that is not 4-D",
         lambda e: _op(e, "GridSample") and _detail_is(e, "x-rank-16"),
     ),
