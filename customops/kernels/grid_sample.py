@@ -8,8 +8,8 @@ below is what it is.
 For an output point, ``grid[n, o..., :]`` holds one normalized coordinate per spatial axis, the *last*
 spatial axis first (x, then y, then z). Per spatial axis of length L, a normalized coordinate u becomes
 the pixel coordinate ``x = (u + 1) / 2 * (L - 1)`` (align_corners=1) or ``x = ((u + 1) * L - 1) / 2``
-(align_corners=0). The location is never moved: the padding mode gives values to the pixels outside the image that the
-taps reach (the image is padded, then interpolated):
+(align_corners=0). The location is never moved: the padding mode gives values to the pixels outside
+the image that the taps reach (the image is padded, then interpolated):
 
 - ``zeros``: 0;
 - ``border``: the nearest border pixel;
