@@ -98,6 +98,9 @@ class Input:
     name: str
     types: tuple[str, ...] = ("T",)
     optional: bool = False
+    probe_as_t: bool = False
+    """ONNX Runtime's kernels take this input in T's element type (GridSample's grid): the support probe
+    (customops.support) feeds it so where its types allow, instead of its widest type."""
 
 
 @dataclass(frozen=True)
@@ -269,6 +272,16 @@ CUSTOM_OPS: dict[str, CustomOp] = {
             case_module="deformconv",
             reference_limit=3_500,
         ),
+        CustomOp(
+            name="GridSample",
+            kernel="customops.kernels.grid_sample:grid_sample",
+            inputs=(("X", "T"), ("grid", "double")),
+            attributes=(("align_corners", "int"), ("mode", "string"), ("padding_mode", "string")),
+            types=_ALL_T,
+            backend_tests=("test_gridsample",),
+            case_module="gridsample",
+            reference_limit=30_000,
+        ),
     )
 }
 
@@ -398,6 +411,33 @@ def _deform_conv(version: int, types: tuple[str, ...]) -> OpVersion:
         ),
         types,
         "DeformConv",
+    )
+
+
+_GS_T_16 = (*NATIVE_TYPES, "float16", "complex64", "complex128")
+_GS_T_22 = (*_GS_T_16, "bfloat16")
+_GS_PADDING = ("zeros", "border", "reflection")
+
+
+def _grid_sample(version: int) -> OpVersion:
+    """GridSample-16 (4-D X, modes bilinear / nearest / bicubic), 20 and 22 (N-D, linear / nearest / cubic;
+    22 adds bfloat16 for X and grid)."""
+    modes = ("bilinear", "nearest", "bicubic") if version == 16 else ("linear", "nearest", "cubic")
+    grid_types = (
+        ("float16", "float", "double") if version < 22 else ("bfloat16", "float16", "float", "double")
+    )
+    return OpVersion(
+        "GridSample",
+        version,
+        (Input("X"), Input("grid", grid_types, probe_as_t=True)),
+        (
+            Attr("align_corners", "int", 0),
+            Attr("mode", "string", modes[0], allowed=modes),
+            Attr("padding_mode", "string", "zeros", allowed=_GS_PADDING),
+        ),
+        _GS_T_22 if version >= 22 else _GS_T_16,
+        "GridSample",
+        notes="4-D X only" if version == 16 else "",
     )
 
 
@@ -535,8 +575,9 @@ OPS: tuple[OpVersion, ...] = (
         _ALL_13,
         "CenterCropPad",
     ),
-    _deform_conv(19, ("float16", "float", "double")),
-    _deform_conv(22, ("bfloat16", "float16", "float", "double")),
+    _grid_sample(16),
+    _grid_sample(20),
+    _grid_sample(22),
     OpVersion(
         "AffineGrid",
         20,
@@ -545,6 +586,9 @@ OPS: tuple[OpVersion, ...] = (
         ("bfloat16", "float16", "float", "double"),
         "AffineGrid",
     ),
+    _roi_align(10, ("float16", "float", "double")),
+    _roi_align(16, ("float16", "float", "double")),
+    _roi_align(22, ("bfloat16", "float16", "float", "double")),
     OpVersion(
         "MaxRoiPool",
         1,
@@ -561,9 +605,8 @@ OPS: tuple[OpVersion, ...] = (
         ("bfloat16", "float16", "float", "double"),
         "MaxRoiPool",
     ),
-    _roi_align(10, ("float16", "float", "double")),
-    _roi_align(16, ("float16", "float", "double")),
-    _roi_align(22, ("bfloat16", "float16", "float", "double")),
+    _deform_conv(19, ("float16", "float", "double")),
+    _deform_conv(22, ("bfloat16", "float16", "float", "double")),
 )
 
 OP_TYPES: tuple[str, ...] = tuple(dict.fromkeys(o.op for o in OPS))

@@ -49,7 +49,8 @@ def _probe_model(opv: OpVersion, elem: str) -> bytes:
     inputs = []
     names = []
     for inp in opv.inputs:
-        ty = code if inp.types == ("T",) else _CODE[inp.types[-1]]
+        same = inp.types == ("T",) or (inp.probe_as_t and elem in inp.types)
+        ty = code if same else _CODE[inp.types[-1]]
         inputs.append(helper.make_tensor_value_info(inp.name, ty, None))
         names.append(inp.name)
     attrs = {a.name: (1.0, 1.0, 1.0, 1.0) for a in opv.attributes if a.required and a.kind == "floats"}

@@ -24,9 +24,10 @@ def test_all_our_backend_tests_are_collected():
         "test_deform_conv_with",
         "test_affine_grid_",
         "test_roialign_",
+        "test_gridsample",
     ):
         assert any(n.startswith(prefix) for n in names), prefix
-    assert len(CASES) >= 55
+    assert len(CASES) >= 73
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)

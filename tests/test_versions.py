@@ -17,6 +17,7 @@ from customops.kernels.affine_grid import affine_grid
 from customops.kernels.center_crop_pad import center_crop_pad
 from customops.kernels.col2im import col2im
 from customops.kernels.deform_conv import deform_conv
+from customops.kernels.grid_sample import grid_sample
 from customops.kernels.max_roi_pool import max_roi_pool
 from customops.kernels.pad import pad
 from customops.kernels.resize import resize
@@ -70,6 +71,15 @@ def _case(opv, elem):
         return model, feed, pad(x, pads, mode="reflect")
     if opv.custom == "Col2Im":
         x = _data((1, 4, 4), elem)
+    if opv.custom == "GridSample":
+        x = _data((1, 2, 3, 4), elem)
+        grid = np.array([[[[-0.4, 0.3], [1.2, -1.0]], [[0.0, 0.0], [-1.3, 0.9]]]], F32)
+        mode = "nearest" if elem == "string" else "cubic"
+        name = {"cubic": "bicubic"}.get(mode, mode) if opv.version == 16 else mode
+        model, feed = one_node_model(
+            "GridSample", {"X": x, "grid": grid}, opset, mode=name, padding_mode="reflection"
+        )
+        return model, feed, grid_sample(x, grid.astype(np.float64), mode=mode, padding_mode="reflection")
         image, block = np.array([3, 3], np.int64), np.array([2, 2], np.int64)
     if opv.custom == "DeformConv":
         x, w = _data((1, 2, 3, 3), elem), _data((2, 2, 2, 2), elem)

@@ -125,6 +125,11 @@ def get(name: str, module: Any = None) -> Callable[..., Any] | None:
                     globals()[helper] = _njit(numba, globals()[helper], wrappers=False)
                 else:
                     globals()[helper] = _njit(numba, globals()[helper], inline="always")
+        if module is not None and not getattr(module, "_jit_helpers_done", False):
+            # a module's HELPERS are called from its loops: compiled code must call compiled code
+            for helper in getattr(module, "HELPERS", ()):
+                setattr(module, helper, _njit(numba, getattr(module, helper), inline="always"))
+            module._jit_helpers_done = True
         fn = _compiled.get(key)
         if fn is None:
             fn = _njit(numba, globals()[name] if module is None else getattr(module, name))

@@ -222,6 +222,30 @@ def _deform_conv(channels: int, size: int, quick_channels: int, quick_size: int,
     return build
 
 
+def _grid_sample(mode: str, full: tuple[int, ...], quick_shape: tuple[int, ...]) -> Builder:
+    """GridSample-20 of X (N, C, H, W) on an (N, H, W, 2) grid (an initializer, as the other workloads'
+    small inputs): a slight rotation and zoom with jitter, a few points outside the image."""
+
+    def build(quick: bool) -> tuple[Any, dict[str, Any], str]:
+        import numpy as np
+        from onnx import helper
+
+        shape = quick_shape if quick else full
+        n, _, h, w = shape
+        x = random_data(shape)
+        ys, xs = np.meshgrid(np.linspace(-1, 1, h), np.linspace(-1, 1, w), indexing="ij")
+        angle, zoom = 0.17, 1.08
+        gx = zoom * (np.cos(angle) * xs - np.sin(angle) * ys)
+        gy = zoom * (np.sin(angle) * xs + np.cos(angle) * ys)
+        jitter = np.random.default_rng(1).normal(scale=0.01, size=(n, h, w, 2))
+        grid = (np.stack([gx, gy], axis=-1)[None] + jitter).astype(np.float32)
+        node = helper.make_node("GridSample", ["x", "grid"], ["y"], mode=mode)
+        text = "x".join(map(str, shape)) + " grid " + "x".join(map(str, grid.shape))
+        return one_node_model(node, [("x", x)], {"grid": grid}, 20), {"x": x}, text
+
+    return build
+
+
 def suite() -> list[Workload]:
     """The fixed benchmark suite, in table order."""
     img, img_q = (1, 3, 512, 512), (1, 3, 96, 96)
@@ -258,12 +282,17 @@ def suite() -> list[Workload]:
         Workload("maxroipool-7x7", "MaxRoiPool", _max_roi_pool((1, 256, 64, 64), (1, 16, 32, 32), 200, 20)),
         Workload("roialign-avg", "RoiAlign", _roi_align("avg", 256, 64, 200, (16, 32, 20))),
         Workload("roialign-max", "RoiAlign", _roi_align("max", 256, 64, 200, (16, 32, 20))),
+        Workload(
+            "gridsample-bilinear", "GridSample", _grid_sample("linear", (1, 64, 128, 128), (1, 8, 32, 32))
+        ),
+        Workload("gridsample-cubic", "GridSample", _grid_sample("cubic", (1, 64, 128, 128), (1, 8, 32, 32))),
         Workload("small-resize-nearest-x2", "Resize", _resize("nearest", tiny, tiny, 2), small=True),
         Workload("small-resize-linear-x2", "Resize", _resize("linear", tiny, tiny, 2), small=True),
         Workload("small-resize-cubic-x2", "Resize", _resize("cubic", tiny, tiny, 2), small=True),
         Workload("small-pad-reflect", "Pad", _pad("reflect", tiny, tiny, 1), small=True),
         Workload("small-col2im", "Col2Im", _col2im(2, 8, 8, 3), small=True),
         Workload("small-centercroppad", "CenterCropPad", _center_crop_pad(tiny, tiny, 0.75), small=True),
+        Workload("small-gridsample-bilinear", "GridSample", _grid_sample("linear", tiny, tiny), small=True),
         Workload("deformconv-64ch-3x3", "DeformConv", _deform_conv(64, 64, 16, 16, mask=False)),
         Workload("deformconv-64ch-3x3-mask", "DeformConv", _deform_conv(64, 64, 16, 16, mask=True)),
     ]

@@ -52,7 +52,8 @@ def add_parser(sub: Any) -> None:
         "--reference-limit",
         type=int,
         help="largest input (elements) given to onnx.reference (default per op, about 5 s of the reference: "
-        "Resize and Upsample 12M, Pad and CenterCropPad 50M, Col2Im 2M)",
+        "Resize, Upsample and AffineGrid 12M, Pad and CenterCropPad 50M, Col2Im 2M, RoiAlign 250k, "
+        "GridSample 30k, DeformConv 3.5k)",
     )
     p.add_argument("--json", metavar="PATH", help="write the full report as JSON")
     p.add_argument("--html", metavar="PATH", help="write a self-contained HTML report with heat maps")

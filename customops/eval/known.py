@@ -104,6 +104,17 @@ OURS: dict[str, str] = {
 INDEX_INPUTS = ("roi", "axes", "shape", "image_shape")
 """Inputs whose element type and constness the rules read (by the registry's input names)."""
 
+GRID_FAR = 1e6
+"""|normalized coordinate| from which a GridSample grid value counts as far out (ORT 1.32 is wrong from
+about 1e8 on with border padding, and for NaN, ±Inf and |u| ≳ 1e19 with zeros: G-GRID-FAR-OR-NAN)."""
+
+
+def grid_far(grid: Any) -> bool:
+    """Whether a GridSample grid holds NaN, ±Inf or a coordinate beyond :data:`GRID_FAR`."""
+    g = np.asarray(grid, dtype=np.float64)
+    return bool(g.size) and not bool((np.abs(g) <= GRID_FAR).all())
+
+
 _INT_TYPES = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")
 
 
@@ -130,6 +141,9 @@ def facts(ev: Any) -> dict[str, Any]:
         except (TypeError, ValueError):
             same = False
         out["builtin_returns_input"] = same
+    grid = case.inputs.get("grid") if case.op == "GridSample" else None
+    if grid is not None:
+        out["grid_far"] = grid_far(grid.value)
     for name in INDEX_INPUTS:
         t = case.inputs.get(name)
         if t is not None:
@@ -253,6 +267,16 @@ def _coord(e: Labelled) -> Any:
     return _attr(e, "coordinate_transformation_mode")
 
 
+def _gs_mode(e: Labelled) -> str:
+    """A GridSample group's mode by GridSample-20's names (16's bilinear / bicubic; absent: linear)."""
+    mode = _attr(e, "mode")
+    return {"bilinear": "linear", "bicubic": "cubic", None: "linear"}.get(mode, mode)
+
+
+def _gs_output(e: Labelled) -> bool:
+    return _op(e, "GridSample") and _output_kind(e)
+
+
 def _missing_type(e: Labelled) -> bool:
     return (
         e.signature.side == "builtin"
@@ -268,6 +292,7 @@ _RULES: list[tuple[str, Callable[[Labelled], bool]]] = [
     ("T-PAD", lambda e: _op(e, "Pad") and _missing_type(e)),
     ("T-COL2IM", lambda e: _op(e, "Col2Im") and _missing_type(e)),
     ("T-CENTERCROPPAD", lambda e: _op(e, "CenterCropPad") and _missing_type(e)),
+    ("T-GRIDSAMPLE", lambda e: _op(e, "GridSample") and _missing_type(e)),
     ("R-LINEAR-RANK", lambda e: _linear_rejected(e, "Resize") and _ranks(e, 1, 6)),
     ("R-LINEAR-OUTER-AXIS", lambda e: _linear_rejected(e, "Resize") and _ranks(e, 4, 5)),
     ("U-LINEAR-RANK", lambda e: _linear_rejected(e, "Upsample")),
@@ -290,7 +315,8 @@ _RULES: list[tuple[str, Callable[[Labelled], bool]]] = [
     (
         "R-SAME-SHAPE-NO-OP",
         lambda e: (
-            _ort_output(e)
+            _op(e, "Resize", "Upsample")
+            and _ort_output(e)
             and bool(_fact(e, "same_shape"))
             and bool(_fact(e, "builtin_returns_input"))
             and _coord(e) not in ("tf_crop_and_resize", "tf_half_pixel_for_nn")
@@ -319,6 +345,46 @@ _RULES: list[tuple[str, Callable[[Labelled], bool]]] = [
     ("P-AXES-INT32-INIT", lambda e: _has(e, "ParseData type mismatch for tensor: axes")),
     ("C-3D-DILATION", lambda e: _op(e, "Col2Im") and _ort_output(e) and _feature(e, "dilations")),
     ("CCP-INT32-SHAPE", lambda e: _has(e, "bound to different types")),
+    ("G-1D-SPATIAL", lambda e: _op(e, "GridSample") and _has(e, "-D tensor is supported")),
+    (
+        "G-CUBIC-3D-SPATIAL",
+        lambda e: _op(e, "GridSample") and _has(e, "Only support GridSample Cubic mode in"),
+    ),
+    (
+        "G-EMPTY-IMAGE",
+        lambda e: _op(e, "GridSample") and _has(e, "Input spatial dimensions must be non-empty"),
+    ),
+    (
+        "G-GRID-FAR-OR-NAN",
+        lambda e: (
+            _gs_output(e) and _ort_side(e) and (_feature(e, "grid-specials") or bool(_fact(e, "grid_far")))
+        ),
+    ),
+    (
+        "semantics: GridSample: inf / NaN in X",
+        lambda e: _gs_output(e) and _feature(e, "special-values") and _gs_mode(e) != "nearest",
+    ),
+    (
+        "semantics: GridSample: reflection of far-out coordinates",
+        lambda e: (
+            _gs_output(e)
+            and e.signature.side in ("custom", "unknown", "three-way")
+            and _attr(e, "padding_mode") == "reflection"
+            and _feature(e, "grid-specials")
+        ),
+    ),
+    (
+        "semantics: GridSample: NaN and ±Inf in the grid, far-out values",
+        lambda e: (
+            _gs_output(e)
+            and e.signature.side in ("custom", "three-way")
+            and (_feature(e, "grid-specials") or bool(_fact(e, "grid_far")))
+        ),
+    ),
+    (
+        "semantics: GridSample-16: X that is not 4-D",
+        lambda e: _op(e, "GridSample") and _detail_is(e, "x-rank-16"),
+    ),
     # recorded decisions (docs/semantics.md)
     (
         "semantics: scale-1 axes",
@@ -329,7 +395,10 @@ _RULES: list[tuple[str, Callable[[Labelled], bool]]] = [
     (
         "semantics: inf / NaN inputs",
         lambda e: (
-            _output_kind(e) and _feature(e, "special-values") and _attr(e, "mode") in ("linear", "cubic")
+            _op(e, "Resize", "Upsample")
+            and _output_kind(e)
+            and _feature(e, "special-values")
+            and _attr(e, "mode") in ("linear", "cubic")
         ),
     ),
     (

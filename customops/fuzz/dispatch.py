@@ -13,6 +13,7 @@ from customops.fuzz.spaces.affine_grid import AffineGridSpace
 from customops.fuzz.spaces.base import FLOAT_SHARE, INVALID_SHARE, Space, Verdict, case_rng
 from customops.fuzz.spaces.col2im import Col2ImSpace
 from customops.fuzz.spaces.deform_conv import DeformConvSpace
+from customops.fuzz.spaces.grid_sample import GridSampleSpace
 from customops.fuzz.spaces.max_roi_pool import MaxRoiPoolSpace
 from customops.fuzz.spaces.pad import CenterCropPadSpace, PadSpace
 from customops.fuzz.spaces.resize import ResizeSpace, UpsampleSpace
@@ -30,9 +31,10 @@ def spaces() -> dict[str, Space]:
             PadSpace(),
             Col2ImSpace(),
             CenterCropPadSpace(),
+            GridSampleSpace(),
             AffineGridSpace(),
-            MaxRoiPoolSpace(),
             RoiAlignSpace(),
+            MaxRoiPoolSpace(),
             DeformConvSpace(),
         )
     }

@@ -124,13 +124,13 @@ def _agree(a: Any, b: Any, elem: str, magnitude: float = 0.0) -> Metrics:
 
 
 def magnitude(case: Case) -> float:
-    """For interpolating Resize and Upsample on floats: a bound on what the input values add up to in one
+    """For interpolating Resize, Upsample and GridSample on floats: a bound on what the input values add up to in one
     output (4 times the largest finite |x|). Rounding errors of a weighted sum scale with it, not with
     the result, so the absolute tolerance grows by rtol times this (cancellation is not a deviation)."""
-    if case.op not in ("Resize", "Upsample") or not V.is_float(case.dtype):
+    if case.op not in ("Resize", "Upsample", "GridSample") or not V.is_float(case.dtype):
         return 0.0
-    mode = case.attrs.get("mode", "nearest")
-    if mode not in ("linear", "cubic"):
+    mode = case.attrs.get("mode", "linear" if case.op == "GridSample" else "nearest")
+    if mode not in ("linear", "cubic", "bilinear", "bicubic"):
         return 0.0
     x = case.main.astype(np.float64)
     finite = x[np.isfinite(x)]

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from customops.accel import grid_loops, jit, parallel
+from customops.accel import affine_grid_loops, jit, parallel
 from customops.errors import KernelError
 from customops.kernels import limits
 from customops.kernels.args import int_list
@@ -71,7 +71,7 @@ def _compiled(spatial: int, dtype: np.dtype) -> Any:
     """The compiled loop of this grid, or None (no numba, or a type it is not compiled for)."""
     if dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
         return None
-    return jit.get("affine_grid_2d" if spatial == 2 else "affine_grid_3d", grid_loops)
+    return jit.get("affine_grid_2d" if spatial == 2 else "affine_grid_3d", affine_grid_loops)
 
 
 def _check(t: np.ndarray, size: Any, align_corners: Any) -> tuple[int, tuple[int, ...]]:

@@ -370,6 +370,25 @@ def _deform_conv_inputs(
     return rest, kernel
 
 
+_GRID_SAMPLE_16_MODES = {"bilinear": "linear", "bicubic": "cubic", "nearest": "nearest"}
+
+
+def _grid_sample_inputs(
+    b: _Builder, values: dict[str, object], compute: str, bridged: bool
+) -> tuple[list[str], dict[str, object]]:
+    """GridSample: the grid, required, Cast to double (exact from float16, bfloat16 and float); the
+    mode by GridSample-20's names (16's bilinear / bicubic are 20's linear / cubic)."""
+    grid = b.input(1)
+    if not grid:
+        raise Skip("GridSample needs its grid input")
+    if b.type_of(grid) != TensorProto.DOUBLE:
+        grid = b.cast(grid, "double", "grid")
+    kernel = dict(values)
+    if b.opv.version == 16:
+        kernel["mode"] = _GRID_SAMPLE_16_MODES[str(values["mode"])]
+    return [grid], kernel
+
+
 def _custom_outputs(b: _Builder, elem: str, bridged: bool) -> list[str]:
     """The custom node's output: the node's first output, or, when ``bridged``, a new value that a Cast
     helper after the custom node turns back into ``elem`` under the node's output name."""
@@ -486,6 +505,7 @@ TRANSLATORS: dict[str, Translator] = {
     "Pad": _pad_inputs,
     "Col2Im": _col2im_inputs,
     "CenterCropPad": _center_crop_pad_inputs,
+    "GridSample": _grid_sample_inputs,
     "DeformConv": _deform_conv_inputs,
     "AffineGrid": _affine_grid_inputs,
     "MaxRoiPool": _max_roi_pool_inputs,
