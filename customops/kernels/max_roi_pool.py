@@ -16,7 +16,9 @@ with its arithmetic done exactly (docs/semantics.md, MaxRoiPool):
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -137,6 +139,13 @@ def _check(x: np.ndarray, r: np.ndarray, pooled_shape: Any, spatial_scale: Any) 
     return pooled[0], pooled[1]
 
 
+def _round_exact(value: float, scale: float) -> int:
+    """``value * scale`` rounded to the nearest integer, halves away from zero, in exact rationals."""
+    product = Fraction(value) * Fraction(scale)
+    rounded = math.floor(abs(product) + Fraction(1, 2))
+    return rounded if product >= 0 else -rounded
+
+
 def _boxes(r: np.ndarray, scale: float, batch_size: int) -> list[tuple[int, int, int, int, int]]:
     """(batch index, x1, y1, width, height) of each roi in pixels of X; raises KernelError for a batch
     index that is not an integer in [0, batch_size) or a coordinate that is not finite."""
@@ -151,9 +160,12 @@ def _boxes(r: np.ndarray, scale: float, batch_size: int) -> list[tuple[int, int,
         raise KernelError(
             f"roi {bad} has batch index {float(batch[bad])!r}; it must be an integer in [0, {batch_size})"
         )
-    corners = round_half_away(values[:, 1:] * scale)  # float32 * float32 is exact in float64
+    with np.errstate(over="ignore", invalid="ignore"):
+        corners = round_half_away(values[:, 1:] * scale)  # float32 * float32 is exact in float64
     boxes = []
-    for b, (x1, y1, x2, y2) in zip(batch.tolist(), corners.tolist(), strict=True):
-        x1, y1, x2, y2 = int(x1), int(y1), int(x2), int(y2)
+    for i, (b, row) in enumerate(zip(batch.tolist(), corners.tolist(), strict=True)):
+        if not np.isfinite(row).all():  # a product past float64's range (double rois): exactly
+            row = [_round_exact(v, scale) for v in values[i, 1:].tolist()]
+        x1, y1, x2, y2 = (int(v) for v in row)
         boxes.append((int(b), x1, y1, max(x2 - x1 + 1, 1), max(y2 - y1 + 1, 1)))
     return boxes

@@ -1,0 +1,92 @@
+"""AffineGrid, MaxRoiPool, RoiAlign and DeformConv on hostile inputs (issue 20's review): tiny inputs
+with huge attributes or sizes, non-finite and huge coordinates, wrong element types. Each must give a
+clean KernelError (or the right answer) quickly, with bounded memory, and never take the process down:
+cases that could crash or exhaust memory run in a child process whose address space is limited."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+from onnx import TensorProto, helper
+
+from customops.kernels.max_roi_pool import max_roi_pool
+
+F, D, I64 = TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.INT64
+ABORTS = (134, 139, -6, -11)
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+_PRELUDE = """
+import os, resource, time
+import numpy as np
+import customops
+from customops.errors import KernelError
+from customops.kernels.affine_grid import affine_grid
+from customops.kernels.deform_conv import deform_conv
+from customops.kernels.max_roi_pool import max_roi_pool
+from customops.kernels.roi_align import roi_align
+
+def limit_to(extra):
+    used = int(open("/proc/self/statm").read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    resource.setrlimit(resource.RLIMIT_AS, (used + extra, resource.getrlimit(resource.RLIMIT_AS)[1]))
+
+def attempt(call):
+    start = time.monotonic()
+    try:
+        y = call()
+        print("ran", y.shape, flush=True)
+    except KernelError as e:
+        print("refused:", e, flush=True)
+    print("seconds", round(time.monotonic() - start, 1), flush=True)
+"""
+
+
+def _child(code: str, timeout: float = 120, env: dict[str, str] | None = None) -> str:
+    """Run ``code`` after the prelude in a child process; return its stdout after checking it exited
+    normally (no abort, no signal)."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _PRELUDE + textwrap.dedent(code)],
+        cwd=_ROOT,
+        env={**os.environ, "PYTHONPATH": _ROOT, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert proc.returncode not in ABORTS, proc.stderr[-2000:]
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout
+
+
+def _seconds(out: str) -> float:
+    return float(out.rsplit("seconds", 1)[1])
+
+
+def _model(op: str, inputs: list[tuple[str, int, int]], opset: int, out_elem: int = F, **attrs):
+    node = helper.make_node(op, [name for name, _, _ in inputs], ["y"], name="n", **attrs)
+    graph = helper.make_graph(
+        [node],
+        "g",
+        [helper.make_tensor_value_info(name, elem, [None] * rank) for name, elem, rank in inputs if name],
+        [helper.make_tensor_value_info("y", out_elem, None)],
+    )
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 10
+    return m
+
+
+# ---------------------------------------------------------------------------------------------
+# MaxRoiPool
+
+
+def test_max_roi_pool_double_rois_whose_scaled_corners_overflow_are_pooled_exactly() -> None:
+    # 1e300 * 1e10 is past float64: int(inf) raised OverflowError before; the corners are exact
+    # rationals now, and the roi covers the image
+    x = np.arange(16, dtype=np.float64).reshape(1, 1, 4, 4)
+    rois = np.array([[0, -1e300, -1e300, 1e300, 1e300]])
+    y = max_roi_pool(x, rois, pooled_shape=[1, 1], spatial_scale=1e10)
+    assert y.tolist() == [[[[15.0]]]]
+    y = max_roi_pool(x, np.array([[0, 1e300, 1e300, 1e300, 1e300]]), pooled_shape=[2, 2], spatial_scale=1e10)
+    assert (y == 0).all()  # a roi far past the image: every bin empty
