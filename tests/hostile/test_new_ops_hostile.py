@@ -11,9 +11,13 @@ import sys
 import textwrap
 
 import numpy as np
+import pytest
 from onnx import TensorProto, helper
 
+from customops.errors import KernelError
+from customops.kernels.affine_grid import affine_grid
 from customops.kernels.max_roi_pool import max_roi_pool
+from customops.kernels.roi_align import roi_align
 
 F, D, I64 = TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.INT64
 ABORTS = (134, 139, -6, -11)
@@ -75,6 +79,54 @@ def _model(op: str, inputs: list[tuple[str, int, int]], opset: int, out_elem: in
     m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     m.ir_version = 10
     return m
+
+
+# ---------------------------------------------------------------------------------------------
+# Empty outputs whose other sizes no array can hold
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: affine_grid(np.zeros((0, 2, 3), np.float32), np.array([0, 1, 2**62, 2**62])),
+        lambda: max_roi_pool(
+            np.ones((0, 2**40, 4, 4), np.float32), np.zeros((0, 5), np.float32), pooled_shape=[2**20, 2**20]
+        ),
+        lambda: roi_align(
+            np.ones((1, 1, 4, 4), np.float32),
+            np.zeros((0, 4), np.float32),
+            np.zeros(0, np.int64),
+            output_height=2**62,
+            output_width=2**62,
+        ),
+    ],
+    ids=["AffineGrid", "MaxRoiPool", "RoiAlign"],
+)
+def test_empty_output_too_large_to_exist_is_a_kernel_error(call) -> None:
+    # numpy refused these shapes with ValueError ("array is too big") before: not a KernelError
+    with pytest.raises(KernelError, match="larger than any array can be"):
+        call()
+
+
+def test_empty_affine_grid_of_impossible_size_through_a_session() -> None:
+    out = _child(
+        """
+        from onnx import TensorProto, helper
+        node = helper.make_node("AffineGrid", ["theta", "size"], ["y"])
+        graph = helper.make_graph([node], "g",
+            [helper.make_tensor_value_info("theta", TensorProto.FLOAT, [None, 2, 3]),
+             helper.make_tensor_value_info("size", TensorProto.INT64, [4])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+        m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
+        m.ir_version = 9
+        sess = customops.InferenceSession(customops.rewrite(m).SerializeToString())
+        attempt(lambda: sess.run(None, {"theta": np.zeros((0, 2, 3), np.float32),
+                                        "size": np.array([0, 1, 2**62, 2**62])})[0])
+        attempt(lambda: sess.run(None, {"theta": np.zeros((1, 2, 3), np.float32),
+                                        "size": np.array([1, 1, 10**9, 10**9])})[0])
+        """
+    )
+    assert out.count("refused:") == 2, out
 
 
 # ---------------------------------------------------------------------------------------------
