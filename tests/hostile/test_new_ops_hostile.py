@@ -16,7 +16,7 @@ from onnx import TensorProto, helper
 
 from customops.errors import KernelError
 from customops.kernels.affine_grid import affine_grid
-from customops.kernels.max_roi_pool import max_roi_pool
+from customops.kernels.max_roi_pool import bin_edges, max_roi_pool
 from customops.kernels.roi_align import roi_align
 
 F, D, I64 = TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.INT64
@@ -142,3 +142,39 @@ def test_max_roi_pool_double_rois_whose_scaled_corners_overflow_are_pooled_exact
     assert y.tolist() == [[[[15.0]]]]
     y = max_roi_pool(x, np.array([[0, 1e300, 1e300, 1e300, 1e300]]), pooled_shape=[2, 2], spatial_scale=1e10)
     assert (y == 0).all()  # a roi far past the image: every bin empty
+
+
+def test_max_roi_pool_huge_pooled_axis_is_refused_quickly() -> None:
+    # pooled_shape [2^27, 1] over a 4x4 image took 85 s and 4 GB (Python lists of bin edges) before
+    out = _child(
+        """
+        limit_to(3 << 30)
+        x = np.ones((1, 1, 4, 4), np.float32)
+        rois = np.array([[0, 0, 0, 3, 3]], np.float32)
+        attempt(lambda: max_roi_pool(x, rois, pooled_shape=[2**27, 1]))
+        attempt(lambda: max_roi_pool(x, rois, pooled_shape=[1, 2**31]))
+        attempt(lambda: max_roi_pool(x, rois, pooled_shape=[2**31, 2**31]))
+        """
+    )
+    assert out.count("refused:") == 3 and "bins per axis" in out, out
+    assert _seconds(out) < 5, out
+
+
+def test_max_roi_pool_largest_pooled_axis_is_fast_and_exact() -> None:
+    x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    y = max_roi_pool(x, np.array([[0, 0, 0, 3, 3]], np.float32), pooled_shape=[2**20, 1])
+    assert y.shape == (1, 1, 2**20, 1)
+    # bin p of 2^20 over 4 rows covers row floor(p * 4 / 2^20): each row's maximum, 2^18 times
+    assert (y[0, 0, :, 0] == np.repeat([3.0, 7.0, 11.0, 15.0], 2**18)).all()
+
+
+@pytest.mark.parametrize("start", [0, 5, -3, -(2**41), 2**41, -(10**30), -(10**300)])
+@pytest.mark.parametrize("span", [1, 3, 17, 2**41, 10**30, 3 * 10**300])
+def test_bin_edges_equal_the_python_integer_formula(start, span) -> None:
+    for bins in (1, 2, 7, 33):
+        for limit in (0, 1, 9):
+            starts, ends = bin_edges(start, span, bins, limit)
+            for p in range(bins):
+                lo = start + (p * span) // bins
+                hi = start - ((-(p + 1) * span) // bins)
+                assert starts[p] == min(max(lo, 0), limit) and ends[p] == min(max(hi, 0), limit)
