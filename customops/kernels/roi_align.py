@@ -353,12 +353,12 @@ def _maximum(image: np.ndarray, y: _Samples, x: _Samples) -> np.ndarray:
     c = image.shape[0]
     iy, wy, ix, wx = y.tab.ravel(), y.w.ravel(), x.tab.ravel(), x.w.ravel()  # point-major, then corner
     oh, ow, gy, gx = y.bins, x.bins, int(y.grid[0]), int(x.grid[0])
+    if wy.size * wx.size > MAX_TERMS:  # before the outer product, which would be that large
+        raise KernelError(
+            f"max mode would compare {wy.size * wx.size} weighted terms per channel of one ROI, more than {MAX_TERMS}"
+        )
     terms = np.outer(wy, wx)
     zero = terms == 0
-    if terms.size > MAX_TERMS:
-        raise KernelError(
-            f"max mode would compare {terms.size} weighted terms per channel of one ROI, more than {MAX_TERMS}"
-        )
     out = np.empty((c, oh, ow))
     step = max(1, _BLOCK // max(terms.size, 1))
     for lo in range(0, c, step):

@@ -178,3 +178,23 @@ def test_bin_edges_equal_the_python_integer_formula(start, span) -> None:
                 lo = start + (p * span) // bins
                 hi = start - ((-(p + 1) * span) // bins)
                 assert starts[p] == min(max(lo, 0), limit) and ends[p] == min(max(hi, 0), limit)
+
+
+# ---------------------------------------------------------------------------------------------
+# RoiAlign
+
+
+@pytest.mark.parametrize("jit", ["0", "1"])
+def test_roi_align_max_mode_grid_beyond_the_term_limit_is_refused(jit) -> None:
+    # without numba, max mode built the 2^21 x 2^21 outer product of weights before its size check
+    out = _child(
+        """
+        limit_to(2 << 30)
+        x = np.ones((1, 1, 4, 4), np.float32)
+        attempt(lambda: roi_align(x, np.array([[0, 0, 3, 3]], np.float32), np.zeros(1, np.int64),
+                                  mode="max", output_height=1, output_width=1, sampling_ratio=2**20))
+        """,
+        env={"CUSTOMOPS_JIT": jit},
+    )
+    assert ("refused:" in out) if jit == "0" else ("ran" in out or "refused:" in out), out
+    assert _seconds(out) < 60, out
