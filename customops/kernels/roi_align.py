@@ -41,6 +41,12 @@ MAX_TOTAL_SAMPLES = 1 << 21
 MAX_TERMS = 1 << 24
 """The most weighted corner terms the numpy path of max mode compares for one ROI and channel."""
 
+MAX_SCRATCH = 1 << 24
+"""The most elements of a table sized by the map and the output grid: the compiled loop's rows
+(H x output_width, one per thread), the numpy path's weight matrices (output_height x H, output_width
+x W). Without it, a tall map and a wide output grid ask for far more scratch than output (a 1x1x2000x1
+map with output_width 2^17 took 2 GB of rows for a 1 MB output)."""
+
 _BLOCK = 1 << 22
 """Elements of the numpy max path's scratch per block of channels (at least one channel a block)."""
 
@@ -73,6 +79,16 @@ def roi_align(
         return np.zeros(out_shape, dtype=x.dtype)
     if h == 0 or w == 0:
         raise KernelError(f"X has an empty spatial axis (shape {x.shape!r}): there is nothing to sample")
+    for what, size in (
+        ("H x output_width", h * ow),
+        ("output_height x H", oh * h),
+        ("output_width x W", ow * w),
+    ):
+        if size > MAX_SCRATCH:
+            raise KernelError(
+                f"{what} is {size}: the tables of this map and output grid would hold more than the "
+                f"{MAX_SCRATCH} elements this kernel allows"
+            )
     half = coordinate_transformation_mode == "half_pixel"
     scale = float(spatial_scale)
     ys = _axis(boxes[:, 1], boxes[:, 3], scale, half, oh, ratio, h, "height")

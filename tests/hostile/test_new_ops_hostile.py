@@ -184,6 +184,22 @@ def test_bin_edges_equal_the_python_integer_formula(start, span) -> None:
 # RoiAlign
 
 
+def test_roi_align_tall_map_and_wide_output_grid_is_refused_not_allocated() -> None:
+    # a 1x1x2000x1 map and output_width 2^17 (a 1 MB output) took 1.2 GB of scratch rows before;
+    # with 20000 rows the loop's table was 20 GB
+    out = _child(
+        """
+        limit_to(1 << 30)
+        for h in (2000, 20000):
+            x = np.ones((1, 1, h, 1), np.float32)
+            rois = np.array([[0, 0, 0, h]], np.float32)
+            attempt(lambda: roi_align(x, rois, np.zeros(1, np.int64), output_height=2,
+                                      output_width=2**17, sampling_ratio=1))
+        """
+    )
+    assert out.count("refused:") == 2 and "H x output_width" in out, out
+
+
 @pytest.mark.parametrize("jit", ["0", "1"])
 def test_roi_align_max_mode_grid_beyond_the_term_limit_is_refused(jit) -> None:
     # without numba, max mode built the 2^21 x 2^21 outer product of weights before its size check
