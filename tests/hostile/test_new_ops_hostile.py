@@ -16,6 +16,7 @@ from onnx import TensorProto, helper
 
 from customops.errors import KernelError
 from customops.kernels.affine_grid import affine_grid
+from customops.kernels.deform_conv import deform_conv
 from customops.kernels.max_roi_pool import bin_edges, max_roi_pool
 from customops.kernels.roi_align import roi_align
 
@@ -214,3 +215,92 @@ def test_roi_align_max_mode_grid_beyond_the_term_limit_is_refused(jit) -> None:
     )
     assert ("refused:" in out) if jit == "0" else ("ran" in out or "refused:" in out), out
     assert _seconds(out) < 60, out
+
+
+def test_roi_align_huge_attributes_and_rois_are_refused() -> None:
+    x = np.ones((1, 1, 4, 4), np.float32)
+    rois = np.array([[0, 0, 3, 3]], np.float32)
+    batch = np.zeros(1, np.int64)
+    with pytest.raises(KernelError):
+        roi_align(x, rois, batch, output_height=2**40)
+    with pytest.raises(KernelError):
+        roi_align(x, rois, batch, sampling_ratio=2**40)
+    with pytest.raises(KernelError, match="sample points"):
+        roi_align(x, np.array([[-1e30, -1e30, 1e30, 1e30]], np.float32), batch)
+    with pytest.raises(KernelError):
+        roi_align(x, rois, np.array([2**62]))
+
+
+def test_roi_align_extreme_coordinates_stay_inside_the_map() -> None:
+    # finite coordinates whose sample points overflow to inf, in both coordinate modes and ratios:
+    # the points lie outside (weight 0) or are clamped; nothing reads outside the map
+    out = _child(
+        """
+        x = np.arange(16, dtype=np.float64).reshape(1, 1, 4, 4)
+        for rois in ([[-1e308, -1e308, 1.7e308, 1.7e308]], [[1.7e308, 1.7e308, -1e308, -1e308]],
+                     [[-1.7e308, 0, 1e308, 3]], [[0, 0, 1e-320, 1e-320]]):
+            for mode in ("avg", "max"):
+                for coord in ("half_pixel", "output_half_pixel"):
+                    for ratio in (1, 4):
+                        y = roi_align(x, np.array(rois), np.zeros(1, np.int64), mode=mode, sampling_ratio=ratio,
+                                      coordinate_transformation_mode=coord, output_height=2, output_width=2)
+                        assert y.shape == (1, 1, 2, 2)
+        print("done")
+        """
+    )
+    assert "done" in out
+
+
+# ---------------------------------------------------------------------------------------------
+# DeformConv
+
+
+@pytest.mark.parametrize("jit", ["0", "1"])
+def test_deform_conv_int64_extreme_pads_and_strides_give_the_exact_positions(jit) -> None:
+    # pads of 2^63 - 1 and a stride of 2^62: products overflow int64 on the way, but every position's
+    # coordinate fits, so the wrapped arithmetic is exact; output row 2 is X's row 1, the rest padding
+    out = _child(
+        """
+        x = np.arange(9, dtype=np.float32).reshape(1, 1, 3, 3)
+        big = 2**63 - 1
+        y = deform_conv(x, np.ones((1, 1, 1, 1), np.float32), np.zeros((1, 2, 5, 3), np.float32),
+                        pads=[big, 0, big, 0], strides=[2**62, 1])
+        print(y[0, 0].tolist())
+        """,
+        env={"CUSTOMOPS_JIT": jit},
+    )
+    assert "[[0.0, 0.0, 0.0], [0.0, 0.0, 0.0], [3.0, 4.0, 5.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]" in out, out
+
+
+@pytest.mark.parametrize(
+    "attrs",
+    [
+        {"group": 2**62},
+        {"group": -1},
+        {"offset_group": 2**62},
+        {"offset_group": -(2**62)},
+        {"strides": [2**62, 0]},
+        {"dilations": [-1, 1]},
+        {"pads": [-(2**62), 0, 0, 0]},
+        {"kernel_shape": [1, 2]},
+        {"kernel_shape": [2**40, 2**40]},
+    ],
+)
+def test_deform_conv_hostile_attributes_are_kernel_errors(attrs) -> None:
+    x = np.ones((1, 2, 3, 3), np.float32)
+    with pytest.raises(KernelError):
+        deform_conv(x, np.ones((2, 2, 1, 1), np.float32), np.zeros((1, 2, 3, 3), np.float32), **attrs)
+
+
+def test_deform_conv_nan_and_huge_offsets_stay_inside_the_image() -> None:
+    out = _child(
+        """
+        x = np.arange(18, dtype=np.float32).reshape(1, 2, 3, 3)
+        for v in (np.nan, np.inf, -np.inf, 3e38, -3e38, 2.0**63, -2.0**63, 1e-45):
+            off = np.full((1, 2 * 9, 1, 1), v, np.float32)
+            y = deform_conv(x, np.ones((1, 2, 3, 3), np.float32), off)
+            assert y.shape == (1, 1, 1, 1)
+        print("done")
+        """
+    )
+    assert "done" in out
