@@ -11,9 +11,11 @@ import sys
 import textwrap
 
 import numpy as np
+import onnx
 import pytest
 from onnx import TensorProto, helper
 
+import customops
 from customops.errors import KernelError
 from customops.kernels.affine_grid import affine_grid
 from customops.kernels.deform_conv import deform_conv
@@ -27,6 +29,7 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__
 _PRELUDE = """
 import os, resource, time
 import numpy as np
+import onnx
 import customops
 from customops.errors import KernelError
 from customops.kernels.affine_grid import affine_grid
@@ -304,3 +307,62 @@ def test_deform_conv_nan_and_huge_offsets_stay_inside_the_image() -> None:
         """
     )
     assert "done" in out
+
+
+# ---------------------------------------------------------------------------------------------
+# Translators: inputs of types the spec does not allow, attributes of the wrong kind
+
+_X4 = [("x", F, 4)]
+
+
+@pytest.mark.parametrize(
+    "model, reason",
+    [
+        # these three were swapped before: a Cast helper turned the invalid size or rois into valid ones
+        (_model("AffineGrid", [("t", F, 3), ("s", F, 1)], 20), "size has element type float"),
+        (_model("AffineGrid", [("t", F, 3), ("s", TensorProto.STRING, 1)], 20), "requires int64"),
+        (_model("AffineGrid", [("t", F, 3), ("s", TensorProto.INT32, 1)], 20), "requires int64"),
+        (_model("MaxRoiPool", [*_X4, ("r", D, 2)], 22, pooled_shape=[2, 2]), "rois has element type double"),
+        (
+            _model("MaxRoiPool", [("x", TensorProto.FLOAT16, 4), ("r", I64, 2)], 22, pooled_shape=[2, 2]),
+            "requires the same type",
+        ),
+        (_model("DeformConv", [*_X4, ("w", D, 4), ("o", F, 4)], 19), "W has element type double"),
+        (
+            _model(
+                "DeformConv",
+                [("x", TensorProto.FLOAT16, 4), ("w", I64, 4), ("o", TensorProto.FLOAT16, 4)],
+                22,
+            ),
+            "W has element type int64",
+        ),
+        (
+            _model(
+                "DeformConv", [*_X4, ("w", F, 4), ("o", F, 4), ("", 0, 0), ("m", TensorProto.STRING, 4)], 19
+            ),
+            "mask has element type string",
+        ),
+        (
+            _model("DeformConv", [*_X4, ("w", F, 4), ("o", F, 4), ("b", D, 1)], 19),
+            "B has element type double",
+        ),
+        # attributes of the wrong kind (already skipped: pinned)
+        (_model("AffineGrid", [("t", F, 3), ("s", I64, 1)], 20, align_corners=1.0), "align_corners"),
+        (_model("MaxRoiPool", [*_X4, ("r", F, 2)], 22, pooled_shape=2), "pooled_shape"),
+        (
+            _model("MaxRoiPool", [*_X4, ("r", F, 2)], 22, pooled_shape=[2, 2], spatial_scale=2),
+            "spatial_scale",
+        ),
+        (_model("RoiAlign", [*_X4, ("r", F, 2), ("b", I64, 1)], 16, output_height=2.0), "output_height"),
+        (_model("RoiAlign", [*_X4, ("r", F, 2), ("b", I64, 1)], 16, mode=b"\xff"), "not valid UTF-8"),
+        (_model("RoiAlign", [*_X4, ("r", D, 2), ("b", I64, 1)], 16), "rois has element type double"),
+        (_model("RoiAlign", [*_X4, ("r", F, 2), ("b", TensorProto.INT32, 1)], 16), "requires int64"),
+        (_model("DeformConv", [*_X4, ("w", F, 4), ("o", F, 4)], 19, group=2.0), "group"),
+        (_model("DeformConv", [*_X4, ("w", F, 4), ("o", F, 4)], 19, pads=[1.0, 1.0, 1.0, 1.0]), "pads"),
+    ],
+)
+def test_translators_skip_invalid_types_with_the_reason(model: onnx.ModelProto, reason: str) -> None:
+    result = customops.rewrite_model(model)
+    assert len(result.skipped) == 1, result
+    assert reason in result.skipped[0].reason
+    assert all(n.domain != customops.DOMAIN for n in result.model.graph.node)
