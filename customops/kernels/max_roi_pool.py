@@ -108,15 +108,28 @@ def _tables(
     boxes: list[tuple[int, int, int, int, int]], pooled: tuple[int, int], height: int, width: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(batch (R), rows (R, PH, 2), cols (R, PW, 2)): each roi's image and its bins' clipped windows."""
-    count = len(boxes)
-    batch = np.zeros(count, dtype=np.intp)
-    rows = np.zeros((count, pooled[0], 2), dtype=np.intp)
-    cols = np.zeros((count, pooled[1], 2), dtype=np.intp)
-    for i, (b, x1, y1, span_w, span_h) in enumerate(boxes):
-        batch[i] = b
-        rows[i, :, 0], rows[i, :, 1] = bin_edges(y1, span_h, pooled[0], height)
-        cols[i, :, 0], cols[i, :, 1] = bin_edges(x1, span_w, pooled[1], width)
+    batch = np.array([b for b, *_ in boxes], dtype=np.intp)
+    rows = _edges([y1 for _, _, y1, _, _ in boxes], [h for *_, h in boxes], pooled[0], height)
+    cols = _edges([x1 for _, x1, _, _, _ in boxes], [w for _, _, _, w, _ in boxes], pooled[1], width)
     return batch, rows, cols
+
+
+def _edges(starts: list[int], spans: list[int], bins: int, limit: int) -> np.ndarray:
+    """(R, bins, 2): :func:`bin_edges` of every roi along one axis, all rois at once in int64 where the
+    products cannot overflow (|start|, span < 2^40, bins <= MAX_BINS), one by one otherwise."""
+    out = np.zeros((len(starts), bins, 2), dtype=np.intp)
+    safe = [abs(s) < 1 << 40 and n < 1 << 40 for s, n in zip(starts, spans, strict=True)]
+    some = [i for i, ok in enumerate(safe) if ok]
+    if some:
+        s = np.array([starts[i] for i in some], dtype=np.int64)[:, None]
+        n = np.array([spans[i] for i in some], dtype=np.int64)[:, None]
+        p = np.arange(bins, dtype=np.int64)
+        out[some, :, 0] = np.clip(s + (p * n) // bins, 0, limit)
+        out[some, :, 1] = np.clip(s - ((-(p + 1) * n) // bins), 0, limit)
+    for i, ok in enumerate(safe):
+        if not ok:
+            out[i, :, 0], out[i, :, 1] = bin_edges(starts[i], spans[i], bins, limit)
+    return out
 
 
 def _pool_numpy(

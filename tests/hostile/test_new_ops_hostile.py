@@ -172,6 +172,17 @@ def test_max_roi_pool_largest_pooled_axis_is_fast_and_exact() -> None:
     assert (y[0, 0, :, 0] == np.repeat([3.0, 7.0, 11.0, 15.0], 2**18)).all()
 
 
+def test_max_roi_pool_huge_and_ordinary_rois_together_pool_as_each_alone() -> None:
+    x = np.arange(32, dtype=np.float64).reshape(1, 2, 4, 4)
+    rois = np.array([[0, -1e30, 0, 1e30, 3], [0, 1, 1, 2, 2], [0, 3e20, -2e41, 3e20, 1e41], [0, 0, 0, 3, 3]])
+    together = max_roi_pool(x, rois, pooled_shape=[3, 5])
+    for i in range(len(rois)):
+        assert np.array_equal(together[i], max_roi_pool(x, rois[i : i + 1], pooled_shape=[3, 5])[0])
+    # the middle fifth of 2e30 columns holds the whole image; the other column bins lie outside it
+    assert together[0, 0, :, 2].tolist() == [7.0, 11.0, 15.0]
+    assert (together[0, :, :, [0, 1, 3, 4]] == 0).all()
+
+
 @pytest.mark.parametrize("start", [0, 5, -3, -(2**41), 2**41, -(10**30), -(10**300)])
 @pytest.mark.parametrize("span", [1, 3, 17, 2**41, 10**30, 3 * 10**300])
 def test_bin_edges_equal_the_python_integer_formula(start, span) -> None:
