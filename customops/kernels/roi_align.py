@@ -344,8 +344,13 @@ def _average(image: np.ndarray, y: _Samples, x: _Samples) -> np.ndarray:
     crop = image[:, r0:r1, c0:c1]
     if not np.isfinite(crop).all():
         return _average_masked(crop, ay[:, r0:r1], ax[:, c0:c1]) / (y.grid[0] * x.grid[0])
-    t = (crop.reshape(c * (r1 - r0), c1 - c0) @ ax[:, c0:c1].T).reshape(c, r1 - r0, ow)
-    out = np.einsum("ph,chq->cpq", ay[:, r0:r1], t)
+    # a block of channels at a time: the x pass holds channels x rows x ow, not all C at once
+    step = max(1, _BLOCK // ((r1 - r0) * max(ow, c1 - c0)))
+    out = np.empty((c, oh, ow))
+    for lo in range(0, c, step):
+        part = crop[lo : lo + step]
+        t = (part.reshape(-1, c1 - c0) @ ax[:, c0:c1].T).reshape(part.shape[0], r1 - r0, ow)
+        out[lo : lo + step] = np.einsum("ph,chq->cpq", ay[:, r0:r1], t)
     return out / (y.grid[0] * x.grid[0])
 
 

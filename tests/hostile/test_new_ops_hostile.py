@@ -215,6 +215,21 @@ def test_roi_align_tall_map_and_wide_output_grid_is_refused_not_allocated() -> N
     assert out.count("refused:") == 2 and "H x output_width" in out, out
 
 
+def test_roi_align_numpy_avg_path_pools_many_channels_in_bounded_scratch() -> None:
+    # without numba, avg's x pass held every channel at once: C x rows x output_width float64, 4.3 GB
+    # here for a 4 MB input and an 8 MB output (MemoryError under this limit); now a block of channels
+    out = _child(
+        """
+        limit_to(2 << 30)
+        x = np.ones((1, 64, 4096, 1), np.float32)
+        attempt(lambda: roi_align(x, np.array([[0, 0, 0, 4096]], np.float32), np.zeros(1, np.int64),
+                                  output_height=2, output_width=4096, sampling_ratio=1))
+        """,
+        env={"CUSTOMOPS_JIT": "0"},
+    )
+    assert "ran (1, 64, 2, 4096)" in out, out
+
+
 @pytest.mark.parametrize("jit", ["0", "1"])
 def test_roi_align_max_mode_grid_beyond_the_term_limit_is_refused(jit) -> None:
     # without numba, max mode built the 2^21 x 2^21 outer product of weights before its size check
