@@ -344,27 +344,35 @@ def _average(image: np.ndarray, y: _Samples, x: _Samples) -> np.ndarray:
     crop = image[:, r0:r1, c0:c1]
     if not np.isfinite(crop).all():
         return _average_masked(crop, ay[:, r0:r1], ax[:, c0:c1]) / (y.grid[0] * x.grid[0])
-    # a block of channels at a time: the x pass holds channels x rows x ow, not all C at once
-    step = max(1, _BLOCK // ((r1 - r0) * max(ow, c1 - c0)))
+    return _sums(crop, ay[:, r0:r1], ax[:, c0:c1]) / (y.grid[0] * x.grid[0])
+
+
+def _sums(crop: np.ndarray, ay: np.ndarray, ax: np.ndarray) -> np.ndarray:
+    """[C, oh, ow]: ay @ crop[c] @ ax^T for each channel, a block of channels at a time (the x pass
+    holds channels x rows x ow, not all C at once)."""
+    c, rows, cols = crop.shape
+    oh, ow = ay.shape[0], ax.shape[0]
+    step = max(1, _BLOCK // (rows * max(ow, cols)))
     out = np.empty((c, oh, ow))
     for lo in range(0, c, step):
         part = crop[lo : lo + step]
-        t = (part.reshape(-1, c1 - c0) @ ax[:, c0:c1].T).reshape(part.shape[0], r1 - r0, ow)
-        out[lo : lo + step] = np.einsum("ph,chq->cpq", ay[:, r0:r1], t)
-    return out / (y.grid[0] * x.grid[0])
+        t = (part.reshape(-1, cols) @ ax.T).reshape(part.shape[0], rows, ow)
+        out[lo : lo + step] = np.einsum("ph,chq->cpq", ay, t)
+    return out
 
 
 def _average_masked(crop: np.ndarray, ay: np.ndarray, ax: np.ndarray) -> np.ndarray:
     """The sums of :func:`_average` where the crop holds inf or NaN: a pixel enters a bin only with a
-    non-zero weight, so a weight of 0 never turns inf into NaN."""
-    c = crop.shape[0]
-    out = np.zeros((c, ay.shape[0], ax.shape[0]))
-    for p in range(ay.shape[0]):
-        for q in range(ax.shape[0]):
-            weights = np.outer(ay[p], ax[q])
-            used = weights != 0
-            if used.any():
-                out[:, p, q] = (crop[:, used] * weights[used]).sum(axis=1)
+    non-zero weight, so a weight of 0 never turns inf into NaN. The finite pixels are summed as usual
+    (the others as 0); then each bin that gives a NaN, +inf or -inf pixel a non-zero weight gets that
+    value added (weights are > 0: w * inf is inf), which IEEE makes NaN for NaN or both infinities."""
+    special = ~np.isfinite(crop)
+    out = _sums(np.where(special, 0.0, crop), ay, ax)
+    touch_y, touch_x = (ay != 0).astype(np.float64), (ax != 0).astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        for value, where in ((np.nan, np.isnan(crop)), (np.inf, crop == np.inf), (-np.inf, crop == -np.inf)):
+            if where.any():
+                out[_sums(where.astype(np.float64), touch_y, touch_x) > 0] += value
     return out
 
 
