@@ -85,6 +85,9 @@ def _check(t: np.ndarray, size: Any, align_corners: Any) -> tuple[int, tuple[int
         raise KernelError(f"theta must be a floating-point tensor, got dtype {str(t.dtype)!r}")
     if align_corners not in (0, 1):
         raise KernelError(f"align_corners must be 0 or 1, got {align_corners!r}")
+    shape = np.shape(size)
+    if len(shape) == 1 and shape[0] > 5:  # before listing its entries: it may hold millions
+        raise KernelError(f"size has {shape[0]} entries; expected 4 (N, C, H, W) or 5 (N, C, D, H, W)")
     dims = int_list(size, "size")
     if len(dims) not in (4, 5):
         raise KernelError(

@@ -135,6 +135,15 @@ def test_empty_affine_grid_of_impossible_size_through_a_session() -> None:
     assert out.count("refused:") == 2, out
 
 
+def test_affine_grid_size_with_millions_of_entries_is_refused_without_listing_them() -> None:
+    # a size of 5e7 entries was listed as Python ints (9 s, 1.2 GB) and repr'd whole into the error
+    start = time.monotonic()
+    with pytest.raises(KernelError) as info:
+        affine_grid(np.zeros((1, 2, 3), np.float32), np.ones(50_000_000, np.int64))
+    assert time.monotonic() - start < 2
+    assert "size has 50000000 entries; expected 4" in str(info.value) and len(str(info.value)) < 200
+
+
 # ---------------------------------------------------------------------------------------------
 # MaxRoiPool
 
