@@ -135,18 +135,23 @@ def _edges(starts: list[int], spans: list[int], bins: int, limit: int) -> np.nda
 def _pool_numpy(
     x: np.ndarray, out: np.ndarray, batch: np.ndarray, rows: np.ndarray, cols: np.ndarray
 ) -> None:
-    """The numpy path (no numba): per roi, the maxima of the row bands, then of their column bands, on
-    channels-last images (out is zero where a window is empty)."""
+    """The numpy path (no numba): per roi, the maxima of the row bands, then of their column bands (one
+    ``np.maximum.reduceat`` over every non-empty column bin), on channels-last images (out is zero where
+    a window is empty)."""
     last = np.ascontiguousarray(x.transpose(0, 2, 3, 1))  # N, H, W, C
     for r in range(out.shape[0]):
         img = last[batch[r]]
+        full = cols[r, :, 1] > cols[r, :, 0]
+        if not full.any():
+            continue
+        # [start, end) of each non-empty column bin, in a row: reduceat's even results are their maxima
+        edges = cols[r, full].ravel()
         for i, (y0, y1) in enumerate(rows[r].tolist()):
             if y1 <= y0:
                 continue
             band = img[y0:y1].max(axis=0)  # W, C
-            for j, (x0, x1) in enumerate(cols[r].tolist()):
-                if x1 > x0:
-                    out[r, :, i, j] = band[x0:x1].max(axis=0)
+            band = np.concatenate([band, band[:1]])  # an end of W is an index reduceat accepts
+            out[r, :, i][:, full] = np.maximum.reduceat(band, edges, axis=0)[::2].T
 
 
 def _check(x: np.ndarray, r: np.ndarray, pooled_shape: Any, spatial_scale: Any) -> tuple[int, int]:
