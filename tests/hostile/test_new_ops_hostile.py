@@ -19,6 +19,7 @@ from onnx import TensorProto, helper
 import customops
 from customops.accel import jit, roi_align_loops
 from customops.errors import KernelError
+from customops.kernels import deform_conv as deform_conv_module
 from customops.kernels.affine_grid import affine_grid
 from customops.kernels.deform_conv import deform_conv
 from customops.kernels.max_roi_pool import bin_edges, max_roi_pool
@@ -441,3 +442,36 @@ def test_translators_skip_invalid_types_with_the_reason(model: onnx.ModelProto, 
     assert len(result.skipped) == 1, result
     assert reason in result.skipped[0].reason
     assert all(n.domain != customops.DOMAIN for n in result.model.graph.node)
+
+
+def test_deform_conv_many_kernel_positions_in_many_axes_keep_the_corner_tables_bounded() -> None:
+    # 9 spatial axes and a 4^9 kernel (11 MB of inputs): the numpy path's corner tables of one output
+    # position held 2^9 corners x 4^9 kernel positions (2 GB; MemoryError under this limit)
+    out = _child(
+        """
+        limit_to(1 << 30)
+        r = 9
+        x = np.ones((1, 1) + (4,) * r, np.float32)
+        w = np.ones((1, 1) + (4,) * r, np.float32)
+        off = np.zeros((1, 4**r * r) + (1,) * r, np.float32)
+        attempt(lambda: deform_conv(x, w, off))
+        print(float(deform_conv(x, w, off).ravel()[0]))
+        """,
+        timeout=300,
+    )
+    assert "ran" in out and "262144.0" in out, out
+
+
+def test_deform_conv_kernel_positions_in_blocks_give_the_same_values(monkeypatch) -> None:
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((1, 4, 5, 4, 6)).astype(np.float64)
+    w = rng.standard_normal((2, 2, 3, 2, 3)).astype(np.float64)
+    off = (rng.standard_normal((1, 2 * 18 * 3, 3, 3, 4)) * 2).astype(np.float64)
+    off[0, 7, 1, 1, 1] = np.nan
+    mask = rng.random((1, 2 * 18, 3, 3, 4))
+    whole = deform_conv(x, w, off, None, mask, group=2, offset_group=2)
+    monkeypatch.setattr(deform_conv_module, "COLUMN_BUDGET", 200)  # 1 output position, 3 kernel positions
+    blocks = deform_conv(x, w, off, None, mask, group=2, offset_group=2)
+    assert np.isnan(whole).any()
+    # the samples are the same; the matrix products of other chunk sizes may round differently
+    np.testing.assert_allclose(blocks, whole, rtol=1e-13, atol=1e-13)
