@@ -70,7 +70,7 @@ def max_roi_pool(
 ) -> np.ndarray:
     """Max-pool each roi of ``rois`` (num_rois, 5) on ``X`` (N, C, H, W) into pooled_shape bins: an array
     (num_rois, C, pooled_shape[0], pooled_shape[1]) of X's dtype. Raises KernelError for an invalid
-    configuration: shapes, pooled_shape entries < 1, a spatial_scale that is not positive and finite,
+    configuration: shapes, pooled_shape entries < 1 or > MAX_BINS, a spatial_scale that is not positive and finite,
     a batch index that is not an integer in [0, N), or a non-finite roi coordinate."""
     x = np.asarray(X)
     r = np.asarray(rois)
