@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -42,6 +43,10 @@ def affine_grid(theta: Any, size: Any, *, align_corners: int = 0) -> np.ndarray:
     t = np.asarray(theta)
     spatial, out_shape = _check(t, size, align_corners)
     limits.check_output(out_shape, t.dtype)
+    if math.prod(d for d in out_shape if d) * t.dtype.itemsize >= 1 << 63:
+        raise KernelError(
+            f"output {'x'.join(map(str, out_shape))} is larger than any array can be, even with no element"
+        )
     out = np.empty(out_shape, dtype=t.dtype)
     if out.size == 0:
         return out
@@ -80,6 +85,9 @@ def _check(t: np.ndarray, size: Any, align_corners: Any) -> tuple[int, tuple[int
         raise KernelError(f"theta must be a floating-point tensor, got dtype {str(t.dtype)!r}")
     if align_corners not in (0, 1):
         raise KernelError(f"align_corners must be 0 or 1, got {align_corners!r}")
+    shape = np.shape(size)
+    if len(shape) == 1 and shape[0] > 5:  # before listing its entries: it may hold millions
+        raise KernelError(f"size has {shape[0]} entries; expected 4 (N, C, H, W) or 5 (N, C, D, H, W)")
     dims = int_list(size, "size")
     if len(dims) not in (4, 5):
         raise KernelError(

@@ -339,14 +339,19 @@ def _columns(
     per = geo.channels // geo.offset_group
     per_group = geo.channels // geo.group
     by_channel = cols.transpose(1, 3, 2, 0)  # [group, C/group, K, L]
+    # kernel positions a block at a time: the corner tables hold 2^(r+1) entries per position and
+    # output position (a chunk of one output position may still have more kernel positions than fit)
+    step = max(1, COLUMN_BUDGET // (cols.shape[0] * 2 ** (len(geo.spatial) + 1)))
     for g in range(geo.offset_group):
-        index, weight, nan = _corners(geo, off[g], start, cols.shape[0])
         src = padded[g * per : (g + 1) * per]
         acc = np.zeros((per, geo.taps, cols.shape[0]), dtype=np.float64)
-        for idx, wt in zip(index, weight, strict=True):
-            acc += np.take(src, idx, axis=1) * wt
-        if nan is not None:
-            acc[:, nan] = np.nan
+        for k0 in range(0, geo.taps, step):
+            block = acc[:, k0 : k0 + step]
+            index, weight, nan = _corners(geo, off[g, k0 : k0 + step], start, cols.shape[0], k0)
+            for idx, wt in zip(index, weight, strict=True):
+                block += np.take(src, idx, axis=1) * wt
+            if nan is not None:
+                block[:, nan] = np.nan
         if mask is not None:
             acc *= mask[g].astype(np.float64)
         # channels g * per .. (g + 1) * per, split at the conv groups' borders
@@ -359,15 +364,16 @@ def _columns(
 
 
 def _corners(
-    geo: _Geometry, off: np.ndarray, start: int, length: int
+    geo: _Geometry, off: np.ndarray, start: int, length: int, first: int = 0
 ) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray | None]:
-    """For one offset group's offsets ``off`` [K, r, L]: the flat pixel index and float64 weight [K, L]
-    of each of the 2^r corners around every sampling point (the zero slot and weight 0 where the corner
-    lies outside the input or has weight 0), and where a coordinate is NaN (None when none is)."""
+    """For one offset group's offsets ``off`` [k, r, L] of kernel positions first..first+k: the flat
+    pixel index and float64 weight [k, L] of each of the 2^r corners around every sampling point (the
+    zero slot and weight 0 where the corner lies outside the input or has weight 0), and where a
+    coordinate is NaN (None when none is)."""
     r = len(geo.spatial)
     pixels = math.prod(geo.spatial)
     pos = np.unravel_index(np.arange(start, start + length), geo.out)
-    taps = np.unravel_index(np.arange(geo.taps), geo.kernel)
+    taps = np.unravel_index(np.arange(first, first + off.shape[0]), geo.kernel)
     nan = None
     lows, fracs, steps = [], [], []
     for d in range(r):

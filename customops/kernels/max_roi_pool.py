@@ -16,7 +16,9 @@ with its arithmetic done exactly (docs/semantics.md, MaxRoiPool):
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -37,15 +39,29 @@ def round_half_away(values: np.ndarray) -> np.ndarray:
     return np.copysign(rounded, values)
 
 
-def bin_edges(start: int, span: int, bins: int, limit: int) -> tuple[list[int], list[int]]:
-    """(starts, ends) of the ``bins`` bins over ``span`` pixels from ``start``, clipped to [0, limit]."""
-    starts = []
-    ends = []
-    for p in range(bins):
+MAX_BINS = 1 << 20
+"""The most bins along one axis of pooled_shape: the bin tables and their setup grow with it, whatever
+the output's other sizes (pooled_shape [2^27, 1] over a 4x4 image took 85 s and 4 GB before)."""
+
+
+def bin_edges(start: int, span: int, bins: int, limit: int) -> tuple[np.ndarray, np.ndarray]:
+    """(starts, ends) of the ``bins`` bins over ``span`` pixels from ``start``, clipped to [0, limit], as
+    int64 arrays: exact integer arithmetic, in int64 where it cannot overflow (``bins`` <= MAX_BINS)."""
+    if abs(start) < 1 << 40 and span < 1 << 40:
+        p = np.arange(bins, dtype=np.int64)
         lo = start + (p * span) // bins
         hi = start - ((-(p + 1) * span) // bins)  # ceil((p + 1) * span / bins)
-        starts.append(min(max(lo, 0), limit))
-        ends.append(min(max(hi, 0), limit))
+        return np.clip(lo, 0, limit), np.clip(hi, 0, limit)
+    # a huge roi (Python integers): only bins [first, stop) meet (0, limit), a few at most; those before
+    # end at or below 0 and those after start at or past limit
+    first = min(bins, max(0, (-start * bins) // span))
+    stop = min(bins, max(first, -((start - limit) * bins // span)))
+    starts = np.zeros(bins, dtype=np.int64)
+    ends = np.zeros(bins, dtype=np.int64)
+    starts[stop:] = ends[stop:] = limit
+    for p in range(first, stop):
+        starts[p] = min(max(start + (p * span) // bins, 0), limit)
+        ends[p] = min(max(start - ((-(p + 1) * span) // bins), 0), limit)
     return starts, ends
 
 
@@ -54,7 +70,7 @@ def max_roi_pool(
 ) -> np.ndarray:
     """Max-pool each roi of ``rois`` (num_rois, 5) on ``X`` (N, C, H, W) into pooled_shape bins: an array
     (num_rois, C, pooled_shape[0], pooled_shape[1]) of X's dtype. Raises KernelError for an invalid
-    configuration: shapes, pooled_shape entries < 1, a spatial_scale that is not positive and finite,
+    configuration: shapes, pooled_shape entries < 1 or > MAX_BINS, a spatial_scale that is not positive and finite,
     a batch index that is not an integer in [0, N), or a non-finite roi coordinate."""
     x = np.asarray(X)
     r = np.asarray(rois)
@@ -62,6 +78,10 @@ def max_roi_pool(
     boxes = _boxes(r, float(spatial_scale), x.shape[0])
     out_shape = (r.shape[0], x.shape[1], *pooled)
     limits.check_output(out_shape, x.dtype)
+    if math.prod(d for d in out_shape if d) * x.dtype.itemsize >= 1 << 63:
+        raise KernelError(
+            f"output {'x'.join(map(str, out_shape))} is larger than any array can be, even with no element"
+        )
     out = np.zeros(out_shape, dtype=x.dtype)
     if out.size == 0:
         return out
@@ -88,32 +108,50 @@ def _tables(
     boxes: list[tuple[int, int, int, int, int]], pooled: tuple[int, int], height: int, width: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(batch (R), rows (R, PH, 2), cols (R, PW, 2)): each roi's image and its bins' clipped windows."""
-    count = len(boxes)
-    batch = np.zeros(count, dtype=np.intp)
-    rows = np.zeros((count, pooled[0], 2), dtype=np.intp)
-    cols = np.zeros((count, pooled[1], 2), dtype=np.intp)
-    for i, (b, x1, y1, span_w, span_h) in enumerate(boxes):
-        batch[i] = b
-        rows[i, :, 0], rows[i, :, 1] = bin_edges(y1, span_h, pooled[0], height)
-        cols[i, :, 0], cols[i, :, 1] = bin_edges(x1, span_w, pooled[1], width)
+    batch = np.array([b for b, *_ in boxes], dtype=np.intp)
+    rows = _edges([y1 for _, _, y1, _, _ in boxes], [h for *_, h in boxes], pooled[0], height)
+    cols = _edges([x1 for _, x1, _, _, _ in boxes], [w for _, _, _, w, _ in boxes], pooled[1], width)
     return batch, rows, cols
+
+
+def _edges(starts: list[int], spans: list[int], bins: int, limit: int) -> np.ndarray:
+    """(R, bins, 2): :func:`bin_edges` of every roi along one axis, all rois at once in int64 where the
+    products cannot overflow (|start|, span < 2^40, bins <= MAX_BINS), one by one otherwise."""
+    out = np.zeros((len(starts), bins, 2), dtype=np.intp)
+    safe = [abs(s) < 1 << 40 and n < 1 << 40 for s, n in zip(starts, spans, strict=True)]
+    some = [i for i, ok in enumerate(safe) if ok]
+    if some:
+        s = np.array([starts[i] for i in some], dtype=np.int64)[:, None]
+        n = np.array([spans[i] for i in some], dtype=np.int64)[:, None]
+        p = np.arange(bins, dtype=np.int64)
+        out[some, :, 0] = np.clip(s + (p * n) // bins, 0, limit)
+        out[some, :, 1] = np.clip(s - ((-(p + 1) * n) // bins), 0, limit)
+    for i, ok in enumerate(safe):
+        if not ok:
+            out[i, :, 0], out[i, :, 1] = bin_edges(starts[i], spans[i], bins, limit)
+    return out
 
 
 def _pool_numpy(
     x: np.ndarray, out: np.ndarray, batch: np.ndarray, rows: np.ndarray, cols: np.ndarray
 ) -> None:
-    """The numpy path (no numba): per roi, the maxima of the row bands, then of their column bands, on
-    channels-last images (out is zero where a window is empty)."""
+    """The numpy path (no numba): per roi, the maxima of the row bands, then of their column bands (one
+    ``np.maximum.reduceat`` over every non-empty column bin), on channels-last images (out is zero where
+    a window is empty)."""
     last = np.ascontiguousarray(x.transpose(0, 2, 3, 1))  # N, H, W, C
     for r in range(out.shape[0]):
         img = last[batch[r]]
+        full = cols[r, :, 1] > cols[r, :, 0]
+        if not full.any():
+            continue
+        # [start, end) of each non-empty column bin, in a row: reduceat's even results are their maxima
+        edges = cols[r, full].ravel()
         for i, (y0, y1) in enumerate(rows[r].tolist()):
             if y1 <= y0:
                 continue
             band = img[y0:y1].max(axis=0)  # W, C
-            for j, (x0, x1) in enumerate(cols[r].tolist()):
-                if x1 > x0:
-                    out[r, :, i, j] = band[x0:x1].max(axis=0)
+            band = np.concatenate([band, band[:1]])  # an end of W is an index reduceat accepts
+            out[r, :, i][:, full] = np.maximum.reduceat(band, edges, axis=0)[::2].T
 
 
 def _check(x: np.ndarray, r: np.ndarray, pooled_shape: Any, spatial_scale: Any) -> tuple[int, int]:
@@ -131,10 +169,21 @@ def _check(x: np.ndarray, r: np.ndarray, pooled_shape: Any, spatial_scale: Any) 
     pooled = int_list(pooled_shape, "pooled_shape")
     if len(pooled) != 2 or min(pooled) < 1:
         raise KernelError(f"pooled_shape {pooled!r} must be two positive integers (height, width)")
+    if max(pooled) > MAX_BINS:
+        raise KernelError(
+            f"pooled_shape {pooled!r} has more than the {MAX_BINS} bins per axis this kernel pools"
+        )
     scale = float(spatial_scale)
     if not (np.isfinite(scale) and scale > 0):
         raise KernelError(f"spatial_scale {scale!r} must be positive and finite")
     return pooled[0], pooled[1]
+
+
+def _round_exact(value: float, scale: float) -> int:
+    """``value * scale`` rounded to the nearest integer, halves away from zero, in exact rationals."""
+    product = Fraction(value) * Fraction(scale)
+    rounded = math.floor(abs(product) + Fraction(1, 2))
+    return rounded if product >= 0 else -rounded
 
 
 def _boxes(r: np.ndarray, scale: float, batch_size: int) -> list[tuple[int, int, int, int, int]]:
@@ -151,9 +200,12 @@ def _boxes(r: np.ndarray, scale: float, batch_size: int) -> list[tuple[int, int,
         raise KernelError(
             f"roi {bad} has batch index {float(batch[bad])!r}; it must be an integer in [0, {batch_size})"
         )
-    corners = round_half_away(values[:, 1:] * scale)  # float32 * float32 is exact in float64
+    with np.errstate(over="ignore", invalid="ignore"):
+        corners = round_half_away(values[:, 1:] * scale)  # float32 * float32 is exact in float64
     boxes = []
-    for b, (x1, y1, x2, y2) in zip(batch.tolist(), corners.tolist(), strict=True):
-        x1, y1, x2, y2 = int(x1), int(y1), int(x2), int(y2)
+    for i, (b, row) in enumerate(zip(batch.tolist(), corners.tolist(), strict=True)):
+        if not np.isfinite(row).all():  # a product past float64's range (double rois): exactly
+            row = [_round_exact(v, scale) for v in values[i, 1:].tolist()]
+        x1, y1, x2, y2 = (int(v) for v in row)
         boxes.append((int(b), x1, y1, max(x2 - x1 + 1, 1), max(y2 - y1 + 1, 1)))
     return boxes

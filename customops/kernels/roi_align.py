@@ -41,6 +41,12 @@ MAX_TOTAL_SAMPLES = 1 << 21
 MAX_TERMS = 1 << 24
 """The most weighted corner terms the numpy path of max mode compares for one ROI and channel."""
 
+MAX_SCRATCH = 1 << 24
+"""The most elements of a table sized by the map and the output grid: the compiled loop's rows
+(H x output_width, one per thread), the numpy path's weight matrices (output_height x H, output_width
+x W). Without it, a tall map and a wide output grid ask for far more scratch than output (a 1x1x2000x1
+map with output_width 2^17 took 2 GB of rows for a 1 MB output)."""
+
 _BLOCK = 1 << 22
 """Elements of the numpy max path's scratch per block of channels (at least one channel a block)."""
 
@@ -65,10 +71,24 @@ def roi_align(
     _, c, h, w = x.shape
     out_shape = (boxes.shape[0], c, oh, ow)
     limits.check_output(out_shape, x.dtype)
+    if math.prod(d for d in out_shape if d) * x.dtype.itemsize >= 1 << 63:
+        raise KernelError(
+            f"output {'x'.join(map(str, out_shape))} is larger than any array can be, even with no element"
+        )
     if math.prod(out_shape) == 0:
         return np.zeros(out_shape, dtype=x.dtype)
     if h == 0 or w == 0:
         raise KernelError(f"X has an empty spatial axis (shape {x.shape!r}): there is nothing to sample")
+    for what, size in (
+        ("H x output_width", h * ow),
+        ("output_height x H", oh * h),
+        ("output_width x W", ow * w),
+    ):
+        if size > MAX_SCRATCH:
+            raise KernelError(
+                f"{what} is {size}: the tables of this map and output grid would hold more than the "
+                f"{MAX_SCRATCH} elements this kernel allows"
+            )
     half = coordinate_transformation_mode == "half_pixel"
     scale = float(spatial_scale)
     ys = _axis(boxes[:, 1], boxes[:, 3], scale, half, oh, ratio, h, "height")
@@ -324,22 +344,35 @@ def _average(image: np.ndarray, y: _Samples, x: _Samples) -> np.ndarray:
     crop = image[:, r0:r1, c0:c1]
     if not np.isfinite(crop).all():
         return _average_masked(crop, ay[:, r0:r1], ax[:, c0:c1]) / (y.grid[0] * x.grid[0])
-    t = (crop.reshape(c * (r1 - r0), c1 - c0) @ ax[:, c0:c1].T).reshape(c, r1 - r0, ow)
-    out = np.einsum("ph,chq->cpq", ay[:, r0:r1], t)
-    return out / (y.grid[0] * x.grid[0])
+    return _sums(crop, ay[:, r0:r1], ax[:, c0:c1]) / (y.grid[0] * x.grid[0])
+
+
+def _sums(crop: np.ndarray, ay: np.ndarray, ax: np.ndarray) -> np.ndarray:
+    """[C, oh, ow]: ay @ crop[c] @ ax^T for each channel, a block of channels at a time (the x pass
+    holds channels x rows x ow, not all C at once)."""
+    c, rows, cols = crop.shape
+    oh, ow = ay.shape[0], ax.shape[0]
+    step = max(1, _BLOCK // (rows * max(ow, cols)))
+    out = np.empty((c, oh, ow))
+    for lo in range(0, c, step):
+        part = crop[lo : lo + step]
+        t = (part.reshape(-1, cols) @ ax.T).reshape(part.shape[0], rows, ow)
+        out[lo : lo + step] = np.einsum("ph,chq->cpq", ay, t)
+    return out
 
 
 def _average_masked(crop: np.ndarray, ay: np.ndarray, ax: np.ndarray) -> np.ndarray:
     """The sums of :func:`_average` where the crop holds inf or NaN: a pixel enters a bin only with a
-    non-zero weight, so a weight of 0 never turns inf into NaN."""
-    c = crop.shape[0]
-    out = np.zeros((c, ay.shape[0], ax.shape[0]))
-    for p in range(ay.shape[0]):
-        for q in range(ax.shape[0]):
-            weights = np.outer(ay[p], ax[q])
-            used = weights != 0
-            if used.any():
-                out[:, p, q] = (crop[:, used] * weights[used]).sum(axis=1)
+    non-zero weight, so a weight of 0 never turns inf into NaN. The finite pixels are summed as usual
+    (the others as 0); then each bin that gives a NaN, +inf or -inf pixel a non-zero weight gets that
+    value added (weights are > 0: w * inf is inf), which IEEE makes NaN for NaN or both infinities."""
+    special = ~np.isfinite(crop)
+    out = _sums(np.where(special, 0.0, crop), ay, ax)
+    touch_y, touch_x = (ay != 0).astype(np.float64), (ax != 0).astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        for value, where in ((np.nan, np.isnan(crop)), (np.inf, crop == np.inf), (-np.inf, crop == -np.inf)):
+            if where.any():
+                out[_sums(where.astype(np.float64), touch_y, touch_x) > 0] += value
     return out
 
 
@@ -349,12 +382,12 @@ def _maximum(image: np.ndarray, y: _Samples, x: _Samples) -> np.ndarray:
     c = image.shape[0]
     iy, wy, ix, wx = y.tab.ravel(), y.w.ravel(), x.tab.ravel(), x.w.ravel()  # point-major, then corner
     oh, ow, gy, gx = y.bins, x.bins, int(y.grid[0]), int(x.grid[0])
+    if wy.size * wx.size > MAX_TERMS:  # before the outer product, which would be that large
+        raise KernelError(
+            f"max mode would compare {wy.size * wx.size} weighted terms per channel of one ROI, more than {MAX_TERMS}"
+        )
     terms = np.outer(wy, wx)
     zero = terms == 0
-    if terms.size > MAX_TERMS:
-        raise KernelError(
-            f"max mode would compare {terms.size} weighted terms per channel of one ROI, more than {MAX_TERMS}"
-        )
     out = np.empty((c, oh, ow))
     step = max(1, _BLOCK // max(terms.size, 1))
     for lo in range(0, c, step):

@@ -308,20 +308,30 @@ def _center_crop_pad_inputs(
 def _affine_grid_inputs(
     b: _Builder, values: dict[str, object], compute: str, bridged: bool
 ) -> tuple[list[str], dict[str, object]]:
-    """AffineGrid: the size input, required, as int64."""
-    size = b.index_input(1, "size")
-    if size is None:
+    """AffineGrid: the size input, required, of the type the spec allows (int64)."""
+    size = b.input(1)
+    if not size:
         raise Skip("AffineGrid needs its size input")
+    size_type = b.type_of(size)
+    if size_type is not None and size_type != TensorProto.INT64:
+        raise Skip(f"size has element type {elem_type_name(size_type)}; {b.opv.key} requires int64")
     return [size], {"align_corners": values["align_corners"]}
 
 
 def _max_roi_pool_inputs(
     b: _Builder, values: dict[str, object], compute: str, bridged: bool
 ) -> tuple[list[str], dict[str, object]]:
-    """MaxRoiPool: the rois input, required, Cast to ``compute`` when the node is ``bridged``."""
+    """MaxRoiPool: the rois input, required, of X's type (T), Cast to ``compute`` when the node is
+    ``bridged``."""
     rois = b.input(1)
     if not rois:
         raise Skip("MaxRoiPool needs its rois input")
+    x_type, rois_type = b.type_of(b.input(0)), b.type_of(rois)
+    if rois_type is not None and rois_type != x_type:
+        raise Skip(
+            f"rois has element type {elem_type_name(rois_type)} but X has {elem_type_name(x_type or 0)}; "
+            f"{b.opv.key} requires the same type (T)"
+        )
     if bridged:
         rois = b.cast(rois, compute, "cast_rois")
     return [rois], {"pooled_shape": values["pooled_shape"], "spatial_scale": values["spatial_scale"]}
@@ -355,10 +365,11 @@ def _roi_align_inputs(
 def _deform_conv_inputs(
     b: _Builder, values: dict[str, object], compute: str, bridged: bool
 ) -> tuple[list[str], dict[str, object]]:
-    """DeformConv: W and offset (required), B and mask (empty fillers of ``compute`` when absent); every
-    one Cast to ``compute`` when the node is ``bridged``."""
+    """DeformConv: W and offset (required), B and mask (empty fillers of ``compute`` when absent), all of
+    X's type (T); every one Cast to ``compute`` when the node is ``bridged``."""
     kernel = dict(values)
     rest = []
+    x_type = b.type_of(b.input(0))
     for index, name in enumerate(("W", "offset", "B", "mask"), start=1):
         value = b.input(index)
         if not value:
@@ -366,6 +377,12 @@ def _deform_conv_inputs(
                 raise Skip(f"DeformConv needs its {name} input")
             rest.append(b.constant(name, None, compute))
             continue
+        value_type = b.type_of(value)
+        if value_type is not None and value_type != x_type:
+            raise Skip(
+                f"{name} has element type {elem_type_name(value_type)} but X has "
+                f"{elem_type_name(x_type or 0)}; {b.opv.key} requires the same type (T)"
+            )
         rest.append(b.cast(value, compute, f"cast_{name}") if bridged else value)
     return rest, kernel
 
