@@ -12,3 +12,15 @@ class CustomOpsError(Exception):
 
 class KernelError(CustomOpsError, ValueError):
     """A kernel rejected its inputs or attributes (what the ONNX spec calls an invalid configuration)."""
+
+
+MESSAGE_LIMIT = 1000
+"""The most characters of an error message we pass on: a kernel's message may quote an attribute or an
+input, which a hostile model can make as large as itself."""
+
+
+def brief(text: str, limit: int = MESSAGE_LIMIT) -> str:
+    """``text`` cut to ``limit`` characters, saying how long it was when it is cut."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… (message cut: {len(text)} characters)"

@@ -48,7 +48,7 @@ from onnxruntime_extensions import PyCustomOpDef, _ocos, get_library_path, onnx_
 
 from customops.bridge import attrs as attr_codec
 from customops.dtypes import numpy_dtype
-from customops.errors import CustomOpsError, KernelError
+from customops.errors import CustomOpsError, KernelError, brief
 from customops.kernels import limits
 from customops.registry import (
     CUSTOM_OPS,
@@ -230,9 +230,9 @@ def _failed(binding: _Binding, k_id: int, label: str, exc: BaseException) -> tup
     if isinstance(exc, KeyboardInterrupt | SystemExit):
         _stop(exc)
     elif isinstance(exc, CustomOpsError):
-        _report(f"{label}: {exc}")
+        _report(brief(f"{label}: {exc}"))
     else:
-        _report(f"{label}: {type(exc).__name__}: {exc}")
+        _report(brief(f"{label}: {type(exc).__name__}: {exc}"))
     empty: Any = [] if binding.elem_type == "string" else np.zeros(0, binding.out_dtype)
     return (k_id, (0,), empty)
 

@@ -17,7 +17,7 @@ from onnx import TensorProto, helper
 
 import customops
 from customops.accel import jit, roi_align_loops
-from customops.errors import KernelError
+from customops.errors import MESSAGE_LIMIT, KernelError
 from customops.kernels import deform_conv as deform_conv_module
 from customops.kernels.affine_grid import affine_grid
 from customops.kernels.deform_conv import deform_conv
@@ -33,7 +33,7 @@ import os, resource
 import numpy as np
 import onnx
 import customops
-from customops.errors import KernelError
+from customops.errors import MESSAGE_LIMIT, KernelError
 from customops.kernels.affine_grid import affine_grid
 from customops.kernels.deform_conv import deform_conv
 from customops.kernels.max_roi_pool import max_roi_pool
@@ -460,3 +460,20 @@ def test_deform_conv_kernel_positions_in_blocks_give_the_same_values(monkeypatch
     assert np.isnan(whole).any()
     # the samples are the same; the matrix products of other chunk sizes may round differently
     np.testing.assert_allclose(blocks, whole, rtol=1e-13, atol=1e-13)
+
+
+def test_an_error_quoting_a_huge_attribute_reaches_the_run_cut_short() -> None:
+    # DeformConv quotes its pads in the error; a model can make them as long as itself
+    pads = [1] * 200_000
+    m = _model("DeformConv", [("X", F, 4), ("W", F, 4), ("offset", F, 4)], 19, pads=pads)
+    sess = customops.InferenceSession(customops.rewrite_model(m).model)
+    feed = {
+        "X": np.ones((1, 1, 3, 3), np.float32),
+        "W": np.ones((1, 1, 2, 2), np.float32),
+        "offset": np.zeros((1, 8, 2, 2), np.float32),
+    }
+    with pytest.raises(KernelError) as info:
+        sess.run(None, feed)
+    message = str(info.value)
+    assert "pads" in message and "message cut" in message
+    assert len(message) < 2 * MESSAGE_LIMIT, len(message)
