@@ -99,6 +99,11 @@ def check_output(shape: tuple[int, ...], dtype: Any, allocated: bool = False) ->
     """
     dtype = np.dtype(dtype)
     count = math.prod(shape)
+    if count == 0 and math.prod(d for d in shape if d) * dtype.itemsize >= 1 << 63:
+        # numpy refuses such a shape even with no element ("array is too big")
+        raise KernelError(
+            f"output {'x'.join(map(str, shape))} is larger than any array can be, even with no element"
+        )
     own = count * dtype.itemsize
     strings = dtype.kind in "OSU"
     if own < CHECKED and not strings:
