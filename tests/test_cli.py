@@ -380,3 +380,17 @@ def test_help_and_version_import_none_of_the_heavy_packages(args):
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout and proc.stderr.strip() == "[]", proc.stderr
+
+
+def test_quiet_long_commands_print_results_but_no_progress_and_still_report_errors(tmp_path):
+    loud = run_cli("fuzz", "--op", "CenterCropPad", "--cases", "6", "--out", str(tmp_path / "a"))
+    quiet = run_cli("fuzz", "-q", "--op", "CenterCropPad", "--cases", "6", "--out", str(tmp_path / "b"))
+    assert loud.returncode == quiet.returncode and loud.returncode in (0, 1), quiet.stderr
+    assert "fuzz:" in loud.stderr and quiet.stderr == "", quiet.stderr
+    assert quiet.stdout.splitlines()[-1] == loud.stdout.splitlines()[-1].replace("/a", "/b")
+    bad = run_cli("fuzz", "-q", "--op", "NoSuchOp", "--out", str(tmp_path / "c"))
+    assert bad.returncode == 2 and len(bad.stderr.splitlines()) == 1 and "NoSuchOp" in bad.stderr, bad.stderr
+    assert not (tmp_path / "c").exists()
+    conformance = run_cli("conformance", "-q", "--json")
+    assert conformance.returncode == 0 and conformance.stderr == "", conformance.stderr
+    assert strict_json(conformance.stdout)

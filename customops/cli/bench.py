@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from customops.cli import loudness
+
 
 def run(args: argparse.Namespace) -> int:
     """Run the benchmark (imported here: the parser stays cheap)."""
@@ -38,4 +40,5 @@ def add_parser(subparsers: Any) -> None:
         metavar="PATH",
         help="run nothing: report the run saved by --json at PATH (with --markdown, as in docs/performance.md)",
     )
-    p.set_defaults(func=run)
+    loudness.add_arguments(p)
+    p.set_defaults(func=loudness.quietly(run))

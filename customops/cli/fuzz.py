@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from customops.cli import loudness
 from customops.fuzz.actions import DEFAULT_CASE_TIMEOUT, DEFAULT_CASES, DEFAULT_OUT, DEFAULT_SHRINK_BUDGET
 
 
@@ -27,7 +28,8 @@ def add_parser(sub: Any) -> None:
     actions = p.add_subparsers(dest="action", metavar="[merge|replay]")
     _add_merge_parser(actions)
     _add_replay_parser(actions)
-    p.set_defaults(func=run)
+    loudness.add_arguments(p)
+    p.set_defaults(func=loudness.quietly(run))
 
 
 def _add_campaign_arguments(p: argparse.ArgumentParser) -> None:
