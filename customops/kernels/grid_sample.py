@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -83,8 +82,7 @@ def _run(x: np.ndarray, g: np.ndarray, options: _Options) -> np.ndarray:
 
 def _bind(align_corners: int = 0, mode: str = "linear", padding_mode: str = "zeros") -> Any:
     """``grid_sample`` with its attributes checked once, for repeated calls (the ONNX Runtime hook): the
-    compiled path is kept per shape and dtype of X and grid (shapes are checked when it is made), and
-    writes its next output into the memory of its last one once nothing refers to that any more."""
+    compiled path is kept per shape and dtype of X and grid (shapes are checked when it is made)."""
     options = _options(align_corners, mode, padding_mode)
     plans: dict[Any, Any] = {}
 
@@ -400,47 +398,18 @@ def _direct(
     units = n * -(-points // grid_sample_loops.BLOCK)
     loop = jit.get("grid_sample_2d", grid_sample_loops)
     serial = parallel.serial(work)
-    spare: list[np.ndarray] = []  # the last output, written again once nothing else refers to it
 
     def direct(x: np.ndarray, g: np.ndarray) -> np.ndarray:
         grid = np.ascontiguousarray(g.reshape(n * points, 2), dtype=np.float64)
-        out = _unshared(spare)
-        if out is None:
-            out = np.empty(n * c * points, dtype)
+        out = np.empty(n * c * points, dtype)
         flat = np.ascontiguousarray(x).reshape(-1)
         if serial:
             loop(flat, grid, params, out, 0, units)
         else:
             parallel.run(loop, units, work, flat, grid, params, out)
-        spare.append(out)
         return out.reshape(out_shape)
 
     return direct
-
-
-def _unshared(spare: list[np.ndarray]) -> np.ndarray | None:
-    """The array of ``spare``, taken out, when nothing else refers to it (the caller dropped the output
-    it was the base of: the ONNX Runtime hook copies it into ORT's tensor), else None.
-
-    Why: a new output of megabytes comes from fresh pages that the kernel faults in as it writes them
-    (glibc returns large blocks to the system once the layer has freed its input copies too: 1058 faults
-    a run for the 4 MiB output of 64 channels of 128x128, about 2.5 ms on the 2-core VM, as much as the
-    kernel). ``list.pop`` is atomic, so two calls never take the same array."""
-    try:
-        out = spare.pop()
-    except IndexError:
-        return None
-    return out if sys.getrefcount(out) <= _ALONE else None
-
-
-def _alone() -> int:
-    """What ``sys.getrefcount`` says in :func:`_unshared` of an array nothing else refers to (the count
-    the call itself adds differs between Python versions)."""
-    out = [np.empty(0)].pop()
-    return sys.getrefcount(out)
-
-
-_ALONE = _alone()
 
 
 def _finish(values: np.ndarray, dtype: np.dtype) -> np.ndarray:

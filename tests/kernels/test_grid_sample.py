@@ -517,26 +517,6 @@ def test_compiled_path_near_the_float32_maximum(monkeypatch, mode):
         np.testing.assert_array_equal(compiled.view(np.uint8), plain.view(np.uint8), err_msg=padding)
 
 
-@pytest.mark.skipif(not __import__("customops.accel.jit", fromlist=["enabled"]).enabled(), reason="no numba")
-def test_bound_compiled_path_reuses_only_outputs_nothing_refers_to():
-    rng = np.random.default_rng(12)
-    X = rng.standard_normal((1, 2, 5, 6)).astype(F32)
-    g = rng.uniform(-1.1, 1.1, size=(1, 4, 3, 2))
-    bound = grid_sample.bind(mode="linear")
-    first = bound(X, g)
-    saved = first.copy()
-    view = bound(2 * X, g)[0, 1]  # the output is gone, a view of it kept
-    third = bound(3 * X, g)
-    np.testing.assert_array_equal(first, saved)
-    np.testing.assert_array_equal(view, grid_sample(2 * X, g)[0, 1])
-    assert not np.shares_memory(first, third) and not np.shares_memory(view, third)
-    address = third.__array_interface__["data"][0]
-    del third
-    again = bound(4 * X, g)  # nothing refers to the last output: its memory is written again
-    assert again.__array_interface__["data"][0] == address
-    np.testing.assert_array_equal(again, grid_sample(4 * X, g))
-
-
 @pytest.mark.parametrize("mode", MODES)
 def test_the_numpy_path_in_chunks_gives_the_same_bits(monkeypatch, mode):
     from customops.accel import jit
