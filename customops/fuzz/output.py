@@ -319,7 +319,8 @@ def _documented_table(ids: list[str], by_label: dict[str, list[GroupSummary]]) -
         "",
         "## Documented deviations found again",
         "",
-        "Ids of docs/ort-deviations.md (the ones tests/test_compare.py pins by hand), from random cases alone.",
+        "Ids of docs/ort-deviations.md (each pinned by hand in tests/test_compare.py or its operator's "
+        "tests/test_compare_<op>.py), from random cases alone.",
         "",
         "| id | groups | findings |",
         "|---|---|---|",
