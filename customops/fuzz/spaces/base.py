@@ -111,12 +111,12 @@ def draw_rank(rng: np.random.Generator, low: int = 1, high: int = 6) -> int:
     return int(rng.choice(np.arange(low, high + 1), p=weights / weights.sum()))
 
 
-def draw_dim(rng: np.random.Generator, high: int = 6) -> int:
-    """An axis length: 0 sometimes, 1 often, else 2..high."""
+def draw_dim(rng: np.random.Generator, high: int = 6, zero: float = 0.04, one: float = 0.24) -> int:
+    """An axis length: 0 with probability ``zero``, 1 with probability ``one``, else 2..high."""
     u = rng.random()
-    if u < 0.04:
+    if u < zero:
         return 0
-    if u < 0.28:
+    if u < zero + one:
         return 1
     return int(rng.integers(2, high + 1))
 

@@ -17,6 +17,7 @@ from customops.fuzz.spaces.base import (
     Space,
     Verdict,
     attr_value,
+    draw_dim,
     draw_registry_attrs,
     draw_values,
     enum_reason,
@@ -27,15 +28,6 @@ from customops.fuzz.spaces.simplifications import cut_main_axis, drop_main_axis,
 from customops.registry import OpVersion
 
 _GRID_SPECIALS = (math.nan, math.inf, -math.inf, 1e30, -1e30)
-
-
-def _dim(rng: np.random.Generator, high: int = 5) -> int:
-    u = rng.random()
-    if u < 0.03:
-        return 0
-    if u < 0.25:
-        return 1
-    return int(rng.integers(2, high + 1))
 
 
 def _grid_values(rng: np.random.Generator, shape: tuple[int, ...], elem: str) -> np.ndarray:
@@ -79,8 +71,8 @@ class GridSampleSpace(Space):
         r = 2 if opv.version == 16 else int(rng.choice([1, 2, 3], p=[0.2, 0.6, 0.2]))
         n = int(rng.choice([0, 1, 1, 1, 2], p=[0.04, 0.32, 0.32, 0.16, 0.16]))
         c = int(rng.choice([0, 1, 2, 3], p=[0.04, 0.46, 0.3, 0.2]))
-        spatial = [_dim(rng) for _ in range(r)]
-        out = [_dim(rng, 4) for _ in range(r)]
+        spatial = [draw_dim(rng, 5, zero=0.03, one=0.22) for _ in range(r)]
+        out = [draw_dim(rng, 4, zero=0.03, one=0.22) for _ in range(r)]
         while n * c * math.prod(spatial) > limit and max(spatial) > 1:
             i = int(np.argmax(spatial))
             spatial[i] //= 2
