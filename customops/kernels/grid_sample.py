@@ -49,6 +49,11 @@ CUBIC_A = -0.75
 
 _TAPS = {"nearest": 1, "linear": 2, "cubic": 4}
 
+MAX_TAPS = 1 << 12
+"""The most taps one output point may read (per-axis taps to the power of the spatial axes): cubic up to 6
+spatial axes, linear up to 12. The work per point grows as that power, whatever the sizes (cubic on 12
+spatial axes of length 2 took over a minute for a single output point)."""
+
 
 def grid_sample(
     X: np.ndarray,
@@ -152,6 +157,11 @@ def _check_shapes(x: np.ndarray, g: np.ndarray, options: _Options) -> tuple[int,
     if g.shape[-1] != r:
         raise KernelError(
             f"grid's last axis must hold one coordinate per spatial axis of X ({r}), got {g.shape[-1]}"
+        )
+    if _TAPS[options.mode] ** r > MAX_TAPS:
+        raise KernelError(
+            f"mode {options.mode!r} on {r} spatial axes reads {_TAPS[options.mode] ** r} taps per output "
+            f"point; at most {MAX_TAPS} are allowed (cubic: up to 6 spatial axes, linear: up to 12)"
         )
     if g.dtype.kind != "f":
         raise KernelError(f"grid must hold floating-point values, got dtype {str(g.dtype)!r}")

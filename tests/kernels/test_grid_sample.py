@@ -546,3 +546,19 @@ def test_bound_kernel_matches_the_function():
         for dtype in (F32, np.float64, np.int32):
             Xd, gd = X.astype(dtype), g[:, :2]
             np.testing.assert_array_equal(again(Xd, gd), grid_sample(Xd, gd, mode="nearest"))
+
+
+@pytest.mark.parametrize(("mode", "most"), [("cubic", 6), ("linear", 12)])
+def test_taps_per_output_point_are_bounded(mode, most):
+    # the work per point grows as taps ** spatial axes whatever the sizes: past 4096 taps it is refused
+    def one_point(r):
+        return np.ones((1, 1) + (2,) * r, F32), np.zeros((1,) + (1,) * r + (r,))
+
+    x, g = one_point(most)
+    # at the centre of each length-2 axis, zeros padding keeps the taps inside: per axis their weights' sum
+    inside = {"cubic": 2 * (1.25 * 0.5**3 - 2.25 * 0.5**2 + 1), "linear": 1.0}[mode]
+    np.testing.assert_allclose(grid_sample(x, g, mode=mode).ravel(), [inside**most], rtol=1e-6)
+    with pytest.raises(KernelError, match="taps per output point"):
+        grid_sample(*one_point(most + 1), mode=mode)
+    x, g = one_point(most + 8)
+    assert grid_sample(x, g, mode="nearest").shape == (1, 1) + (1,) * (most + 8)
