@@ -9,7 +9,7 @@ import numpy as np
 from onnx import NodeProto, helper
 
 from customops import dtypes
-from customops.eval.known import INDEX_INPUTS, OP_FACTS, Signature, Subject, grid_far, known_labels, op_facts
+from customops.eval.known import INDEX_INPUTS, OP_FACTS, Signature, Subject, known_labels, op_facts
 from customops.eval.testcase import tensor_value
 from customops.registry import lookup
 
@@ -92,10 +92,6 @@ def _facts(node: NodeProto, iso: Isolated, attrs: dict[str, Any], elem: str) -> 
         facts["builtin_returns_input"] = built.shape == x.shape and bool(np.array_equal(built, x))
     opv = lookup(node.op_type, _opset(iso))
     names = [i.name for i in opv.inputs] if opv is not None else []
-    if node.op_type == "GridSample" and len(node.input) > 1 and node.input[1]:
-        grid = _value(iso, node.input[1])
-        if grid is not None:
-            facts["grid_far"] = grid_far(grid)
     for position, name in enumerate(names):
         if name in INDEX_INPUTS and position < len(node.input) and node.input[position]:
             value = _value(iso, node.input[position])

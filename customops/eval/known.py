@@ -141,9 +141,6 @@ def facts(ev: Any) -> dict[str, Any]:
         except (TypeError, ValueError):
             same = False
         out["builtin_returns_input"] = same
-    grid = case.inputs.get("grid") if case.op == "GridSample" else None
-    if grid is not None:
-        out["grid_far"] = grid_far(grid.value)
     for name in INDEX_INPUTS:
         t = case.inputs.get(name)
         if t is not None:
@@ -171,6 +168,13 @@ def _affine_grid_facts(inputs: dict[str, Any], attrs: dict[str, Any], builtin: A
     return {"grid_sizes": [int(v) for v in np.asarray(inputs["size"]).tolist()[2:]]}
 
 
+def _grid_sample_facts(inputs: dict[str, Any], attrs: dict[str, Any], builtin: Any) -> dict[str, Any]:
+    """GridSample: whether the grid holds NaN, ±Inf or far-out coordinates (:func:`grid_far`)."""
+    if inputs.get("grid") is None:
+        return {}
+    return {"grid_far": grid_far(inputs["grid"])}
+
+
 def _max_roi_pool_facts(inputs: dict[str, Any], attrs: dict[str, Any], builtin: Any) -> dict[str, Any]:
     """MaxRoiPool: whether X holds a NaN, whether ORT's output holds float32's lowest value, whether
     float32 bin edges (ORT's arithmetic) differ from the exact ones."""
@@ -187,6 +191,7 @@ def _max_roi_pool_facts(inputs: dict[str, Any], attrs: dict[str, Any], builtin: 
 
 
 OP_FACTS: dict[str, Callable[[dict[str, Any], dict[str, Any], Any], dict[str, Any]]] = {
+    "GridSample": _grid_sample_facts,
     "AffineGrid": _affine_grid_facts,
     "MaxRoiPool": _max_roi_pool_facts,
 }
