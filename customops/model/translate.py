@@ -168,6 +168,24 @@ class _Builder:
             return name
         return self.cast(name, "int64", what)
 
+    def int64_only(self, name: str, what: str) -> None:
+        """Skip unless input ``name`` (called ``what``), which the spec types int64 only, is int64 (or of
+        unknown type): a Cast would turn an invalid model into a plausible one."""
+        code = self.type_of(name)
+        if code is not None and code != TensorProto.INT64:
+            raise Skip(f"{what} has element type {elem_type_name(code)}; {self.opv.key} requires int64")
+
+    def like_x(self, name: str, what: str, compute: str, bridged: bool, param: str = "T") -> str:
+        """Input ``name`` (called ``what``), which the spec types like X (type parameter ``param``): Skip
+        when the model gives it another type; Cast to ``compute`` when the node is ``bridged``."""
+        code, x_code = self.type_of(name), self.type_of(self.input(0))
+        if code is not None and code != x_code:
+            raise Skip(
+                f"{what} has element type {elem_type_name(code)} but X has {elem_type_name(x_code or 0)}; "
+                f"{self.opv.key} requires the same type ({param})"
+            )
+        return self.cast(name, compute, f"cast_{what}") if bridged else name
+
 
 def _main_type(b: _Builder, name: str) -> tuple[str, str]:
     """(element type of the main input, type the custom node computes in)."""
@@ -312,9 +330,7 @@ def _affine_grid_inputs(
     size = b.input(1)
     if not size:
         raise Skip("AffineGrid needs its size input")
-    size_type = b.type_of(size)
-    if size_type is not None and size_type != TensorProto.INT64:
-        raise Skip(f"size has element type {elem_type_name(size_type)}; {b.opv.key} requires int64")
+    b.int64_only(size, "size")
     return [size], {"align_corners": values["align_corners"]}
 
 
@@ -326,14 +342,7 @@ def _max_roi_pool_inputs(
     rois = b.input(1)
     if not rois:
         raise Skip("MaxRoiPool needs its rois input")
-    x_type, rois_type = b.type_of(b.input(0)), b.type_of(rois)
-    if rois_type is not None and rois_type != x_type:
-        raise Skip(
-            f"rois has element type {elem_type_name(rois_type)} but X has {elem_type_name(x_type or 0)}; "
-            f"{b.opv.key} requires the same type (T)"
-        )
-    if bridged:
-        rois = b.cast(rois, compute, "cast_rois")
+    rois = b.like_x(rois, "rois", compute, bridged)
     return [rois], {"pooled_shape": values["pooled_shape"], "spatial_scale": values["spatial_scale"]}
 
 
@@ -349,16 +358,8 @@ def _roi_align_inputs(
     rois, batch = b.input(1), b.input(2)
     if not rois or not batch:
         raise Skip("RoiAlign needs its rois and batch_indices inputs")
-    x_type, rois_type, batch_type = b.type_of(b.input(0)), b.type_of(rois), b.type_of(batch)
-    if rois_type is not None and rois_type != x_type:
-        raise Skip(
-            f"rois has element type {elem_type_name(rois_type)} but X has {elem_type_name(x_type or 0)}; "
-            f"{b.opv.key} requires the same type (T1)"
-        )
-    if batch_type is not None and batch_type != TensorProto.INT64:
-        raise Skip(f"batch_indices has element type {elem_type_name(batch_type)}; {b.opv.key} requires int64")
-    if bridged:
-        rois = b.cast(rois, compute, "cast_rois")
+    rois = b.like_x(rois, "rois", compute, bridged, param="T1")
+    b.int64_only(batch, "batch_indices")
     return [rois, batch], kernel
 
 
@@ -369,7 +370,6 @@ def _deform_conv_inputs(
     X's type (T); every one Cast to ``compute`` when the node is ``bridged``."""
     kernel = dict(values)
     rest = []
-    x_type = b.type_of(b.input(0))
     for index, name in enumerate(("W", "offset", "B", "mask"), start=1):
         value = b.input(index)
         if not value:
@@ -377,13 +377,7 @@ def _deform_conv_inputs(
                 raise Skip(f"DeformConv needs its {name} input")
             rest.append(b.constant(name, None, compute))
             continue
-        value_type = b.type_of(value)
-        if value_type is not None and value_type != x_type:
-            raise Skip(
-                f"{name} has element type {elem_type_name(value_type)} but X has "
-                f"{elem_type_name(x_type or 0)}; {b.opv.key} requires the same type (T)"
-            )
-        rest.append(b.cast(value, compute, f"cast_{name}") if bridged else value)
+        rest.append(b.like_x(value, name, compute, bridged))
     return rest, kernel
 
 
