@@ -39,6 +39,7 @@ from customops.accel import grid_sample_loops, jit, parallel
 from customops.accel.plans import remember
 from customops.errors import KernelError
 from customops.kernels import limits
+from customops.kernels.rounding import finish
 
 __all__ = ["grid_sample"]
 
@@ -289,18 +290,25 @@ def _sample(x: np.ndarray, g: np.ndarray, out_shape: tuple[int, ...], options: _
     table = np.ascontiguousarray(x.reshape(n, c, size).transpose(0, 2, 1)).reshape(n * size, c)
     result = np.empty((n * points, c), dtype=x.dtype)
     step = max(1, CHUNK // max(c, 1))
+    finite = x.dtype.kind not in "fc" or bool(np.isfinite(x).all())  # once, not once a chunk
     for start in range(0, n * points, step):
         stop = min(start + step, n * points)
-        result[start:stop] = _sample_points(table, u[start:stop], start, x.shape, points, options)
+        result[start:stop] = _sample_points(table, finite, u[start:stop], start, x.shape, points, options)
     out = result.reshape(n, points, c).transpose(0, 2, 1).reshape(out_shape)
     return np.ascontiguousarray(out)
 
 
 def _sample_points(
-    table: np.ndarray, u: np.ndarray, first: int, shape: tuple[int, ...], points: int, options: _Options
+    table: np.ndarray,
+    finite: bool,
+    u: np.ndarray,
+    first: int,
+    shape: tuple[int, ...],
+    points: int,
+    options: _Options,
 ) -> np.ndarray:
     """Output points [first, first + len(u)) (numbered across the batch) of normalized coordinates
-    ``u``, as (points, C) rows."""
+    ``u``, as (points, C) rows; ``finite``: X holds no inf or NaN (taps of weight 0 need no masking)."""
     spatial = shape[2:]
     r = len(spatial)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -319,7 +327,7 @@ def _sample_points(
     if options.mode == "nearest":
         return _nearest(table, base, strides, taps, undefined, table.dtype)
     with np.errstate(invalid="ignore", over="ignore"):  # inf * 0 terms are dropped right after
-        return _interpolate(table, base, strides, taps, undefined, table.dtype)
+        return _interpolate(table, finite, base, strides, taps, undefined, table.dtype)
 
 
 def _nearest(
@@ -346,6 +354,7 @@ def _nearest(
 
 def _interpolate(
     table: np.ndarray,
+    finite: bool,
     base: np.ndarray,
     strides: list[int],
     taps: list[tuple[list[np.ndarray], Any, list[np.ndarray | None]]],
@@ -354,7 +363,6 @@ def _interpolate(
 ) -> np.ndarray:
     compute = np.complex128 if dtype.kind == "c" else np.float64
     source = table.view(np.uint8) if dtype.kind == "b" else table
-    finite = dtype.kind not in "fc" or bool(np.isfinite(table).all())
     acc = np.zeros((base.size, table.shape[1]), dtype=compute)
     term = np.empty_like(acc)
     for combo in itertools.product(*(range(len(t[0])) for t in taps)):
@@ -371,7 +379,7 @@ def _interpolate(
         acc += term
     if undefined.any():
         acc[undefined] = np.nan
-    return _finish(acc, dtype)
+    return finish(acc, dtype)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -420,23 +428,3 @@ def _direct(
         return out.reshape(out_shape)
 
     return direct
-
-
-def _finish(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """float64 (complex128) results as ``dtype``: one rounding; integers half to even, saturated."""
-    if dtype.kind == "b":
-        return np.rint(values) >= 1
-    if dtype.kind in "iu":
-        return _saturate(np.rint(values), dtype)
-    return values.astype(dtype)
-
-
-def _saturate(y: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """Rounded float64 values cast to an integer type, clamped to its range."""
-    info = np.iinfo(dtype)
-    top = float(info.max)
-    if int(top) > info.max:  # 64-bit types: the float just above the maximum must not reach the cast
-        result = np.clip(y, float(info.min), np.nextafter(top, 0.0)).astype(dtype)
-        result[y >= top] = info.max
-        return result
-    return np.clip(y, float(info.min), top).astype(dtype)

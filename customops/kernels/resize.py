@@ -19,6 +19,7 @@ from customops.accel import jit, parallel
 from customops.accel.plans import Uncacheable, flat_key, planned
 from customops.errors import KernelError
 from customops.kernels import limits
+from customops.kernels.rounding import finisher, saturate
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -638,27 +639,6 @@ def _complex_view(y: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return y.view(dtype).reshape(y.shape[:-1]) if dtype.kind == "c" else y
 
 
-def _finisher(dtype: np.dtype) -> Callable[[np.ndarray], np.ndarray] | None:
-    """How computed values become ``dtype`` (None: a plain cast, for float and complex components)."""
-    if dtype.kind == "b":
-        return lambda values: np.rint(values) >= 1
-    if dtype.kind in "iu":
-        return lambda values: _saturate(np.rint(values), dtype)
-    return None
-
-
-def _saturate(y: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """Cast rounded float64 values to an integer type, clamping to its range."""
-    info = np.iinfo(dtype)
-    top = float(info.max)
-    if int(top) > info.max:  # 64-bit types: the float above the maximum must not reach the cast
-        top_fit = np.nextafter(top, 0.0)
-        result = np.clip(y, float(info.min), top_fit).astype(dtype)
-        result[y >= top] = info.max
-        return result
-    return np.clip(y, float(info.min), top).astype(dtype)
-
-
 def _extrapolation_scalar(value: float, dtype: np.dtype) -> Any:
     if dtype.kind in "fc":
         return value
@@ -671,7 +651,7 @@ def _extrapolation_scalar(value: float, dtype: np.dtype) -> Any:
         raise KernelError(f"extrapolation_value {value!r} cannot fill an integer or bool tensor")
     if dtype.kind == "b":
         return bool(np.rint(value) >= 1)
-    return _saturate(np.rint(np.array([value])), dtype)[0]
+    return saturate(np.rint(np.array([value])), dtype)[0]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -843,7 +823,7 @@ def _execute(prepared: _Prepared, X: np.ndarray) -> np.ndarray:
                 y = _filter(y, [(ax, indices, weights)], compute, compute, None, finite)
                 finite = _all_finite(y)
             passes = passes[-1:]
-        y = _filter(y, passes, compute, _real_dtype(dtype), _finisher(dtype), finite)
+        y = _filter(y, passes, compute, _real_dtype(dtype), finisher(dtype), finite)
         y = _complex_view(y, dtype)
         y = _gather(y, grow) if grow else np.ascontiguousarray(y)
 
