@@ -99,6 +99,10 @@ def _numba() -> Any:
     return _state["numba"]
 
 
+FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+"""The element types the float kernels' compiled loops are compiled for (others take the numpy path)."""
+
+
 def enabled() -> bool:
     """Whether the compiled paths are used."""
     return _numba() is not None

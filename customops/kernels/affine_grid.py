@@ -69,7 +69,7 @@ def affine_grid(theta: Any, size: Any, *, align_corners: int = 0) -> np.ndarray:
 
 def _compiled(spatial: int, dtype: np.dtype) -> Any:
     """The compiled loop of this grid, or None (no numba, or a type it is not compiled for)."""
-    if dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
+    if dtype not in jit.FLOATS:
         return None
     return jit.get("affine_grid_2d" if spatial == 2 else "affine_grid_3d", affine_grid_loops)
 

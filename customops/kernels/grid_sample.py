@@ -81,7 +81,7 @@ def _run(x: np.ndarray, g: np.ndarray, options: _Options) -> np.ndarray:
     spatial = x.shape[2:]
     if 0 in spatial:
         return _empty_image(x, out_shape, options)
-    if len(spatial) == 2 and x.dtype in _COMPILED_TYPES and jit.enabled():
+    if len(spatial) == 2 and x.dtype in jit.FLOATS and jit.enabled():
         return _compiled_2d(x, g, out_shape, options)
     return _sample(x, g, out_shape, options)
 
@@ -111,7 +111,7 @@ def _bind(align_corners: int = 0, mode: str = "linear", padding_mode: str = "zer
 def _planned(x: np.ndarray, g: np.ndarray, options: _Options) -> Any:
     """The compiled path of (x, g) with its output shape, or None where :func:`_run` decides."""
     out_shape = _check_shapes(x, g, options)
-    if x.ndim != 4 or x.dtype not in _COMPILED_TYPES or not jit.enabled() or 0 in x.shape[2:]:
+    if x.ndim != 4 or x.dtype not in jit.FLOATS or not jit.enabled() or 0 in x.shape[2:]:
         return None
     if math.prod(out_shape) == 0:
         return None
@@ -385,7 +385,6 @@ def _interpolate(
 # ---------------------------------------------------------------------------------------------
 # the compiled path: two spatial axes, float32 and float64 (customops.accel.grid_sample_loops)
 
-_COMPILED_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
 _MODE_CODES = {
     "nearest": grid_sample_loops.NEAREST,
     "linear": grid_sample_loops.LINEAR,

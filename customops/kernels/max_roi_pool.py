@@ -82,7 +82,7 @@ def max_roi_pool(
     if out.size == 0:
         return out
     batch, rows, cols = _tables(boxes, pooled, x.shape[2], x.shape[3])
-    loop = jit.get("max_roi_pool_last", roi_pool_loops) if x.dtype in _JIT_TYPES else None
+    loop = jit.get("max_roi_pool_last", roi_pool_loops) if x.dtype in jit.FLOATS else None
     if loop is None:
         _pool_numpy(x, out, batch, rows, cols)
         return out
@@ -95,9 +95,6 @@ def max_roi_pool(
     parallel.run(loop, r.shape[0], work, last, pooled_last, batch, rows, cols)
     out[...] = pooled_last.transpose(0, 3, 1, 2)
     return out
-
-
-_JIT_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def _tables(
