@@ -110,7 +110,8 @@ def enabled() -> bool:
 
 def get(name: str, module: Any = None) -> Callable[..., Any] | None:
     """The compiled version of the function ``name`` of this module (or of ``module``, a module whose
-    loops call no helper of this one), or None without numba."""
+    loops call no helper of this one but may call its own: those named in its ``HELPERS``, inlined unless
+    also in its ``OUT_OF_LINE``), or None without numba."""
     key = name if module is None else f"{module.__name__}.{name}"
     fn = _compiled.get(key)
     if fn is not None:
@@ -130,9 +131,15 @@ def get(name: str, module: Any = None) -> Callable[..., Any] | None:
                 else:
                     globals()[helper] = _njit(numba, globals()[helper], inline="always")
         if module is not None and not getattr(module, "_jit_helpers_done", False):
-            # a module's HELPERS are called from its loops: compiled code must call compiled code
+            # a module's HELPERS are called from its loops: compiled code must call compiled code;
+            # inlined, except those of its OUT_OF_LINE (compiled once as functions of their own)
+            out_of_line = getattr(module, "OUT_OF_LINE", ())
             for helper in getattr(module, "HELPERS", ()):
-                setattr(module, helper, _njit(numba, getattr(module, helper), inline="always"))
+                fn = getattr(module, helper)
+                if helper in out_of_line:
+                    setattr(module, helper, _njit(numba, fn, wrappers=False))
+                else:
+                    setattr(module, helper, _njit(numba, fn, inline="always"))
             module._jit_helpers_done = True
         fn = _compiled.get(key)
         if fn is None:

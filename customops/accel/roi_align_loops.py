@@ -1,7 +1,7 @@
 """Compiled loops of RoiAlign (customops.kernels.roi_align): every bin of every ROI and channel.
 
-Plain Python functions, compiled on demand through :func:`compiled` (``numba.njit`` by
-:func:`customops.accel.jit.get`; the helpers first, so that the main loop calls their compiled forms).
+Plain Python functions, compiled on demand by :func:`customops.accel.jit.get` (``numba.njit``; the
+helpers first, so that the main loop calls their compiled forms).
 The kernel computes the sample points of each ROI along each axis (two neighbouring pixels and their
 weights per point, 0 for points outside the map) and passes them as flat tables. A term is
 ``w_y * w_x * pixel``, and 0 where that weight is 0 whatever the pixel holds; sums are float64 and each
@@ -17,8 +17,6 @@ test every weight (the quick ones multiply without looking).
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -27,18 +25,10 @@ _DENSE_LIMIT = 1 << 22
 """The largest table of summed x weights (output width x map width) avg mode keeps; wider maps take
 the point-by-point x pass."""
 
-_HELPERS = ("_band_finite", "_dense", "_x_dense", "_x_sparse", "_avg_channel", "_max_channel")
-
-
-def compiled(get: Callable[..., Any]) -> Callable[..., Any] | None:
-    """The compiled :func:`roi_align_bins` (``get`` is customops.accel.jit.get), or None without numba."""
-    module = sys.modules[__name__]
-    for name in _HELPERS:
-        fn = get(name, module)
-        if fn is None:
-            return None
-        setattr(module, name, fn)
-    return get("roi_align_bins", module)
+HELPERS = ("_band_finite", "_dense", "_x_dense", "_x_sparse", "_avg_channel", "_max_channel")
+OUT_OF_LINE = HELPERS
+"""Every helper is compiled as a function of its own: the channel loops are large, and numba inlines by
+copying a helper's IR into each call site."""
 
 
 def roi_align_bins(

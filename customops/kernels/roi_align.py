@@ -89,7 +89,7 @@ def roi_align(
     scale = float(spatial_scale)
     ys = _axis(boxes[:, 1], boxes[:, 3], scale, half, oh, ratio, h, "height")
     xs = _axis(boxes[:, 0], boxes[:, 2], scale, half, ow, ratio, w, "width")
-    loop = roi_align_loops.compiled(jit.get) if x.dtype in jit.FLOATS else None
+    loop = jit.get("roi_align_bins", roi_align_loops) if x.dtype in jit.FLOATS else None
     if loop is not None:
         return _compiled(loop, np.ascontiguousarray(x), batch, ys, xs, out_shape, mode == "max")
     return _numpy(x, batch, ys, xs, out_shape, mode == "max")
