@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import sys
 
-from customops.cli.main import main
-
+try:
+    from customops.cli.main import main
+except KeyboardInterrupt:
+    print("customops: interrupted", file=sys.stderr)
+    sys.exit(130)
 sys.exit(main())

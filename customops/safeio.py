@@ -12,16 +12,15 @@ import contextlib
 import os
 import re
 import shutil
-import signal
 import stat
 import tempfile
-import threading
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from customops.errors import CustomOpsError
+from customops.signals import signals_held
 
 MAX_COMPONENT = 100
 """Longest path component made from a name (characters)."""
@@ -85,10 +84,6 @@ def _existing_kind(path: Path) -> str | None:
     return "directory" if stat.S_ISDIR(mode) else "other"
 
 
-HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM)
-"""The signals :func:`signals_held` holds back."""
-
-
 def _writable(directory: Path) -> bool:
     """Whether a file can be made in ``directory`` (tried, as permissions alone do not tell root's case
     or a read-only mount)."""
@@ -101,29 +96,6 @@ def _writable(directory: Path) -> bool:
         with contextlib.suppress(OSError):
             os.unlink(probe)
     return True
-
-
-@contextlib.contextmanager
-def signals_held() -> Iterator[None]:
-    """Hold SIGINT and SIGTERM back while a short step that must not be cut in two runs: a signal that
-    comes meanwhile is recorded, and handled as it would have been (its handler raises) right after.
-    (Blocking the signal in this thread would not do: the process has other threads to deliver it to.)"""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    came: list[int] = []
-    previous = {sig: signal.signal(sig, lambda signum, _frame: came.append(signum)) for sig in HELD_SIGNALS}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        for sig in came[:1]:
-            handler = previous[sig]
-            if callable(handler):
-                handler(sig, None)
-            elif handler == signal.SIG_DFL:
-                signal.raise_signal(sig)
 
 
 def _check_parent(path: Path, what: str) -> Path:

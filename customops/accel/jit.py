@@ -29,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from customops.signals import signals_held
+
 BITS = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.uint32), 8: np.dtype(np.uint64)}
 """The unsigned integer type of each element width: the loops that only copy (Resize's nearest gather,
 Pad's rows) move any numeric type as these."""
@@ -89,7 +91,8 @@ def _numba() -> Any:
                 _state["error"] = "disabled by CUSTOMOPS_JIT=0"
             else:
                 try:
-                    import numba
+                    with signals_held():  # a Ctrl-C while numba starts must wait until it has
+                        import numba
 
                     _state["numba"] = numba
                     _listen(numba)

@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 from customops.cli import bench, compare, conformance, fuzz, ops, rewrite
 from customops.errors import CustomOpsError
 from customops.safeio import printable
+from customops.signals import import_held
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -107,7 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     143 SIGTERM)."""
     try:
         return _main(argv)
-    except KeyboardInterrupt:  # before the command started (while importing or parsing)
+    except KeyboardInterrupt:  # before the command started (while parsing or importing)
         print("customops: interrupted", file=sys.stderr)
         return 130
 
@@ -115,6 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    import_held()  # a Ctrl-C while onnx or ONNX Runtime starts would crash the process, not stop it
     main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _on_sigterm) if main_thread else None
     try:

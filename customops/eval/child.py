@@ -6,7 +6,12 @@ under their importable name, not as ``__main__``'s."""
 
 from __future__ import annotations
 
+import signal
 import sys
+
+if __name__ == "__main__":  # the parent handles Ctrl-C and then ends us: ignored from the start, so that
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # it never cuts onnx or ONNX Runtime starting (a crash)
+
 from multiprocessing.connection import Connection
 
 from customops.eval.worker import SIDES, serve

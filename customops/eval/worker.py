@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -254,7 +253,6 @@ def empty_log() -> None:
 
 def serve(conn: Any, side: str, note_fd: int | None) -> None:
     """Answer ``(job, request)`` messages on ``conn`` with ``(job, reply)`` until it closes."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and then ends us
     if note_fd is not None:  # the command's own stderr, for the note of a first compilation
         from customops.accel import jit
 

@@ -160,3 +160,25 @@ def test_system_exit_in_a_kernel_is_raised_from_run(monkeypatch):
     for binding in runtime._BINDINGS.values():
         binding.attr_cache.clear()
     assert sess.run(None, feed)[0].shape == (1, 1, 4, 4)
+
+
+HARNESS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "interrupt_import.py")
+DEVIATION = os.path.join(_ROOT, "models", "ort_deviation.onnx")
+COMPILED_STARTS = ["onnxruntime.capi.onnxruntime_pybind11_state", "onnx.onnx_cpp2py_export"]
+"""Compiled modules whose start, cut by a KeyboardInterrupt, used to end the command line with
+``ImportError: initialization failed`` (ONNX Runtime) or a segmentation fault (onnx)."""
+
+
+@pytest.mark.parametrize("delay", [0.0005, 0.005])
+@pytest.mark.parametrize("module", COMPILED_STARTS)
+def test_ctrl_c_while_a_compiled_module_starts_is_ctrl_c(module, delay):
+    proc = subprocess.run(
+        [sys.executable, HARNESS, module, str(delay), "compare", DEVIATION],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=_ROOT,
+        env={**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH", _ROOT)},
+    )
+    assert proc.returncode == 130, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr and proc.stderr.strip().splitlines()[-1].endswith("interrupted")

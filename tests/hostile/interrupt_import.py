@@ -1,0 +1,38 @@
+"""``python interrupt_import.py MODULE DELAY ARGS...``: run ``customops ARGS...`` and have another process
+send it SIGINT DELAY seconds after MODULE starts being imported (from outside: a thread of this process
+could not, as a compiled module holds the interpreter while it starts). Used by test_interrupts.py."""
+
+import os
+import runpy
+import subprocess
+import sys
+
+KILLER = """
+import os, signal, sys, time
+if sys.stdin.read(1) == "x":
+    time.sleep(float(sys.argv[1]))
+    os.kill(int(sys.argv[2]), signal.SIGINT)
+"""
+
+target, delay = sys.argv[1], sys.argv[2]
+killer = subprocess.Popen([sys.executable, "-c", KILLER, delay, str(os.getpid())], stdin=subprocess.PIPE)
+
+
+class Trigger:
+    """A finder that finds nothing: it only starts the countdown when ``target`` is looked up."""
+
+    def find_spec(self, name, path=None, target_module=None):
+        if name == target and killer.stdin is not None and not killer.stdin.closed:
+            killer.stdin.write(b"x")
+            killer.stdin.close()
+        return None
+
+
+sys.meta_path.insert(0, Trigger())
+sys.argv = ["customops", *sys.argv[3:]]
+try:
+    runpy.run_module("customops", run_name="__main__", alter_sys=True)
+finally:
+    if killer.stdin is not None and not killer.stdin.closed:
+        killer.stdin.close()  # the module was never imported: the killer ends without a signal
+    killer.wait()
