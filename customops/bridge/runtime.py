@@ -38,7 +38,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, KeysView, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -275,7 +275,20 @@ def _stop(exc: BaseException) -> None:
         _report(f"{type(exc).__name__} raised in a kernel: {exc}")
 
 
-_INVOKE_CODE = _invoke.__code__
+def _call_guarded(hook: Hook, k_id: int, feed: Sequence[Any], raw_attrs: dict[str, str]) -> tuple[Any, ...]:
+    """The body of :func:`guarded`: ``hook`` for our registrations, its exceptions handled as
+    :func:`_invoke` handles a kernel's."""
+    binding = _BINDINGS.get(k_id)
+    if binding is None:
+        return _STOCK_HOOK(k_id, feed, raw_attrs)
+    try:
+        return hook(k_id, feed, raw_attrs)
+    except BaseException as exc:
+        return _failed(binding, k_id, binding.op.name, exc)
+
+
+_HOOK_CODES = frozenset({_invoke.__code__, _call_guarded.__code__})
+"""The code of the hooks the layer calls (ours, and others through :func:`guarded`)."""
 _UNGUARDED = frozenset({_failed.__code__, getattr(_STOCK_HOOK, "__code__", None)})
 """Code run by the hook outside its ``try``: an exception raised in it would reach the layer."""
 
@@ -285,7 +298,7 @@ def _unguarded(frame: Any) -> bool:
     innermost hook itself, or runs under it outside its ``try``."""
     child = None
     while frame is not None:
-        if frame.f_code is _INVOKE_CODE:
+        if frame.f_code in _HOOK_CODES:
             return child is None or child.f_code in _UNGUARDED
         child, frame = frame, frame.f_back
     return False
@@ -294,7 +307,7 @@ def _unguarded(frame: Any) -> bool:
 def _in_hook(frame: Any) -> bool:
     """Whether ``frame`` runs under our hook."""
     while frame is not None:
-        if frame.f_code is _INVOKE_CODE:
+        if frame.f_code in _HOOK_CODES:
             return True
         frame = frame.f_back
     return False
@@ -535,7 +548,7 @@ def registered_types() -> dict[str, tuple[str, ...]]:
 
 # ---------------------------------------------------------------------------------------------
 # The seam of customops.bench.suite, which times our hook against the stock path and against stand-in
-# kernels: the hooks, which registrations are ours, and our kernels swapped for others.
+# kernels: our hook, others made safe to install, and our kernels swapped for others.
 
 Hook = Callable[[int, Sequence[Any], dict[str, str]], tuple[Any, ...]]
 """An invocation hook of onnxruntime-extensions: (registration id, inputs, raw attribute strings) ->
@@ -544,18 +557,15 @@ Hook = Callable[[int, Sequence[Any], dict[str, str]], tuple[Any, ...]]
 
 def our_hook() -> Hook:
     """The invocation hook this module installs (``PyCustomOpDef.install_hooker``) when it declares our
-    ops: it serves our registrations and hands every other call to :func:`stock_hook`."""
+    ops: it serves our registrations and hands every other call to onnxruntime-extensions' own hook."""
     return _invoke
 
 
-def stock_hook() -> Hook:
-    """onnxruntime-extensions' own invocation hook, which ours replaces (outputs through ``tolist()``)."""
-    return _STOCK_HOOK
-
-
-def our_registrations() -> KeysView[int]:
-    """The ids of our registrations, one per (custom op, element type) declared so far (a live view)."""
-    return _BINDINGS.keys()
+def guarded(hook: Hook) -> Hook:
+    """``hook`` made fit to install in place of ours: called for our registrations only (others go to
+    onnxruntime-extensions' own hook), and an exception in it, a Ctrl-C included, handled as one in our
+    kernels is, never let into the layer (which would abort the process)."""
+    return functools.partial(_call_guarded, hook)
 
 
 def kernel_call(k_id: int, raw_attrs: dict[str, str]) -> tuple[Callable[..., Any], dict[str, Any]]:

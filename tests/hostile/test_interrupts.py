@@ -141,6 +141,29 @@ def test_sigint_inside_a_kernel_is_an_interrupt_not_a_failure(plain):
         assert errors == "errors: []", out
 
 
+@pytest.mark.parametrize("hook", ["stock", "probe_memory"])
+def test_ctrl_c_under_a_hook_of_the_bench_stops_the_run_and_never_aborts(hook):
+    """``customops bench`` swaps in hooks of its own (the layer's stock path, ours under a memory probe);
+    a KeyboardInterrupt escaping one of them into the layer aborted the process."""
+    proc = _child(
+        f"""
+        from customops.bench.hooks import Hooks
+        sess = customops.InferenceSession(model)
+        Hooks().{hook}()
+        on_call[3] = lambda: os.kill(os.getpid(), signal.SIGINT)
+        try:
+            sess.run(None, feed)
+            print("not interrupted")
+        except KeyboardInterrupt:
+            print("KeyboardInterrupt from run", len(calls), flush=True)
+        print("errors:", customops.pop_errors(), flush=True)
+        """
+    )
+    code, out, err = _finish(proc)
+    assert code == 0, err[-2000:]
+    assert out.splitlines()[:2] == ["KeyboardInterrupt from run 3", "errors: []"], out + err[-2000:]
+
+
 def test_system_exit_in_a_kernel_is_raised_from_run(monkeypatch):
     from tests.helpers import one_node_model
 
