@@ -5,8 +5,8 @@ from __future__ import annotations
 import sys
 
 try:
-    from customops.cli.main import main
+    from customops.cli.main import entry
 except KeyboardInterrupt:
     print("customops: interrupted", file=sys.stderr)
     sys.exit(130)
-sys.exit(main())
+sys.exit(entry())

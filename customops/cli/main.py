@@ -113,6 +113,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
+def entry() -> int:
+    """The ``customops`` program: :func:`main` on the process's arguments, then Ctrl-C ignored while
+    Python shuts down, as the command has finished and its status stands (Python would otherwise die of
+    the signal there, silently)."""
+    status = main()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    return status
+
+
 def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -163,4 +172,4 @@ def _run(args: argparse.Namespace) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    sys.exit(entry())

@@ -205,3 +205,25 @@ def test_ctrl_c_while_a_compiled_module_starts_is_ctrl_c(module, delay):
     )
     assert proc.returncode == 130, proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr and proc.stderr.strip().splitlines()[-1].endswith("interrupted")
+
+
+def test_ctrl_c_once_the_command_has_finished_changes_nothing():
+    """A Ctrl-C while Python shuts down, after the command's work (here from an exit handler): its
+    status and its output stand, and nothing more is printed."""
+    code = (
+        "import atexit, os, signal, sys, time\n"
+        "atexit.register(lambda: (os.kill(os.getpid(), signal.SIGINT), time.sleep(0.2)))\n"
+        "from customops.cli.main import entry\n"
+        "sys.argv = ['customops', 'ops', '--json']\n"
+        "sys.exit(entry())\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=_ROOT,
+        env={**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH", _ROOT)},
+    )
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr[-2000:]
+    assert proc.stdout.startswith("[") or proc.stdout.startswith("{")
