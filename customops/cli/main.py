@@ -114,11 +114,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def entry() -> int:
-    """The ``customops`` program: :func:`main` on the process's arguments, then Ctrl-C ignored while
-    Python shuts down, as the command has finished and its status stands (Python would otherwise die of
-    the signal there, silently)."""
+    """The ``customops`` program: :func:`main` on the process's arguments; its status stands whatever
+    happens after. Ctrl-C is ignored while Python shuts down (it would die of the signal there,
+    silently), and CPython's note of a KeyboardInterrupt is cleared: it notes one that left any
+    ``exec``/``eval`` of a string (numba's and the standard library's generated code), even if caught
+    later, and ``python -m customops`` then ends by SIGINT in place of our status. Running a string that
+    completes clears the note."""
     status = main()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    exec("None")  # a constant: clears the note (Python/pythonrun.c, run_eval_code_obj)
     return status
 
 

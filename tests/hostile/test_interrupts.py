@@ -227,3 +227,23 @@ def test_ctrl_c_once_the_command_has_finished_changes_nothing():
     )
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr[-2000:]
     assert proc.stdout.startswith("[") or proc.stdout.startswith("{")
+
+
+def test_python_m_customops_exits_130_after_an_interrupt_raised_in_generated_code(tmp_path):
+    """CPython notes a KeyboardInterrupt that leaves an ``exec`` of a string (numba's generated code,
+    say) even when it is caught later; ``python -m`` then ended the process by SIGINT, not with 130."""
+    (tmp_path / "sitecustomize.py").write_text(
+        "import customops.cli.ops\ncustomops.cli.ops.run = lambda args: exec('raise KeyboardInterrupt')\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "customops", "ops"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=_ROOT,
+        env={
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", _ROOT)]),
+        },
+    )
+    assert (proc.returncode, proc.stderr) == (130, "customops ops: interrupted\n")
