@@ -12,6 +12,10 @@ import pytest
 from tests.helpers import run_cli, strict_json
 from tests.test_rewrite import _pipeline
 
+DEVIATION = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "models", "ort_deviation.onnx"
+)
+
 
 def test_ops_prints_the_support_table_with_probed_builtin_coverage():
     proc = run_cli("ops")
@@ -394,3 +398,20 @@ def test_quiet_long_commands_print_results_but_no_progress_and_still_report_erro
     conformance = run_cli("conformance", "-q", "--json")
     assert conformance.returncode == 0 and conformance.stderr == "", conformance.stderr
     assert strict_json(conformance.stdout)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [("compare", DEVIATION), ("bench", "--quick", "--filter", "pad-constant")],
+    ids=["compare", "bench"],
+)
+def test_quiet_hides_the_note_of_a_first_compilation_too(tmp_path, command):
+    """The note of numba's first compilation is progress: on a machine whose cache is cold (here: an empty
+    NUMBA_CACHE_DIR) it shows without -q, and not with it; compare's note comes from its sides' children,
+    bench's from the command's own process."""
+    from customops.accel.jit import COMPILING
+
+    loud = run_cli(*command, env={"NUMBA_CACHE_DIR": str(tmp_path / "a")})
+    quiet = run_cli(command[0], "-q", *command[1:], env={"NUMBA_CACHE_DIR": str(tmp_path / "b")})
+    assert loud.returncode == quiet.returncode and loud.returncode in (0, 1), quiet.stderr
+    assert COMPILING in loud.stderr and quiet.stderr == "", quiet.stderr

@@ -54,6 +54,11 @@ def announce_compilation(stream: Any) -> None:
     _announce.update(stream=stream, pid=os.getpid())
 
 
+def announcing() -> bool:
+    """Whether this process writes the note of a first compilation (see :func:`announce_compilation`)."""
+    return _announce["stream"] is not None and _announce["pid"] == os.getpid()
+
+
 def _listen(numba: Any) -> None:
     """Have numba's compile events drive :func:`announce_compilation` (a cosmetic note: skipped if this
     numba has no event API)."""

@@ -143,7 +143,8 @@ def _run(args: argparse.Namespace) -> int:
     from customops.accel import jit
 
     try:
-        jit.announce_compilation(sys.stderr)  # a first run on a machine pauses there for a few seconds
+        if not getattr(args, "quiet", False):  # progress: a first run on a machine pauses for a few seconds
+            jit.announce_compilation(sys.stderr)
         if args.command in ORT_COMMANDS and not getattr(args, "verbose", False):
             from customops.eval.sides import quiet_ort_log
 

@@ -22,6 +22,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from customops.accel import jit
 from customops.errors import CustomOpsError
 from customops.eval.worker import SIDES, Reply, Request, verbose
 
@@ -85,7 +86,8 @@ def _stderr_fd() -> list[int]:
 
 class SideProcess:
     """One child process for one side, restarted after a crash or a hang. With ``note``, the child gets
-    this process's stderr for the note of a first compilation."""
+    this process's stderr for the note of a first compilation, if this process writes that note itself
+    (customops.accel.jit.announcing: not under ``-q``)."""
 
     def __init__(self, side: str, note: bool = False) -> None:
         self.side = side
@@ -102,7 +104,7 @@ class SideProcess:
         parent, child = socket.socketpair()
         self.log.seek(0)
         self.log.truncate()
-        fds = [child.fileno(), *(_stderr_fd() if self.note else [])]
+        fds = [child.fileno(), *(_stderr_fd() if self.note and jit.announcing() else [])]
         try:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "customops.eval.child", self.side, *map(str, fds)],
