@@ -136,6 +136,8 @@ class SideProcess:
         except (EOFError, OSError):
             assert self.proc is not None
             self._reap(10)
+            if self.proc.returncode == -signal.SIGINT:  # a child ignores Ctrl-C from its first line:
+                raise KeyboardInterrupt from None  # one that came sooner was the user's, to the command
             raise WorkerDied(self.side, exit_reason(self.proc.returncode), self.tail()) from None
         if said[0] != "ready":
             raise CustomOpsError(f"the {self.side} worker said {said!r} instead of ready")

@@ -331,3 +331,29 @@ def test_a_customops_directory_where_compare_runs_is_never_imported_by_its_child
     assert proc.returncode == 1, proc.stderr  # the deviation model disagrees: both sides ran
     assert "shadow" not in proc.stdout + proc.stderr
     assert "DISAGREE" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("signum", "expected"), [(signal.SIGINT, "KeyboardInterrupt"), (signal.SIGTERM, "WorkerDied")]
+)
+def test_a_child_killed_by_ctrl_c_while_starting_is_the_users_interrupt(
+    tmp_path, monkeypatch, signum, expected
+):
+    """A side's child ignores Ctrl-C from its first line; a Ctrl-C to the command that reaches a child
+    still starting kills it, and the command stops as interrupted (it reported a dead worker, exit 2)."""
+    from customops.eval.runner import SideProcess, WorkerDied
+    from customops.eval.worker import Request
+
+    (tmp_path / "sitecustomize.py").write_text(
+        f"import os, signal\nsignal.signal({int(signum)}, signal.SIG_DFL)\nos.kill(os.getpid(), {int(signum)})\n"
+    )
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", str(ROOT))])
+    )
+    side = SideProcess("builtin")
+    try:
+        with pytest.raises((KeyboardInterrupt, WorkerDied)) as info:
+            side.submit(Request(b"", {}))
+    finally:
+        side.close()
+    assert type(info.value).__name__ == expected
