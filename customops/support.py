@@ -1,9 +1,12 @@
-"""The support table: for every (op, version) and element type, how we run it and whether the installed
-ONNX Runtime has a built-in CPU kernel for it (probed by creating a one-node session, not typed in)."""
+"""The support table: for every (op, version) and element type, how we run it and how the installed
+ONNX Runtime's CPU provider does (probed by creating a one-node session, not typed in): with a kernel for
+the type, by casting around a kernel for another type, or by running the operator's function body."""
 
 from __future__ import annotations
 
 import functools
+import os
+import tempfile
 from dataclasses import dataclass
 
 from onnx import TensorProto, helper
@@ -13,10 +16,19 @@ from customops.registry import BRIDGE_MIN_OPSET, OPS, OpVersion, bridge_limit, l
 _CODE = {k.lower(): v for k, v in TensorProto.DataType.items()}
 
 
+BUILTIN_WAYS = {
+    "kernel": "a kernel for this type",
+    "cast": "ORT casts to another type around a kernel for that type",
+    "function": "no kernel: ORT runs the operator's ONNX function body",
+}
+"""How the installed ONNX Runtime runs an (op, version, element type) it loads (``SupportRow.builtin_way``)."""
+
+
 @dataclass(frozen=True)
 class SupportRow:
-    """One (op, version, element type): ``ours`` is 'native', 'bridged' or 'no'; ``builtin`` is a bool;
-    ``note`` says where a bridged type is refused (opsets before BRIDGE_MIN_OPSET), or is empty."""
+    """One (op, version, element type): ``ours`` is 'native', 'bridged' or 'no'; ``builtin`` whether ORT
+    loads it, and ``builtin_way`` how it runs it (a key of :data:`BUILTIN_WAYS`, or empty); ``note`` says
+    where a bridged type is refused (opsets before BRIDGE_MIN_OPSET), or is empty."""
 
     op: str
     version: int
@@ -25,6 +37,7 @@ class SupportRow:
     detail: str
     builtin: bool
     note: str = ""
+    builtin_way: str = ""
 
 
 def bridge_note(opv: OpVersion, how: str, elem: str) -> str:
@@ -64,18 +77,27 @@ def _probe_model(opv: OpVersion, elem: str) -> bytes:
 
 
 @functools.cache
-def builtin_supports(op: str, version: int, elem: str) -> bool:
-    """Whether the installed onnxruntime has a built-in CPU kernel for (op, version, element type)."""
+def builtin_way(op: str, version: int, elem: str) -> str:
+    """How the installed onnxruntime's CPU provider runs (op, version, element type): a key of
+    :data:`BUILTIN_WAYS`, read from the graph it makes of a one-node model before optimizing it, or
+    '' when it refuses the model."""
+    import onnx
     import onnxruntime as ort
 
     opv = next(o for o in OPS if o.op == op and o.version == version)
     options = ort.SessionOptions()
     options.log_severity_level = 4
-    try:
-        ort.InferenceSession(_probe_model(opv, elem), options, providers=["CPUExecutionProvider"])
-    except Exception:
-        return False
-    return True
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    with tempfile.TemporaryDirectory(prefix="customops-probe-") as tmp:
+        options.optimized_model_filepath = os.path.join(tmp, "probe.onnx")
+        try:
+            ort.InferenceSession(_probe_model(opv, elem), options, providers=["CPUExecutionProvider"])
+        except Exception:
+            return ""
+        kinds = [node.op_type for node in onnx.load(options.optimized_model_filepath).graph.node]
+    if op not in kinds:
+        return "function"
+    return "cast" if "Cast" in kinds else "kernel"
 
 
 def support_table(probe: bool = True) -> list[SupportRow]:
@@ -84,6 +106,7 @@ def support_table(probe: bool = True) -> list[SupportRow]:
     for opv in OPS:
         for elem in opv.types:
             how, detail = type_support(opv, elem)
+            way = builtin_way(opv.op, opv.version, elem) if probe else ""
             rows.append(
                 SupportRow(
                     opv.op,
@@ -91,8 +114,9 @@ def support_table(probe: bool = True) -> list[SupportRow]:
                     elem,
                     how,
                     detail or "",
-                    builtin_supports(opv.op, opv.version, elem) if probe else False,
+                    way != "",
                     bridge_note(opv, how, elem),
+                    way,
                 )
             )
     return rows

@@ -24,8 +24,13 @@ def test_ops_prints_the_support_table_with_probed_builtin_coverage():
     resize19 = next(line for line in lines if line.split()[:2] == ["Resize", "19"])
     assert "uint16" in resize19 and "string" in resize19 and "float16*" in resize19
     col2im = next(line for line in lines if line.startswith("Col2Im"))
-    assert col2im.split()[-1] in ("float", "float16")  # ORT's built-in Col2Im is float-only
+    assert col2im.split()[-2:] == ["float", "float16‡"]  # ORT's built-in Col2Im is float-only: casts
+    assert "‡ built-in: ORT casts to another type around a kernel for that type" in lines
     data = strict_json(run_cli("ops", "--json").stdout)
+    way = {(r["op"], r["elem_type"]): r["builtin_way"] for r in data if r["version"] in (18, 19)}
+    assert way["Col2Im", "double"] == "" and way["Col2Im", "float"] == "kernel"
+    assert way["Col2Im", "float16"] == "cast" and way["Resize", "float"] == "kernel"
+    assert way["CenterCropPad", "float"] == "function"  # ORT has no CenterCropPad kernel at all
     row = next(r for r in data if r["op"] == "Col2Im" and r["elem_type"] == "double")
     assert row["ours"] == "native" and row["builtin"] is False
 

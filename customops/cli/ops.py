@@ -53,14 +53,26 @@ def text_table(rows: list, probed: bool = True) -> str:
     ]
     for (op, version), rs in _by_key(rows).items():
         ours = [r.elem_type + ("*" if r.ours == "bridged" else "") for r in rs if r.ours != "no"]
-        builtin = [r.elem_type for r in rs if r.builtin]
+        builtin = [r.elem_type + WAY_MARKS.get(r.builtin_way, "") for r in rs if r.builtin]
         lines.append(
             f"{op:14s} {version:3d}  {' '.join(ours):58s} {' '.join(builtin) if probed else '(not probed)'}"
         )
     missing = sorted({(r.elem_type, r.detail) for r in rows if r.ours == "no"})
     lines.extend(f"not supported: {elem}: {why}" for elem, why in missing)
     lines.append("* bridged: cast to a wider type around our node, exactly; see docs/semantics.md")
+    lines.extend(way_legend() if probed else [])
     return "\n".join(lines)
+
+
+WAY_MARKS = {"cast": "‡", "function": "†"}
+"""The marks of the built-in column for the ways ORT runs a type other than with a kernel for it."""
+
+
+def way_legend() -> list[str]:
+    """What the marks of the built-in column mean."""
+    from customops.support import BUILTIN_WAYS
+
+    return [f"{mark} built-in: {BUILTIN_WAYS[way]}" for way, mark in WAY_MARKS.items()]
 
 
 def markdown_table(rows: list, probed: bool = True) -> str:
@@ -76,9 +88,10 @@ def markdown_table(rows: list, probed: bool = True) -> str:
     for (op, version), rs in _by_key(rows).items():
         ours = " ".join(_cell(r, notes) for r in rs if r.ours != "no")
         refused = " ".join(r.elem_type for r in rs if r.ours == "no") or "-"
-        builtin = " ".join(r.elem_type for r in rs if r.builtin) if probed else "?"
-        lines.append(f"| {op} | {version} | {ours} | {refused} | {builtin or '-'} |")
+        builtin = " ".join(r.elem_type + WAY_MARKS.get(r.builtin_way, "") for r in rs if r.builtin)
+        lines.append(f"| {op} | {version} | {ours} | {refused} | {(builtin or '-') if probed else '?'} |")
     lines.extend(["", *notes] if notes else [])
+    lines.extend(["", *(line + "." for line in way_legend())] if probed else [])
     return "\n".join(lines)
 
 
