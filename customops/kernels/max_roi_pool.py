@@ -78,22 +78,20 @@ def max_roi_pool(
     boxes = _boxes(r, float(spatial_scale), x.shape[0])
     out_shape = (r.shape[0], x.shape[1], *pooled)
     limits.check_output(out_shape, x.dtype)
-    out = np.zeros(out_shape, dtype=x.dtype)
+    loop = jit.get("max_roi_pool_last", roi_pool_loops) if x.dtype in jit.FLOATS else None
+    out = np.zeros(out_shape, dtype=x.dtype) if loop is None else np.empty(out_shape, dtype=x.dtype)
     if out.size == 0:
         return out
     batch, rows, cols = _tables(boxes, pooled, x.shape[2], x.shape[3])
-    loop = jit.get("max_roi_pool_last", roi_pool_loops) if x.dtype in jit.FLOATS else None
     if loop is None:
         _pool_numpy(x, out, batch, rows, cols)
         return out
     # channels last: the loop's inner maximum runs over contiguous channels (3x faster than per plane)
     last = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
-    pooled_last = np.empty((r.shape[0], *pooled, x.shape[1]), dtype=x.dtype)
     spans_h = (rows[:, :, 1] - rows[:, :, 0]).sum(axis=1)
     spans_w = (cols[:, :, 1] - cols[:, :, 0]).sum(axis=1)
     work = (int((spans_h * spans_w).sum()) + pooled[0] * pooled[1]) * x.shape[1]
-    parallel.run(loop, r.shape[0], work, last, pooled_last, batch, rows, cols)
-    out[...] = pooled_last.transpose(0, 3, 1, 2)
+    parallel.run(loop, r.shape[0], work, last, out, batch, rows, cols)
     return out
 
 
