@@ -129,7 +129,6 @@ def entry() -> int:
 def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    import_held()  # a Ctrl-C while onnx or ONNX Runtime starts would crash the process, not stop it
     main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _on_sigterm) if main_thread else None
     try:
@@ -140,16 +139,10 @@ def _main(argv: Sequence[str] | None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from customops.accel import jit
-
+    """The command, with its errors and interruptions turned into one line on stderr and an exit status."""
     try:
-        if not getattr(args, "quiet", False):  # progress: a first run on a machine pauses for a few seconds
-            jit.announce_compilation(sys.stderr)
-        if args.command in ORT_COMMANDS and not getattr(args, "verbose", False):
-            from customops.eval.sides import quiet_ort_log
-
-            quiet_ort_log()
-        return int(args.func(args))
+        import_held()  # a Ctrl-C while onnx or ONNX Runtime starts would crash the process, not stop it
+        return _command(args)
     except CustomOpsError as exc:
         print(f"customops {args.command}: error: {printable(exc)}", file=sys.stderr)
         return 2
@@ -172,6 +165,19 @@ def _run(args: argparse.Namespace) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
         return 141
+
+
+def _command(args: argparse.Namespace) -> int:
+    from customops.accel import jit
+
+    if not getattr(args, "quiet", False):  # progress: a first run on a machine pauses for a few seconds
+        jit.announce_compilation(sys.stderr)
+    try:
+        if args.command in ORT_COMMANDS and not getattr(args, "verbose", False):
+            from customops.eval.sides import quiet_ort_log
+
+            quiet_ort_log()
+        return int(args.func(args))
     finally:
         jit.announce_compilation(None)  # this command's stderr may be gone once it has returned
 

@@ -1,5 +1,5 @@
-"""``python interrupt_import.py MODULE DELAY ARGS...``: run ``customops ARGS...`` and have another process
-send it SIGINT DELAY seconds after MODULE starts being imported (from outside: a thread of this process
+"""``python interrupt_import.py MODULE DELAY SIGNAL ARGS...``: run ``customops ARGS...`` and have another
+process send it SIGNAL (a name: SIGINT, SIGTERM) DELAY seconds after MODULE starts being imported (from outside: a thread of this process
 could not, as a compiled module holds the interpreter while it starts). Used by test_interrupts.py."""
 
 import os
@@ -11,11 +11,13 @@ KILLER = """
 import os, signal, sys, time
 if sys.stdin.read(1) == "x":
     time.sleep(float(sys.argv[1]))
-    os.kill(int(sys.argv[2]), signal.SIGINT)
+    os.kill(int(sys.argv[2]), signal.Signals[sys.argv[3]])
 """
 
-target, delay = sys.argv[1], sys.argv[2]
-killer = subprocess.Popen([sys.executable, "-c", KILLER, delay, str(os.getpid())], stdin=subprocess.PIPE)
+target, delay, signame = sys.argv[1:4]
+killer = subprocess.Popen(
+    [sys.executable, "-c", KILLER, delay, str(os.getpid()), signame], stdin=subprocess.PIPE
+)
 
 
 class Trigger:
@@ -29,7 +31,7 @@ class Trigger:
 
 
 sys.meta_path.insert(0, Trigger())
-sys.argv = ["customops", *sys.argv[3:]]
+sys.argv = ["customops", *sys.argv[4:]]
 try:
     runpy.run_module("customops", run_name="__main__", alter_sys=True)
 finally:
