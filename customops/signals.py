@@ -23,10 +23,8 @@ def signals_held() -> Iterator[None]:
     """Hold SIGINT and SIGTERM back while a short step that must not be cut in two runs: a signal that
     comes meanwhile is recorded, and handled as it would have been (its handler raises) right after.
     (Blocking the signal in this thread would not do: the process has other threads to deliver it to.)"""
-    if threading.current_thread() is not threading.main_thread() or any(
-        signal.getsignal(sig) is None
-        for sig in HELD_SIGNALS  # a handler set outside Python: keep it
-    ):
+    foreign = any(signal.getsignal(sig) is None for sig in HELD_SIGNALS)  # set outside Python: left alone
+    if foreign or threading.current_thread() is not threading.main_thread():
         yield
         return
     came: list[int] = []
