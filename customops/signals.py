@@ -34,12 +34,14 @@ def signals_held() -> Iterator[None]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        for sig in came[:1]:
+        for sig in came:  # the first that is not ignored (SIGINT is, in a script's background job)
             handler = previous[sig]
             if callable(handler):
                 handler(sig, None)
-            elif handler == signal.SIG_DFL:
+                break
+            if handler == signal.SIG_DFL:
                 signal.raise_signal(sig)
+                break
 
 
 NATIVE_PACKAGES = ("numpy", "onnx", "onnxruntime", "onnxruntime_extensions")

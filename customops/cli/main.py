@@ -7,6 +7,7 @@ and one line on stderr; nothing is written and the input is untouched.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import sys
@@ -115,13 +116,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def entry() -> int:
     """The ``customops`` program: :func:`main` on the process's arguments; its status stands whatever
-    happens after. Ctrl-C is ignored while Python shuts down (it would die of the signal there,
-    silently), and CPython's note of a KeyboardInterrupt is cleared: it notes one that left any
-    ``exec``/``eval`` of a string (numba's and the standard library's generated code), even if caught
-    later, and ``python -m customops`` then ends by SIGINT in place of our status. Running a string that
-    completes clears the note."""
+    happens after. While Python shuts down, Ctrl-C is ignored and SIGTERM ends the process at once with
+    that status (either would kill it silently there), its output flushed first. CPython's note of a
+    KeyboardInterrupt is cleared too: it notes one that left any ``exec``/``eval`` of a string (numba's
+    and the standard library's generated code), even if caught later, and ``python -m customops`` then
+    ends by SIGINT in place of our status; running a string that completes clears the note."""
     status = main()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            stream.flush()
+    signal.signal(signal.SIGTERM, lambda _signum, _frame: os._exit(status))
     exec("None")  # a constant: clears the note (Python/pythonrun.c, run_eval_code_obj)
     return status
 
