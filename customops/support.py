@@ -20,6 +20,7 @@ BUILTIN_WAYS = {
     "kernel": "a kernel for this type",
     "cast": "ORT casts to another type around a kernel for that type",
     "function": "no kernel: ORT runs the operator's ONNX function body",
+    "loads": "ORT loads it; how it runs it is unknown here (the graph ORT makes could not be saved)",
 }
 """How the installed ONNX Runtime runs an (op, version, element type) it loads (``SupportRow.builtin_way``)."""
 
@@ -81,23 +82,46 @@ def builtin_way(op: str, version: int, elem: str) -> str:
     """How the installed onnxruntime's CPU provider runs (op, version, element type): a key of
     :data:`BUILTIN_WAYS`, read from the graph it makes of a one-node model before optimizing it, or
     '' when it refuses the model."""
-    import onnx
-    import onnxruntime as ort
-
     opv = next(o for o in OPS if o.op == op and o.version == version)
-    options = ort.SessionOptions()
-    options.log_severity_level = 4
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    with tempfile.TemporaryDirectory(prefix="customops-probe-") as tmp:
-        options.optimized_model_filepath = os.path.join(tmp, "probe.onnx")
-        try:
-            ort.InferenceSession(_probe_model(opv, elem), options, providers=["CPUExecutionProvider"])
-        except Exception:
-            return ""
-        kinds = [node.op_type for node in onnx.load(options.optimized_model_filepath).graph.node]
+    model = _probe_model(opv, elem)
+    kinds = _graph_ops(model)
+    if kinds is None:  # refused, or its graph had nowhere to go
+        return "loads" if _ort_loads(model) else ""
     if op not in kinds:
         return "function"
     return "cast" if "Cast" in kinds else "kernel"
+
+
+def _ort_loads(model: bytes, save: str = "") -> bool:
+    """Whether ORT's CPU provider makes a session of ``model``; with ``save``, one that writes the graph
+    it makes, before optimizing it, to that path."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.log_severity_level = 4
+    if save:
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        options.optimized_model_filepath = save
+    try:
+        ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+    except Exception:
+        return False
+    return True
+
+
+def _graph_ops(model: bytes) -> list[str] | None:
+    """The node types of the graph ORT makes of ``model``, or None when it refuses the model or the graph
+    cannot be saved (no writable temporary directory, a full disk, a file size limit)."""
+    import onnx
+
+    try:
+        with tempfile.TemporaryDirectory(prefix="customops-probe-") as tmp:
+            path = os.path.join(tmp, "probe.onnx")
+            if not _ort_loads(model, path):
+                return None
+            return [node.op_type for node in onnx.load(path).graph.node]
+    except Exception:  # OSError from tempfile, or a graph cut short by the limit
+        return None
 
 
 def support_table(probe: bool = True) -> list[SupportRow]:

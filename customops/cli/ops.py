@@ -60,19 +60,20 @@ def text_table(rows: list, probed: bool = True) -> str:
     missing = sorted({(r.elem_type, r.detail) for r in rows if r.ours == "no"})
     lines.extend(f"not supported: {elem}: {why}" for elem, why in missing)
     lines.append("* bridged: cast to a wider type around our node, exactly; see docs/semantics.md")
-    lines.extend(way_legend() if probed else [])
+    lines.extend(way_legend(rows) if probed else [])
     return "\n".join(lines)
 
 
-WAY_MARKS = {"cast": "‡", "function": "†"}
+WAY_MARKS = {"cast": "‡", "function": "†", "loads": "?"}
 """The marks of the built-in column for the ways ORT runs a type other than with a kernel for it."""
 
 
-def way_legend() -> list[str]:
-    """What the marks of the built-in column mean."""
+def way_legend(rows: list) -> list[str]:
+    """What the marks of the built-in column that ``rows`` use mean."""
     from customops.support import BUILTIN_WAYS
 
-    return [f"{mark} built-in: {BUILTIN_WAYS[way]}" for way, mark in WAY_MARKS.items()]
+    used = {r.builtin_way for r in rows}
+    return [f"{mark} built-in: {BUILTIN_WAYS[way]}" for way, mark in WAY_MARKS.items() if way in used]
 
 
 def markdown_table(rows: list, probed: bool = True) -> str:
@@ -91,7 +92,7 @@ def markdown_table(rows: list, probed: bool = True) -> str:
         builtin = " ".join(r.elem_type + WAY_MARKS.get(r.builtin_way, "") for r in rs if r.builtin)
         lines.append(f"| {op} | {version} | {ours} | {refused} | {(builtin or '-') if probed else '?'} |")
     lines.extend(["", *notes] if notes else [])
-    lines.extend(["", *(line + "." for line in way_legend())] if probed else [])
+    lines.extend(["", *(line + "." for line in way_legend(rows))] if probed else [])
     return "\n".join(lines)
 
 
