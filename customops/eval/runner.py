@@ -96,6 +96,7 @@ class SideProcess:
         self.proc: subprocess.Popen[bytes] | None = None
         self.conn: Any = None
         self.ready = False
+        self.noting = False
         self.restarts = 0
         self._job = 0
 
@@ -104,7 +105,8 @@ class SideProcess:
         parent, child = socket.socketpair()
         self.log.seek(0)
         self.log.truncate()
-        fds = [child.fileno(), *(_stderr_fd() if self.note and jit.announcing() else [])]
+        self.noting = self.note and jit.announcing()
+        fds = [child.fileno(), *(_stderr_fd() if self.noting else [])]
         try:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "customops.eval.child", self.side, *map(str, fds)],
@@ -144,7 +146,11 @@ class SideProcess:
         self.ready = True
 
     def submit(self, request: Request) -> int:
-        """Send ``request``; returns its job number for :meth:`result`."""
+        """Send ``request``; returns its job number for :meth:`result`. A child started with the note of
+        a first compilation on, or off, is replaced when that has changed since (a new command in this
+        process: ``-q`` or not)."""
+        if self.proc is not None and self.noting != (self.note and jit.announcing()):
+            self.close()
         self._ensure_ready()
         self._job += 1
         try:
