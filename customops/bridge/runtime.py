@@ -33,6 +33,7 @@ import _thread
 import contextlib
 import functools
 import importlib
+import math
 import os
 import signal
 import sys
@@ -282,9 +283,28 @@ def _call_guarded(hook: Hook, k_id: int, feed: Sequence[Any], raw_attrs: dict[st
     if binding is None:
         return _STOCK_HOOK(k_id, feed, raw_attrs)
     try:
-        return hook(k_id, feed, raw_attrs)
+        return _fit_answer(binding, k_id, hook(k_id, feed, raw_attrs))
     except BaseException as exc:
         return _failed(binding, k_id, binding.op.name, exc)
+
+
+def _fit_answer(binding: _Binding, k_id: int, answer: Any) -> tuple[Any, ...]:
+    """``answer``, if the layer can take it: (``k_id``, shape, data), the data a C-contiguous array of the
+    output's dtype or a list, with as many elements as the shape says; raises KernelError otherwise (the
+    layer aborts on anything else, or reads past short data)."""
+    if not (isinstance(answer, tuple) and len(answer) == 3 and answer[0] == k_id):
+        raise KernelError(f"the hook answered {type(answer).__name__}, not ({k_id}, shape, data)")
+    _, shape, data = answer
+    if not (isinstance(shape, tuple) and all(type(d) is int and d >= 0 for d in shape)):
+        raise KernelError(f"the hook answered the shape {shape!r}, not a tuple of sizes")
+    count = math.prod(shape)
+    if isinstance(data, np.ndarray):
+        fits = data.dtype == binding.out_dtype and data.flags.c_contiguous and data.size == count
+    else:
+        fits = isinstance(data, list) and len(data) == count
+    if not fits:
+        raise KernelError(f"the hook's data does not fit shape {shape} of {binding.out_dtype}")
+    return answer
 
 
 _HOOK_CODES = frozenset({_invoke.__code__, _call_guarded.__code__})
