@@ -35,6 +35,11 @@ ALL_DTYPES = (
 )
 """Every element type the kernels take (object: strings)."""
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+"""The repository's root."""
+DEVIATION = os.path.join(ROOT, "models", "ort_deviation.onnx")
+"""The bundled model on which ORT leaves the spec (the README's quickstart)."""
+
 
 def backend_cases(*prefixes: str, generator: str | None = None) -> list:
     """ONNX's backend node test cases whose names start with one of ``prefixes`` (function expansions
@@ -209,6 +214,21 @@ def run_cli(
         timeout=timeout,
         cwd=cwd,
         env={**os.environ, **(env or {})},
+    )
+
+
+def run_python(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess:
+    """``python ARGS`` in a child process started in the repository's root, which is on its path (a
+    ``-c`` script may import customops and tests.helpers); ``env`` added to ours."""
+    return subprocess.run(
+        [sys.executable, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH", ROOT), **(env or {})},
     )
 
 

@@ -9,12 +9,8 @@ import sys
 import onnx
 import pytest
 
-from tests.helpers import run_cli, strict_json
+from tests.helpers import DEVIATION, run_cli, strict_json
 from tests.test_rewrite import _pipeline
-
-DEVIATION = os.path.join(
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "models", "ort_deviation.onnx"
-)
 
 
 def test_ops_prints_the_support_table_with_probed_builtin_coverage():

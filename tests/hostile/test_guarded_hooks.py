@@ -5,14 +5,11 @@ and data shorter than its shape is read past its end. Runs in a child process (a
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.helpers import run_python
 
 CODE = """
 import numpy as np
@@ -39,13 +36,6 @@ except Exception as exc:
 )
 def test_a_malformed_answer_of_a_guarded_hook_is_a_failed_run_not_an_abort(answer):
     """_call_guarded handed the hook's answer to the layer unchecked."""
-    proc = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(CODE.format(answer=answer))],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=_ROOT,
-        env={**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH", _ROOT)},
-    )
+    proc = run_python("-c", textwrap.dedent(CODE.format(answer=answer)))
     assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
     assert proc.stdout == "raised KernelError\n", proc.stdout

@@ -18,8 +18,8 @@ import pytest
 
 import customops
 from customops.bridge import runtime
+from tests.helpers import DEVIATION, ROOT, run_python
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NODES = 8
 
 _PRELUDE = f"""
@@ -67,8 +67,8 @@ def _child(code: str, **kwargs) -> subprocess.Popen[str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        cwd=_ROOT,
-        env={**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH", _ROOT)},
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH", ROOT)},
         **kwargs,
     )
 
@@ -186,53 +186,37 @@ def test_system_exit_in_a_kernel_is_raised_from_run(monkeypatch):
 
 
 HARNESS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "interrupt_import.py")
-DEVIATION = os.path.join(_ROOT, "models", "ort_deviation.onnx")
-COMPILED_STARTS = ["onnxruntime.capi.onnxruntime_pybind11_state", "onnx.onnx_cpp2py_export"]
-"""Compiled modules whose start, cut by a KeyboardInterrupt, used to end the command line with
-``ImportError: initialization failed`` (ONNX Runtime) or a segmentation fault (onnx)."""
+COMPILED_STARTS = ["onnxruntime.capi.onnxruntime_pybind11_state", "onnx.onnx_cpp2py_export", "numpy"]
+"""Compiled modules started under the hold: cut by a KeyboardInterrupt, ONNX Runtime's used to end the
+command line with ``ImportError: initialization failed``, onnx's with a segmentation fault; numpy's is the
+first of them."""
 
 
-def _signal_while_importing(module: str, delay: float, signame: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, HARNESS, module, str(delay), signame, "compare", DEVIATION],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=_ROOT,
-        env={**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH", _ROOT)},
-    )
-
-
+@pytest.mark.parametrize(
+    ("signame", "status", "word"), [("SIGINT", 130, "interrupted"), ("SIGTERM", 143, "terminated")]
+)
 @pytest.mark.parametrize("delay", [0.0005, 0.005])
 @pytest.mark.parametrize("module", COMPILED_STARTS)
-def test_ctrl_c_while_a_compiled_module_starts_is_ctrl_c(module, delay):
-    proc = _signal_while_importing(module, delay, "SIGINT")
-    assert (proc.returncode, proc.stderr) == (130, "customops compare: interrupted\n")
+def test_a_signal_while_a_compiled_module_starts_stops_the_command(module, delay, signame, status, word):
+    """Held while the native packages start, then handled as at any other moment: a SIGTERM held there,
+    before the command's handler was installed, killed the process silently."""
+    proc = run_python(HARNESS, module, str(delay), signame, "compare", DEVIATION)
+    assert (proc.returncode, proc.stderr) == (status, f"customops compare: {word}\n")
 
 
-def test_sigterm_while_a_compiled_module_starts_is_sigterm():
-    proc = _signal_while_importing(COMPILED_STARTS[0], 0.005, "SIGTERM")
-    assert (proc.returncode, proc.stderr) == (143, "customops compare: terminated\n")
-
-
-def test_ctrl_c_once_the_command_has_finished_changes_nothing():
-    """A Ctrl-C while Python shuts down, after the command's work (here from an exit handler): its
-    status and its output stand, and nothing more is printed."""
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
+def test_a_signal_once_the_command_has_finished_changes_nothing(signame):
+    """A Ctrl-C or SIGTERM while Python shuts down, after the command's work (here from an exit
+    handler): its status and its output stand, and nothing more is printed. The command's SIGTERM
+    handler is gone by then, and the process died of either signal."""
     code = (
         "import atexit, os, signal, sys, time\n"
-        "atexit.register(lambda: (os.kill(os.getpid(), signal.SIGINT), time.sleep(0.2)))\n"
+        f"atexit.register(lambda: (os.kill(os.getpid(), signal.{signame}), time.sleep(0.2)))\n"
         "from customops.cli.main import entry\n"
         "sys.argv = ['customops', 'ops', '--json']\n"
         "sys.exit(entry())\n"
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=_ROOT,
-        env={**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH", _ROOT)},
-    )
+    proc = run_python("-c", code)
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr[-2000:]
     assert proc.stdout.startswith("[") or proc.stdout.startswith("{")
 
@@ -243,15 +227,6 @@ def test_python_m_customops_exits_130_after_an_interrupt_raised_in_generated_cod
     (tmp_path / "sitecustomize.py").write_text(
         "import customops.cli.ops\ncustomops.cli.ops.run = lambda args: exec('raise KeyboardInterrupt')\n"
     )
-    proc = subprocess.run(
-        [sys.executable, "-m", "customops", "ops"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=_ROOT,
-        env={
-            **os.environ,
-            "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", _ROOT)]),
-        },
-    )
+    path = os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", ROOT)])
+    proc = run_python("-m", "customops", "ops", env={"PYTHONPATH": path})
     assert (proc.returncode, proc.stderr) == (130, "customops ops: interrupted\n")

@@ -4,13 +4,9 @@ child started by a command without -q holds that command's stderr for the note o
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-DEVIATION = os.path.join(_ROOT, "models", "ort_deviation.onnx")
+from tests.helpers import DEVIATION, run_python
 
 SCRIPT = """
 import sys
@@ -35,18 +31,7 @@ def test_quiet_compare_after_a_loud_one_in_the_same_process_prints_no_progress(t
     """The second command (-q) printed the note of the first compilation, written by the custom side's
     child that the first command started with its stderr."""
     code = SCRIPT.format(crop=str(tmp_path / "crop.onnx"), deviation=DEVIATION)
-    proc = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=_ROOT,
-        env={
-            **os.environ,
-            "PYTHONPATH": os.environ.get("PYTHONPATH", _ROOT),
-            "NUMBA_CACHE_DIR": str(tmp_path / "numba"),  # cold: the second command compiles
-        },
-    )
+    proc = run_python("-c", textwrap.dedent(code), env={"NUMBA_CACHE_DIR": str(tmp_path / "numba")})
     assert proc.returncode == 0, proc.stderr[-2000:]
     quiet = proc.stderr.split("=== quiet\n", 1)[1]
     assert quiet == "status 1\n", quiet

@@ -7,13 +7,11 @@ own must still say which types ORT loads, and never fail with a traceback, when 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 
 import pytest
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.helpers import run_python
 
 
 def _ops_limited(max_bytes: int) -> subprocess.CompletedProcess:
@@ -23,14 +21,7 @@ def _ops_limited(max_bytes: int) -> subprocess.CompletedProcess:
         "sys.argv = ['customops', 'ops', '--json']\n"
         "runpy.run_module('customops', run_name='__main__')\n"
     )
-    return subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=_ROOT,
-        env={**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH", _ROOT)},
-    )
+    return run_python("-c", code)
 
 
 @pytest.mark.parametrize(
