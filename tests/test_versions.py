@@ -41,68 +41,74 @@ def _data(shape, elem):
     return values.astype(dtype).reshape(shape)
 
 
-def _case(opv, elem):
-    """(model, feed, expected) for ``opv`` on ``elem``."""
-    opset = probe_opset(opv)
-    if opv.custom in ("Resize", "Upsample"):
-        x = _data((1, 2, 2, 3), elem)
-        scales = np.array([1, 1, 2, 1.5], F32)
-        mode = "nearest" if elem == "string" else "linear"
-        if opv.op == "Upsample" and opv.version == 7:
-            model, feed = one_node_model("Upsample", {"X": x}, opset, scales=scales.tolist(), mode=mode)
-            return model, feed, upsample(x, scales, mode=mode)
-        if opv.op == "Upsample" or opv.version == 10:
-            model, feed = one_node_model(
-                opv.op, {"X": x, "scales": scales}, opset, initializers=("scales",), mode=mode
-            )
-            return model, feed, upsample(x, scales, mode=mode)
-        inputs = {"X": x, "roi": np.zeros(0, F32), "scales": scales}
-        model, feed = one_node_model("Resize", inputs, opset, initializers=("roi", "scales"), mode=mode)
-        return model, feed, resize(x, None, scales, mode=mode)
-    if opv.custom == "Pad":
-        x = _data((2, 3), elem)
-        pads = np.array([1, 0, 0, 2], np.int64)
-        if opv.version == 2:
-            model, feed = one_node_model("Pad", {"data": x}, opset, pads=pads.tolist(), mode="reflect")
-        else:
-            model, feed = one_node_model(
-                "Pad", {"data": x, "pads": pads}, opset, initializers=("pads",), mode="reflect"
-            )
-        return model, feed, pad(x, pads, mode="reflect")
-    if opv.custom == "Col2Im":
-        x = _data((1, 4, 4), elem)
-    if opv.custom == "GridSample":
-        x = _data((1, 2, 3, 4), elem)
-        grid = np.array([[[[-0.4, 0.3], [1.2, -1.0]], [[0.0, 0.0], [-1.3, 0.9]]]], F32)
-        mode = "nearest" if elem == "string" else "cubic"
-        name = {"cubic": "bicubic"}.get(mode, mode) if opv.version == 16 else mode
+def _resize_or_upsample_case(opv, elem, opset):
+    x = _data((1, 2, 2, 3), elem)
+    scales = np.array([1, 1, 2, 1.5], F32)
+    mode = "nearest" if elem == "string" else "linear"
+    if opv.op == "Upsample" and opv.version == 7:
+        model, feed = one_node_model("Upsample", {"X": x}, opset, scales=scales.tolist(), mode=mode)
+        return model, feed, upsample(x, scales, mode=mode)
+    if opv.op == "Upsample" or opv.version == 10:
         model, feed = one_node_model(
-            "GridSample", {"X": x, "grid": grid}, opset, mode=name, padding_mode="reflection"
+            opv.op, {"X": x, "scales": scales}, opset, initializers=("scales",), mode=mode
         )
-        return model, feed, grid_sample(x, grid.astype(np.float64), mode=mode, padding_mode="reflection")
-        image, block = np.array([3, 3], np.int64), np.array([2, 2], np.int64)
-    if opv.custom == "DeformConv":
-        x, w = _data((1, 2, 3, 3), elem), _data((2, 2, 2, 2), elem)
-        offset = (_data((1, 8, 3, 3), elem) / 4).astype(x.dtype)
-        mask = (_data((1, 4, 3, 3), elem) / 8).astype(x.dtype)
-        inputs = {"X": x, "W": w, "offset": offset, "B": None, "mask": mask}
-        model, feed = one_node_model("DeformConv", inputs, opset, initializers=("W",), pads=[1, 0, 0, 1])
-        return model, feed, deform_conv(x, w, offset, None, mask, pads=[1, 0, 0, 1])
-        inputs = {"input": x, "image_shape": image, "block_shape": block}
-        model, feed = one_node_model("Col2Im", inputs, opset, initializers=("image_shape", "block_shape"))
-        return model, feed, col2im(x, image, block)
-    if opv.custom == "AffineGrid":
-        return _affine_grid_case(elem, opset)
-    if opv.custom == "MaxRoiPool":
-        return _max_roi_pool_case(elem, opset)
-    if opv.custom == "RoiAlign":
-        x = _data((2, 2, 4, 5), elem)
-        rois = np.array([[0.5, 0.25, 3, 2.5], [1, 1, 4, 3]], dtype=x.dtype)
-        batch = np.array([1, 0], np.int64)
-        inputs = {"X": x, "rois": rois, "batch_indices": batch}
-        model, feed = one_node_model("RoiAlign", inputs, opset, initializers=("rois",), output_height=2)
-        coord = "output_half_pixel" if opv.version == 10 else "half_pixel"
-        return model, feed, roi_align(x, rois, batch, output_height=2, coordinate_transformation_mode=coord)
+        return model, feed, upsample(x, scales, mode=mode)
+    inputs = {"X": x, "roi": np.zeros(0, F32), "scales": scales}
+    model, feed = one_node_model("Resize", inputs, opset, initializers=("roi", "scales"), mode=mode)
+    return model, feed, resize(x, None, scales, mode=mode)
+
+
+def _pad_case(opv, elem, opset):
+    x = _data((2, 3), elem)
+    pads = np.array([1, 0, 0, 2], np.int64)
+    if opv.version == 2:
+        model, feed = one_node_model("Pad", {"data": x}, opset, pads=pads.tolist(), mode="reflect")
+    else:
+        model, feed = one_node_model(
+            "Pad", {"data": x, "pads": pads}, opset, initializers=("pads",), mode="reflect"
+        )
+    return model, feed, pad(x, pads, mode="reflect")
+
+
+def _col2im_case(opv, elem, opset):
+    x = _data((1, 4, 4), elem)
+    image, block = np.array([3, 3], np.int64), np.array([2, 2], np.int64)
+    inputs = {"input": x, "image_shape": image, "block_shape": block}
+    model, feed = one_node_model("Col2Im", inputs, opset, initializers=("image_shape", "block_shape"))
+    return model, feed, col2im(x, image, block)
+
+
+def _grid_sample_case(opv, elem, opset):
+    x = _data((1, 2, 3, 4), elem)
+    grid = np.array([[[[-0.4, 0.3], [1.2, -1.0]], [[0.0, 0.0], [-1.3, 0.9]]]], F32)
+    mode = "nearest" if elem == "string" else "cubic"
+    name = {"cubic": "bicubic"}.get(mode, mode) if opv.version == 16 else mode
+    model, feed = one_node_model(
+        "GridSample", {"X": x, "grid": grid}, opset, mode=name, padding_mode="reflection"
+    )
+    return model, feed, grid_sample(x, grid.astype(np.float64), mode=mode, padding_mode="reflection")
+
+
+def _deform_conv_case(opv, elem, opset):
+    x, w = _data((1, 2, 3, 3), elem), _data((2, 2, 2, 2), elem)
+    offset = (_data((1, 8, 3, 3), elem) / 4).astype(x.dtype)
+    mask = (_data((1, 4, 3, 3), elem) / 8).astype(x.dtype)
+    inputs = {"X": x, "W": w, "offset": offset, "B": None, "mask": mask}
+    model, feed = one_node_model("DeformConv", inputs, opset, initializers=("W",), pads=[1, 0, 0, 1])
+    return model, feed, deform_conv(x, w, offset, None, mask, pads=[1, 0, 0, 1])
+
+
+def _roi_align_case(opv, elem, opset):
+    x = _data((2, 2, 4, 5), elem)
+    rois = np.array([[0.5, 0.25, 3, 2.5], [1, 1, 4, 3]], dtype=x.dtype)
+    batch = np.array([1, 0], np.int64)
+    inputs = {"X": x, "rois": rois, "batch_indices": batch}
+    model, feed = one_node_model("RoiAlign", inputs, opset, initializers=("rois",), output_height=2)
+    coord = "output_half_pixel" if opv.version == 10 else "half_pixel"
+    return model, feed, roi_align(x, rois, batch, output_height=2, coordinate_transformation_mode=coord)
+
+
+def _center_crop_pad_case(opv, elem, opset):
     x = _data((2, 3), elem)
     shape = np.array([3, 2], np.int64)
     model, feed = one_node_model(
@@ -111,7 +117,7 @@ def _case(opv, elem):
     return model, feed, center_crop_pad(x, shape)
 
 
-def _affine_grid_case(elem, opset):
+def _affine_grid_case(opv, elem, opset):
     theta = np.array([[[1, 0.5, 0], [0, 1, 0.25]]], NUMPY_TYPES[elem])
     size = np.array([1, 1, 2, 3], np.int64)
     inputs = {"theta": theta, "size": size}
@@ -119,11 +125,35 @@ def _affine_grid_case(elem, opset):
     return model, feed, affine_grid(theta, size)
 
 
-def _max_roi_pool_case(elem, opset):
+def _max_roi_pool_case(opv, elem, opset):
     x = _data((1, 2, 4, 5), elem)
     rois = np.array([[0, 0, 0, 4, 3], [0, 1.5, 0.5, 2, 2]], NUMPY_TYPES[elem])
     model, feed = one_node_model("MaxRoiPool", {"X": x, "rois": rois}, opset, pooled_shape=[2, 2])
     return model, feed, max_roi_pool(x, rois, pooled_shape=[2, 2])
+
+
+BUILDERS = {
+    "Resize": _resize_or_upsample_case,
+    "Upsample": _resize_or_upsample_case,
+    "Pad": _pad_case,
+    "Col2Im": _col2im_case,
+    "CenterCropPad": _center_crop_pad_case,
+    "GridSample": _grid_sample_case,
+    "AffineGrid": _affine_grid_case,
+    "RoiAlign": _roi_align_case,
+    "MaxRoiPool": _max_roi_pool_case,
+    "DeformConv": _deform_conv_case,
+}
+"""(model, feed, expected) of one (op version, element type), keyed by the custom op that runs it: a
+table, so that no op can fall through to another's builder."""
+
+
+def _case(opv, elem):
+    return BUILDERS[opv.custom](opv, elem, probe_opset(opv))
+
+
+def test_every_custom_op_has_a_builder():
+    assert set(BUILDERS) == {opv.custom for opv in OPS}
 
 
 CASES = [(opv, elem) for opv in OPS for elem in opv.types if elem in NATIVE_TYPES]
