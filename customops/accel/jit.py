@@ -16,7 +16,8 @@ so that a range is one contiguous part of the output), and :mod:`customops.accel
 parts on several threads (numba's own parallel regions gave mixed results here: their workers compete
 with ORT's intra-op threads; docs/performance.md).
 
-``CUSTOMOPS_JIT=0`` in the environment disables the compiled paths (the numpy implementations run).
+``CUSTOMOPS_JIT=0`` in the environment disables the compiled paths (the numpy implementations run) for
+the whole process; :func:`numpy_only` does so for a block of code (the tests' one switch).
 """
 
 from __future__ import annotations
@@ -24,11 +25,12 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 
+from customops.accel import plans
 from customops.signals import signals_held
 
 BITS = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.uint32), 8: np.dtype(np.uint64)}
@@ -39,6 +41,9 @@ _lock = threading.Lock()
 _compiled: dict[str, Callable[..., Any]] = {}
 _state: dict[str, Any] = {"checked": False, "numba": None, "error": None, "cache": None}
 _announce: dict[str, Any] = {"stream": None, "pid": None, "said": False}
+_numpy_only = 0
+"""How many :func:`numpy_only` blocks are open, on any thread: while any is, no compiled path runs."""
+_switch_lock = threading.Lock()
 
 COMPILING = (
     "compiling the kernels' loops for their first use here (numba: a few seconds each; kept on disk for "
@@ -112,18 +117,40 @@ FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def enabled() -> bool:
-    """Whether the compiled paths are used."""
-    return _numba() is not None
+    """Whether the compiled paths are used (False without numba, under CUSTOMOPS_JIT=0, and while a
+    :func:`numpy_only` block is open)."""
+    return not _numpy_only and _numba() is not None
+
+
+@contextlib.contextmanager
+def numpy_only() -> Iterator[None]:
+    """While open, every kernel takes its numpy path, on every thread (the switch is process-wide;
+    blocks may nest or overlap). Entering and leaving empty the bound kernels' plan caches
+    (:func:`customops.accel.plans.forget_all`), which keep a compiled loop or its absence: a plan made
+    inside is not used outside, nor the reverse. A call already running when the switch flips finishes
+    on the path it took. For whole processes, ``CUSTOMOPS_JIT=0``."""
+    global _numpy_only
+    with _switch_lock:
+        _numpy_only += 1
+        plans.forget_all()
+    try:
+        yield
+    finally:
+        with _switch_lock:
+            _numpy_only -= 1
+            plans.forget_all()
 
 
 def get(name: str, module: Any = None) -> Callable[..., Any] | None:
     """The compiled version of the function ``name`` of this module (or of ``module``, a module whose
     loops call no helper of this one but may call its own: those named in its ``HELPERS``, inlined unless
-    also in its ``OUT_OF_LINE``), or None without numba."""
+    also in its ``OUT_OF_LINE``), or None without numba or inside :func:`numpy_only`."""
     key = name if module is None else f"{module.__name__}.{name}"
     fn = _compiled.get(key)
-    if fn is not None:
+    if fn is not None and not _numpy_only:
         return fn
+    if _numpy_only:
+        return None
     numba = _numba()
     if numba is None:
         return None
@@ -176,6 +203,8 @@ def describe() -> dict[str, Any]:
     numba = _numba()
     if numba is None:
         return {"jit": f"numpy only ({_state['error']})", "numba": None}
+    if _numpy_only:
+        return {"jit": "numpy only (inside jit.numpy_only)", "numba": None}
     cache = _state["cache"] or "no loop compiled yet in this process"
     return {"jit": f"numba {numba.__version__}", "numba": numba.__version__, "jit_cache": cache}
 

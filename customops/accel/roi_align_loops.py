@@ -233,7 +233,8 @@ def _max_channel(
     rows: Any,
     careful: bool,
 ) -> None:
-    """out (oh, ow): the largest weighted corner term of each bin (NaN when one is NaN). Weights are
+    """out (oh, ow): the largest weighted corner term w_y * (w_x * v) of each bin (NaN when one is NaN;
+    +0 for a zero maximum: the bits do not depend on the order of the terms). Weights are
     separable and >= 0, so max(w_y * w_x * v) over a bin is max over its y points of w_y * (the largest
     w_x * v over its x points) — exact, as multiplying by w_y > 0 keeps the order; ``rows`` holds the
     latter for rows r0..r1 (output columns innermost: independent maxima). Longer than 60 lines: the
@@ -286,3 +287,5 @@ def _max_channel(
                     m = ta if ta > tb else tb
                     t = res[q]
                     res[q] = m if m > t else t
+        for q in range(ow):
+            res[q] = res[q] + 0.0  # a zero maximum is +0, whichever of +0 and -0 came first

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from customops.accel.plans import flat_key, planned
+from customops.accel.plans import flat_key, planned, tracked
 from customops.errors import KernelError
 from customops.kernels.args import int_list, normalize_axes
 from customops.kernels.pad import execute_pad, input_key, pad, prepare_pad
@@ -68,6 +68,7 @@ def _bind(axes: Sequence[int] | None = None) -> Any:
         pads, axes_array = _pads(data.shape, shape, axes)
         return prepare_pad(data.shape, data.dtype, pads, None, axes_array, "constant")
 
+    @tracked(plans)
     def bound(input_data: Any, shape: Any) -> np.ndarray:
         data = input_data if type(input_data) is np.ndarray else np.asarray(input_data)
         key = flat_key(data, shape)

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from customops.accel import jit, parallel
-from customops.accel.plans import Uncacheable, flat_key, planned
+from customops.accel.plans import Uncacheable, flat_key, planned, tracked
 from customops.errors import KernelError
 from customops.kernels import limits
 from customops.kernels.args import int_list
@@ -283,6 +283,7 @@ def _bind(
     geometry is kept per input shape, dtype, image_shape and block_shape. Errors are raised on every call."""
     plans: dict[Any, _Prepared] = {}
 
+    @tracked(plans)
     def bound(input: Any, image_shape: Any, block_shape: Any) -> np.ndarray:
         x = input if type(input) is np.ndarray else np.asarray(input)
         key = flat_key(x, image_shape, block_shape)

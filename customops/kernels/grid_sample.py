@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from customops.accel import grid_sample_loops, jit, parallel
-from customops.accel.plans import remember
+from customops.accel.plans import epoch, remember, tracked
 from customops.errors import KernelError
 from customops.kernels import limits
 from customops.kernels.rounding import finish
@@ -92,16 +92,18 @@ def _bind(align_corners: int = 0, mode: str = "linear", padding_mode: str = "zer
     options = _options(align_corners, mode, padding_mode)
     plans: dict[Any, Any] = {}
 
+    @tracked(plans)
     def bound(X: Any, grid: Any) -> np.ndarray:
         x = X if type(X) is np.ndarray else np.asarray(X)
         g = grid if type(grid) is np.ndarray else np.asarray(grid)
         key = (x.shape, x.dtype, g.shape, g.dtype)
         direct = plans.get(key)
         if direct is None:
+            made = epoch()
             direct = _planned(x, g, options)
             if direct is None:
                 return _run(x, g, options)
-            remember(plans, key, direct)
+            remember(plans, key, direct, made)
         limits.check_output(direct.out_shape, x.dtype)  # type: ignore[attr-defined]
         return direct(x, g)
 

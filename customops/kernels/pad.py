@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from customops.accel import parallel
-from customops.accel.plans import Uncacheable, flat_key, planned
+from customops.accel.plans import Uncacheable, flat_key, planned, tracked
 from customops.errors import KernelError
 from customops.kernels import limits
 from customops.kernels.args import int_list, is_absent, normalize_axes
@@ -504,6 +504,7 @@ def _bind(mode: str = "constant") -> Any:
     is kept per input shape, dtype, pads, constant_value and axes. Errors are raised on every call."""
     plans: dict[Any, PreparedPad] = {}
 
+    @tracked(plans)
     def bound(data: Any, pads: Any, constant_value: Any = None, axes: Any = None) -> np.ndarray:
         if type(data) is not np.ndarray:
             data = np.asarray(data)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from customops.accel import jit, parallel
-from customops.accel.plans import Uncacheable, flat_key, planned
+from customops.accel.plans import Uncacheable, flat_key, planned, tracked
 from customops.errors import KernelError
 from customops.kernels import limits
 from customops.kernels.rounding import finisher, saturate
@@ -1356,6 +1356,7 @@ def _bind(**attributes: Any) -> Callable[..., np.ndarray]:
     ordered = tuple(values[name] for name in _ATTRIBUTE_DEFAULTS)
     plans: dict[Any, _Prepared] = {}
 
+    @tracked(plans)
     def bound(X: Any, roi: Any = None, scales: Any = None, sizes: Any = None) -> np.ndarray:
         if type(X) is not np.ndarray:
             X = np.asarray(X)

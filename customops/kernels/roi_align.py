@@ -12,6 +12,15 @@ x > W lies outside the map and contributes 0; otherwise negative coordinates are
 coordinates past the last pixel to it. Under ``output_half_pixel`` (RoiAlign-10's behaviour) ROIs are
 at least 1x1. Arithmetic is float64 with one rounding at the end; a weight of 0 makes its term 0
 whatever the pixel holds (so an inf or NaN reaches only the outputs that sample it).
+
+The compiled loop (customops.accel.roi_align_loops) and the numpy path: ``max`` gives the same bits
+(terms ``w_y * (w_x * pixel)``, a zero maximum +0; any NaN for a NaN). ``avg`` sums the same terms in
+another order (the numpy path through matrix products, whose order is the BLAS library's), so a finite
+bin of ROI r differs between them by at most ``(H + W + 2 grid_h + 2 grid_w + 4) * 2**-52 * A`` plus
+one unit in the last place of the output's type, where A is the bin's mean of ``|w_y w_x pixel|``
+(``avg`` of ``|X|``) and grid_h x grid_w the ROI's sample points per bin: each float64 result is within
+half that of the exact mean (Higham's bound for sums of that many terms). Both give inf and NaN in the
+same bins, unless a float64 sum overflows.
 """
 
 from __future__ import annotations
@@ -370,28 +379,29 @@ def _average_masked(crop: np.ndarray, ay: np.ndarray, ax: np.ndarray) -> np.ndar
 
 
 def _maximum(image: np.ndarray, y: _Samples, x: _Samples) -> np.ndarray:
-    """[C, oh, ow]: per bin, the largest weighted corner term w_y * w_x * pixel over its samples and
-    their four corners (a term of weight 0 counts as 0)."""
+    """[C, oh, ow]: per bin, the largest weighted corner term w_y * (w_x * pixel) over its samples and
+    their four corners (a term with a weight 0 counts as 0; a zero maximum is +0), rounded as the
+    compiled loop rounds them: the same bits."""
     c = image.shape[0]
     iy, wy, ix, wx = y.tab.ravel(), y.w.ravel(), x.tab.ravel(), x.w.ravel()  # point-major, then corner
     oh, ow, gy, gx = y.bins, x.bins, int(y.grid[0]), int(x.grid[0])
-    if wy.size * wx.size > MAX_TERMS:  # before the outer product, which would be that large
+    size = wy.size * wx.size
+    if size > MAX_TERMS:  # before the gathered pixels, which would be that large
         raise KernelError(
-            f"max mode would compare {wy.size * wx.size} weighted terms per channel of one ROI, more than {MAX_TERMS}"
+            f"max mode would compare {size} weighted terms per channel of one ROI, more than {MAX_TERMS}"
         )
-    terms = np.outer(wy, wx)
-    zero = terms == 0
+    zero_y, zero_x = (wy == 0)[:, None], wx == 0
     out = np.empty((c, oh, ow))
-    step = max(1, _BLOCK // max(terms.size, 1))
+    step = max(1, _BLOCK // max(size, 1))
     for lo in range(0, c, step):
         pixels = image[lo : lo + step][:, iy][:, :, ix]
         if np.isfinite(pixels).all():
-            block = pixels * terms
+            block = (pixels * wx) * wy[:, None]
         else:
             with np.errstate(invalid="ignore"):
-                block = np.where(zero, 0.0, pixels * terms)
+                block = np.where(zero_y, 0.0, np.where(zero_x, 0.0, pixels * wx) * wy[:, None])
         block = block.reshape(block.shape[0], oh, 2 * gy, ow, 2 * gx)
-        out[lo : lo + step] = block.max(axis=(2, 4))
+        out[lo : lo + step] = block.max(axis=(2, 4)) + 0.0  # -0.0 + 0.0 is +0.0
     return out
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 
@@ -10,6 +11,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import customops
+from customops.accel import jit
 from customops.errors import KernelError
 from customops.kernels import deform_conv as module
 from customops.kernels.deform_conv import deform_conv
@@ -115,15 +117,28 @@ def random_case(rng, r, dtype=np.float64):
     return x, w, off, b, mask, attrs
 
 
+def _path(numpy_only: bool) -> contextlib.AbstractContextManager[None]:
+    """The numpy path (jit.numpy_only) or the path the kernel chooses (compiled in 2-D with numba)."""
+    return jit.numpy_only() if numpy_only else contextlib.nullcontext()
+
+
+def _check_path(numpy_only: bool, compiled_calls, ran_2d: bool) -> None:
+    """The compiled im2col ran exactly when it should have: never under numpy_only, else for 2-D
+    images with numba."""
+    calls = compiled_calls["deform_im2col_2d"]
+    assert (calls > 0) == (ran_2d and not numpy_only and jit.enabled()), calls
+
+
 @pytest.mark.parametrize("r", [1, 2, 3])
-@pytest.mark.parametrize("jit", ["1", "0"])
-def test_against_scalar_rederivation(r, jit, monkeypatch) -> None:
-    monkeypatch.setenv("CUSTOMOPS_JIT", jit)
+@pytest.mark.parametrize("numpy_only", [False, True], ids=["chosen", "numpy"])
+def test_against_scalar_rederivation(r, numpy_only, compiled_calls) -> None:
     rng = np.random.default_rng(r)
     for _ in range(12 if r < 3 else 5):
         x, w, off, b, mask, attrs = random_case(rng, r)
-        got = deform_conv(x, w, off, b, mask, **attrs)
+        with _path(numpy_only):
+            got = deform_conv(x, w, off, b, mask, **attrs)
         np.testing.assert_allclose(got, slow(x, w, off, b, mask, **attrs), rtol=1e-10, atol=1e-10)
+    _check_path(numpy_only, compiled_calls, r == 2)
 
 
 def test_float32_against_rederivation() -> None:
@@ -135,7 +150,7 @@ def test_float32_against_rederivation() -> None:
         np.testing.assert_allclose(got, slow(x, w, off, b, mask, **attrs), rtol=1e-4, atol=1e-4)
 
 
-def test_compiled_and_numpy_paths_are_identical(monkeypatch) -> None:
+def test_compiled_and_numpy_paths_are_identical() -> None:
     rng = np.random.default_rng(3)
     for i in range(12):
         x, w, off, b, mask, attrs = random_case(rng, 2, np.float32 if i % 2 else np.float64)
@@ -144,9 +159,8 @@ def test_compiled_and_numpy_paths_are_identical(monkeypatch) -> None:
         x.ravel()[0] = -0.0
         w[...] = np.where(rng.random(w.shape) < 0.3, 0.0, w)
         compiled = deform_conv(x, w, off, b, mask, **attrs)
-        monkeypatch.setattr(module, "_compiled", lambda *a: None)
-        plain = deform_conv(x, w, off, b, mask, **attrs)
-        monkeypatch.undo()
+        with jit.numpy_only():
+            plain = deform_conv(x, w, off, b, mask, **attrs)
         np.testing.assert_array_equal(compiled, plain)
         number = ~np.isnan(plain)
         assert (np.signbit(compiled) == np.signbit(plain))[number].all()  # zeros of the same sign too
@@ -431,24 +445,25 @@ def test_kernel_error_surfaces_through_a_session() -> None:
         customops.InferenceSession(rewritten).run(None, feed)
 
 
-@pytest.mark.parametrize("jit", ["1", "0"])
-def test_scratch_memory_is_bounded_by_the_column_budget(jit, monkeypatch) -> None:
+@pytest.mark.parametrize("numpy_only", [False, True], ids=["chosen", "numpy"])
+def test_scratch_memory_is_bounded_by_the_column_budget(numpy_only, monkeypatch, compiled_calls) -> None:
     import tracemalloc
 
-    monkeypatch.setenv("CUSTOMOPS_JIT", jit)
     budget = 1 << 14
     monkeypatch.setattr(module, "COLUMN_BUDGET", budget)
     rng = np.random.default_rng(13)
     x = rng.standard_normal((1, 2, 200, 200))
     w = rng.standard_normal((2, 2, 3, 3))
     off = rng.standard_normal((1, 18, 198, 198))
-    deform_conv(x, w, off)  # compiled once, outside the measurement
-    tracemalloc.start()
-    try:
-        out = deform_conv(x, w, off)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    with _path(numpy_only):
+        deform_conv(x, w, off)  # compiled once, outside the measurement
+        tracemalloc.start()
+        try:
+            out = deform_conv(x, w, off)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    _check_path(numpy_only, compiled_calls, True)
     # the output and one copy of the image, plus scratch bounded by the budget (not by the 39204
     # output positions x 9 kernel positions x 2 channels of a whole-image column buffer: 5.6 MB)
     assert peak < out.nbytes + x.nbytes + 64 * budget, peak

@@ -13,6 +13,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import customops
+from customops.accel import jit
 from customops.errors import KernelError
 from customops.kernels.grid_sample import grid_sample
 from tests.helpers import backend_cases, one_node_model, run_builtin, run_custom
@@ -478,32 +479,27 @@ def _awkward_case(rng: np.random.Generator, dtype: type, shape: tuple[int, ...],
     return X, g
 
 
-@pytest.mark.skipif(not __import__("customops.accel.jit", fromlist=["enabled"]).enabled(), reason="no numba")
+@pytest.mark.skipif(not jit.enabled(), reason="no numba")
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("mode", MODES)
-def test_compiled_path_gives_the_numpy_bits(monkeypatch, dtype, mode):
-    from customops.accel import jit
-
+def test_compiled_path_gives_the_numpy_bits(dtype, mode):
     rng = np.random.default_rng(MODES.index(mode))
     cases = [_awkward_case(rng, dtype, (2, 3, 5, 7), (4, 6)), _awkward_case(rng, dtype, (1, 1, 1, 1), (3, 3))]
     cases.append(_awkward_case(rng, dtype, (1, 16, 40, 50), (96, 96)))  # large enough for threads
     for (X, g), padding, align in itertools.product(cases, PADDINGS, (0, 1)):
         attrs = {"mode": mode, "padding_mode": padding, "align_corners": align}
         compiled = grid_sample(X, g, **attrs)
-        with monkeypatch.context() as m:
-            m.setattr(jit, "enabled", lambda: False)
+        with jit.numpy_only():
             plain = grid_sample(X, g, **attrs)
         assert compiled.dtype == plain.dtype and compiled.shape == plain.shape
         np.testing.assert_array_equal(compiled.view(np.uint8), plain.view(np.uint8), err_msg=str(attrs))
 
 
-@pytest.mark.skipif(not __import__("customops.accel.jit", fromlist=["enabled"]).enabled(), reason="no numba")
+@pytest.mark.skipif(not jit.enabled(), reason="no numba")
 @pytest.mark.parametrize("mode", MODES)
-def test_compiled_path_near_the_float32_maximum(monkeypatch, mode):
+def test_compiled_path_near_the_float32_maximum(mode):
     """Sums at the float32 maximum, of both signs, and infinite pixels beside them: the compiled loops
     check their stored (rounded) results for non-finite values and redo those sums."""
-    from customops.accel import jit
-
     rng = np.random.default_rng(11)
     X = np.full((1, 3, 6, 5), np.finfo(np.float32).max, np.float32)
     X[0, 1] *= -1
@@ -511,23 +507,21 @@ def test_compiled_path_near_the_float32_maximum(monkeypatch, mode):
     g = rng.uniform(-1.2, 1.2, size=(1, 9, 7, 2))
     for padding in PADDINGS:
         compiled = grid_sample(X, g, mode=mode, padding_mode=padding)
-        with monkeypatch.context() as m:
-            m.setattr(jit, "enabled", lambda: False)
+        with jit.numpy_only():
             plain = grid_sample(X, g, mode=mode, padding_mode=padding)
         np.testing.assert_array_equal(compiled.view(np.uint8), plain.view(np.uint8), err_msg=padding)
 
 
 @pytest.mark.parametrize("mode", MODES)
 def test_the_numpy_path_in_chunks_gives_the_same_bits(monkeypatch, mode):
-    from customops.accel import jit
     from customops.kernels import grid_sample as module
 
     rng = np.random.default_rng(4)
     X, g = _awkward_case(rng, np.float32, (2, 3, 5, 4), (3, 5))
-    monkeypatch.setattr(jit, "enabled", lambda: False)
-    whole = grid_sample(X, g, mode=mode, padding_mode="reflection")
-    monkeypatch.setattr(module, "CHUNK", 7)  # two points of three channels at a time
-    np.testing.assert_array_equal(grid_sample(X, g, mode=mode, padding_mode="reflection"), whole)
+    with jit.numpy_only():
+        whole = grid_sample(X, g, mode=mode, padding_mode="reflection")
+        monkeypatch.setattr(module, "CHUNK", 7)  # two points of three channels at a time
+        np.testing.assert_array_equal(grid_sample(X, g, mode=mode, padding_mode="reflection"), whole)
 
 
 def test_bound_kernel_matches_the_function():

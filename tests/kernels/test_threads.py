@@ -8,13 +8,21 @@ import subprocess
 import sys
 import textwrap
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from customops.accel import jit, parallel
 from customops.kernels.resize import resize
-from tests.kernels.test_fast_paths import CASES, ROOT, _run_all
+from tests.kernels.test_fast_paths import OPS, Case
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _cases() -> list[Case]:
+    """The random cases of tests/kernels/test_fast_paths.py, every op with a compiled path."""
+    return [case for make, _agree in OPS.values() for case in make(np.random.default_rng(0))]
 
 
 @pytest.fixture
@@ -24,14 +32,15 @@ def split_everything(monkeypatch):
     monkeypatch.setattr(parallel, "_MIN_WORK", 1)
 
 
-def _one_thread(monkeypatch) -> list[np.ndarray]:
+def _one_thread(monkeypatch, cases: list[Case]) -> list[np.ndarray]:
     monkeypatch.setitem(parallel._state, "threads", 1)
-    return _run_all()
+    return [case.run() for case in cases]
 
 
 @pytest.mark.skipif(not jit.enabled(), reason="numba is not available")
 def test_split_loops_are_bit_identical(monkeypatch) -> None:
-    serial = _one_thread(monkeypatch)
+    cases = _cases()
+    serial = _one_thread(monkeypatch, cases)
     monkeypatch.setitem(parallel._state, "threads", 3)
     monkeypatch.setattr(parallel, "_MIN_WORK", 1)
     calls: list[tuple[int, int]] = []
@@ -42,10 +51,10 @@ def test_split_loops_are_bit_identical(monkeypatch) -> None:
         return real_run(loop, length, work, *args)
 
     monkeypatch.setattr(parallel, "run", counting)
-    split = _run_all()
+    split = [case.run() for case in cases]
     assert any(parts > 1 for _, parts in calls), "no loop was split"
-    for (name, _args, kwargs), got, want in zip(CASES, split, serial, strict=True):
-        assert got.tobytes() == want.tobytes(), (name, kwargs)
+    for case, got, want in zip(cases, split, serial, strict=True):
+        assert got.tobytes() == want.tobytes(), (case.kernel.__name__, case.kwargs)
 
 
 @pytest.mark.skipif(not jit.enabled(), reason="numba is not available")
