@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from customops.bench import hooks, report, saved, suite, timing
-from tests.helpers import strict_json
+from tests.helpers import NEVER, strict_json
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -21,7 +21,7 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
         [sys.executable, "-m", "customops.cli.main", "bench", *args],
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=NEVER,
     )
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from customops.cli.ops import markdown_table
 from customops.support import support_table
+from tests.helpers import NEVER
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
@@ -47,7 +48,7 @@ def test_readme_quickstart_compares_a_bundled_model_and_finds_what_it_says():
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=NEVER,
     )
     assert proc.returncode == 1, proc.stderr
     verdict = proc.stdout.strip().splitlines()[-1]
@@ -113,7 +114,10 @@ def test_readme_fuzz_example_prints_the_row_it_shows(tmp_path):
     assert words[:2] == ["customops", "fuzz"] and "--out" in words
     words[words.index("--out") + 1] = str(tmp_path / "fz")
     proc = subprocess.run(
-        [sys.executable, "-m", "customops.cli.main", *words[1:]], capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", "customops.cli.main", *words[1:]],
+        capture_output=True,
+        text=True,
+        timeout=NEVER,
     )
     assert proc.returncode == 1, proc.stderr  # findings
     group, *_, label = row.split()

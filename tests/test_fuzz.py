@@ -14,7 +14,7 @@ import pytest
 from customops.fuzz.case import Case, Tensor, case_to_json
 from customops.fuzz.dispatch import make_case
 from customops.registry import lookup
-from tests.helpers import run_cli, strict_json
+from tests.helpers import HANG_LIMIT, NEVER, run_cli, strict_json
 
 RESIZE_DEVIATIONS = {
     "T-RESIZE",
@@ -130,10 +130,10 @@ def _runnable_indices(op: str, version: int, count: int) -> list[int]:
 def test_a_crashing_and_a_hanging_side_are_recorded_and_the_campaign_goes_on(tmp_path):
     crash, hang, after = _runnable_indices("Pad", 19, 3)
     indices = ",".join(map(str, (crash, hang, after)))
-    args = f"fuzz --op Pad --opset 19 --index {indices} --case-timeout 4 --shrink-budget 3 --json".split()
+    args = f"fuzz --op Pad --opset 19 --index {indices} --case-timeout {HANG_LIMIT:g} --shrink-budget 3 --json".split()
     inject = {"CUSTOMOPS_FUZZ_INJECT": f"abort:builtin:{crash},hang:custom:{hang}"}
     # the same cases once without faults first: on a cold numba cache (a fresh clone) the custom worker's
-    # first compilation of these loops can take longer than the 4 s limit and would read as a hang
+    # first compilation of these loops can take longer than the time limit and would read as a hang
     run_cli(*args, "--out", str(tmp_path / "warm"))
     proc = run_cli(*args, "--out", str(tmp_path / "out"), env=inject)
     assert proc.returncode == 1, proc.stderr[-2000:]
@@ -170,7 +170,7 @@ def test_shrinking_keeps_the_signature_and_makes_the_case_smaller():
             "nearest_mode": "floor",
         },
     )
-    with Pool(1, 60) as pool:
+    with Pool(1, NEVER) as pool:
         ev = evaluate(pool, case)
         (finding,) = [f for f in ev.findings if f.counts]
         assert (finding.side, finding.kind) == ("builtin", "value")
@@ -286,7 +286,7 @@ def test_ort_accepting_a_negative_size_under_a_policy_is_labelled():
         {"X": Tensor(np.ones((2, 2), np.float32)), "roi": None, "scales": None, "sizes": sizes},
         {"keep_aspect_ratio_policy": "not_smaller"},
     )
-    with Pool(1, 60) as pool:
+    with Pool(1, NEVER) as pool:
         ev = evaluate(pool, case)
         (finding,) = [f for f in ev.findings if f.counts]
         assert (finding.side, finding.kind, finding.detail) == ("builtin", "accepts-invalid", "size-negative")
@@ -392,7 +392,7 @@ def test_ort_rounding_tf_half_pixel_for_nn_coordinates_in_float32_is_labelled():
         },
         {"coordinate_transformation_mode": "tf_half_pixel_for_nn", "nearest_mode": "round_prefer_ceil"},
     )
-    with Pool(1, 60) as pool:
+    with Pool(1, NEVER) as pool:
         ev = evaluate(pool, case)
         (finding,) = [f for f in ev.findings if f.counts]
         sig = signature_of(pool, ev, finding)

@@ -15,6 +15,7 @@ import pytest
 
 from customops.accel import jit, parallel
 from customops.kernels.resize import resize
+from tests.helpers import NEVER
 from tests.kernels.test_fast_paths import OPS, Case
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -112,7 +113,7 @@ def test_a_slow_thread_holds_up_one_piece_only(monkeypatch) -> None:
     release = threading.Event()
 
     def loop(start, stop):
-        if threading.get_ident() != caller and not release.wait(timeout=5):
+        if threading.get_ident() != caller and not release.wait(timeout=NEVER):
             release.set()  # the caller is not taking the pieces: let the test end and fail
         done.append(threading.get_ident())
         if done.count(caller) >= total - 1:
@@ -180,7 +181,9 @@ def test_a_forked_child_gets_its_own_pool() -> None:
         print(os.waitstatus_to_exitcode(status))
         """
     )
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=NEVER
+    )
     assert out.stdout.strip() == "0", out.stderr
 
 
