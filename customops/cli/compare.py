@@ -211,6 +211,7 @@ def run(args: Any) -> int:
     from customops.eval import sides
     from customops.model.io import check_model_file, load_model_files
     from customops.registry import OP_TYPES
+    from customops.safeio import printable
 
     rtol, atol, by_name = tolerances(args.rtol or [], args.atol or [])
     check_settings(rtol=rtol, atol=atol, reference_limit=args.reference_limit, seed=args.seed)
@@ -244,7 +245,9 @@ def run(args: Any) -> int:
         reference_limit=args.reference_limit,
         providers=args.providers,
     )
-    print(comparison.result.summary if args.quiet else format_table(comparison.report, args.all_rows))
+    print(
+        printable(comparison.result.summary) if args.quiet else format_table(comparison.report, args.all_rows)
+    )
     write_outputs(args, comparison)
     if not args.quiet:
         log(f"compare took {time.perf_counter() - started:.1f} s")

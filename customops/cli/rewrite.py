@@ -75,12 +75,17 @@ def run_restore(args: argparse.Namespace) -> int:
     """``customops restore IN OUT``."""
     from customops.model.io import check_output_spares_input, load_model_files, save_model
     from customops.model.rewriter import is_rewritten, restore
+    from customops.registry import DOMAIN
     from customops.safeio import check_output_file
 
     check_output_file(args.output, "output")
     model, external, files = load_model_files(args.input)
     check_output_spares_input(args.output, files, external=external)
     count = is_rewritten(model)
-    save_model(restore(model), args.output, external=external or None)
-    print(f"restored {count} node(s); wrote {args.output}")
+    restored = restore(model)  # CustomOpsError (nothing written) when a node cannot be restored
+    save_model(restored, args.output, external=external or None)
+    if count:
+        print(f"restored {count} node(s); wrote {args.output}")
+    else:
+        print(f"nothing to restore (no node in the {DOMAIN} domain); wrote {args.output} unchanged")
     return 0

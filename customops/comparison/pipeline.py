@@ -35,13 +35,15 @@ from customops.errors import CustomOpsError
 from customops.eval.metrics import DEFAULT_TOLERANCES, STATS, Metrics
 from customops.eval.sides import SideRun
 from customops.eval.testcase import tensor_value
+from customops.model.io import check_in_memory
+from customops.safeio import printable
 
 __all__ = ["Comparison", "Report", "check_settings", "compare_model", "log"]
 
 
 def log(message: str) -> None:
-    """A progress line on stderr."""
-    print(message, file=sys.stderr, flush=True)
+    """A progress line on stderr, its names from the model escaped (:func:`customops.safeio.printable`)."""
+    print(printable(message), file=sys.stderr, flush=True)
 
 
 def check_settings(
@@ -574,6 +576,7 @@ def compare_model(
     settings = Settings(
         rtol, atol, repeats, reference_limit, resolve(providers), dict(tolerances or {}), check_error_stat
     )
+    check_in_memory(model, model_name)  # the sides' children get bytes: nothing may point at other files
     say = progress or (lambda _m: None)
     clock = Phases()
     p = prepare(model, feed, ops, say)

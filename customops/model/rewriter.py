@@ -18,9 +18,10 @@ from google.protobuf.message import DecodeError
 from onnx import AttributeProto, FunctionProto, GraphProto, ModelProto, NodeProto, helper
 
 from customops.errors import CustomOpsError
-from customops.model.io import all_graphs, all_nodes, subgraphs, walk_graph
+from customops.model.io import all_graphs, all_nodes, check_in_memory, load_model_files, subgraphs, walk_graph
 from customops.model.translate import HELPER_DOC, Namer, Skip, original_of, translate
-from customops.registry import DOMAIN, OP_TYPES, layer_string_refusal, lookup
+from customops.registry import DOMAIN, OP_TYPES, RESTORE_ATTR, layer_string_refusal, lookup
+from customops.safeio import printable
 
 STANDARD_DOMAINS = ("", "ai.onnx")
 
@@ -38,7 +39,7 @@ class NodeReport:
     def line(self) -> str:
         where = f"{self.scope}: " if self.scope != "graph" else ""
         tail = f" ({self.reason})" if self.reason else ""
-        return f"{self.status:8s} {where}{self.node} [{self.op}]{tail}"
+        return printable(f"{self.status:8s} {where}{self.node} [{self.op}]{tail}")
 
 
 @dataclass
@@ -332,8 +333,12 @@ def _check_selection(
 
 def as_model(model: Any) -> ModelProto:
     """``model`` as a ModelProto: one as is, serialized bytes parsed, a path loaded (external data
-    included); anything else, or a file or bytes that hold no model, raises CustomOpsError."""
+    included); anything else, a file or bytes that hold no model, text that is not UTF-8, or external
+    data in a model given without its path, raises CustomOpsError."""
+    if isinstance(model, (str, os.PathLike)):
+        return load_model_files(model)[0]
     if isinstance(model, ModelProto):
+        check_in_memory(model, "the ModelProto given")
         return model
     if isinstance(model, (bytes, bytearray, memoryview)):
         out = ModelProto()
@@ -341,11 +346,8 @@ def as_model(model: Any) -> ModelProto:
             out.ParseFromString(bytes(model))
         except DecodeError as exc:
             raise CustomOpsError(f"the bytes given are not a serialized ONNX model ({exc})") from None
+        check_in_memory(out, "the model bytes given")
         return out
-    if isinstance(model, (str, os.PathLike)):
-        from customops.model.io import load_model_files
-
-        return load_model_files(model)[0]
     raise CustomOpsError(
         f"model {type(model).__name__!r} is not an onnx.ModelProto, serialized bytes or a path to a model"
     )
@@ -404,8 +406,9 @@ def rewrite(
     return rewrite_model(model, ops=ops, nodes=nodes, exclude=exclude).model
 
 
-def _restore_nodes(container: GraphProto | FunctionProto) -> bool:
-    """Put back the original nodes of ``container`` (and its subgraphs) and their output shapes."""
+def _restore_nodes(container: GraphProto | FunctionProto, orphans: list[str]) -> bool:
+    """Put back the original nodes of ``container`` (and its subgraphs) and their output shapes; add to
+    ``orphans`` the nodes in our domain that carry no restore information."""
     nodes = list(container.node)
     found = [original_of(n) for n in nodes]  # every node's restore information is checked first
     helpers = {h for o in found if o is not None for h in o.helpers}
@@ -413,7 +416,7 @@ def _restore_nodes(container: GraphProto | FunctionProto) -> bool:
     changed = False
     for node, original in zip(nodes, found, strict=True):
         for _, sub in subgraphs(node):
-            changed |= _restore_nodes(sub)
+            changed |= _restore_nodes(sub, orphans)
         if original is not None:
             out.append(original.node)
             _restore_value_info(container, original.node.output[0], original.value_info)
@@ -421,6 +424,9 @@ def _restore_nodes(container: GraphProto | FunctionProto) -> bool:
         elif node.name in helpers and node.doc_string == HELPER_DOC:
             changed = True
         else:
+            if node.domain == DOMAIN:
+                label = node.name or (node.output[0] if node.output else "")
+                orphans.append(f"{label!r} [{node.op_type}]")
             out.append(node)
     if changed:
         del container.node[:]
@@ -447,14 +453,25 @@ def _drop_domain(container: object) -> None:
 def restore(model: Any) -> ModelProto:
     """The inverse of :func:`rewrite`: every node we swapped goes back to the original standard node,
     helpers the rewriter added are removed, and our opset import is dropped once nothing uses it.
-    ``model`` is an onnx.ModelProto (not modified), serialized bytes or a path (:func:`as_model`)."""
+    ``model`` is an onnx.ModelProto (not modified), serialized bytes or a path (:func:`as_model`).
+
+    A node in :data:`DOMAIN` without restore information (not made by :func:`rewrite`, or its record
+    removed) cannot be put back: CustomOpsError names every such node, and nothing is restored."""
     out = ModelProto()
     out.CopyFrom(as_model(model))
-    _restore_nodes(out.graph)
+    orphans: list[str] = []
+    _restore_nodes(out.graph, orphans)
     for fn in out.functions:
-        _restore_nodes(fn)
+        _restore_nodes(fn, orphans)
         if not any(n.domain == DOMAIN for n in fn.node):
             _drop_domain(fn)
+    if orphans:
+        shown = ", ".join(orphans[:5]) + (f" and {len(orphans) - 5} more" if len(orphans) > 5 else "")
+        raise CustomOpsError(
+            f"{len(orphans)} node(s) in the {DOMAIN} domain cannot be restored: {shown} carry no "
+            f"{RESTORE_ATTR} record (not made by customops.rewrite, or the record was removed); "
+            "nothing was restored"
+        )
     if not any(n.domain == DOMAIN for n in all_nodes(out)):
         _drop_domain(out)
     return out
