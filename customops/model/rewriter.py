@@ -18,7 +18,7 @@ from google.protobuf.message import DecodeError
 from onnx import AttributeProto, FunctionProto, GraphProto, ModelProto, NodeProto, helper
 
 from customops.errors import CustomOpsError
-from customops.model.io import all_graphs, all_nodes, subgraphs, walk_graph
+from customops.graphs import all_graphs, all_nodes, subgraphs, walk_graph
 from customops.model.translate import HELPER_DOC, Namer, Skip, original_of, translate
 from customops.registry import DOMAIN, OP_TYPES, layer_string_refusal, lookup
 
@@ -135,7 +135,7 @@ _BIG_TENSOR = 1 << 20
 
 def _without_big_data(model: ModelProto) -> ModelProto:
     """A copy whose large initializers keep their type and dims but not their data (for inference only)."""
-    from customops.model.io import model_tensors
+    from customops.graphs import model_tensors
 
     probe = ModelProto()
     probe.CopyFrom(model)
