@@ -47,12 +47,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import onnx
 import onnxruntime as ort
 from onnxruntime_extensions import PyCustomOpDef, _ocos, get_library_path, onnx_op
 
+from customops import safeio
 from customops.bridge import attrs as attr_codec
+from customops.bridge import domain
 from customops.dtypes import numpy_dtype
 from customops.errors import CustomOpsError, KernelError, brief
+from customops.graphs import model_tensors
 from customops.kernels import limits
 from customops.registry import (
     CUSTOM_OPS,
@@ -444,10 +448,7 @@ class InferenceSession(ort.InferenceSession):
         providers: Sequence[str] | None = None,
         **kwargs: Any,
     ) -> None:
-        if hasattr(model, "SerializeToString"):
-            model = model.SerializeToString()
-        elif isinstance(model, os.PathLike):
-            model = os.fspath(model)
+        model = _checked_model(model)
         options = session_options(sess_options)
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         super().__init__(
@@ -594,6 +595,30 @@ def _run_entry(options: ort.RunOptions, key: str) -> str | None:
         return options.get_run_config_entry(key)
     except RuntimeError:  # not set
         return None
+
+
+_MODEL_LIMIT = 2**31 - 1
+"""The largest model file read: protobuf's limit, ONNX Runtime's too."""
+
+
+def _checked_model(model: Any) -> Any:
+    """``model`` (a ModelProto, serialized bytes or a path) as handed to ONNX Runtime, once its nodes of
+    our domain have passed :func:`customops.bridge.domain.check_model` (CustomOpsError otherwise). ONNX
+    Runtime gets the very bytes checked; a file is read once, except a model with external data, whose
+    path ONNX Runtime needs to find that data (it reads the file again). Anything else is passed on for
+    ONNX Runtime to refuse."""
+    if hasattr(model, "SerializeToString"):
+        model = model.SerializeToString()
+    if isinstance(model, bytes):
+        domain.checked_bytes(model, "the model")
+        return model
+    if not isinstance(model, str | os.PathLike) or not isinstance(path := os.fspath(model), str):
+        return model
+    data = safeio.read_bounded(path, _MODEL_LIMIT, "model file")
+    proto = domain.checked_bytes(data, f"model file {path!r}")
+    if any(t.data_location == onnx.TensorProto.EXTERNAL for t in model_tensors(proto)):
+        return path
+    return data
 
 
 def _checked_feed(feed: Any) -> None:
