@@ -428,7 +428,10 @@ def _has_entry(options: ort.SessionOptions) -> bool:
 class InferenceSession(ort.InferenceSession):
     """An ``onnxruntime.InferenceSession`` with our custom ops registered.
 
-    ``model`` is a path, serialized bytes or an ``onnx.ModelProto``. ``providers`` defaults to the CPU.
+    ``model`` is a path, serialized bytes or an ``onnx.ModelProto``; its nodes of our domain must pass
+    :func:`customops.bridge.domain.check_model` (CustomOpsError otherwise), and ONNX Runtime gets the very
+    bytes checked. ``providers`` defaults to the CPU. A ``RunOptions`` given to a run is never written: the
+    run uses a copy of its settings (:func:`_run_options_for`).
     ``run`` (and ``run_with_ort_values``, ``run_with_iobinding``, ``run_with_ortvaluevector``) raises
     :class:`~customops.KernelError` with the kernel's own message when one of our kernels fails, and the
     process lives on; a KeyboardInterrupt or SystemExit met in a kernel stops the run after that node
