@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import numpy as np
 
@@ -49,19 +50,59 @@ def encode(kind: str, value: object) -> str:
     raise CustomOpsError(f"attribute kind {kind!r} is not one of {', '.join(KINDS)}")
 
 
+INT64 = (-(2**63), 2**63 - 1)
+"""The range of an ONNX int attribute (``AttributeProto.i`` and ``ints`` are int64)."""
+
+_INT_TEXT = re.compile(r"-?[0-9]+\Z")
+
+
 def decode(kind: str, text: str) -> object:
-    """Decode a string written by :func:`encode` for attribute kind ``kind``."""
+    """Decode a string written by :func:`encode` for attribute kind ``kind``; raises CustomOpsError for
+    text that :func:`encode` would not write for that kind (an int outside int64 included): the text comes
+    from the model, which anyone may have written."""
+    try:
+        return _decode(kind, text)
+    except (ValueError, TypeError, RecursionError):
+        raise CustomOpsError(
+            f"{text[:40]!r} is not {_KIND_TEXT.get(kind, kind)} as customops writes it"
+        ) from None
+
+
+_KIND_TEXT = {
+    "int": "an integer within int64",
+    "float": "a float",
+    "ints": "null or a JSON list of integers within int64",
+    "floats": "null or a bracketed list of floats",
+}
+
+
+def _int64(value: object) -> int:
+    if type(value) is not int or not INT64[0] <= value <= INT64[1]:
+        raise ValueError(value)
+    return value
+
+
+def _decode(kind: str, text: str) -> object:
     if kind == "int":
-        return int(text)
+        if not _INT_TEXT.match(text):
+            raise ValueError(text)
+        return _int64(int(text))
     if kind == "float":
         return float(text)
     if kind == "string":
         return text
     if kind == "ints":
-        return None if text == "null" else [int(v) for v in json.loads(text)]
+        values = json.loads(text)
+        if values is None:
+            return None
+        if type(values) is not list:
+            raise ValueError(text)
+        return [_int64(v) for v in values]
     if kind == "floats":
         if text == "null":
             return None
-        body = text.strip()[1:-1]
-        return [float(v) for v in body.split(",")] if body else []
+        if not (text.startswith("[") and text.endswith("]")):
+            raise ValueError(text)
+        body = text[1:-1]
+        return [float(v) for v in body.split(",")] if body.strip() else []
     raise CustomOpsError(f"attribute kind {kind!r} is not one of {', '.join(KINDS)}")

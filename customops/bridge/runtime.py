@@ -10,8 +10,10 @@ What happens when one of our kernels fails:
 
 * in a run of :class:`InferenceSession` (``run``, ``run_with_ort_values``, ``run_with_iobinding``,
   ``run_with_ortvaluevector``): the hook records the error in the context of the run in progress on the
-  calling thread and sets ``terminate`` on that run's ``RunOptions``; ONNX Runtime stops after the node
-  and the run raises :class:`~customops.KernelError` with the kernel's message. Errors are routed by
+  calling thread and sets ``terminate`` on that run's ``RunOptions``, which are always ours (a copy of the
+  caller's settings when the caller gives some: threads may share one, and only the failing run must
+  stop); ONNX Runtime stops after the node and the run raises :class:`~customops.KernelError` with the
+  kernel's message. Errors are routed by
   thread identity alone: with sequential execution ONNX Runtime calls our kernels on the thread that
   called run, and :class:`InferenceSession` always executes sequentially, so an error reaches exactly
   the run that caused it and never another one.
@@ -39,17 +41,22 @@ import signal
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import onnx
 import onnxruntime as ort
 from onnxruntime_extensions import PyCustomOpDef, _ocos, get_library_path, onnx_op
 
+from customops import safeio
 from customops.bridge import attrs as attr_codec
+from customops.bridge import domain
 from customops.dtypes import numpy_dtype
 from customops.errors import CustomOpsError, KernelError, brief
+from customops.graphs import model_tensors, refuse_external
 from customops.kernels import limits
 from customops.registry import (
     CUSTOM_OPS,
@@ -102,18 +109,23 @@ _declared = False
 
 
 class _RunContext:
-    """The run in progress on one thread: its RunOptions, the kernel errors it met, and a
+    """The run in progress on one thread: its RunOptions (always ours, never the caller's: the hook sets
+    ``terminate`` on them), the caller's RunOptions if any (``caller``), the kernel errors it met, and a
     KeyboardInterrupt or SystemExit met in it (``stop``)."""
 
-    __slots__ = ("errors", "run_options", "stop")
+    __slots__ = ("caller", "errors", "run_options", "stop")
 
-    def __init__(self, run_options: ort.RunOptions) -> None:
+    def __init__(self, run_options: ort.RunOptions, caller: ort.RunOptions | None = None) -> None:
         self.run_options = run_options
+        self.caller = caller
         self.errors: list[str] = []
         self.stop: BaseException | None = None
 
 
 _ACTIVE: dict[int, _RunContext] = {}
+_WATCHED: set[int] = set()
+"""Threads whose run of ours was given RunOptions by its caller: our kernels pass a ``terminate`` the
+caller sets on them on to the run's own options (:func:`_forward_terminate`)."""
 _CHECKED = limits.CHECKED
 _get_ident = threading.get_ident
 _THREAD = threading.local()
@@ -209,6 +221,8 @@ def _invoke(k_id: int, feed: Sequence[Any], raw_attrs: dict[str, str]) -> tuple[
             hit = _decode_attributes(binding, raw_attrs)
         label = hit[1]
         result = hit[2](*feed)
+        if _WATCHED:
+            _forward_terminate()
         if (
             type(result) is np.ndarray
             and result.dtype is binding.out_dtype
@@ -223,6 +237,15 @@ def _invoke(k_id: int, feed: Sequence[Any], raw_attrs: dict[str, str]) -> tuple[
         return (k_id, shape, data)
     except BaseException as exc:
         return _failed(binding, k_id, label, exc)
+
+
+def _forward_terminate() -> None:
+    """A ``terminate`` the caller set on the RunOptions of the run of ours in progress on this thread (to
+    cancel it from another thread), put on the options the run actually uses (ours), after each of our
+    kernels: the run stops after the node. Costs one test of :data:`_WATCHED` on runs without options."""
+    ctx = _current_context()
+    if ctx is not None and ctx.caller is not None and ctx.caller.terminate:
+        ctx.run_options.terminate = True
 
 
 def _failed(binding: _Binding, k_id: int, label: str, exc: BaseException) -> tuple[Any, ...]:
@@ -283,7 +306,10 @@ def _call_guarded(hook: Hook, k_id: int, feed: Sequence[Any], raw_attrs: dict[st
     if binding is None:
         return _STOCK_HOOK(k_id, feed, raw_attrs)
     try:
-        return _fit_answer(binding, k_id, hook(k_id, feed, raw_attrs))
+        answer = hook(k_id, feed, raw_attrs)
+        if _WATCHED:
+            _forward_terminate()
+        return _fit_answer(binding, k_id, answer)
     except BaseException as exc:
         return _failed(binding, k_id, binding.op.name, exc)
 
@@ -402,7 +428,10 @@ def _has_entry(options: ort.SessionOptions) -> bool:
 class InferenceSession(ort.InferenceSession):
     """An ``onnxruntime.InferenceSession`` with our custom ops registered.
 
-    ``model`` is a path, serialized bytes or an ``onnx.ModelProto``. ``providers`` defaults to the CPU.
+    ``model`` is a path, serialized bytes or an ``onnx.ModelProto``; its nodes of our domain must pass
+    :func:`customops.bridge.domain.check_model` (CustomOpsError otherwise), and ONNX Runtime gets the very
+    bytes checked. ``providers`` defaults to the CPU. A ``RunOptions`` given to a run is never written: the
+    run uses a copy of its settings (:func:`_run_options_for`).
     ``run`` (and ``run_with_ort_values``, ``run_with_iobinding``, ``run_with_ortvaluevector``) raises
     :class:`~customops.KernelError` with the kernel's own message when one of our kernels fails, and the
     process lives on; a KeyboardInterrupt or SystemExit met in a kernel stops the run after that node
@@ -422,10 +451,7 @@ class InferenceSession(ort.InferenceSession):
         providers: Sequence[str] | None = None,
         **kwargs: Any,
     ) -> None:
-        if hasattr(model, "SerializeToString"):
-            model = model.SerializeToString()
-        elif isinstance(model, os.PathLike):
-            model = os.fspath(model)
+        model = _checked_model(model)
         options = session_options(sess_options)
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         super().__init__(
@@ -482,39 +508,121 @@ class InferenceSession(ort.InferenceSession):
         )
 
     def _routed(self, call: Callable[[ort.RunOptions], Any], run_options: ort.RunOptions | None) -> Any:
-        """``call(run_options)`` as a run of ours on this thread: the hook records the kernel errors and
-        stops of the kernels this thread runs meanwhile in its context; raises the first
-        KeyboardInterrupt or SystemExit, else the first kernel error, after ONNX Runtime returns."""
+        """``call(options)`` as a run of ours on this thread: the hook records the kernel errors and stops
+        of the kernels this thread runs meanwhile in its context; raises the first KeyboardInterrupt or
+        SystemExit, else the first kernel error, after ONNX Runtime returns. ``options`` are always ours
+        (:func:`_run_options_for`): the hook stops a failing run by setting ``terminate`` on them, which
+        on the caller's RunOptions would stop every other run using them too."""
         tid = _get_ident()
         outer = _ACTIVE.get(tid)  # a run nested in another on the same thread (a kernel running a model)
-        if run_options is None:
-            # one RunOptions per thread, reused (creating one costs about as much as our whole hook on a
-            # tiny tensor); a nested run gets its own
-            run_options = _THREAD.__dict__.get("run_options") if outer is None else None
-            if run_options is None:
-                run_options = ort.RunOptions()
-                if outer is None:
-                    _THREAD.run_options = run_options
-        ctx = _RunContext(run_options)
+        ctx = _RunContext(_run_options_for(run_options, nested=outer is not None), run_options)
         _ACTIVE[tid] = ctx
+        watched = run_options is not None and tid not in _WATCHED
+        if watched:
+            _WATCHED.add(tid)
         try:
-            outputs = call(run_options)
+            outputs = call(ctx.run_options)
         except Exception:
             if not ctx.errors and ctx.stop is None:
                 raise
             outputs = None
         finally:
+            if watched:
+                _WATCHED.discard(tid)
             if outer is None:
                 del _ACTIVE[tid]
             else:
                 _ACTIVE[tid] = outer
             if ctx.errors or ctx.stop is not None:
-                run_options.terminate = False  # set by the hook to stop the run
+                ctx.run_options.terminate = False  # ours, set by the hook to stop the run
         if ctx.stop is not None:
             raise ctx.stop
         if ctx.errors:
             raise KernelError(ctx.errors[0])
         return outputs
+
+
+_RUN_PROPERTIES = tuple(name for name, value in vars(ort.RunOptions).items() if isinstance(value, property))
+"""Every setting of ONNX Runtime's RunOptions that Python can read and write (log_severity_level,
+log_verbosity_level, logid, only_execute_path_to_fetches, terminate, and training_mode in training
+builds)."""
+
+RUN_CONFIG_KEYS = (
+    "memory.enable_memory_arena_shrinkage",
+    "disable_synchronize_execution_providers",
+    "gpu_graph_id",
+    "external_device_graph_capture",
+    "qnn.htp_perf_mode",
+    "qnn.htp_perf_mode_post_run",
+    "qnn.rpc_control_latency",
+    "qnn.lora_config",
+)
+"""The run config entries ONNX Runtime defines (onnxruntime_run_options_config_keys.h), which a run of
+ours carries over from the caller's options: a RunOptions cannot list its entries."""
+
+_CALLER_KEYS: weakref.WeakKeyDictionary[ort.RunOptions, tuple[str, ...]] = weakref.WeakKeyDictionary()
+"""Which of :data:`RUN_CONFIG_KEYS` each caller's RunOptions held when a run of ours first met it: asking
+a RunOptions for an entry it lacks costs about 0.17 ms (an exception inside ONNX Runtime), too much for
+every run; entries present are read again on each run (1 us each)."""
+
+
+def _run_options_for(caller: ort.RunOptions | None, *, nested: bool) -> ort.RunOptions:
+    """The RunOptions a run of ours uses: without options from the caller, one per thread, reused
+    (creating one costs about as much as our whole hook on a tiny tensor; a nested run gets its own); with
+    them, a new copy of the caller's settings, so that ``terminate`` set by the hook stops this run alone
+    and the caller's options are never written."""
+    if caller is None:
+        ours = None if nested else _THREAD.__dict__.get("run_options")
+        if ours is None:
+            ours = ort.RunOptions()
+            if not nested:
+                _THREAD.run_options = ours
+        return ours
+    if not isinstance(caller, ort.RunOptions):
+        return caller  # not options at all: onnxruntime's own run says what is wrong with them
+    ours = ort.RunOptions()
+    for name in _RUN_PROPERTIES:
+        setattr(ours, name, getattr(caller, name))
+    keys = _CALLER_KEYS.get(caller)
+    if keys is None:
+        keys = _CALLER_KEYS[caller] = tuple(
+            key for key in RUN_CONFIG_KEYS if _run_entry(caller, key) is not None
+        )
+    for key in keys:
+        ours.add_run_config_entry(key, caller.get_run_config_entry(key))
+    return ours
+
+
+def _run_entry(options: ort.RunOptions, key: str) -> str | None:
+    try:
+        return options.get_run_config_entry(key)
+    except RuntimeError:  # not set
+        return None
+
+
+_MODEL_LIMIT = 2**31 - 1
+"""The largest model file read: protobuf's limit, ONNX Runtime's too."""
+
+
+def _checked_model(model: Any) -> Any:
+    """``model`` (a ModelProto, serialized bytes or a path) as handed to ONNX Runtime, once its text and
+    its nodes of our domain have passed :func:`customops.bridge.domain.checked_bytes` (CustomOpsError
+    otherwise). ONNX Runtime gets the very bytes checked. A model given without a file may not point at
+    external data (it has no directory to find it in); a file is read once, except a model with external
+    data, whose path ONNX Runtime needs to find that data (it reads the file again). Anything else is
+    passed on for ONNX Runtime to refuse."""
+    if hasattr(model, "SerializeToString"):
+        model = model.SerializeToString()
+    if isinstance(model, bytes):  # no directory: it may point at no external data
+        refuse_external(domain.checked_bytes(model, "the model"), "the model")
+        return model
+    if not isinstance(model, str | os.PathLike) or not isinstance(path := os.fspath(model), str):
+        return model
+    data = safeio.read_bounded(path, _MODEL_LIMIT, "model file")
+    proto = domain.checked_bytes(data, f"model file {path!r}")
+    if any(t.data_location == onnx.TensorProto.EXTERNAL for t in model_tensors(proto)):
+        return path
+    return data
 
 
 def _checked_feed(feed: Any) -> None:

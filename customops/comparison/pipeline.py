@@ -35,7 +35,7 @@ from customops.errors import CustomOpsError
 from customops.eval.metrics import DEFAULT_TOLERANCES, STATS, Metrics
 from customops.eval.sides import SideRun
 from customops.eval.testcase import tensor_value
-from customops.model.io import check_in_memory
+from customops.graphs import check_in_memory
 from customops.safeio import printable
 
 __all__ = ["Comparison", "Report", "check_settings", "compare_model", "log"]

@@ -18,7 +18,8 @@ from google.protobuf.message import DecodeError
 from onnx import AttributeProto, FunctionProto, GraphProto, ModelProto, NodeProto, helper
 
 from customops.errors import CustomOpsError
-from customops.model.io import all_graphs, all_nodes, check_in_memory, load_model_files, subgraphs, walk_graph
+from customops.graphs import all_graphs, all_nodes, check_in_memory, subgraphs, walk_graph
+from customops.model.io import load_model_files
 from customops.model.translate import HELPER_DOC, Namer, Skip, original_of, translate
 from customops.registry import DOMAIN, OP_TYPES, RESTORE_ATTR, layer_string_refusal, lookup
 from customops.safeio import printable
@@ -136,7 +137,7 @@ _BIG_TENSOR = 1 << 20
 
 def _without_big_data(model: ModelProto) -> ModelProto:
     """A copy whose large initializers keep their type and dims but not their data (for inference only)."""
-    from customops.model.io import model_tensors
+    from customops.graphs import model_tensors
 
     probe = ModelProto()
     probe.CopyFrom(model)

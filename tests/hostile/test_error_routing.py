@@ -156,3 +156,121 @@ def test_a_plain_session_failure_is_documented_as_invalidating_the_run(capfd):
     text = _SEMANTICS.read_text(encoding="utf-8")
     assert "## Kernel failures, interrupts and the layer's limits" in text
     assert "ReduceMean of it is 0" in text
+
+
+class _WatchedOptions(ort.RunOptions):
+    """A caller's RunOptions that records every value written to its ``terminate``. The first True written
+    also lets the other thread's held run go on (``release``) and waits until that run is over (``done``),
+    so a write of ours lands while the other run passes a node boundary, every time."""
+
+    def __init__(self, release: threading.Event, done: threading.Event) -> None:
+        super().__init__()
+        self.writes: list[bool] = []
+        self.release, self.done = release, done
+
+    @property
+    def terminate(self) -> bool:
+        return ort.RunOptions.terminate.__get__(self)
+
+    @terminate.setter
+    def terminate(self, value: bool) -> None:
+        self.writes.append(value)
+        ort.RunOptions.terminate.__set__(self, value)
+        if value:
+            self.release.set()
+            self.done.wait(60)
+
+
+def _resize_then_neg():
+    """Resize (ours, float) then a built-in Neg: ONNX Runtime looks at ``terminate`` between the two."""
+    from onnx import TensorProto, helper
+
+    nodes = [
+        helper.make_node("Resize", ["x", "", "scales"], ["r"]),
+        helper.make_node("Neg", ["r"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [helper.make_tensor("scales", TensorProto.FLOAT, [4], [1, 1, 2, 2])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    return customops.rewrite(model)
+
+
+def test_a_kernel_error_never_touches_the_callers_shared_run_options(monkeypatch):
+    """Issue 25, item 7: two sessions on two threads share one RunOptions (ONNX Runtime allows it). A
+    failing kernel of thread A must stop A's run through options of our own, never by setting
+    ``terminate`` on the caller's: thread B, inside its run meanwhile, would stop too, and A's reset
+    would undo a ``terminate`` the caller set to cancel its own runs."""
+    good_session = customops.InferenceSession(_resize_then_neg())
+    bad_model, _, bad = _resize(np.float64)
+    failing = customops.InferenceSession(bad_model)
+    entered, release = _held(monkeypatch, "float")
+    done = threading.Event()
+    shared = _WatchedOptions(release, done)
+    x = np.ones((1, 1, 2, 2), F32)
+
+    def valid_runs():
+        try:
+            return [good_session.run(None, {"x": x}, shared)[0] for _ in range(50)]
+        finally:
+            done.set()
+
+    thread, outcome = _in_thread(valid_runs)
+    assert entered.wait(60)  # thread B is inside its first run, held in our Resize
+    for _ in range(3):
+        with pytest.raises(customops.KernelError, match="scales"):
+            failing.run(None, bad, shared)  # thread A's kernel fails, with the same options
+    release.set()
+    thread.join(60)
+    assert isinstance(outcome[0], list), outcome  # every one of B's runs succeeded
+    assert all(y.shape == (1, 1, 4, 4) and (y == -1).all() for y in outcome[0])
+    assert shared.writes == [] and not shared.terminate
+
+
+def test_a_run_uses_options_of_its_own_carrying_the_callers_settings():
+    """The options a run of ours uses are not the caller's object, and carry every setting the caller
+    made that ONNX Runtime lets us read back (its properties and its documented run config entries)."""
+    model, good, _ = _resize()
+    sess = customops.InferenceSession(model)
+    seen = []
+
+    def recording(x, *args, **kwargs):
+        seen.append(runtime._current_context().run_options)
+        return np.zeros((1, 1, 4, 4), x.dtype)
+
+    options = ort.RunOptions()
+    options.log_severity_level = 3
+    options.log_verbosity_level = 2
+    options.logid = "caller"
+    options.only_execute_path_to_fetches = True
+    options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
+    options.add_run_config_entry("gpu_graph_id", "-1")
+    with runtime.kernel_replaced("Resize", recording):
+        sess.run(None, good, options)
+        sess.run(None, good, options)
+    assert len(seen) == 2 and seen[0] is not options and seen[1] is not seen[0]
+    for ours in seen:
+        assert (ours.log_severity_level, ours.log_verbosity_level, ours.logid) == (3, 2, "caller")
+        assert ours.only_execute_path_to_fetches and not ours.terminate
+        assert ours.get_run_config_entry("memory.enable_memory_arena_shrinkage") == "cpu:0"
+        assert ours.get_run_config_entry("gpu_graph_id") == "-1"
+
+
+def test_a_terminate_the_caller_sets_during_a_run_still_stops_it(monkeypatch):
+    """The caller's own ``terminate`` (to cancel its runs from another thread) reaches a run of ours that
+    uses a copy of its options: the run stops after the node of ours in progress."""
+    sess = customops.InferenceSession(_resize_then_neg())
+    entered, release = _held(monkeypatch, "float")
+    options = ort.RunOptions()
+    thread, outcome = _in_thread(lambda: sess.run(None, {"x": np.ones((1, 1, 2, 2), F32)}, options))
+    assert entered.wait(60)  # the run is inside our Resize
+    options.terminate = True  # the caller cancels it
+    release.set()
+    thread.join(60)
+    assert isinstance(outcome[0], Exception) and "terminate" in str(outcome[0]), outcome
+    assert options.terminate  # still the caller's to reset

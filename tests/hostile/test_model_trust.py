@@ -14,7 +14,8 @@ import pytest
 from onnx import TensorProto, helper
 
 import customops
-from customops.model.io import load_model_files, model_tensors
+from customops.graphs import model_tensors
+from customops.model.io import load_model_files
 from tests.helpers import ROOT, run_cli
 
 DECOY = np.array([1.5, 2.5, 3.5, 4.5], np.float32)
@@ -180,11 +181,12 @@ def _in_memory_entries():
         "rewrite_model": customops.rewrite_model,
         "restore": customops.restore,
         "compare": customops.compare,
+        "InferenceSession": customops.InferenceSession,
     }
 
 
 @pytest.mark.parametrize("form", ["ModelProto", "bytes"])
-@pytest.mark.parametrize("entry", ["rewrite", "rewrite_model", "restore", "compare"])
+@pytest.mark.parametrize("entry", ["rewrite", "rewrite_model", "restore", "compare", "InferenceSession"])
 def test_a_model_in_memory_that_points_at_external_data_is_refused(tmp_path, monkeypatch, form, entry):
     # the current directory holds the file: ORT would read it from there
     (tmp_path / "pyproject.toml").write_bytes(DECOY.tobytes())
