@@ -44,8 +44,9 @@ def signals_held() -> Iterator[None]:
                 break
 
 
-NATIVE_PACKAGES = ("numpy", "onnx", "onnxruntime", "onnxruntime_extensions")
-"""The packages with compiled parts the command line uses in its own process (numba is imported, held, by
+NATIVE_PACKAGES = ("numpy", "onnx", "onnxruntime", "customops.extensions")
+"""The packages with compiled parts the command line uses in its own process (onnxruntime-extensions
+through customops.extensions, which keeps the environment as it was; numba is imported, held, by
 customops.accel.jit when a first loop is needed)."""
 
 

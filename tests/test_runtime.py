@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -13,7 +14,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import customops
-from tests.helpers import ALL_DTYPES, NEVER, one_node_model, run_builtin, run_custom
+from tests.helpers import ALL_DTYPES, NEVER, one_node_model, run_builtin, run_custom, run_python
 
 F32 = np.float32
 
@@ -333,3 +334,31 @@ def test_empty_tensors_give_empty_results():
 def test_rewritten_model_passes_the_full_checker():
     model, _ = _resize_model(mode="cubic")
     onnx.checker.check_model(customops.rewrite(model), full_check=True)
+
+
+def test_loading_our_ops_leaves_the_environment_that_children_inherit_as_it_was():
+    """onnxruntime-extensions' import sets PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION=python: every process
+    started after it (compare's and the fuzzer's sides) parsed models with protobuf's pure-Python code,
+    which also treats text that is not UTF-8 otherwise. Neither the API nor the command line may pass
+    that on."""
+    script = textwrap.dedent(
+        """
+        import json, os, subprocess, sys
+        os.environ.pop("PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION", None)  # as set by nobody
+        before = dict(os.environ)
+        import customops
+        customops.session_options()
+        from customops.signals import import_held
+        import_held()
+        changed = sorted(k for k in set(os.environ) | set(before) if os.environ.get(k) != before.get(k))
+        child = subprocess.run(
+            [sys.executable, "-c", "from google.protobuf.internal import api_implementation as a; print(a.Type())"],
+            capture_output=True, text=True, check=True,
+        )
+        print(json.dumps([changed, child.stdout.strip()]))
+        """
+    )
+    proc = run_python("-c", script)
+    assert proc.returncode == 0, proc.stderr
+    changed, implementation = json.loads(proc.stdout)
+    assert changed == [] and implementation == "upb", (changed, implementation)

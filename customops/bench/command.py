@@ -43,7 +43,7 @@ def machine() -> dict[str, Any]:
         "numpy": np.__version__,
     }
     try:
-        import onnxruntime_extensions
+        from customops.extensions import onnxruntime_extensions
 
         info["onnxruntime_extensions"] = onnxruntime_extensions.__version__
     except ImportError:  # pragma: no cover

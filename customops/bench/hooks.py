@@ -22,9 +22,8 @@ class Hooks:
     """Swap onnxruntime-extensions' invocation hook: ours, the stock path, or ours under a probe."""
 
     def __init__(self) -> None:
-        from onnxruntime_extensions import PyCustomOpDef
-
         from customops.bridge import runtime
+        from customops.extensions import PyCustomOpDef
 
         self.runtime = runtime
         self.install_hooker = PyCustomOpDef.install_hooker

@@ -49,13 +49,13 @@ from typing import Any
 import numpy as np
 import onnx
 import onnxruntime as ort
-from onnxruntime_extensions import PyCustomOpDef, _ocos, get_library_path, onnx_op
 
 from customops import safeio
 from customops.bridge import attrs as attr_codec
 from customops.bridge import domain
 from customops.dtypes import numpy_dtype
 from customops.errors import CustomOpsError, KernelError, brief
+from customops.extensions import PyCustomOpDef, get_library_path, ocos, onnx_op
 from customops.graphs import model_tensors, refuse_external
 from customops.kernels import limits
 from customops.registry import (
@@ -103,7 +103,7 @@ class _Binding:
 
 
 _BINDINGS: dict[int, _Binding] = {}
-_STOCK_HOOK = _ocos._on_pyop_invocation
+_STOCK_HOOK = ocos._on_pyop_invocation
 _lock = threading.Lock()
 _declared = False
 
