@@ -213,7 +213,7 @@ def wrong_kernel_dir(directory) -> str:
 
 
 def run_cli(
-    *args: str, cwd: object = None, env: dict[str, str] | None = None, timeout: float = 300
+    *args: str, cwd: object = None, env: dict[str, str] | None = None, timeout: float = NEVER
 ) -> subprocess.CompletedProcess:
     """``customops ARGS`` in a child process (``cwd`` its working directory, ``env`` added to ours)."""
     return subprocess.run(
@@ -227,7 +227,7 @@ def run_cli(
 
 
 def run_python(
-    *args: str, env: dict[str, str] | None = None, timeout: float = 300
+    *args: str, env: dict[str, str] | None = None, timeout: float = NEVER
 ) -> subprocess.CompletedProcess:
     """``python ARGS`` in a child process started in the repository's root, which is on its path (a
     ``-c`` script may import customops and tests.helpers); ``env`` added to ours."""
