@@ -156,20 +156,42 @@ class Runner:
 
     def run(self, request: Request) -> Reply:
         """Run ``request``; :class:`Failed` for an error of the side."""
-        import numpy as np
 
         with tempfile.TemporaryDirectory(prefix="customops-profile-") as tmp:
             sess = self.session(request, tmp if request.repeats else None)
             values = staged("run", sess.run, None, request.feed)
+            names = output_names(sess)[: None if request.whole else 1]
+            values = staged("run", tensors, names, values)
             if not request.whole:
-                return Reply("ok", np.asarray(values[0]))
+                return Reply("ok", values[0])
             for _ in range(max(request.repeats - 1, 0)):
                 staged("run", sess.run, None, request.feed)
-            names = [o.name for o in sess.get_outputs()]
             reply = Reply("ok", dict(zip(names, values, strict=True)))
             if request.repeats:
                 reply.times, reply.placement = kernel_times(sess)
         return reply
+
+
+NOT_TENSORS = {list: "a sequence", tuple: "a sequence", dict: "a map", type(None): "an absent optional value"}
+
+
+def output_names(sess: Any) -> list[str]:
+    """The output names of an ORT session or of onnx.reference's evaluator."""
+    if hasattr(sess, "get_outputs"):
+        return [o.name for o in sess.get_outputs()]
+    return list(sess.output_names)
+
+
+def tensors(names: list[str], values: list[Any]) -> list[Any]:
+    """``values`` (one per name), each a numpy array: a sequence, a map or an absent optional value is
+    refused (TypeError), as compare and the fuzzer compare tensors element by element (docs/compare.md)."""
+    import numpy as np
+
+    for name, value in zip(names, values, strict=False):
+        if not isinstance(value, np.ndarray) and not np.isscalar(value):
+            kind = NOT_TENSORS.get(type(value), f"a {type(value).__name__}")
+            raise TypeError(f"output {name!r} is {kind}, not a tensor: only tensors are compared")
+    return [np.asarray(v) for v in values[: len(names)]]
 
 
 def kernel_times(sess: Any) -> tuple[dict[str, float], dict[str, str]]:
@@ -195,11 +217,14 @@ def kernel_times(sess: Any) -> tuple[dict[str, float], dict[str, str]]:
 
 
 def bounded(reply: Reply, limit: int) -> Reply:
-    """``reply``, or an error in its place when its outputs hold more than ``limit`` bytes."""
+    """``reply``, or an error in its place when its outputs hold more than ``limit`` bytes (strings counted
+    by their encoded bytes: customops.dtypes.real_nbytes)."""
     import numpy as np
 
+    from customops.dtypes import real_nbytes
+
     values = reply.value.values() if isinstance(reply.value, dict) else [reply.value]
-    size = sum(int(np.asarray(v).nbytes) for v in values)
+    size = sum(real_nbytes(np.asarray(v)) for v in values)
     if size <= limit:
         return reply
     text = f"the outputs of this run hold {size} bytes, over the {limit} bytes sent back"
