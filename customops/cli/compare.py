@@ -52,7 +52,7 @@ def add_parser(sub: Any) -> None:
         "--reference-limit",
         type=int,
         help="most work a node may ask of onnx.reference: output elements x taps, RoiAlign's samples, at "
-        "least its inputs' elements (default per op, about 5 s of the reference: Resize and Upsample 200M, "
+        "least its inputs' elements (default per op, about 5 s of the reference: Resize and Upsample 48M, "
         "Pad and CenterCropPad 50M, AffineGrid 12M, RoiAlign 1M, Col2Im 500k, DeformConv 50k, GridSample 30k)",
     )
     p.add_argument(
