@@ -8,6 +8,9 @@ numpy object arrays, as ONNX Runtime and onnx.reference hand them over.
 
 from __future__ import annotations
 
+import math
+import sys
+
 import numpy as np
 from onnx import TensorProto, helper
 
@@ -43,3 +46,44 @@ def code_of(dtype: np.dtype) -> int:
 def elem_of(array: np.ndarray) -> str:
     """The element type name of a numpy array."""
     return NAME[code_of(np.asarray(array).dtype)]
+
+
+STRING_ELEMENT = 64
+"""Bytes counted for each element of a string array besides its characters: the pointer of an object
+array and the Python string it points to (49 bytes and more in CPython), which is what every string costs
+once compare or ONNX Runtime's Python API holds it, whatever its width in a unicode or bytes array (even
+zero: ``<U0``)."""
+
+
+def declared_nbytes(shape: tuple[int, ...] | list[int], dtype: np.dtype) -> int:
+    """The bytes an array of ``shape`` and ``dtype`` takes in memory, before its characters are known
+    (exact Python integers, nothing overflows): a string element (object, unicode or bytes) at
+    :data:`STRING_ELEMENT` plus its fixed width, every other element at its itemsize and at least one
+    byte, so that no element type (``<U0``, ``V0``) hides how many elements there are."""
+    count = math.prod(int(d) for d in shape)
+    dtype = np.dtype(dtype)
+    if dtype.kind == "O":
+        return count * STRING_ELEMENT
+    if dtype.kind in "US":
+        return count * (STRING_ELEMENT + dtype.itemsize)
+    return count * max(dtype.itemsize, 1)
+
+
+def real_nbytes(array: np.ndarray) -> int:
+    """The bytes ``array`` really holds: :func:`declared_nbytes` plus, for an object array, the UTF-8
+    bytes of each string (``nbytes`` counts 8 bytes a string, whatever its length). Every bound on the size
+    of an array handed over or read (a side's outputs, inputs) counts with this."""
+    total = declared_nbytes(array.shape, array.dtype)
+    if array.dtype.kind == "O":
+        total += sum(_content_bytes(item) for item in array.flat)
+    return total
+
+
+def _content_bytes(item: object) -> int:
+    if isinstance(item, str):
+        return len(item.encode("utf-8", "surrogatepass"))
+    if isinstance(item, bytes):
+        return len(item)
+    if isinstance(item, np.ndarray):
+        return real_nbytes(item)
+    return sys.getsizeof(item)

@@ -51,9 +51,16 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--reference-limit",
         type=int,
-        help="largest input (elements) given to onnx.reference (default per op, about 5 s of the reference: "
-        "Resize, Upsample and AffineGrid 12M, Pad and CenterCropPad 50M, Col2Im 2M, RoiAlign 250k, "
-        "GridSample 30k, DeformConv 3.5k)",
+        help="most work a node may ask of onnx.reference: output elements x taps, RoiAlign's samples, at "
+        "least its inputs' elements (default per op, about 5 s of the reference: Resize and Upsample 48M, "
+        "Pad and CenterCropPad 50M, AffineGrid 12M, RoiAlign 1M, Col2Im 500k, DeformConv 50k, GridSample 30k)",
+    )
+    p.add_argument(
+        "--reference-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="seconds onnx.reference may take for one node before it is stopped, the node then having no "
+        "third vote (default 120)",
     )
     p.add_argument("--json", metavar="PATH", help="write the full report as JSON")
     p.add_argument("--html", metavar="PATH", help="write a self-contained HTML report with heat maps")
@@ -243,6 +250,9 @@ def run(args: Any) -> int:
         seed=args.seed,
         progress=None if args.quiet else log,
         reference_limit=args.reference_limit,
+        reference_timeout=sides.REFERENCE_TIMEOUT
+        if args.reference_timeout is None
+        else args.reference_timeout,
         providers=args.providers,
     )
     print(

@@ -1,11 +1,13 @@
 """compare's inputs: generated from the declared types and shapes (seeded), or read from an .npz file or
-an ONNX test-case directory, and checked against the graph inputs; at most :data:`INPUT_LIMIT` bytes."""
+an ONNX test-case directory, and checked against the graph inputs; at most :data:`INPUT_LIMIT` bytes, as
+customops.dtypes.declared_nbytes counts them (every element counts, whatever its type's size)."""
 
 from __future__ import annotations
 
 import math
 import os
 import re
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -24,9 +26,39 @@ DEFAULT_DIM = 4
 """Size given to a symbolic dimension without ``--dim``."""
 
 INPUT_LIMIT = 4 * 2**30
-"""Most bytes of inputs read from a file or generated (reckoned at 8 bytes an element while generating):
-both sides then run the model on them, and more than this does not fit this tool's purpose on the
-machines it runs on."""
+"""Most bytes of inputs read from a file or generated, counted as they take memory here
+(customops.dtypes.declared_nbytes: a string at 64 bytes and more, any other element at its size and at
+least one byte; at least 8 bytes an element while generating): both sides then run the model on them, and
+more than this does not fit this tool's purpose on the machines it runs on."""
+
+_DIGITS = 30
+"""Most digits of a size in --dim and --input-shape: a longer one is larger than any input may be (and
+past 4300 digits Python refuses to read it)."""
+
+
+def _size(text: str, option: str, item: str) -> int:
+    """A non-negative decimal size (already matched as digits) of at most :data:`_DIGITS` digits."""
+    digits = text.strip().lstrip("0")
+    if len(digits) > _DIGITS:
+        raise CustomOpsError(f"{option} {item[:60]!r}...: a size has at most {_DIGITS} digits")
+    return int(digits or "0")
+
+
+def check_tensor_interface(model: ModelProto) -> None:
+    """Refuse, before any work, a graph input or output that is not a tensor (a sequence, an optional
+    value, a map, a sparse tensor): compare compares tensors element by element (docs/compare.md, What is
+    compared). A value whose type is not declared is let through; the sides refuse it if it is not a
+    tensor."""
+    for kind, values in (("input", graph_inputs(model)), ("output", model.graph.output)):
+        for v in values:
+            which = v.type.WhichOneof("value")
+            if which not in (None, "tensor_type"):
+                what = which.removesuffix("_type").replace("_", " ")
+                article = "an" if what[0] in "aeiou" else "a"
+                raise CustomOpsError(
+                    f"graph {kind} {v.name!r} is {article} {what}, not a tensor: compare takes models whose graph "
+                    "inputs and outputs are tensors"
+                )
 
 
 def check_seed(seed: int) -> None:
@@ -57,7 +89,7 @@ def parse_dims(items: Sequence[str]) -> dict[str, int]:
             raise CustomOpsError(f"--dim {item!r} is not NAME=VALUE with a non-negative integer VALUE")
         if name.strip() in dims:
             raise CustomOpsError(f"--dim {name.strip()!r} is given twice")
-        dims[name.strip()] = int(value)
+        dims[name.strip()] = _size(value, "--dim", item)
     return dims
 
 
@@ -77,13 +109,13 @@ def parse_input_shapes(items: Sequence[str]) -> dict[str, list[int]]:
             )
         if name in shapes:
             raise CustomOpsError(f"--input-shape {name!r} is given twice")
-        shapes[name] = [int(p) for p in parts]
+        shapes[name] = [_size(p, "--input-shape", item) for p in parts]
     return shapes
 
 
 def parse_val_ranges(items: Sequence[str]) -> dict[str | None, Range]:
     """``["0,255", "mask:0,1"]`` -> value ranges by input name (None: every other input); LO <= HI,
-    both finite; CustomOpsError otherwise."""
+    both finite and HI - LO finite too (the uniform draw scales by it); CustomOpsError otherwise."""
     ranges: dict[str | None, Range] = {}
     for item in items:
         name, _, text = item.rpartition(":")
@@ -94,6 +126,10 @@ def parse_val_ranges(items: Sequence[str]) -> dict[str | None, Range]:
             lo, hi = math.nan, math.nan
         if len(lo_hi) != 2 or not (math.isfinite(lo) and math.isfinite(hi) and lo <= hi):
             raise CustomOpsError(f"--val-range {item!r} is not [NAME:]LO,HI with finite LO <= HI")
+        if not math.isfinite(hi - lo):
+            raise CustomOpsError(
+                f"--val-range {item!r}: HI - LO overflows a double (at most {sys.float_info.max:.6g} is allowed)"
+            )
         key = name or None
         if key in ranges:
             raise CustomOpsError(f"--val-range for {key or 'every input'!r} is given twice")
@@ -113,6 +149,7 @@ def generate_inputs(
     uniform in the input's range of ``ranges`` (by name, else the None entry: floats in [LO, HI), integers
     in [LO, HI] within the type), else floats standard normal and integers uniform in [0, 16)."""
     check_seed(seed)
+    check_tensor_interface(model)
     rng = np.random.default_rng(seed)
     dims, shapes, ranges = dims or {}, shapes or {}, ranges or {}
     _check_names(model, dims, shapes, ranges)
@@ -175,7 +212,7 @@ def _check_generated_size(shapes: dict[str, tuple[list[int], np.dtype]]) -> None
                     f"graph input {name!r} declares a dimension of {d}: each must be at least 0 and the "
                     f"inputs at most {INPUT_LIMIT / 2**30:.0f} GiB; pass --inputs"
                 )
-        total += math.prod(shape) * max(dtype.itemsize, 8)
+        total += max(dtypes.declared_nbytes(shape, dtype), math.prod(shape) * 8)
     if total > INPUT_LIMIT:
         raise CustomOpsError(
             f"the generated inputs would take {total / 2**30:.1f} GiB, over the {INPUT_LIMIT / 2**30:.0f} GiB "
@@ -251,34 +288,52 @@ def _read_npz(path: Path) -> dict[str, np.ndarray]:
         if declared > INPUT_LIMIT:
             raise CustomOpsError(f"{what}: its arrays take {declared} bytes, over the {INPUT_LIMIT} allowed")
         f.seek(0)
-        _check_npz_headers(f, what)
+        _check_npz_headers(f, what, str(path))
         f.seek(0)
         return _npz_arrays(f, path, what)
 
 
-def npy_fits(fp: Any, available: int) -> bool:
-    """Whether the .npy array at ``fp`` declares (in its header: shape and dtype) at most the ``available``
-    bytes it holds. numpy allocates what the header declares before reading the data, so a crafted header
-    is checked first."""
+def npy_declared(fp: Any, available: int) -> int:
+    """The bytes the .npy array at ``fp`` will take in memory once read (customops.dtypes.declared_nbytes of
+    the shape and dtype its header declares); ValueError when the header declares more data than the
+    ``available`` bytes hold. numpy allocates what the header declares before reading the data, so a
+    crafted header is checked first; a zero-size element type (``<U0``) holds no data but still counts
+    its elements."""
     start = fp.tell()
     version = np.lib.format.read_magic(fp)
     header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
     shape, _, dtype = header(fp)
-    return math.prod(shape) * dtype.itemsize <= available - (fp.tell() - start)
+    if math.prod(shape) * dtype.itemsize > available - (fp.tell() - start):
+        raise ValueError("its header declares more data than it holds")
+    return dtypes.declared_nbytes(shape, dtype)
 
 
-def _check_npz_headers(f: Any, what: str) -> None:
-    """Refuse an .npz member whose header declares more array bytes than the member holds."""
+def _check_declared(total: int, what: str) -> None:
+    if total > INPUT_LIMIT:
+        raise CustomOpsError(
+            f"{what}: its arrays would take {total} bytes in memory (a string element counts "
+            f"{dtypes.STRING_ELEMENT} bytes and more, any other at least 1), over the {INPUT_LIMIT} allowed"
+        )
+
+
+def _check_npz_headers(f: Any, what: str, name: str) -> None:
+    """Refuse an .npz member whose header declares more array bytes than the member holds, and arrays that
+    would take more than :data:`INPUT_LIMIT` bytes in memory together."""
     import zipfile
 
+    total = 0
     try:
         with zipfile.ZipFile(f) as z:
             for info in z.infolist():
                 with z.open(info) as member:
-                    if info.filename.endswith(".npy") and not npy_fits(member, info.file_size):
-                        raise CustomOpsError(f"{what}: {info.filename!r} declares more data than it holds")
+                    if info.filename.endswith(".npy"):
+                        try:
+                            total += npy_declared(member, info.file_size)
+                        except ValueError as exc:
+                            raise CustomOpsError(f"{what}: {info.filename!r}: {exc}") from None
     except (OSError, zipfile.BadZipFile, ValueError) as exc:
         raise CustomOpsError(f"{what} ({described(exc)})") from None
+    _check_declared(total, repr(name))
 
 
 def _npz_arrays(f: Any, path: Path, what: str) -> dict[str, np.ndarray]:
@@ -297,7 +352,10 @@ def _npz_arrays(f: Any, path: Path, what: str) -> dict[str, np.ndarray]:
 
 
 def check_inputs(model: ModelProto, feed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Validate names, element types and fixed dimensions of ``feed`` against the graph inputs."""
+    """Validate names, element types and fixed dimensions of ``feed`` against the graph inputs (tensors
+    only), and its size: at most :data:`INPUT_LIMIT` bytes (customops.dtypes.real_nbytes), counted before
+    strings are made Python objects."""
+    check_tensor_interface(model)
     expected = {v.name: v for v in graph_inputs(model)}
     for name in feed:
         if name not in expected:
@@ -305,10 +363,13 @@ def check_inputs(model: ModelProto, feed: dict[str, np.ndarray]) -> dict[str, np
                 f"input {name!r} is not a graph input (graph inputs: {', '.join(map(repr, expected)) or 'none'})"
             )
     out: dict[str, np.ndarray] = {}
+    total = 0
     for name, v in expected.items():
         if name not in feed:
             raise CustomOpsError(f"graph input {name!r} has no value in the given inputs")
         value = np.asarray(feed[name])
+        total += dtypes.real_nbytes(value)
+        _check_declared(total, "the inputs")
         elem, declared = _declared(v)
         want = dtypes.numpy_dtype(elem) if elem else value.dtype
         if value.dtype.kind in "US" and want.kind == "O":
@@ -362,15 +423,15 @@ def read_polygraphy_json(path: Path) -> dict[str, np.ndarray]:
     feed = data[0] if isinstance(data, list) and data else None
     if not isinstance(feed, dict) or not feed:
         raise CustomOpsError(f"{what}: expected a list of {{input name: array}} objects")
-    arrays = {}
+    arrays, total = {}, 0
     for name, value in feed.items():
         encoded = value.get("array") if isinstance(value, dict) else None
         if not isinstance(encoded, str):
             raise CustomOpsError(f"{what}: input {str(name)!r} is not an encoded array")
         try:
             raw = base64.b64decode(encoded, validate=True)
-            if not npy_fits(io.BytesIO(raw), len(raw)):
-                raise ValueError("its header declares more data than it holds")
+            total += npy_declared(io.BytesIO(raw), len(raw))
+            _check_declared(total, repr(name))
             arrays[str(name)] = np.load(io.BytesIO(raw), allow_pickle=False)
         except ValueError as exc:
             raise CustomOpsError(f"{what}: input {str(name)!r} ({described(exc)})") from None

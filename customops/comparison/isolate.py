@@ -14,10 +14,9 @@ from onnx import ModelProto, NodeProto, helper
 from customops import dtypes
 from customops.eval import sides
 from customops.eval.attribution import attribution
-from customops.eval.messages import described
 from customops.eval.metrics import Metrics, compare_arrays, tolerance_for
 from customops.eval.sides import SideRun
-from customops.eval.testcase import tensor_proto
+from customops.eval.testcase import tensor_proto, tensor_value
 from customops.registry import CUSTOM_OPS, CustomOp
 
 
@@ -72,16 +71,26 @@ def _node_model(
     return model, feed
 
 
-def _run_reference(model: ModelProto, feed: dict[str, np.ndarray]) -> np.ndarray:
-    """The node's output on onnx.reference. Its numpy warnings (NaN and inf arithmetic on such inputs) are
-    silenced: they are not ours to report, and under ``-W error`` they cost the third vote."""
-    import warnings
+def reference_work_of(rewritten: ModelProto, feed: dict[str, np.ndarray]) -> float:
+    """The work onnx.reference would do for the one node of ``rewritten`` (customops.kernels.work), read
+    from its node in our domain: inputs from ``feed``, the rewrite's initializers and through its Casts
+    (a bridged type's value has the same shape and numbers), attributes decoded. A model with no node of
+    ours: its inputs' elements."""
+    from customops.bridge import attrs as codec
+    from customops.kernels.work import reference_work
+    from customops.registry import DOMAIN
 
-    from onnx.reference import ReferenceEvaluator
-
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return np.asarray(ReferenceEvaluator(model).run(None, feed)[0])
+    values = {**feed, **{t.name: tensor_value(t, "initializer") for t in rewritten.graph.initializer}}
+    for n in rewritten.graph.node:
+        if n.domain == DOMAIN and n.op_type in CUSTOM_OPS:
+            kinds = dict(CUSTOM_OPS[n.op_type].attributes)
+            attrs = {
+                a.name: codec.decode(kinds[a.name], a.s.decode()) for a in n.attribute if a.name in kinds
+            }
+            return reference_work(n.op_type, [values.get(i) if i else None for i in n.input], attrs)
+        if n.op_type == "Cast" and n.input[0] in values:
+            values[n.output[0]] = values[n.input[0]]
+    return float(sum(int(np.asarray(v).size) for v in feed.values()))
 
 
 @dataclass
@@ -100,9 +109,13 @@ def run_isolated(
     model: ModelProto,
     reference_limit: int | None = None,
     providers: list[str] | None = None,
+    reference_timeout: float = sides.REFERENCE_TIMEOUT,
 ) -> Isolated:
     """Run ``node`` alone on the built-in side (on ``providers``; None: CPU), on ours and with
-    onnx.reference."""
+    onnx.reference: each in its side's child process; the reference only when the work the node asks of
+    it is within ``reference_limit`` (None: the op's, customops.registry), and for ``reference_timeout``
+    seconds at most. A reference that does not run, or is cut by a bound, is no third vote, with its
+    reason in ``errors``."""
     from customops.model.rewriter import rewrite_model
 
     constants = frozenset(t.name for t in model.graph.initializer)
@@ -123,15 +136,17 @@ def run_isolated(
             errors["custom"] = c.error
         else:
             outputs["custom"] = next(iter(c.values.values()))
-    size = sum(int(np.asarray(v).size) for v in feed.values())
+    work = float(sum(int(v.size) for v in feed.values())) if rewritten.skipped else None
+    work = reference_work_of(rewritten.model, feed) if work is None else work
     limit = reference_limit_of(node.op_type, reference_limit)
-    if size > limit:
-        errors["reference"] = f"not run: the inputs have {size} elements, over the reference limit {limit}"
+    if work > limit:
+        errors["reference"] = (
+            f"not run: the node asks onnx.reference for about {work:.3g} steps (elements, samples, taps), "
+            f"over the reference limit {limit}"
+        )
     else:
-        try:
-            outputs["reference"] = _run_reference(one, feed)
-        except Exception as exc:
-            errors["reference"] = described(exc)
+        value, errors["reference"] = sides.run_reference(one.SerializeToString(), feed, reference_timeout)
+        outputs["reference"] = value
     return Isolated(one, feed, outputs, errors)
 
 

@@ -33,7 +33,7 @@ from customops.comparison.isolate import (
 from customops.comparison.known import labels
 from customops.errors import CustomOpsError
 from customops.eval.metrics import DEFAULT_TOLERANCES, STATS, Metrics
-from customops.eval.sides import SideRun
+from customops.eval.sides import REFERENCE_TIMEOUT, SideRun
 from customops.eval.testcase import tensor_value
 from customops.graphs import check_in_memory
 from customops.safeio import printable
@@ -67,7 +67,9 @@ class Settings:
     atol: float | None = None
     repeats: int = 3
     reference_limit: int | None = None
-    """Elements given to onnx.reference at most (None: per op, customops.comparison.isolate)."""
+    """Work asked of onnx.reference at most (None: per op, customops.comparison.isolate)."""
+    reference_timeout: float = REFERENCE_TIMEOUT
+    """Seconds onnx.reference may take for one node (customops.eval.sides.REFERENCE_TIMEOUT)."""
     providers: list[str] = field(default_factory=lambda: ["CPUExecutionProvider"])
     """The built-in side's execution providers, as ORT names (customops.comparison.providers)."""
     by_name: dict[str, tuple[float | None, float | None]] = field(default_factory=dict)
@@ -338,7 +340,7 @@ def judge_node(
     differs = in_model is not None and not in_model.passed
     iso = None
     if all(n in known for n in node.input if n):
-        iso = run_isolated(node, known, p.model, s.reference_limit, s.providers)
+        iso = run_isolated(node, known, p.model, s.reference_limit, s.providers, s.reference_timeout)
         word, pairs = attribute(iso, *s.tol(out_name), s.stat)
         pairs_json = {k: None if m is None else m.to_json() for k, m in pairs.items()}
         entry.isolated, entry.attribution = {**pairs_json, "errors": iso.errors}, word
@@ -558,6 +560,7 @@ def compare_model(
     providers: Sequence[str] | None = None,
     tolerances: dict[str, tuple[float | None, float | None]] | None = None,
     check_error_stat: str = "elemwise",
+    reference_timeout: float = REFERENCE_TIMEOUT,
 ) -> Comparison:
     """Compare ``model`` on ``feed`` between ORT's built-in kernels and ours; see the module docstring.
     ``rtol`` and ``atol`` (default: per dtype) must be finite and at least 0, ``reference_limit`` (None: per
@@ -565,7 +568,8 @@ def compare_model(
     built-in side (ORT names or aliases such as cuda; default CPU); ours always run on CPU.
     ``tolerances``: (rtol, atol) by tensor name (graph outputs, swapped nodes' outputs), either None for
     the global one. ``check_error_stat``: what decides whether a tensor passes (customops.eval.metrics.STATS:
-    each element, or the max, mean or median error, as Polygraphy's)."""
+    each element, or the max, mean or median error, as Polygraphy's). ``reference_timeout``: seconds
+    onnx.reference may take for one node (a positive finite number)."""
     check_settings(rtol=rtol, atol=atol, reference_limit=reference_limit)
     for r, a in (tolerances or {}).values():
         check_settings(rtol=r, atol=a)
@@ -573,9 +577,12 @@ def compare_model(
 
     if check_error_stat not in STATS:
         raise CustomOpsError(f"--check-error-stat {check_error_stat!r} is not one of {', '.join(STATS)}")
+    if not (math.isfinite(reference_timeout) and reference_timeout > 0):
+        raise CustomOpsError(f"--reference-timeout {reference_timeout!r} must be a finite number above 0")
     settings = Settings(
-        rtol, atol, repeats, reference_limit, resolve(providers), dict(tolerances or {}), check_error_stat
+        rtol, atol, repeats, reference_limit, reference_timeout, resolve(providers), dict(tolerances or {})
     )
+    settings.stat = check_error_stat
     check_in_memory(model, model_name)  # the sides' children get bytes: nothing may point at other files
     say = progress or (lambda _m: None)
     clock = Phases()

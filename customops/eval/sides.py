@@ -18,7 +18,17 @@ import numpy as np
 from customops.eval.runner import SideProcess, WorkerDied
 from customops.eval.worker import SIDE_INJECT_ENV, VERBOSE_ENV, Reply, Request, ort_log_level
 
-__all__ = ["INJECT_ENV", "OUTPUT_LIMIT", "VERBOSE_ENV", "SideRun", "close_all", "quiet_ort_log", "run_side"]
+__all__ = [
+    "INJECT_ENV",
+    "OUTPUT_LIMIT",
+    "REFERENCE_TIMEOUT",
+    "VERBOSE_ENV",
+    "SideRun",
+    "close_all",
+    "quiet_ort_log",
+    "run_reference",
+    "run_side",
+]
 
 INJECT_ENV = SIDE_INJECT_ENV
 """Test hook: ``abort:SIDE`` makes the child of SIDE call ``os.abort()`` on every run it is asked for, as a
@@ -89,6 +99,38 @@ def run_side(
         except WorkerDied as exc:
             child.close()
             return SideRun(error=_crash_text(side, exc.reason, exc.tail))
+
+
+REFERENCE_TIMEOUT = 120.0
+"""Seconds onnx.reference may take for one node (compare's ``--reference-timeout``): the work limit keeps
+it near 5 s on the machines it was measured on; past the timeout its child is killed and the node has no
+third vote."""
+
+
+def run_reference(
+    model: bytes, feed: dict[str, np.ndarray], timeout: float
+) -> tuple[np.ndarray | None, str | None]:
+    """The first output of the one-node ``model`` on onnx.reference, in the reference side's child (the
+    fuzzer's mechanism, customops.eval.runner; its memory bound: customops.eval.worker.REFERENCE_MEMORY),
+    with no answer in ``timeout`` seconds a hang (the child is killed): (output, None) or (None, why)."""
+    import time
+
+    request = Request(model, feed, limit=OUTPUT_LIMIT)
+    with _LOCK:
+        child = _CHILDREN.get("reference")
+        if child is None:
+            child = _CHILDREN["reference"] = SideProcess("reference")
+        try:
+            job = child.submit(request)
+            reply = child.result(job, time.perf_counter() + timeout)
+        except WorkerDied as exc:
+            child.close()
+            return None, f"the reference side crashed while starting ({exc.reason})"
+    if reply.status == "ok":
+        return reply.value, None
+    if reply.status == "hang":
+        return None, f"not run: no answer within {timeout:g} s (--reference-timeout)"
+    return None, side_run("reference", reply).error
 
 
 @atexit.register

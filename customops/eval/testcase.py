@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from onnx import ModelProto, TensorProto, helper, numpy_helper
 
+from customops import dtypes
 from customops.errors import CustomOpsError
 from customops.safeio import read_bounded
 
@@ -111,10 +112,25 @@ def repro_script() -> str:
     return (Path(__file__).with_name("repro_script.py")).read_text(encoding="utf-8")
 
 
+def _in_memory(tensor: TensorProto, size: int, budget: int, path: Path) -> int:
+    """The bytes ``tensor`` (read from ``size`` bytes of ``path``) takes once an array: at least its file's
+    size, and for strings their bytes plus customops.dtypes.STRING_ELEMENT each (two bytes of a file make
+    an empty string); CustomOpsError when that is over ``budget``, before the array is made."""
+    need = size
+    if tensor.data_type == TensorProto.STRING:
+        need = len(tensor.string_data) * dtypes.STRING_ELEMENT + size
+    if need > budget:
+        raise CustomOpsError(
+            f"{str(path)!r}: its tensor would take {need} bytes in memory (a string counts "
+            f"{dtypes.STRING_ELEMENT} bytes and more), over the {budget} left of the inputs' limit"
+        )
+    return need
+
+
 def read_inputs(directory: Path, names: list[str], limit: int) -> dict[str, np.ndarray]:
     """The input_N.pb files of ``directory`` by graph input name (a tensor's own name when it is one of
-    ``names``, else the N-th name), at most ``limit`` bytes in all; CustomOpsError for a file that is not
-    a TensorProto."""
+    ``names``, else the N-th name), at most ``limit`` bytes in all as they take memory (strings counted by
+    customops.dtypes.STRING_ELEMENT each too); CustomOpsError for a file that is not a TensorProto."""
     files = sorted(directory.glob("input_*.pb"), key=lambda p: int(re.sub(r"\D", "", p.stem) or 0))
     if not files:
         raise CustomOpsError(f"no input_N.pb files in {str(directory)!r}")
@@ -122,10 +138,10 @@ def read_inputs(directory: Path, names: list[str], limit: int) -> dict[str, np.n
     budget = limit
     for i, path in enumerate(files):
         raw = read_bounded(path, budget, "input file")
-        budget -= len(raw)
         tensor = TensorProto()
         try:
             tensor.ParseFromString(raw)
+            budget -= _in_memory(tensor, len(raw), budget, path)
             value = tensor_value(tensor, str(path))
         except CustomOpsError:
             raise

@@ -10,7 +10,13 @@ The child is ``python -m customops.eval.child SIDE FD [NOTE_FD]``; it talks to t
 pair with ``multiprocessing.connection`` (pickles between our own two processes only). Its stdout and
 stderr are the parent's log of it, emptied before each request, so a crash leaves its last words there.
 
-Test hooks (environment): ``CUSTOMOPS_SIDE_INJECT=abort:SIDE`` aborts the child of SIDE on every request;
+The reference side's child may map at most :data:`REFERENCE_MEMORY` bytes more than it holds once started
+(``RLIMIT_AS``): onnx.reference runs in Python whatever a node asks for, and past that bound an
+allocation fails as a MemoryError, the side's error, rather than the machine's OOM killer ending a
+process (ORT's sides are not bound so: their kernels check what they allocate).
+
+Test hooks (environment): ``CUSTOMOPS_SIDE_INJECT=ACTION:SIDE`` (ACTION ``abort`` or ``hang``) acts so in
+the child of SIDE on every request;
 ``CUSTOMOPS_FUZZ_INJECT`` holds comma-separated ``ACTION:SIDE:INDEX`` items (ACTION ``abort``, ``exit`` or
 ``hang``) acted on when the child of SIDE is asked for campaign case INDEX (not for triage reruns).
 """
@@ -115,6 +121,8 @@ class Runner:
         warnings.simplefilter("ignore")
         np.seterr(all="ignore")
         ort.set_default_logger_severity(ort_log_level())
+        if side == "reference":  # imported before the child's memory is bound (customops.eval.worker docs)
+            import onnx.reference  # noqa: F401
         self.side = side
         self.ort = ort
 
@@ -156,20 +164,42 @@ class Runner:
 
     def run(self, request: Request) -> Reply:
         """Run ``request``; :class:`Failed` for an error of the side."""
-        import numpy as np
 
         with tempfile.TemporaryDirectory(prefix="customops-profile-") as tmp:
             sess = self.session(request, tmp if request.repeats else None)
             values = staged("run", sess.run, None, request.feed)
+            names = output_names(sess)[: None if request.whole else 1]
+            values = staged("run", tensors, names, values)
             if not request.whole:
-                return Reply("ok", np.asarray(values[0]))
+                return Reply("ok", values[0])
             for _ in range(max(request.repeats - 1, 0)):
                 staged("run", sess.run, None, request.feed)
-            names = [o.name for o in sess.get_outputs()]
             reply = Reply("ok", dict(zip(names, values, strict=True)))
             if request.repeats:
                 reply.times, reply.placement = kernel_times(sess)
         return reply
+
+
+NOT_TENSORS = {list: "a sequence", tuple: "a sequence", dict: "a map", type(None): "an absent optional value"}
+
+
+def output_names(sess: Any) -> list[str]:
+    """The output names of an ORT session or of onnx.reference's evaluator."""
+    if hasattr(sess, "get_outputs"):
+        return [o.name for o in sess.get_outputs()]
+    return list(sess.output_names)
+
+
+def tensors(names: list[str], values: list[Any]) -> list[Any]:
+    """``values`` (one per name), each a numpy array: a sequence, a map or an absent optional value is
+    refused (TypeError), as compare and the fuzzer compare tensors element by element (docs/compare.md)."""
+    import numpy as np
+
+    for name, value in zip(names, values, strict=False):
+        if not isinstance(value, np.ndarray) and not np.isscalar(value):
+            kind = NOT_TENSORS.get(type(value), f"a {type(value).__name__}")
+            raise TypeError(f"output {name!r} is {kind}, not a tensor: only tensors are compared")
+    return [np.asarray(v) for v in values[: len(names)]]
 
 
 def kernel_times(sess: Any) -> tuple[dict[str, float], dict[str, str]]:
@@ -195,11 +225,14 @@ def kernel_times(sess: Any) -> tuple[dict[str, float], dict[str, str]]:
 
 
 def bounded(reply: Reply, limit: int) -> Reply:
-    """``reply``, or an error in its place when its outputs hold more than ``limit`` bytes."""
+    """``reply``, or an error in its place when its outputs hold more than ``limit`` bytes (strings counted
+    by their encoded bytes: customops.dtypes.real_nbytes)."""
     import numpy as np
 
+    from customops.dtypes import real_nbytes
+
     values = reply.value.values() if isinstance(reply.value, dict) else [reply.value]
-    size = sum(int(np.asarray(v).nbytes) for v in values)
+    size = sum(real_nbytes(np.asarray(v)) for v in values)
     if size <= limit:
         return reply
     text = f"the outputs of this run hold {size} bytes, over the {limit} bytes sent back"
@@ -220,9 +253,10 @@ def answer(runner: Runner, request: Request) -> Reply:
     return bounded(reply, request.limit)
 
 
-def injections(side: str) -> tuple[bool, dict[int, str]]:
-    """The test hooks for ``side``: abort on every request; actions by campaign case index."""
-    always = os.environ.get(SIDE_INJECT_ENV, "") == f"abort:{side}"
+def injections(side: str) -> tuple[str | None, dict[int, str]]:
+    """The test hooks for ``side``: the action on every request (or None); actions by campaign case index."""
+    action, _, which = os.environ.get(SIDE_INJECT_ENV, "").partition(":")
+    always = action if which == side and action in ("abort", "hang") else None
     by_case: dict[int, str] = {}
     for item in os.environ.get(FUZZ_INJECT_ENV, "").split(","):
         parts = [p.strip() for p in item.split(":")]
@@ -238,6 +272,37 @@ def inject(action: str) -> None:
         os._exit(3)
     if action == "hang":
         time.sleep(3600)
+
+
+def _physical_memory() -> int:
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):  # no such sysconf (macOS has no SC_PHYS_PAGES)
+        return 16 << 30
+
+
+REFERENCE_MEMORY = _physical_memory() // 2
+"""Bytes of address space the reference side's child may add to what it maps once started: half of the
+machine's memory."""
+
+
+def limit_memory(extra: int) -> None:
+    """Bound this process's address space (``RLIMIT_AS``) to what it maps now plus ``extra`` bytes, never
+    above a limit already set; past it an allocation fails with MemoryError. Nothing where the process's
+    size cannot be read (no /proc)."""
+    import resource
+
+    try:
+        with open("/proc/self/statm", encoding="ascii") as f:
+            size = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    want = size + extra
+    for given in (soft, hard):
+        if given != resource.RLIM_INFINITY:
+            want = min(want, given)
+    resource.setrlimit(resource.RLIMIT_AS, (want, hard))
 
 
 def empty_log() -> None:
@@ -258,6 +323,8 @@ def serve(conn: Any, side: str, note_fd: int | None) -> None:
 
         jit.announce_compilation(os.fdopen(note_fd, "w"))
     runner = Runner(side)
+    if side == "reference":
+        limit_memory(REFERENCE_MEMORY)
     always, by_case = injections(side)
     conn.send(("ready", os.getpid()))
     while True:
@@ -269,7 +336,7 @@ def serve(conn: Any, side: str, note_fd: int | None) -> None:
             return
         job, request = received
         empty_log()
-        action = "abort" if always else (by_case.get(request.index) if request.tag == "case" else None)
+        action = always or (by_case.get(request.index) if request.tag == "case" else None)
         if action:
             inject(action)
         reply = answer(runner, request)
