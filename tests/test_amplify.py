@@ -22,6 +22,7 @@ def _two_culprits_model() -> onnx.ModelProto:
     """Two tiny linear Resizes (ORT and we differ by a few ulp, within tolerance), each feeding a gain
     and a sin: 'small' a gain of 3e3, 'large' one of 3e4, so swapping 'large' moves its output about ten
     times as far. Pads that agree exactly stand before and after them in the graph."""
+
     def pads(prefix: str, count: int) -> list[onnx.NodeProto]:
         names = ["x"] + [f"{prefix}{i + 1}" for i in range(count)]
         return [

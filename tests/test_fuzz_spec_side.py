@@ -47,7 +47,11 @@ def test_a_group_of_our_side_keeps_the_reference_answer_and_repro_py_says_ort_ag
         assert expected.dtype == spec.dtype and np.array_equal(expected, spec, equal_nan=True), g["dir"]
         # ORT's built-in Pad follows the spec here: the reproducer, run as users run it, says so
         repro = subprocess.run(
-            [sys.executable, "repro.py"], cwd=case, capture_output=True, text=True, timeout=300,
+            [sys.executable, "repro.py"],
+            cwd=case,
+            capture_output=True,
+            text=True,
+            timeout=300,
             env={k: v for k, v in os.environ.items() if k != WRONG_KERNEL_ENV},
         )
         assert repro.returncode == 0 and "AGREE" in repro.stdout, repro.stdout + repro.stderr

@@ -27,9 +27,7 @@ def _rejecting_finding() -> Path:
 
 
 def _repro(case: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "repro.py"], cwd=case, capture_output=True, text=True, timeout=300
-    )
+    return subprocess.run([sys.executable, "repro.py"], cwd=case, capture_output=True, text=True, timeout=300)
 
 
 def test_repro_py_fails_while_ort_refuses_what_the_spec_answers(tmp_path):
