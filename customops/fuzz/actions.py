@@ -30,14 +30,17 @@ DEFAULT_SHRINK_BUDGET = 60
 
 
 def _int(value: str | None, name: str, default: int, minimum: int) -> int:
+    """An integer option from ``minimum`` to files.MAX_NUMBER, the most a campaign's files hold."""
+    from customops.fuzz.files import MAX_NUMBER
+
     if value is None:
         return default
     try:
         n = int(value)
     except ValueError:
         raise CustomOpsError(f"{name} {value!r} is not an integer") from None
-    if n < minimum:
-        raise CustomOpsError(f"{name} {value!r} must be at least {minimum}")
+    if not minimum <= n <= MAX_NUMBER:
+        raise CustomOpsError(f"{name} {value!r} must be an integer from {minimum} to {MAX_NUMBER}")
     return n
 
 
@@ -92,7 +95,7 @@ def _indices(value: str | None) -> list[int] | None:
     items = [v.strip() for v in value.split(",") if v.strip()]
     if not items or not all(re.fullmatch(r"\d+", v) for v in items):
         raise CustomOpsError(f"--index {value!r} is not a comma-separated list of case indices")
-    return sorted({int(v) for v in items})
+    return sorted({_int(v, "--index", 0, 0) for v in items})
 
 
 def _out_dir(value: str | None) -> Path:
@@ -210,7 +213,7 @@ def _previous_summary(out: Path, md: Path | None) -> CampaignSummary | None:
         return None
     check_output_file(out / SUMMARY, "--out's summary.json")
     check_distinct([("--out's summary.json", out / SUMMARY), ("--markdown", md)])
-    return read_summary(out) if (out / SUMMARY).exists() else None
+    return read_summary(out) if os.path.lexists(out / SUMMARY) else None
 
 
 def campaign(

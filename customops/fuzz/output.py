@@ -23,7 +23,9 @@ import numpy as np
 from customops import jsonout
 from customops.errors import CustomOpsError
 from customops.eval.testcase import (
+    DATA_SET,
     REPRO_SCRIPT,
+    check_self_contained,
     first_differences,
     repro_script,
     versions_line,
@@ -36,7 +38,7 @@ from customops.fuzz.triage import Evaluation, Signature
 from customops.safeio import (
     atomic_dir,
     is_safe_component,
-    open_bounded,
+    open_below,
     printable,
     read_bounded,
     safe_component,
@@ -89,9 +91,12 @@ def rerun_commands(
 
 
 def is_reproducer(path: Path) -> bool:
-    """Whether ``path`` is a group directory of ours: a real directory (not a link) holding a finding.json.
-    Only such a directory is ever replaced or removed."""
-    return not path.is_symlink() and path.is_dir() and (path / FINDING).is_file()
+    """Whether ``path`` is a group directory of ours: a real directory (not a link) holding a finding.json
+    (a regular file, not a link). Only such a directory is ever replaced or removed."""
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode) and stat.S_ISREG(os.lstat(path / FINDING).st_mode)
+    except OSError:
+        return False
 
 
 def taken_names(root: Path) -> set[str]:
@@ -551,7 +556,7 @@ def _place_group(g: GroupSummary, source: Path, out: Path, used: set[str], budge
 def reproducer_texts(c: Copy) -> tuple[dict[str, Any], str | None]:
     """The copy's finding.json record (checked, with the group's dir, commands and labels) and its
     README.txt (None: absent), the path ``c.old`` replaced by ``c.new`` in both, within bounds."""
-    record = read_finding(c.src).record
+    record = read_finding(c.src, c.src.parent).record
     budget = Budget(MAX_README_BYTES, repr(str(c.src / FINDING)))
     g = c.group
     tallies = {"count": g.count, "examples": g.examples, "dtypes": g.dtypes, "ranks": g.ranks}
@@ -562,75 +567,69 @@ def reproducer_texts(c: Copy) -> tuple[dict[str, Any], str | None]:
         known=g.known or [],
     )
     readme = c.src / "README.txt"
-    if not readme.exists():
+    if not present(c.src.parent, readme):
         return record, None
-    text = read_bounded(readme, MAX_README_BYTES, "README.txt").decode("utf-8", errors="replace")
+    raw = read_bounded(readme, MAX_README_BYTES, "README.txt", below=c.src.parent)
+    text = raw.decode("utf-8", errors="replace")
     return record, repath(text, c.old, c.new, Budget(MAX_README_BYTES, repr(str(readme))))
 
 
 def copy_reproducer(c: Copy, dst: Path) -> None:
     """Fill the empty directory ``dst`` with the reproducer of ``c``: finding.json and README.txt from
-    :func:`reproducer_texts`, model.onnx and test_data_set_0's ``input_N.pb`` and ``output_0.pb`` as they
-    are, and repro.py written anew (a script from an untrusted directory is never copied). Only regular
-    files are copied (no symbolic link is followed), each bounded in size; anything
-    else in the source is left."""
+    :func:`reproducer_texts`, model.onnx and test_data_set_0's ``input_N.pb`` and ``output_0.pb`` as
+    they are once checked (:func:`reproducer_file`), and repro.py written anew (a script from an
+    untrusted directory is never copied). Anything else in the source is left."""
     record, readme = reproducer_texts(c)
     write_atomic(dst / FINDING, jsonout.dumps(record, indent=1) + "\n")
     if readme is not None:
         write_atomic(dst / "README.txt", readme)
-    (dst / "test_data_set_0").mkdir()
+    (dst / DATA_SET).mkdir()
     for name in REPRODUCER_FILES:
-        copy_regular(c.src / name, dst / name)
+        data = reproducer_file(c, name)
+        if data is not None:
+            (dst / name).write_bytes(data)
     # written from our own text, never copied: a campaign directory is untrusted, and repro.py is run
     write_atomic(dst / REPRO_SCRIPT, repro_script())
 
 
 REPRODUCER_FILES = (
     "model.onnx",
-    "test_data_set_0/output_0.pb",
-    *(f"test_data_set_0/input_{i}.pb" for i in range(MAX_INPUTS)),
+    f"{DATA_SET}/output_0.pb",
+    *(f"{DATA_SET}/input_{i}.pb" for i in range(MAX_INPUTS)),
 )
 """The files of a reproducer a merge copies as they are (besides finding.json and README.txt)."""
 
 
 def check_reproducer(c: Copy) -> None:
     """Raise CustomOpsError unless the reproducer of ``c`` can be copied: its texts (see
-    :func:`reproducer_texts`), and each of its other files absent or a regular file (not a symbolic
-    link) within its size limit."""
+    :func:`reproducer_texts`) and each of its other files (:func:`reproducer_file`)."""
     reproducer_texts(c)
-    for name in ("README.txt", *REPRODUCER_FILES):
-        limit = MAX_README_BYTES if name == "README.txt" else MAX_REPRODUCER_FILE
-        try:
-            info = os.lstat(c.src / name)
-        except FileNotFoundError:
-            continue
-        except OSError as exc:
-            raise CustomOpsError(f"cannot read {str(c.src / name)!r}: {exc.strerror or exc}") from None
-        if not stat.S_ISREG(info.st_mode):
-            raise CustomOpsError(
-                f"{str(c.src / name)!r} is not a regular file; only regular files are copied"
-            )
-        if info.st_size > limit:
-            raise CustomOpsError(f"{str(c.src / name)!r} is larger than {limit} bytes, the most allowed")
+    for name in REPRODUCER_FILES:
+        reproducer_file(c, name)
 
 
-def copy_regular(src: Path, dst: Path) -> None:
-    """Copy ``src`` to ``dst`` if it is a regular file (not through a symbolic link) of at most
-    MAX_REPRODUCER_FILE bytes; nothing when it is absent; CustomOpsError when it is anything else."""
-    if not os.path.lexists(src):
-        return
-    with (
-        open_bounded(src, MAX_REPRODUCER_FILE, "reproducer file", follow_links=False) as f,
-        open(dst, "wb") as g,
-    ):
-        copied = 0
-        while chunk := f.read(1 << 20):
-            copied += len(chunk)
-            if copied > MAX_REPRODUCER_FILE:  # it grew since it was checked
-                raise CustomOpsError(
-                    f"{str(src)!r} is larger than {MAX_REPRODUCER_FILE} bytes, the most allowed"
-                )
-            g.write(chunk)
+def present(root: Path, path: Path) -> bool:
+    """Whether ``path`` (inside the campaign directory ``root``) is there, found through no symbolic link
+    below ``root`` (a link on the way is a CustomOpsError)."""
+    try:
+        os.close(open_below(root, path, os.O_RDONLY | os.O_NONBLOCK))
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise CustomOpsError(f"cannot read {str(path)!r}: {exc.strerror or exc}") from None
+    return True
+
+
+def reproducer_file(c: Copy, name: str) -> bytes | None:
+    """The bytes of the file ``name`` of the reproducer of ``c`` (None: absent): a regular file of at
+    most MAX_REPRODUCER_FILE bytes, reached through no symbolic link below the campaign directory, and
+    a model or tensor that keeps no data in other files (testcase.check_self_contained)."""
+    root, src = c.src.parent, c.src / name
+    if not present(root, src):
+        return None
+    data = read_bounded(src, MAX_REPRODUCER_FILE, "reproducer file", below=root)
+    check_self_contained(data, name, repr(str(src)))
+    return data
 
 
 def _recorded_dir(group: GroupSummary, source: Path) -> str:

@@ -166,7 +166,7 @@ def test_merge_copies_no_file_through_a_link_or_from_a_device(camp, tmp_path, ca
     refused(
         capsys,
         ["fuzz", "merge", str(camp), "--out", str(tmp_path / "out")],
-        "is not a regular file",
+        "is a symbolic link" if kind == "link" else "is not a regular file",
         [camp, tmp_path / "victim"],
     )
     assert not (tmp_path / "out").exists() or not list((tmp_path / "out").rglob("model.onnx"))
@@ -552,3 +552,186 @@ def test_merge_writes_repro_py_itself_and_never_copies_one_from_a_campaign(camp,
     assert run_main(["fuzz", "merge", str(camp), "--out", str(out)]) == 1
     scripts = list(out.glob("*/repro.py"))
     assert scripts and all(p.read_text() == repro_script() for p in scripts)
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 25, item 2: a test case's files point at no other file (external data)
+
+
+def _point_outside(path: Path, location: str) -> int:
+    """Rewrite the tensor file ``path`` so that its data is read from ``location`` (external data); returns
+    how many bytes it declares."""
+    from onnx import TensorProto
+    from onnx.external_data_helper import set_external_data
+
+    tensor = TensorProto()
+    tensor.ParseFromString(path.read_bytes())
+    size = len(tensor.raw_data)
+    set_external_data(tensor, location, offset=0, length=size)
+    tensor.ClearField("raw_data")
+    path.write_bytes(tensor.SerializeToString())
+    return size
+
+
+def _model_pointing_outside(path: Path, location: str) -> None:
+    """Add to the model file ``path`` an initializer whose data is read from ``location``."""
+    import onnx
+    from onnx.external_data_helper import set_external_data
+
+    model = onnx.load_model(str(path), load_external_data=False)
+    extra = onnx.helper.make_tensor("stolen", onnx.TensorProto.UINT8, [8], bytes(8), raw=True)
+    set_external_data(extra, location, offset=0, length=8)
+    extra.ClearField("raw_data")
+    model.graph.initializer.append(extra)
+    path.write_bytes(model.SerializeToString())
+
+
+def _repro(group: Path, cwd: Path) -> subprocess.CompletedProcess:
+    """``python GROUP/repro.py``, run from ``cwd`` (not the group's directory)."""
+    return subprocess.run(
+        [sys.executable, str(group / "repro.py")], capture_output=True, text=True, timeout=300, cwd=cwd
+    )
+
+
+@pytest.mark.parametrize("where", ["input", "output", "model"])
+def test_merge_refuses_a_test_case_file_that_points_at_external_data(camp, tmp_path, capsys, where):
+    group = first_group(camp)
+    secret = tmp_path / "victim" / "precious.txt"
+    if where == "model":
+        _model_pointing_outside(group / "model.onnx", str(secret))
+    else:
+        name = "input_0.pb" if where == "input" else "output_0.pb"
+        assert (group / "test_data_set_0" / name).is_file()
+        _point_outside(group / "test_data_set_0" / name, str(secret))
+    out = tmp_path / "out"
+    refused(
+        capsys,
+        ["fuzz", "merge", str(camp), "--out", str(out)],
+        "points at external data; a test case's files may not",
+        [camp, tmp_path / "victim"],
+    )
+    assert not out.exists() or not list(out.iterdir())
+
+
+@pytest.mark.parametrize("where", ["input", "model"])
+def test_repro_py_never_reads_external_data_from_the_current_directory(camp, tmp_path, where):
+    """A group directory received from someone else: its repro.py, run from another directory, refuses
+    a tensor pointing at external data (onnx and ORT would look for it in the current directory)."""
+    group = first_group(camp)
+    elsewhere = tmp_path / "home"
+    elsewhere.mkdir()
+    if where == "model":
+        _model_pointing_outside(group / "model.onnx", "secret.bin")
+        size = 8
+    else:
+        size = _point_outside(group / "test_data_set_0" / "input_0.pb", "secret.bin")
+    (elsewhere / "secret.bin").write_bytes((b"SECRET-" * size)[:size])
+    proc = _repro(group, elsewhere)
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "points at external data" in lines[0], proc.stderr
+    assert "ONNX Runtime" not in proc.stdout
+
+
+def test_repro_py_still_runs_a_group_as_the_campaign_wrote_it(camp, tmp_path):
+    proc = _repro(first_group(camp), tmp_path)
+    assert proc.returncode in (0, 1) and ("AGREE" in proc.stdout or "DISAGREE" in proc.stdout), proc.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 25, item 3: no component of a path inside a campaign is a symbolic link
+
+
+def _replace_by_link(path: Path, outside: Path) -> None:
+    """Move ``path`` (a file or a directory) to ``outside`` and leave a symbolic link to it in its place."""
+    shutil.move(str(path), str(outside))
+    path.symlink_to(outside)
+
+
+@pytest.mark.parametrize(
+    "which", ["test_data_set_0", "test_data_set_0/input_0.pb", "finding.json", "README.txt", "model.onnx"]
+)
+def test_merge_reads_nothing_through_a_link_at_any_depth(camp, tmp_path, capsys, which):
+    group = first_group(camp)
+    _replace_by_link(group / which, tmp_path / "victim" / "moved")
+    out = tmp_path / "out"
+    refused(
+        capsys,
+        ["fuzz", "merge", str(camp), "--out", str(out)],
+        "is a symbolic link",
+        [camp, tmp_path / "victim"],
+    )
+    assert not out.exists() or not list(out.iterdir())
+
+
+def test_merge_reads_no_summary_through_a_link(camp, tmp_path, capsys):
+    _replace_by_link(camp / "summary.json", tmp_path / "victim" / "summary.json")
+    refused(
+        capsys,
+        ["fuzz", "merge", str(camp), "--out", str(tmp_path / "out")],
+        "is a symbolic link",
+        [camp, tmp_path / "victim"],
+    )
+
+
+def test_replay_reads_no_finding_through_a_link(camp, tmp_path, capsys):
+    group = first_group(camp)
+    _replace_by_link(group / "finding.json", tmp_path / "victim" / "finding.json")
+    refused(capsys, ["fuzz", "replay", str(group)], "is a symbolic link", [camp, tmp_path / "victim"])
+
+
+def test_a_campaign_reads_no_earlier_summary_through_a_link(camp, tmp_path, capsys):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "summary.json").symlink_to(camp / "summary.json")
+    refused(
+        capsys,
+        ["fuzz", "--op", "Pad", "--cases", "2", "--out", str(out)],
+        "is a symbolic link",
+        [camp, out],
+    )
+
+
+def test_the_directories_the_user_names_may_be_links(camp, tmp_path, capsys):
+    """Only what lies below a directory the user named is refused as a link, not that directory."""
+    link = tmp_path / "campaign-link"
+    link.symlink_to(camp)
+    out = tmp_path / "out"
+    assert run_main(["fuzz", "merge", str(link), "--out", str(out)]) == 1, capsys.readouterr().err
+    group = tmp_path / "group-link"
+    group.symlink_to(first_group(out))
+    assert run_main(["fuzz", "replay", str(group)]) == 1, capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 25, item 12: the command line takes the seeds and indices its readers take
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("--seed", str(2**63)),
+        ("--index", str(2**63)),
+        ("--index", f"1,{10**30}"),
+        ("--cases", str(2**64)),
+    ],
+)
+def test_fuzz_refuses_numbers_its_own_readers_would_refuse(tmp_path, capsys, option, value):
+    out = tmp_path / "out"
+    line = refused(capsys, ["fuzz", "--op", "Pad", option, value, "--out", str(out)], option, [])
+    assert f"from 0 to {2**63 - 1}" in line or f"from 1 to {2**63 - 1}" in line
+    assert not out.exists()
+
+
+def test_the_largest_seed_and_index_are_read_back(tmp_path, capsys):
+    out = tmp_path / "out"
+    top = str(2**63 - 1)
+    status = run_main(
+        ["fuzz", "--op", "Pad", "--opset", "11", "--seed", top, "--index", top, "--out", str(out)]
+    )
+    assert status in (0, 1), capsys.readouterr().err
+    assert run_main(["fuzz", "merge", str(out), "--out", str(tmp_path / "merged")]) == status
+    from customops.fuzz.files import read_summary
+
+    (campaign_info,) = read_summary(out).campaigns
+    assert campaign_info.seed == 2**63 - 1 and campaign_info.indices == [2**63 - 1]
