@@ -67,6 +67,20 @@ def printable(text: object) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in out)
 
 
+_MARKDOWN = str.maketrans(
+    {"\\": "\\\\", "|": "\\|", "[": "\\[", "]": "\\]", "&": "&amp;", "<": "&lt;", ">": "&gt;"}
+)
+
+
+def markdown_text(text: object) -> str:
+    """``text`` from data for a Markdown page, a table cell or a line: :func:`printable` (one line, no
+    control characters), then written so that it renders as that text: no HTML tag or entity (``&``,
+    ``<``, ``>`` as entities), no link or image (``[`` and ``]`` escaped), no cell separator (``|`` and
+    the backslash itself escaped). A code span (backticks) is left: nothing is interpreted inside one,
+    and a table's cells are split before it is read."""
+    return printable(text).translate(_MARKDOWN)
+
+
 def is_safe_component(name: object) -> bool:
     """Whether ``name`` (read from data) is already one safe path component (see :func:`safe_component`)."""
     return isinstance(name, str) and bool(name) and safe_component(name) == name

