@@ -39,8 +39,10 @@ def _int(value: str | None, name: str, default: int, minimum: int) -> int:
         n = int(value)
     except ValueError:
         raise CustomOpsError(f"{name} {value!r} is not an integer") from None
-    if not minimum <= n <= MAX_NUMBER:
-        raise CustomOpsError(f"{name} {value!r} must be an integer from {minimum} to {MAX_NUMBER}")
+    if n < minimum:
+        raise CustomOpsError(f"{name} {value!r} must be at least {minimum}")
+    if n > MAX_NUMBER:
+        raise CustomOpsError(f"{name} {value!r} must be at most {MAX_NUMBER} (what a campaign's files hold)")
     return n
 
 
