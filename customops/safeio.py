@@ -9,6 +9,7 @@ we write goes through :func:`write_atomic` or :func:`atomic_dir`. See docs/secur
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import shutil
@@ -64,6 +65,20 @@ def printable(text: object) -> str:
     if out.isprintable():
         return out
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in out)
+
+
+_MARKDOWN = str.maketrans(
+    {"\\": "\\\\", "|": "\\|", "[": "\\[", "]": "\\]", "&": "&amp;", "<": "&lt;", ">": "&gt;"}
+)
+
+
+def markdown_text(text: object) -> str:
+    """``text`` from data for a Markdown page, a table cell or a line: :func:`printable` (one line, no
+    control characters), then written so that it renders as that text: no HTML tag or entity (``&``,
+    ``<``, ``>`` as entities), no link or image (``[`` and ``]`` escaped), no cell separator (``|`` and
+    the backslash itself escaped). A code span (backticks) is left: nothing is interpreted inside one,
+    and a table's cells are split before it is read."""
+    return printable(text).translate(_MARKDOWN)
 
 
 def is_safe_component(name: object) -> bool:
@@ -219,16 +234,17 @@ def atomic_dir(final: str | os.PathLike[str], *, replace: bool = False) -> Itera
 
 
 def open_bounded(
-    path: str | os.PathLike[str], limit: int, what: str, *, follow_links: bool = True
+    path: str | os.PathLike[str], limit: int, what: str, *, below: str | os.PathLike[str] | None = None
 ) -> BinaryIO:
     """``path`` opened for reading, refused (CustomOpsError) unless it is a regular file of at most
-    ``limit`` bytes: a device (``/dev/zero``), a FIFO (which would block) or a directory is never read;
-    without ``follow_links``, neither is a symbolic link. The checks are made on the open file itself, so
-    what is read is what was checked."""
+    ``limit`` bytes: a device (``/dev/zero``), a FIFO (which would block) or a directory is never read.
+    With ``below`` (a directory the user named, holding ``path``), no component of ``path`` below it may
+    be a symbolic link (:func:`open_below`). The checks are made on the open file itself, so what is read
+    is what was checked."""
     p = Path(path)
-    flags = os.O_RDONLY | os.O_NONBLOCK | (0 if follow_links else os.O_NOFOLLOW)
+    flags = os.O_RDONLY | os.O_NONBLOCK
     try:
-        fd = os.open(p, flags)
+        fd = os.open(p, flags) if below is None else open_below(Path(below), p, flags)
     except FileNotFoundError:
         raise CustomOpsError(f"{what} {str(p)!r} does not exist") from None
     except (OSError, ValueError) as exc:
@@ -245,9 +261,42 @@ def open_bounded(
     return os.fdopen(fd, "rb")
 
 
-def read_bounded(path: str | os.PathLike[str], limit: int, what: str) -> bytes:
-    """The bytes of the regular file ``path``, refused (CustomOpsError) when it holds more than ``limit``."""
-    with open_bounded(path, limit, what) as f:
+def open_below(root: Path, path: Path, flags: int) -> int:
+    """``os.open(path, flags)`` for a ``path`` inside the directory ``root`` (which may itself be a link:
+    the user named it), opening each component below ``root`` relative to the one above it without
+    following a symbolic link: no component of ``path`` below ``root`` may be one, whatever the directory
+    holds and whenever it changes. A link is a CustomOpsError naming it; a missing component is
+    FileNotFoundError, other failures OSError."""
+    parts = path.relative_to(root).parts  # lexical: ValueError for a path outside root
+    if not parts or any(part in (".", "..") for part in parts):
+        raise ValueError(f"{str(path)!r} is not a path inside {str(root)!r}")
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for i, part in enumerate(parts):
+            mode = flags if i == len(parts) - 1 else os.O_RDONLY | os.O_DIRECTORY
+            try:
+                step = os.open(part, mode | os.O_NOFOLLOW, dir_fd=fd)
+            except OSError as exc:
+                here = root.joinpath(*parts[: i + 1])
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR) and os.path.islink(here):
+                    raise CustomOpsError(
+                        f"{str(here)!r} is a symbolic link; nothing inside {str(root)!r} is read through a link"
+                    ) from None
+                raise
+            os.close(fd)
+            fd = step
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_bounded(
+    path: str | os.PathLike[str], limit: int, what: str, *, below: str | os.PathLike[str] | None = None
+) -> bytes:
+    """The bytes of the regular file ``path``, refused (CustomOpsError) when it holds more than ``limit``;
+    with ``below``, read through no symbolic link below that directory (:func:`open_bounded`)."""
+    with open_bounded(path, limit, what, below=below) as f:
         try:
             data = f.read(limit + 1)
         except OSError as exc:
@@ -272,13 +321,21 @@ def inflate_bounded(data: bytes, limit: int, what: str) -> bytes:
     return out
 
 
-def read_json(path: str | os.PathLike[str], limit: int, what: str, max_depth: int | None = None) -> Any:
-    """The JSON document of ``path``, read as untrusted: at most ``limit`` bytes (:func:`read_bounded`),
-    strict JSON (NaN and Infinity refused), and with ``max_depth`` at most that many arrays and objects
-    deep. CustomOpsError (one line naming ``what`` and the path) otherwise."""
+def read_json(
+    path: str | os.PathLike[str],
+    limit: int,
+    what: str,
+    max_depth: int | None = None,
+    *,
+    below: str | os.PathLike[str] | None = None,
+) -> Any:
+    """The JSON document of ``path``, read as untrusted: at most ``limit`` bytes (:func:`read_bounded`,
+    with ``below`` through no symbolic link below that directory), strict JSON (NaN and Infinity
+    refused), and with ``max_depth`` at most that many arrays and objects deep. CustomOpsError (one line
+    naming ``what`` and the path) otherwise."""
     import json
 
-    data = read_bounded(path, limit, what)
+    data = read_bounded(path, limit, what, below=below)
     try:
         value = json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
     except (ValueError, RecursionError) as exc:

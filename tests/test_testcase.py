@@ -149,7 +149,7 @@ def test_repro_py_imports_nothing_but_onnx_onnxruntime_numpy_and_the_standard_li
     tree = ast.parse((tmp_path / "repro.py").read_text())
     imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
-    assert imported <= {"platform", "sys", "pathlib", "numpy", "onnx", "onnxruntime"}, imported
+    assert imported <= {"os", "platform", "stat", "sys", "pathlib", "numpy", "onnx", "onnxruntime"}, imported
 
 
 def test_every_committed_reproducer_carries_the_current_repro_py():

@@ -42,11 +42,17 @@ from pathlib import Path
 from customops.errors import CustomOpsError
 from customops.eval.known import FOUND, OURS, documented_ids
 from customops.fuzz.files import SUMMARY, read_summary
-from customops.fuzz.output import Copy, check_reproducer, copy_reproducer, is_reproducer, markdown, write_json
+from customops.fuzz.output import (
+    Copy,
+    check_reproducer,
+    copy_reproducer,
+    is_reproducer,
+    markdown,
+    rerun_at,
+    write_json,
+)
 from customops.fuzz.summary import CampaignSummary, GroupSummary
 from customops.safeio import atomic_dir, write_atomic
-
-REPLAY = "customops fuzz replay "
 
 
 def known_ids() -> list[str]:
@@ -156,16 +162,6 @@ def page(summary: CampaignSummary, kept: set[str], root: str, merged: str, merge
     return "\n".join(link.sub(unlink, line) for line in lines)
 
 
-def repath(group: GroupSummary, new: str) -> str:
-    """Point a group's rerun commands at ``new`` (its directory under --out); returns the old path,
-    the one its replay command names."""
-    rerun, name = group.rerun or [], group.dir or ""
-    old = next((c[len(REPLAY) :] for c in rerun if c.startswith(REPLAY) and c.endswith(name)), None)
-    if old:
-        group.rerun = [c.replace(old, new) for c in rerun]
-    return old or new
-
-
 def prune(merged: Path, out: Path, md: Path) -> list[str]:
     """Write ``out`` (the kept reproducers and the whole summary) and ``md`` from the full merge in
     ``merged``; returns the kept directories' names."""
@@ -178,8 +174,8 @@ def prune(merged: Path, out: Path, md: Path) -> list[str]:
     copies = []
     for g in kept:
         assert g.dir is not None
-        old = repath(g, str(out / g.dir))
-        copy = Copy(merged / g.dir, g, old, str(out / g.dir))
+        g.rerun = rerun_at(g, str(out / g.dir))
+        copy = Copy(merged / g.dir, g, str(out / g.dir))
         check_reproducer(copy)
         copies.append(copy)
     out.mkdir(exist_ok=True)

@@ -13,10 +13,12 @@ valid UTF-8). A tensor file never points at external data.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from google.protobuf.message import Message
 from onnx import ModelProto, TensorProto, helper, numpy_helper
 
 from customops import dtypes
@@ -35,10 +37,47 @@ def tensor_proto(value: np.ndarray, name: str) -> TensorProto:
     return numpy_helper.from_array(value, name)
 
 
+def points_outside(tensor: TensorProto) -> bool:
+    """Whether ``tensor`` points at external data (by its data location or by any external-data entry):
+    onnx and ONNX Runtime would read it from a file named by the data, resolved against the model's
+    directory or, for a tensor or a model read from bytes, the current directory."""
+    return tensor.data_location == TensorProto.EXTERNAL or len(tensor.external_data) > 0
+
+
+def tensors_in(message: Message) -> Iterator[TensorProto]:
+    """Every TensorProto held anywhere in ``message`` (itself included): initializers, sparse tensors,
+    attributes, subgraphs and functions at any depth, found by the message's own fields (no recursion:
+    the depth is the file's)."""
+    todo = [message]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, TensorProto):
+            yield item
+        for field, value in item.ListFields():
+            if field.message_type is not None:
+                todo.extend([value] if isinstance(value, Message) else value)
+
+
+def check_self_contained(data: bytes, name: str, where: str) -> None:
+    """Raise CustomOpsError unless ``data``, the file ``name`` of a test case (``model.onnx``, else an
+    ``input_N.pb`` or ``output_0.pb`` tensor), parses and keeps no tensor in external data: a test case's
+    files may not point at other files (repro.py, ``onnx.load`` and ONNX Runtime would follow them)."""
+    proto: Message = ModelProto() if name.endswith(".onnx") else TensorProto()
+    try:
+        proto.ParseFromString(data)
+    except Exception:  # protobuf's DecodeError, or its recursion limit, on bytes from a file
+        raise CustomOpsError(f"{where} is not a {type(proto).__name__}") from None
+    for tensor in tensors_in(proto):
+        if points_outside(tensor):
+            raise CustomOpsError(
+                f"{where}: tensor {tensor.name!r} points at external data; a test case's files may not"
+            )
+
+
 def tensor_value(tensor: TensorProto, where: str) -> np.ndarray:
     """The array of a TensorProto read from a file: strings kept as bytes where they are not UTF-8 (ONNX
     strings are bytes), external data refused (a tensor file may not point at other files)."""
-    if tensor.data_location == TensorProto.EXTERNAL:
+    if points_outside(tensor):
         raise CustomOpsError(f"{where}: tensor {tensor.name!r} points at external data, which is not read")
     if tensor.data_type == TensorProto.STRING:
         items = list(tensor.string_data)

@@ -30,6 +30,9 @@ DEFAULT_SHRINK_BUDGET = 60
 
 
 def _int(value: str | None, name: str, default: int, minimum: int) -> int:
+    """An integer option from ``minimum`` to files.MAX_NUMBER, the most a campaign's files hold."""
+    from customops.fuzz.files import MAX_NUMBER
+
     if value is None:
         return default
     try:
@@ -38,6 +41,8 @@ def _int(value: str | None, name: str, default: int, minimum: int) -> int:
         raise CustomOpsError(f"{name} {value!r} is not an integer") from None
     if n < minimum:
         raise CustomOpsError(f"{name} {value!r} must be at least {minimum}")
+    if n > MAX_NUMBER:
+        raise CustomOpsError(f"{name} {value!r} must be at most {MAX_NUMBER} (what a campaign's files hold)")
     return n
 
 
@@ -92,7 +97,7 @@ def _indices(value: str | None) -> list[int] | None:
     items = [v.strip() for v in value.split(",") if v.strip()]
     if not items or not all(re.fullmatch(r"\d+", v) for v in items):
         raise CustomOpsError(f"--index {value!r} is not a comma-separated list of case indices")
-    return sorted({int(v) for v in items})
+    return sorted({_int(v, "--index", 0, 0) for v in items})
 
 
 def _out_dir(value: str | None) -> Path:
@@ -210,7 +215,7 @@ def _previous_summary(out: Path, md: Path | None) -> CampaignSummary | None:
         return None
     check_output_file(out / SUMMARY, "--out's summary.json")
     check_distinct([("--out's summary.json", out / SUMMARY), ("--markdown", md)])
-    return read_summary(out) if (out / SUMMARY).exists() else None
+    return read_summary(out) if os.path.lexists(out / SUMMARY) else None
 
 
 def campaign(
@@ -294,7 +299,7 @@ def _write_groups(groups: list[Any], seed: int, out: Path) -> list[GroupSummary]
     of the summary."""
     from customops.eval.known import known_labels
     from customops.fuzz.campaign import group_summary
-    from customops.fuzz.output import group_dirname, rerun_commands, taken_names, write_group
+    from customops.fuzz.output import compare_exits_1, group_dirname, rerun_commands, taken_names, write_group
 
     entries = []
     used = taken_names(out)
@@ -302,7 +307,8 @@ def _write_groups(groups: list[Any], seed: int, out: Path) -> list[GroupSummary]
         group.dirname = group_dirname(group.signature, used)
         example = group.members[0].index
         shrunk = group.shrunk.evaluation if group.shrunk is not None else None
-        rerun = rerun_commands(group.signature, str(out / group.dirname), example, seed, shrunk)
+        compare = compare_exits_1(group.signature, shrunk)
+        rerun = rerun_commands(group.signature, str(out / group.dirname), example, seed, compare)
         entry = group_summary(group, seed, rerun)
         entry.known = known_labels(entry)
         if group.shrunk is not None:
@@ -384,6 +390,7 @@ def run_replay(args: argparse.Namespace) -> int:
     from customops.eval.runner import Pool
     from customops.fuzz.files import read_finding
     from customops.fuzz.triage import evaluate, holds
+    from customops.safeio import printable
 
     timeout = _seconds(args.replay_timeout, "--case-timeout", DEFAULT_CASE_TIMEOUT)
     assert timeout is not None
@@ -398,11 +405,11 @@ def run_replay(args: argparse.Namespace) -> int:
                 "; ".join(f"{f.side} {f.kind}" + (f" ({f.detail})" if f.detail else "") for f in ev.findings)
                 or "agree"
             )
-            if holds(rep.signature, ev):
+            if holds(rep.signature, ev):  # a signature's text comes from finding.json: printable
                 status = 1
-                print(f"REPRODUCES {rep.directory}: {rep.signature.text()}")
+                print(printable(f"REPRODUCES {rep.directory}: {rep.signature.text()}"))
             else:
-                print(f"GONE {rep.directory}: {rep.signature.text()}; now: {found}")
+                print(printable(f"GONE {rep.directory}: {rep.signature.text()}; now: {found}"))
     return status
 
 

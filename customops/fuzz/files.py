@@ -11,6 +11,8 @@ The arrays of a case are decoded by :func:`customops.fuzz.case.case_from_json`, 
 from __future__ import annotations
 
 import math
+import os
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +36,10 @@ MAX_FINDING_BYTES = 1 << 20
 """Largest finding.json read. A shrunk reproducer's record is a few kB (the largest committed one is
 4 kB: its case holds a few hundred elements at most); 1 MiB is 250 times that, and parses into 25 MB
 at most."""
+
+MAX_NUMBER = 2**63 - 1
+"""Largest seed, case index or count in a campaign's files, and on the fuzzer's command line, which
+checks its numbers against this same bound so that it never writes a campaign its readers refuse."""
 
 MAX_DEPTH = 16
 """Deepest nesting of arrays and objects accepted; the fuzzer writes 5 levels."""
@@ -73,6 +79,18 @@ def text(value: Any, where: str) -> str:
     return value
 
 
+def command(value: Any, where: str) -> str:
+    """A ``customops fuzz ...`` command line, its words quoted anew (``shlex.join``): pasted into a shell
+    (it is shown on the findings page), it runs customops fuzz with those words and nothing else."""
+    try:
+        words = shlex.split(value) if isinstance(value, str) else []
+    except ValueError:  # an unclosed quote
+        words = []
+    if words[:2] != ["customops", "fuzz"]:
+        raise BadField(where, "a command line 'customops fuzz ...'", value)
+    return shlex.join(words)
+
+
 def flag(value: Any, where: str) -> bool:
     if not isinstance(value, bool):
         raise BadField(where, "true or false", value)
@@ -85,7 +103,7 @@ def number(value: Any, where: str) -> float | int:
     return value
 
 
-def integer(low: int = 0, high: int = 2**63 - 1) -> Spec:
+def integer(low: int = 0, high: int = MAX_NUMBER) -> Spec:
     def check(value: Any, where: str) -> int:
         if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
             raise BadField(where, f"an integer from {low} to {high}", value)
@@ -189,7 +207,7 @@ NOTE = record(
 )
 CAMPAIGN = record(
     {
-        "command": text,
+        "command": command,
         "targets": list_of(text),
         "seed": integer(),
         "cases": integer(),
@@ -286,22 +304,26 @@ def checked(value: Any, schema: Spec, path: Path, what: str) -> Any:
 
 def read_summary(directory: Path) -> CampaignSummary:
     """The checked summary.json of the campaign directory ``directory``, as typed data (fields the
-    schema does not know are dropped)."""
+    schema does not know are dropped); it may not be a symbolic link."""
     path = directory / SUMMARY
-    if not path.is_file():
+    if not os.path.lexists(path):
         raise CustomOpsError(f"{str(directory)!r} holds no {SUMMARY} (not a fuzz campaign directory)")
-    summary = checked(read_json(path, MAX_SUMMARY_BYTES, SUMMARY, MAX_DEPTH), SUMMARY_SCHEMA, path, SUMMARY)
+    raw = read_json(path, MAX_SUMMARY_BYTES, SUMMARY, MAX_DEPTH, below=directory)
+    summary = checked(raw, SUMMARY_SCHEMA, path, SUMMARY)
     return CampaignSummary.from_json(summary)
 
 
-def read_finding(directory: Path) -> Reproducer:
-    """The checked finding.json of the group directory ``directory``, its case decoded (bounded)."""
+def read_finding(directory: Path, root: Path | None = None) -> Reproducer:
+    """The checked finding.json of the group directory ``directory``, its case decoded (bounded), read
+    through no symbolic link below ``root`` (the directory the user named: ``directory`` itself, or the
+    campaign directory holding it)."""
     path = directory / FINDING
-    if not path.is_file():
+    if not os.path.lexists(path):
         raise CustomOpsError(
             f"{str(directory)!r} holds no {FINDING} (not a reproducer written by customops fuzz)"
         )
-    data = checked(read_json(path, MAX_FINDING_BYTES, FINDING, MAX_DEPTH), FINDING_SCHEMA, path, FINDING)
+    raw = read_json(path, MAX_FINDING_BYTES, FINDING, MAX_DEPTH, below=root or directory)
+    data = checked(raw, FINDING_SCHEMA, path, FINDING)
     case = case_from_json(data["case"], f"{FINDING} {str(path)!r}: case")
     return Reproducer(directory, Signature.from_json(data["signature"]), case, data)
 

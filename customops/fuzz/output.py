@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import os
+import shlex
 import shutil
 import stat
 from collections import Counter
@@ -23,20 +24,23 @@ import numpy as np
 from customops import jsonout
 from customops.errors import CustomOpsError
 from customops.eval.testcase import (
+    DATA_SET,
     REPRO_SCRIPT,
+    check_self_contained,
     first_differences,
     repro_script,
     versions_line,
     write_test_case,
 )
 from customops.fuzz.case import build_model, case_to_json
-from customops.fuzz.files import FINDING, MAX_SUMMARY_BYTES, group_dir, read_finding
+from customops.fuzz.files import FINDING, group_dir, read_finding
 from customops.fuzz.summary import CampaignInfo, CampaignSummary, GroupSummary, ReferenceNote, combine
 from customops.fuzz.triage import Evaluation, Signature
 from customops.safeio import (
     atomic_dir,
     is_safe_component,
-    open_bounded,
+    markdown_text,
+    open_below,
     printable,
     read_bounded,
     safe_component,
@@ -50,6 +54,9 @@ writes about 1 kB."""
 MAX_REPRODUCER_FILE = 64 << 20
 """Largest model.onnx or .pb file of a reproducer copied by a merge (streamed, never held in memory).
 A case's inputs are at most customops.fuzz.case.MAX_ARRAY_BYTES each, so its files are far smaller."""
+
+README_REPRODUCE = "Reproduce:"
+"""The line of a reproducer's README.txt after which its rerun commands are listed, one a line."""
 
 MAX_INPUTS = 16
 """Most ``input_N.pb`` files copied from a reproducer's test_data_set_0 (the registry's ops have 5 at most)."""
@@ -73,25 +80,47 @@ def spec_side(sig: Signature, ev: Evaluation) -> str | None:
 
 
 def rerun_commands(
-    sig: Signature, path: str, example: int, seed: int, ev: Evaluation | None = None
+    sig: Signature, path: str | None, example: int | None, seed: int | None, compare: bool
 ) -> list[str]:
-    """The commands that reproduce a group: replay of the reproducer, ``customops compare`` where it exits 1
-    on it (our side swaps the node, and exactly one of ORT and ours fails or both run and differ), and the
-    campaign run of the original (unshrunk) example."""
-    out = [f"customops fuzz replay {path}"]
-    swapped = ev is not None and not ev.outcomes["custom"].message.startswith("rewrite:")
-    if ev is not None and swapped and sig.kind not in ("crash", "hang"):  # compare skips unswapped nodes
-        ok_b, ok_c = (ev.outcomes[s].status == "ok" for s in ("builtin", "custom"))
-        if ok_b != ok_c or (ok_b and ok_c and sig.kind in ("value", "shape", "dtype")):
-            out.append(f"customops compare {path}/model.onnx --inputs {path}")
-    out.append(f"customops fuzz --op {sig.op} --opset {sig.version} --seed {seed} --index {example}")
+    """The commands that reproduce a group, made from checked fields alone (never from text read back):
+    replay of the reproducer at ``path`` (None: it has none), ``customops compare`` on it when
+    ``compare`` (see :func:`compare_exits_1`), and the campaign run of the original (unshrunk) example,
+    when its seed and index are known. Every word is a safe path component, a number or quoted."""
+    out = []
+    if path is not None:
+        out.append(f"customops fuzz replay {shlex.quote(path)}")
+        if compare:
+            out.append(f"customops compare {shlex.quote(path + '/model.onnx')} --inputs {shlex.quote(path)}")
+    if seed is not None and example is not None:
+        out.append(f"customops fuzz --op {sig.op} --opset {sig.version} --seed {seed} --index {example}")
     return out
 
 
+def compare_exits_1(sig: Signature, ev: Evaluation | None) -> bool:
+    """Whether ``customops compare`` exits 1 on the reproducer of ``ev``: our side swaps the node, and
+    exactly one of ORT and ours fails or both run and differ."""
+    swapped = ev is not None and not ev.outcomes["custom"].message.startswith("rewrite:")
+    if ev is None or not swapped or sig.kind in ("crash", "hang"):  # compare skips unswapped nodes
+        return False
+    ok_b, ok_c = (ev.outcomes[s].status == "ok" for s in ("builtin", "custom"))
+    return ok_b != ok_c or (ok_b and ok_c and sig.kind in ("value", "shape", "dtype"))
+
+
+def rerun_at(g: GroupSummary, path: str | None) -> list[str]:
+    """The rerun commands of the (checked) group ``g`` whose reproducer is now at ``path``, written anew
+    from its signature, seed and first example; compare among them when its commands had it. Commands
+    read from a campaign are never copied: they are text someone may paste into a shell."""
+    compare = any(c.startswith("customops compare ") for c in g.rerun or [])
+    return rerun_commands(g.signature, path, g.examples[0] if g.examples else None, g.seed, compare)
+
+
 def is_reproducer(path: Path) -> bool:
-    """Whether ``path`` is a group directory of ours: a real directory (not a link) holding a finding.json.
-    Only such a directory is ever replaced or removed."""
-    return not path.is_symlink() and path.is_dir() and (path / FINDING).is_file()
+    """Whether ``path`` is a group directory of ours: a real directory (not a link) holding a finding.json
+    (a regular file, not a link). Only such a directory is ever replaced or removed."""
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode) and stat.S_ISREG(os.lstat(path / FINDING).st_mode)
+    except OSError:
+        return False
 
 
 def taken_names(root: Path) -> set[str]:
@@ -160,7 +189,7 @@ def _readme(sig: Signature, ev: Evaluation, side: str | None, info: GroupSummary
     lines.append(
         "model.onnx holds the node alone in its standard domain (Cast nodes carry types ORT's Python API cannot)."
     )
-    lines.append("Reproduce:")
+    lines.append(README_REPRODUCE)
     lines.extend(f"  {c}" for c in info.rerun or [])
     return "\n".join(lines) + "\n"
 
@@ -191,14 +220,22 @@ def format_table(summary: CampaignSummary, root: str) -> str:
     cases = summary.cases
     head = (
         f"customops fuzz: {cases.total} cases ({cases.run} run: {cases.valid} valid, {cases.invalid} invalid; "
-        f"{sum(cases.skipped.values())} skipped; {cases.not_run} not run), ORT {summary.versions.ort_version}"
+        f"{sum(cases.skipped.values())} skipped; {cases.not_run} not run), ORT {printable(summary.versions.ort_version)}"
     )
     rows = [("group", "count", "side", "kind", "detail / features that matter", "known")]
-    for g in summary.groups:
+    for g in summary.groups:  # every text from data through printable: a campaign may be someone else's
         sig = g.signature
         detail = printable(sig.detail or ", ".join(sig.features) or "-")
+        known = printable(", ".join(g.known or []) or "-")
         rows.append(
-            (g.dir or g.id, str(g.count), sig.side, sig.kind, detail[:70], ", ".join(g.known or []) or "-")
+            (
+                printable(g.dir or g.id),
+                str(g.count),
+                printable(sig.side),
+                printable(sig.kind),
+                detail[:70],
+                known,
+            )
         )
     lines = [head]
     if len(rows) > 1:
@@ -268,13 +305,14 @@ def _findings_intro(summary: CampaignSummary, root: str, commands: list[str]) ->
     """The findings page's title, what the fuzzer does, where the reproducers are and how to regenerate
     the page, up to the header of the campaigns table."""
     v = summary.versions
-    onnx = "?" if v.onnx_version is None else v.onnx_version
-    numpy = "?" if v.numpy_version is None else v.numpy_version
+    ort = markdown_text(v.ort_version)
+    onnx = "?" if v.onnx_version is None else markdown_text(v.onnx_version)
+    numpy = "?" if v.numpy_version is None else markdown_text(v.numpy_version)
     return [
         "# Findings of `customops fuzz`",
         "",
         f"Current findings of the differential fuzzer (`customops fuzz`) against onnxruntime "
-        f"{v.ort_version} (onnx {onnx}, numpy {numpy}). The fuzzer draws cases from the registry (every attribute "
+        f"{ort} (onnx {onnx}, numpy {numpy}). The fuzzer draws cases from the registry (every attribute "
         "domain, element type, rank 1 to 6 with empty and unit axes, special values, about 10% invalid "
         "configurations on purpose), runs each on ORT's built-in CPU kernel, ours and onnx.reference in worker "
         "processes, groups the disagreements by signature (op and version, the side that is the odd one out, "
@@ -290,7 +328,7 @@ def _findings_intro(summary: CampaignSummary, root: str, commands: list[str]) ->
         "Regenerate (campaigns from a scratch directory, then the merge from the repository root):",
         "",
         "```",
-        *commands,
+        *map(printable, commands),  # each one line starting with customops (files.py checks them)
         "```",
     ]
 
@@ -306,7 +344,7 @@ def _campaigns_table(campaigns: list[CampaignInfo]) -> list[str]:
     ]
     for c in campaigns:
         out.append(
-            f"| {', '.join(c.targets)} | {c.seed} | {c.cases} | {c.run} | {c.skipped} | "
+            f"| {markdown_text(', '.join(c.targets))} | {c.seed} | {c.cases} | {c.run} | {c.skipped} | "
             f"{c.seconds:.0f} | {c.groups} | {c.findings} |"
         )
     return out
@@ -348,12 +386,11 @@ def _groups_table(groups: list[GroupSummary], root: str) -> list[str]:
     ]
     for g in groups:
         sig = g.signature
-        detail = printable(sig.detail or ", ".join(sig.features) or "-").replace("|", "\\|")
-        known = ", ".join(g.known or []) or "**new**"
-        where = f"[{g.dir}]({_rel(root)}/{g.dir})" if g.dir else "-"
-        out.append(
-            f"| {sig.op}-{sig.version} | {sig.side} | {sig.kind} | {detail} | {g.count} | {known} | {where} |"
-        )
+        detail = markdown_text(sig.detail or ", ".join(sig.features) or "-")
+        known = markdown_text(", ".join(g.known or [])) or "**new**"
+        where = f"[{g.dir}]({_rel(root)}/{g.dir})" if g.dir else "-"  # a safe component (files.py)
+        side, kind = markdown_text(sig.side), markdown_text(sig.kind)
+        out.append(f"| {sig.op}-{sig.version} | {side} | {kind} | {detail} | {g.count} | {known} | {where} |")
     return out
 
 
@@ -380,8 +417,8 @@ def _reference_notes_table(notes: list[ReferenceNote]) -> list[str]:
     for (op, kind), items in by_key.items():
         items = sorted(items, key=lambda n: -n.count)
         top = "; ".join(f"{(n.signature.detail or '-')[:70]} ({n.count})" for n in items[:3])
-        top = printable(top).replace("|", "\\|")
-        out.append(f"| {op} | {kind} | {sum(n.count for n in items)} | {len(items)} | {top} |")
+        top = markdown_text(top)
+        out.append(f"| {op} | {markdown_text(kind)} | {sum(n.count for n in items)} | {len(items)} | {top} |")
     return out
 
 
@@ -396,7 +433,7 @@ def _skipped_list(campaigns: list[CampaignInfo]) -> list[str]:
         "",
         "## Skipped cases (element types no side can carry)",
         "",
-        *(f"- {reason}: {n}" for reason, n in sorted(skipped.items())),
+        *(f"- {markdown_text(reason)}: {n}" for reason, n in sorted(skipped.items())),
     ]
 
 
@@ -430,11 +467,9 @@ def merge(summaries: list[tuple[Path, CampaignSummary]], out: Path) -> CampaignS
                 notes[n.signature.key] = copy.deepcopy(n)
     copies = []  # every group renamed and every reproducer checked before anything is written
     used = taken_names(out)
-    budget = Budget(MAX_SUMMARY_BYTES, "the merged summary")
     for key, g in groups.items():
         g.known = known_labels(g)
-        if g.dir:
-            copies += _place_group(g, sources[key], out, used, budget)
+        copies += _place_group(g, sources[key], out, used)
     out.mkdir(parents=True, exist_ok=True)
     for c in copies:
         with atomic_dir(out / c.name, replace=True) as tmp:
@@ -493,35 +528,12 @@ def check_campaigns_once(summaries: list[tuple[Path, CampaignSummary]]) -> None:
 
 
 @dataclass
-class Budget:
-    """How many more characters rewriting paths may add (a path repeated in crafted text could
-    otherwise multiply its size)."""
-
-    left: int
-    what: str
-
-    def take(self, n: int) -> None:
-        self.left -= max(n, 0)
-        if self.left < 0:
-            raise CustomOpsError(f"rewriting paths would make {self.what} too large; it is refused")
-
-
-def repath(text: str, old: str, new: str, budget: Budget) -> str:
-    """``text`` with the path ``old`` replaced by ``new``, within ``budget``."""
-    if not old:
-        return text
-    budget.take(text.count(old) * (len(new) - len(old)))
-    return text.replace(old, new)
-
-
-@dataclass
 class Copy:
     """A reproducer to copy into the merged directory: from ``src``, for ``group`` (its new dir, commands
-    and labels), with the path ``old`` in its texts replaced by ``new``."""
+    and labels), to be at ``new``."""
 
     src: Path
     group: GroupSummary
-    old: str
     new: str
 
     @property
@@ -531,114 +543,105 @@ class Copy:
         return self.group.dir
 
 
-def _place_group(g: GroupSummary, source: Path, out: Path, used: set[str], budget: Budget) -> list[Copy]:
-    """Name the group (which has a directory) uniquely in ``out`` and point its commands there; its
-    reproducer in the campaign directory ``source``, checked, is the copy to make (none when it is not
-    there)."""
-    assert g.dir is not None
+def _place_group(g: GroupSummary, source: Path, out: Path, used: set[str]) -> list[Copy]:
+    """Name the group uniquely in ``out`` and write its commands anew for it there (a group without a
+    directory keeps only the campaign run of its example); its reproducer in the campaign directory
+    ``source``, checked, is the copy to make (none when it is not there)."""
+    if not g.dir:
+        g.rerun = rerun_at(g, None) if g.rerun is not None else None
+        return []
     src = group_dir(source, g.dir)
-    old = _recorded_dir(g, source)
     g.dir = safe_component(g.dir, used)
     new = str(out / g.dir)
-    g.rerun = [repath(c, old, new, budget) for c in g.rerun or []]
+    g.rerun = rerun_at(g, new)
     if not src.is_dir():
         return []
-    copy = Copy(src, g, old, new)
+    copy = Copy(src, g, new)
     check_reproducer(copy)
     return [copy]
 
 
 def reproducer_texts(c: Copy) -> tuple[dict[str, Any], str | None]:
     """The copy's finding.json record (checked, with the group's dir, commands and labels) and its
-    README.txt (None: absent), the path ``c.old`` replaced by ``c.new`` in both, within bounds."""
-    record = read_finding(c.src).record
-    budget = Budget(MAX_README_BYTES, repr(str(c.src / FINDING)))
+    README.txt (None: absent) with its commands written anew (:func:`readme_at`)."""
+    record = read_finding(c.src, c.src.parent).record
     g = c.group
     tallies = {"count": g.count, "examples": g.examples, "dtypes": g.dtypes, "ranks": g.ranks}
     record.update(
         {k: v for k, v in tallies.items() if v is not None},  # merged counts
         dir=g.dir,
-        rerun=[repath(command, c.old, c.new, budget) for command in record.get("rerun", [])],
+        rerun=rerun_at(g, c.new),
         known=g.known or [],
     )
     readme = c.src / "README.txt"
-    if not readme.exists():
+    if not present(c.src.parent, readme):
         return record, None
-    text = read_bounded(readme, MAX_README_BYTES, "README.txt").decode("utf-8", errors="replace")
-    return record, repath(text, c.old, c.new, Budget(MAX_README_BYTES, repr(str(readme))))
+    raw = read_bounded(readme, MAX_README_BYTES, "README.txt", below=c.src.parent)
+    return record, readme_at(raw.decode("utf-8", errors="replace"), record["rerun"])
+
+
+def readme_at(text: str, rerun: list[str]) -> str:
+    """A README.txt read from a campaign, with every line printable and its "Reproduce:" section
+    written anew from ``rerun`` (a command from a campaign is never copied)."""
+    lines = text.splitlines()
+    if README_REPRODUCE in lines:
+        lines = lines[: lines.index(README_REPRODUCE)]
+    return "\n".join([*map(printable, lines), README_REPRODUCE, *(f"  {c}" for c in rerun)]) + "\n"
 
 
 def copy_reproducer(c: Copy, dst: Path) -> None:
     """Fill the empty directory ``dst`` with the reproducer of ``c``: finding.json and README.txt from
-    :func:`reproducer_texts`, model.onnx and test_data_set_0's ``input_N.pb`` and ``output_0.pb`` as they
-    are, and repro.py written anew (a script from an untrusted directory is never copied). Only regular
-    files are copied (no symbolic link is followed), each bounded in size; anything
-    else in the source is left."""
+    :func:`reproducer_texts`, model.onnx and test_data_set_0's ``input_N.pb`` and ``output_0.pb`` as
+    they are once checked (:func:`reproducer_file`), and repro.py written anew (a script from an
+    untrusted directory is never copied). Anything else in the source is left."""
     record, readme = reproducer_texts(c)
     write_atomic(dst / FINDING, jsonout.dumps(record, indent=1) + "\n")
     if readme is not None:
         write_atomic(dst / "README.txt", readme)
-    (dst / "test_data_set_0").mkdir()
+    (dst / DATA_SET).mkdir()
     for name in REPRODUCER_FILES:
-        copy_regular(c.src / name, dst / name)
+        data = reproducer_file(c, name)
+        if data is not None:
+            (dst / name).write_bytes(data)
     # written from our own text, never copied: a campaign directory is untrusted, and repro.py is run
     write_atomic(dst / REPRO_SCRIPT, repro_script())
 
 
 REPRODUCER_FILES = (
     "model.onnx",
-    "test_data_set_0/output_0.pb",
-    *(f"test_data_set_0/input_{i}.pb" for i in range(MAX_INPUTS)),
+    f"{DATA_SET}/output_0.pb",
+    *(f"{DATA_SET}/input_{i}.pb" for i in range(MAX_INPUTS)),
 )
 """The files of a reproducer a merge copies as they are (besides finding.json and README.txt)."""
 
 
 def check_reproducer(c: Copy) -> None:
     """Raise CustomOpsError unless the reproducer of ``c`` can be copied: its texts (see
-    :func:`reproducer_texts`), and each of its other files absent or a regular file (not a symbolic
-    link) within its size limit."""
+    :func:`reproducer_texts`) and each of its other files (:func:`reproducer_file`)."""
     reproducer_texts(c)
-    for name in ("README.txt", *REPRODUCER_FILES):
-        limit = MAX_README_BYTES if name == "README.txt" else MAX_REPRODUCER_FILE
-        try:
-            info = os.lstat(c.src / name)
-        except FileNotFoundError:
-            continue
-        except OSError as exc:
-            raise CustomOpsError(f"cannot read {str(c.src / name)!r}: {exc.strerror or exc}") from None
-        if not stat.S_ISREG(info.st_mode):
-            raise CustomOpsError(
-                f"{str(c.src / name)!r} is not a regular file; only regular files are copied"
-            )
-        if info.st_size > limit:
-            raise CustomOpsError(f"{str(c.src / name)!r} is larger than {limit} bytes, the most allowed")
+    for name in REPRODUCER_FILES:
+        reproducer_file(c, name)
 
 
-def copy_regular(src: Path, dst: Path) -> None:
-    """Copy ``src`` to ``dst`` if it is a regular file (not through a symbolic link) of at most
-    MAX_REPRODUCER_FILE bytes; nothing when it is absent; CustomOpsError when it is anything else."""
-    if not os.path.lexists(src):
-        return
-    with (
-        open_bounded(src, MAX_REPRODUCER_FILE, "reproducer file", follow_links=False) as f,
-        open(dst, "wb") as g,
-    ):
-        copied = 0
-        while chunk := f.read(1 << 20):
-            copied += len(chunk)
-            if copied > MAX_REPRODUCER_FILE:  # it grew since it was checked
-                raise CustomOpsError(
-                    f"{str(src)!r} is larger than {MAX_REPRODUCER_FILE} bytes, the most allowed"
-                )
-            g.write(chunk)
+def present(root: Path, path: Path) -> bool:
+    """Whether ``path`` (inside the campaign directory ``root``) is there, found through no symbolic link
+    below ``root`` (a link on the way is a CustomOpsError)."""
+    try:
+        os.close(open_below(root, path, os.O_RDONLY | os.O_NONBLOCK))
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise CustomOpsError(f"cannot read {str(path)!r}: {exc.strerror or exc}") from None
+    return True
 
 
-def _recorded_dir(group: GroupSummary, source: Path) -> str:
-    """Where the group's reproducer was when its commands were written: the path its replay command
-    names (the campaign's --out, even if that directory has been moved since), else ``source``."""
-    prefix = "customops fuzz replay "
-    name = group.dir or ""
-    for command in group.rerun or []:
-        if command.startswith(prefix) and command.endswith(name):
-            return command[len(prefix) :]
-    return str(source / name)
+def reproducer_file(c: Copy, name: str) -> bytes | None:
+    """The bytes of the file ``name`` of the reproducer of ``c`` (None: absent): a regular file of at
+    most MAX_REPRODUCER_FILE bytes, reached through no symbolic link below the campaign directory, and
+    a model or tensor that keeps no data in other files (testcase.check_self_contained)."""
+    root, src = c.src.parent, c.src / name
+    if not present(root, src):
+        return None
+    data = read_bounded(src, MAX_REPRODUCER_FILE, "reproducer file", below=root)
+    check_self_contained(data, name, repr(str(src)))
+    return data

