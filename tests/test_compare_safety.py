@@ -22,14 +22,11 @@ from onnx import TensorProto, helper, numpy_helper
 from customops.comparison.inputs import generate_inputs
 from customops.comparison.isolate import Isolated, attribute
 from customops.comparison.pipeline import compare_model
-from customops.eval import sides
 from tests.helpers import (
-    WRONG_KERNEL_ENV,
     one_node_model,
     run_builtin,
     run_cli,
     strict_json,
-    wrong_kernel_dir,
 )
 
 F32 = np.float32
@@ -148,28 +145,6 @@ def test_attribution_follows_the_given_tolerances():
 
 # ---------------------------------------------------------------------------------------------------------
 # a deliberately wrong custom kernel, end to end
-
-
-@pytest.fixture
-def wrong_kernel(tmp_path, monkeypatch):
-    """``wrong_kernel("pad:add1")`` makes the custom side's kernel of Pad add 1 to its output (``raise``:
-    fail) in the side processes started from now on, and in commands run as subprocesses."""
-
-    def install(spec: str) -> None:
-        site = wrong_kernel_dir(tmp_path / "site")
-        monkeypatch.setenv("PYTHONPATH", f"{site}:{_pythonpath()}".rstrip(":"))
-        monkeypatch.setenv(WRONG_KERNEL_ENV, spec)
-        sides.close_all()  # the side children restart with the wrong kernel
-
-    sides.close_all()
-    yield install
-    sides.close_all()  # and without it after the test
-
-
-def _pythonpath() -> str:
-    import os
-
-    return os.environ.get("PYTHONPATH", "")
 
 
 def _pb(path: Path) -> np.ndarray:

@@ -11,8 +11,6 @@ from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
 from customops.comparison.pipeline import compare_model
-from customops.eval import sides
-from tests.helpers import WRONG_KERNEL_ENV, wrong_kernel_dir
 
 F32 = np.float32
 X = (np.arange(12, dtype=F32).reshape(1, 1, 3, 4) ** 2) / F32(7)
@@ -82,23 +80,6 @@ def _bodies_model() -> onnx.ModelProto:
 
 INNER = {True: ("resize_in_then", "resize"), False: ("pad_in_loop", "pad")}
 """flag -> the swapped node that runs, and its kernel module."""
-
-
-@pytest.fixture
-def wrong_kernel(tmp_path, monkeypatch):
-    """``wrong_kernel("pad:add1")``: our Pad adds 1 to its output in the side processes started from now
-    on (tests.helpers.wrong_kernel_dir)."""
-    import os
-
-    def install(spec: str) -> None:
-        site = wrong_kernel_dir(tmp_path / "site")
-        monkeypatch.setenv("PYTHONPATH", f"{site}:{os.environ.get('PYTHONPATH', '')}".rstrip(":"))
-        monkeypatch.setenv(WRONG_KERNEL_ENV, spec)
-        sides.close_all()
-
-    sides.close_all()
-    yield install
-    sides.close_all()
 
 
 @pytest.mark.parametrize("flag", [True, False])
