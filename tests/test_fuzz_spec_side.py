@@ -16,7 +16,7 @@ from onnx import numpy_helper
 from onnx.reference import ReferenceEvaluator
 
 from customops.eval.testcase import read_inputs
-from tests.helpers import ROOT, WRONG_KERNEL_ENV, run_cli, strict_json, wrong_kernel_dir
+from tests.helpers import NEVER, ROOT, WRONG_KERNEL_ENV, run_cli, strict_json, wrong_kernel_dir
 
 
 def _pb(path) -> np.ndarray:
@@ -51,7 +51,7 @@ def test_a_group_of_our_side_keeps_the_reference_answer_and_repro_py_says_ort_ag
             cwd=case,
             capture_output=True,
             text=True,
-            timeout=300,
+            timeout=NEVER,
             env={k: v for k, v in os.environ.items() if k != WRONG_KERNEL_ENV},
         )
         assert repro.returncode == 0 and "AGREE" in repro.stdout, repro.stdout + repro.stderr

@@ -28,6 +28,7 @@ import pytest
 
 import customops
 from customops.cli.main import main
+from tests.helpers import NEVER
 
 CODE = str(Path(customops.__file__).resolve().parent.parent)
 """The checkout whose customops is under test (subprocesses import the same one)."""
@@ -38,7 +39,7 @@ def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
         [sys.executable, "-m", "customops.cli.main", *args],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=NEVER,
         cwd=cwd,
         env={**os.environ, "PYTHONPATH": CODE},
     )
@@ -355,7 +356,7 @@ def test_a_replayed_case_cannot_send_a_huge_output_back(camp):
     edit(group / "finding.json", _input("pads", "data", pads))
     rep = read_finding(group)
     assert rep.case.op == "Pad" and rep.case.dtype == "uint16"
-    with Pool(1, 60) as pool:
+    with Pool(1, NEVER) as pool:
         ev = evaluate(pool, rep.case)
     assert ev.outcomes["custom"].status == "error", ev.outcomes["custom"]
     assert "over the 67108864 bytes" in ev.outcomes["custom"].message
@@ -592,7 +593,7 @@ def _model_pointing_outside(path: Path, location: str) -> None:
 def _repro(group: Path, cwd: Path) -> subprocess.CompletedProcess:
     """``python GROUP/repro.py``, run from ``cwd`` (not the group's directory)."""
     return subprocess.run(
-        [sys.executable, str(group / "repro.py")], capture_output=True, text=True, timeout=300, cwd=cwd
+        [sys.executable, str(group / "repro.py")], capture_output=True, text=True, timeout=NEVER, cwd=cwd
     )
 
 

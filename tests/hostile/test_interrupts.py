@@ -18,7 +18,7 @@ import pytest
 
 import customops
 from customops.bridge import runtime
-from tests.helpers import DEVIATION, ROOT, run_python
+from tests.helpers import DEVIATION, NEVER, ROOT, run_python
 
 NODES = 8
 
@@ -74,7 +74,7 @@ def _child(code: str, **kwargs) -> subprocess.Popen[str]:
 
 
 def _finish(proc: subprocess.Popen[str]) -> tuple[int, str, str]:
-    out, err = proc.communicate(timeout=300)
+    out, err = proc.communicate(timeout=NEVER)
     assert proc.returncode not in (134, -6, 139, -11), err[-2000:]
     return proc.returncode, out, err
 

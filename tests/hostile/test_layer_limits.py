@@ -16,6 +16,8 @@ import textwrap
 
 import pytest
 
+from tests.helpers import NEVER
+
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 _PRELUDE = """
@@ -78,7 +80,7 @@ def _child(code: str, **env: str) -> subprocess.CompletedProcess[str]:
         [sys.executable, "-c", _PRELUDE + textwrap.dedent(code)],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=NEVER,
         cwd=_ROOT,
         env={**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH", _ROOT), **env},
     )

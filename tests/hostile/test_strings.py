@@ -20,7 +20,7 @@ from onnx import TensorProto, helper
 
 import customops
 from customops.bridge import runtime
-from tests.helpers import one_node_model
+from tests.helpers import NEVER, one_node_model
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -38,7 +38,7 @@ def _child(code: str) -> subprocess.CompletedProcess[str]:
         [sys.executable, "-c", textwrap.dedent(code)],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=NEVER,
         cwd=_ROOT,
         env={**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH", _ROOT)},
     )
