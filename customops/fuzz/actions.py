@@ -21,6 +21,9 @@ if TYPE_CHECKING:
 
 DEFAULT_OUT = "customops-fuzz"
 DEFAULT_CASES = 1000
+MAX_CASES = 1_000_000
+"""The most cases one campaign (one shard) runs: it keeps a record of each in memory (days of work at
+the fuzzer's pace); more are run as shards (``--shard``) and merged."""
 DEFAULT_CASE_TIMEOUT = 30.0
 DEFAULT_SHRINK_BUDGET = 60
 
@@ -100,6 +103,16 @@ def _indices(value: str | None) -> list[int] | None:
     return sorted({_int(v, "--index", 0, 0) for v in items})
 
 
+def _cases(value: str | None) -> int:
+    cases = _int(value, "--cases", DEFAULT_CASES, 1)
+    if cases > MAX_CASES:
+        raise CustomOpsError(
+            f"--cases {value!r} must be at most {MAX_CASES} a campaign; run more as shards (--shard I/N) "
+            "and merge them"
+        )
+    return cases
+
+
 def _out_dir(value: str | None) -> Path:
     from customops.safeio import check_output_dir
 
@@ -173,7 +186,7 @@ def run_campaign(args: argparse.Namespace) -> int:
     plan = Plan(
         targets,
         seed=_int(args.seed, "--seed", 0, 0),
-        cases=_int(args.cases, "--cases", DEFAULT_CASES, 1),
+        cases=_cases(args.cases),
         shard=_shard(args.shard),
         indices=_indices(args.index),
     )
