@@ -38,6 +38,7 @@ ALL_DTYPES = (
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 """The repository's root."""
 DEVIATION = os.path.join(ROOT, "models", "ort_deviation.onnx")
+"""The bundled model on which ORT leaves the spec (the README's quickstart)."""
 
 NEVER = 1800.0
 """A time limit (seconds) for work that is not about time: correct code on a loaded 2-core machine never
@@ -47,7 +48,6 @@ HANG_LIMIT = 30.0
 """The case timeout of tests that inject a hang that never finishes: long enough that the sides that do
 answer (a fresh child's first run, loading compiled loops from the cache) answer well within it on a
 loaded machine; every second of it is waited out once, by the hanging side."""
-"""The bundled model on which ORT leaves the spec (the README's quickstart)."""
 
 
 def backend_cases(*prefixes: str, generator: str | None = None) -> list:
