@@ -51,7 +51,8 @@ def checked_bytes(data: bytes, what: str) -> onnx.ModelProto:
 def check_node(node: onnx.NodeProto) -> None:
     """Raise CustomOpsError unless ``node`` (in our domain) is one of our custom ops as the rewriter writes
     it: the op's inputs (none left empty) and one output; exactly the attributes the op declares, each once,
-    each a string of UTF-8, each kernel attribute a value of its kind as :mod:`customops.bridge.attrs`
+    each a string of UTF-8 written in the node (not a reference to a function caller's attribute, whose
+    value the check cannot see), each kernel attribute a value of its kind as :mod:`customops.bridge.attrs`
     writes it (ints within int64); besides those, only the restore record, a UTF-8 string too."""
     op = CUSTOM_OPS.get(node.op_type)
     if op is None:
@@ -76,6 +77,12 @@ def _check_attributes(node: onnx.NodeProto, op: CustomOp) -> None:
         seen.add(a.name)
         if a.name not in declared and a.name != RESTORE_ATTR:
             _refuse(node, f"has attribute {a.name!r}, which it does not take ({', '.join(declared)})")
+        if a.ref_attr_name:
+            _refuse(
+                node,
+                f"attribute {a.name!r} refers to attribute {a.ref_attr_name!r} of a function's caller; "
+                "our ops take their attributes' values written in the node",
+            )
         if a.type != _STRING:
             kind = onnx.AttributeProto.AttributeType.Name(a.type) if a.type in _TYPE_NAMES else str(a.type)
             _refuse(node, f"attribute {a.name!r} is of type {kind}; every attribute of our ops is a STRING")

@@ -317,20 +317,20 @@ def _check_declared(total: int, what: str) -> None:
 
 
 def _check_npz_headers(f: Any, what: str, name: str) -> None:
-    """Refuse an .npz member whose header declares more array bytes than the member holds, and arrays that
-    would take more than :data:`INPUT_LIMIT` bytes in memory together."""
+    """Refuse an .npz member that is not a .npy array or whose header declares more array bytes than the
+    member holds, and arrays that would take more than :data:`INPUT_LIMIT` bytes in memory together."""
     import zipfile
 
     total = 0
     try:
         with zipfile.ZipFile(f) as z:
             for info in z.infolist():
+                # every member, whatever its name: numpy reads one named 'x' as an array too (as 'x.npy')
                 with z.open(info) as member:
-                    if info.filename.endswith(".npy"):
-                        try:
-                            total += npy_declared(member, info.file_size)
-                        except ValueError as exc:
-                            raise CustomOpsError(f"{what}: {info.filename!r}: {exc}") from None
+                    try:
+                        total += npy_declared(member, info.file_size)
+                    except ValueError as exc:
+                        raise CustomOpsError(f"{what}: {info.filename!r}: {exc}") from None
     except (OSError, zipfile.BadZipFile, ValueError) as exc:
         raise CustomOpsError(f"{what} ({described(exc)})") from None
     _check_declared(total, repr(name))

@@ -38,7 +38,8 @@ def load_model_files(path: str | os.PathLike[str]) -> tuple[ModelProto, bool, li
     """Like :func:`load_model_info`; also lists the files read: the model and its external data files.
 
     The one loader of every model file customops reads. External data is read only from inside the
-    model's directory (see :func:`_external_file`), and only as many bytes as each tensor declares."""
+    model's directory (see :func:`_external_file`), and only as many bytes as each tensor declares, in all
+    no more than the data files hold (tensors whose stored bytes overlap could ask for any amount)."""
     p = Path(path)
     _check_model_path(p)
     try:
@@ -54,6 +55,8 @@ def load_model_files(path: str | os.PathLike[str]) -> tuple[ModelProto, bool, li
     check_text(model, repr(str(p)))
     files = [p]
     external = False
+    stored: dict[tuple[int, int], int] = {}  # each data file's (device, inode): its size
+    read = 0
     for tensor in model_tensors(model):
         if external_location(tensor) is None:
             continue
@@ -61,7 +64,26 @@ def load_model_files(path: str | os.PathLike[str]) -> tuple[ModelProto, bool, li
         source = _load_external(p, tensor)
         if source not in files:
             files.append(source)
+        _count_stored(p, source, stored)
+        read += len(tensor.raw_data)
+        if read > sum(stored.values()):
+            raise CustomOpsError(
+                f"{str(p)!r}: its tensors ask for {read} bytes of external data from files holding "
+                f"{sum(stored.values())}; tensors may not share stored bytes (a few bytes on disk would "
+                "take any amount of memory)"
+            )
     return model, external, files
+
+
+def _count_stored(model_path: Path, source: Path, stored: dict[tuple[int, int], int]) -> None:
+    """Add the data file ``source`` to ``stored`` (its identity: its size) once, whatever its spelling."""
+    try:
+        st = source.stat()
+    except OSError as exc:
+        raise CustomOpsError(
+            f"{str(model_path)!r}: cannot read {str(source)!r}: {exc.strerror or exc}"
+        ) from None
+    stored.setdefault((st.st_dev, st.st_ino), st.st_size)
 
 
 def _check_model_path(p: Path) -> None:

@@ -81,6 +81,18 @@ def test_the_real_limit_refuses_3e8_zero_size_strings_at_once(tmp_path):
     assert "in memory" in proc.stderr and "Traceback" not in proc.stderr
 
 
+def test_an_npz_member_not_named_npy_has_its_header_checked_too(tmp_path, capsys):
+    """numpy reads a member named 'x' (not 'x.npy') as the array 'x' too, allocating what its header
+    declares before reading: the headers' check passed it over, and the header's 8 GB was allocated."""
+    inputs = tmp_path / "x.npz"
+    with zipfile.ZipFile(inputs, "w") as z:
+        z.writestr("x", _npy_header_only("<f4", (2**31,)) + bytes(16))
+    model = _identity_model(tmp_path / "m.onnx", TensorProto.FLOAT)
+    assert main(["compare", str(model), "--inputs", str(inputs)]) == 2
+    line = _one_error_line(capsys)
+    assert "'x': its header declares more data than it holds" in line
+
+
 def test_a_polygraphy_file_of_a_zero_size_string_type_counts_its_elements(tmp_path, capsys, small_limit):
     encoded = base64.b64encode(_npy_header_only("<U0", (2000,))).decode()
     inputs = tmp_path / "in.json"

@@ -210,3 +210,37 @@ def test_a_model_file_that_is_not_an_onnx_model_is_refused(tmp_path):
         customops.InferenceSession(str(path))
     with pytest.raises(customops.CustomOpsError, match="is not a regular file"):
         customops.InferenceSession(str(tmp_path))
+
+
+_REF_CHILD = """
+import json, sys, onnx, numpy as np
+from onnx import helper
+import customops
+from tests.hostile.test_domain_models import pad_model
+name = sys.argv[1]
+model = pad_model("function")
+model.functions[0].attribute.append("m")
+for node in model.functions[0].node:
+    for a in node.attribute:
+        if node.domain == "customops" and a.name == name:
+            a.ClearField("s")
+            a.ref_attr_name = "m"
+model.graph.node[0].attribute.append(helper.make_attribute("m", b"\\xff\\xfenot UTF-8"))
+try:
+    customops.InferenceSession(model).run(None, {"x": np.ones(2, np.float32)})
+    print(json.dumps("ran"))
+except customops.CustomOpsError as exc:
+    print(json.dumps(str(exc)))
+"""
+
+
+@pytest.mark.parametrize("name", ["mode", "customops_node"])
+def test_an_attribute_of_ours_taken_from_a_function_caller_is_refused(name):
+    """A node of ours in a model-local function whose attribute refers to one of the function's own
+    (``ref_attr_name``) gets its value from the calling node, which the check of our nodes does not see:
+    ONNX Runtime put the caller's bytes that are not UTF-8 there and the layer aborted (exit 134)."""
+    proc = run_python("-c", _REF_CHILD, name)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    message = json.loads(proc.stdout)
+    assert "node 'p' (customops::Pad)" in message
+    assert f"attribute {name!r} refers to attribute 'm' of a function's caller" in message

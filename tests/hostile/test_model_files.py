@@ -231,3 +231,46 @@ def test_an_interruption_anywhere_in_save_model_leaves_no_temporary_directory(tm
             lines = stop
             break
     assert lines > 5  # the interruption met every line of the write
+
+
+def _shared_bytes_dir(tmp_path: Path, copies: int) -> Path:
+    """A model of ``copies`` initializers that all read the same 16 stored bytes, under two spellings of
+    the one data file (its name, and a link to it inside the directory): fed to Concat, and a Pad."""
+    (tmp_path / "w.bin").write_bytes(_data_bytes())
+    (tmp_path / "alias.bin").symlink_to("w.bin")
+    model = _pad_model()
+    graph = model.graph
+    names = [f"data{i}" for i in range(copies)]
+    for i, name in enumerate(names):
+        tensor = graph.initializer.add()
+        tensor.CopyFrom(_external(_pad_model(), "w.bin" if i % 2 else "alias.bin").graph.initializer[0])
+        tensor.name = name
+    graph.node.insert(0, helper.make_node("Concat", names, ["data"], axis=0))
+    del graph.initializer[0]  # the first 'data', now made by Concat
+    (tmp_path / "in.onnx").write_bytes(model.SerializeToString())
+    return tmp_path
+
+
+def test_tensors_may_not_read_the_same_stored_bytes_over_and_over(tmp_path):
+    """A few KB of model and 16 bytes of data asked for copies x 16 bytes of memory (a 1 MB model of
+    such tensors and a 100 MB data file: terabytes): no more external data is read than the files hold."""
+    work = _shared_bytes_dir(tmp_path, 3)
+    with pytest.raises(
+        customops.CustomOpsError, match="ask for 32 bytes of external data from files holding 16"
+    ):
+        customops.rewrite(str(work / "in.onnx"))
+    proc = run_cli("compare", "in.onnx", cwd=work)
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    (line,) = proc.stderr.strip().splitlines()
+    assert "tensors may not share stored bytes" in line
+
+
+def test_tensors_in_parts_of_one_data_file_still_load(tmp_path):
+    (tmp_path / "w.bin").write_bytes(_data_bytes(8))
+    model = _external(_pad_model(), "w.bin", offset="16", length="16")
+    other = model.graph.initializer.add()
+    other.CopyFrom(_external(_pad_model(), "w.bin", offset="0", length="16").graph.initializer[0])
+    other.name = "unused"
+    (tmp_path / "in.onnx").write_bytes(model.SerializeToString())
+    (y,) = customops.InferenceSession(customops.rewrite(str(tmp_path / "in.onnx"))).run(None, {})
+    assert y.tolist() == [0, 4, 5, 6, 7, 0]
