@@ -525,13 +525,14 @@ def _gather_filter(
     y3 = y.reshape(pre, n, post)
     length = indices.shape[0]
     acc = np.zeros((pre, length, post), dtype=compute)
-    for t in range(indices.shape[1]):
-        w = weights[:, t]
-        rows = np.flatnonzero(w != 0)
-        if rows.size:
-            term = np.take(y3, indices[rows, t], axis=1).astype(compute)
-            term *= w[rows][None, :, None]
-            acc[:, rows, :] += term
+    with np.errstate(invalid="ignore", over="ignore"):  # inf - inf is NaN, as the spec's sum gives
+        for t in range(indices.shape[1]):
+            w = weights[:, t]
+            rows = np.flatnonzero(w != 0)
+            if rows.size:
+                term = np.take(y3, indices[rows, t], axis=1).astype(compute)
+                term *= w[rows][None, :, None]
+                acc[:, rows, :] += term
     return acc.reshape((*y.shape[:axis], length, *y.shape[axis + 1 :]))
 
 
