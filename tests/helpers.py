@@ -212,6 +212,15 @@ def wrong_kernel_dir(directory) -> str:
     return str(path)
 
 
+def one_error_line(capsys) -> str:
+    """The one line a refused command wrote on stderr (captured by pytest's ``capsys``), no traceback."""
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    return lines[0]
+
+
 def run_cli(
     *args: str, cwd: object = None, env: dict[str, str] | None = None, timeout: float = NEVER
 ) -> subprocess.CompletedProcess:

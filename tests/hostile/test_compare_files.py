@@ -19,7 +19,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from customops.cli.main import main
-from tests.helpers import NEVER
+from tests.helpers import NEVER, one_error_line
 
 ROOT = Path(__file__).resolve().parents[2]
 DEVIATION = ROOT / "models" / "ort_deviation.onnx"
@@ -29,14 +29,6 @@ def _tree(path: Path) -> dict[str, str]:
     """Every file under ``path`` (and ``path`` itself if a file) with its hash."""
     files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
     return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
-
-
-def _one_error_line(capsys) -> str:
-    err = capsys.readouterr().err
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1, err
-    assert "Traceback" not in err
-    return lines[0]
 
 
 def _small_model(path: Path) -> Path:
@@ -70,7 +62,7 @@ def test_inputs_npz_with_an_object_array_runs_no_code(tmp_path, capsys):
     np.savez(evil, x=np.array([_Marker(str(marker))], dtype=object))
     model = _small_model(tmp_path / "m.onnx")
     assert main(["compare", str(model), "--inputs", str(evil)]) == 2
-    assert "never unpickled" in _one_error_line(capsys)
+    assert "never unpickled" in one_error_line(capsys)
     assert not marker.exists()
 
 
@@ -80,7 +72,7 @@ def test_a_plain_pickle_named_npz_runs_no_code(tmp_path, capsys):
     evil.write_bytes(pickle.dumps({"x": _Marker(str(marker))}))
     model = _small_model(tmp_path / "m.onnx")
     assert main(["compare", str(model), "--inputs", str(evil)]) == 2
-    assert "not a readable .npz" in _one_error_line(capsys)
+    assert "not a readable .npz" in one_error_line(capsys)
     assert not marker.exists()
 
 
@@ -113,7 +105,7 @@ def test_an_npz_whose_arrays_declare_more_than_the_limit_is_refused_unread(tmp_p
     assert zipfile.is_zipfile(inputs)
     model = _small_model(tmp_path / "m.onnx")
     assert main(["compare", str(model), "--inputs", str(inputs)]) == 2
-    assert "over the 1000 allowed" in _one_error_line(capsys)
+    assert "over the 1000 allowed" in one_error_line(capsys)
 
 
 def test_an_input_tensor_pointing_at_external_data_is_refused(tmp_path, capsys):
@@ -128,7 +120,7 @@ def test_an_input_tensor_pointing_at_external_data_is_refused(tmp_path, capsys):
     (case / "input_0.pb").write_bytes(tensor.SerializeToString())
     model = _small_model(tmp_path / "m.onnx")
     assert main(["compare", str(model), "--inputs", str(case)]) == 2
-    assert "external data" in _one_error_line(capsys)
+    assert "external data" in one_error_line(capsys)
 
 
 @pytest.mark.parametrize("name", ["..", ".", "", "/tmp", "../../escape", "m.onnx", "a/b"])
@@ -168,7 +160,7 @@ def test_json_and_html_on_one_path_are_refused_before_the_work(tmp_path, capsys)
     model = _small_model(tmp_path / "m.onnx")
     same = tmp_path / "report"
     assert main(["compare", str(model), "--json", str(same), "--html", str(same)]) == 2
-    assert "same file" in _one_error_line(capsys)
+    assert "same file" in one_error_line(capsys)
     assert not same.exists()
 
 
@@ -186,7 +178,7 @@ def test_unwritable_destinations_are_refused_before_the_work(tmp_path, capsys, o
     model = _small_model(tmp_path / "m.onnx")
     target = _unwritable_dir(tmp_path) / "out"
     assert main(["compare", str(model), option, str(target)]) == 2
-    line = _one_error_line(capsys)  # no progress line: refused before any run
+    line = one_error_line(capsys)  # no progress line: refused before any run
     assert "not writable" in line and option in line
 
 
@@ -309,7 +301,7 @@ def _dynamic_model(path: Path, dims: list) -> Path:
 def test_declared_dims_that_cannot_be_drawn_are_refused_in_one_line(tmp_path, capsys, dims):
     model = _dynamic_model(tmp_path / "m.onnx", dims)
     assert main(["compare", str(model)]) == 2
-    line = _one_error_line(capsys)
+    line = one_error_line(capsys)
     assert "declares a dimension" in line and "--inputs" in line
 
 
@@ -323,7 +315,7 @@ def test_names_from_the_model_never_break_the_one_line_or_drive_the_terminal(tmp
     inputs = tmp_path / "x.npz"
     np.savez(inputs, x=np.zeros((1, 1, 2, 2), np.float32))
     assert main(["compare", str(path), "--inputs", str(inputs)]) == 2
-    line = _one_error_line(capsys)
+    line = one_error_line(capsys)
     assert "\x1b" not in line and "\\x1b" in line and "\\n" in line
     np.savez(inputs, **{evil: np.zeros((1, 1, 2, 2), np.float32)})
     assert main(["compare", str(path), "--inputs", str(inputs)]) == 0
@@ -352,7 +344,7 @@ def test_a_dangling_symlink_as_save_repro_is_refused_before_the_work(tmp_path, c
     link.symlink_to(tmp_path / "nowhere" / "sub")
     report = tmp_path / "r.json"
     assert main(["compare", str(model), "--json", str(report), "--save-repro", str(link)]) == 2
-    assert "not a directory" in _one_error_line(capsys)
+    assert "not a directory" in one_error_line(capsys)
     assert not report.exists()
 
 
@@ -378,4 +370,4 @@ def test_an_array_header_claiming_more_than_its_data_is_refused_before_allocatin
     else:
         inputs.write_text(json.dumps([{"x": {"array": base64.b64encode(raw).decode()}}]))
     assert main(["compare", str(model), "--inputs", str(inputs)]) == 2
-    assert "declares more data than it holds" in _one_error_line(capsys)
+    assert "declares more data than it holds" in one_error_line(capsys)

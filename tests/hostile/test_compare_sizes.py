@@ -19,15 +19,7 @@ from onnx import TensorProto, helper
 import customops
 from customops.cli.main import main
 from customops.errors import CustomOpsError
-from tests.helpers import NEVER, run_cli
-
-
-def _one_error_line(capsys) -> str:
-    err = capsys.readouterr().err
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1, err
-    assert "Traceback" not in err
-    return lines[0]
+from tests.helpers import NEVER, one_error_line, run_cli
 
 
 def _identity_model(path: Path, elem: int = TensorProto.STRING, dims: list | None = None) -> Path:
@@ -66,7 +58,7 @@ def test_an_npz_of_a_zero_size_string_type_counts_its_elements(tmp_path, capsys,
         z.writestr("x.npy", _npy_header_only("<U0", (2000,)))
     model = _identity_model(tmp_path / "m.onnx")
     assert main(["compare", str(model), "--inputs", str(inputs)]) == 2
-    line = _one_error_line(capsys)
+    line = one_error_line(capsys)
     assert "in memory" in line and "over the 1000 allowed" in line
 
 
@@ -89,7 +81,7 @@ def test_an_npz_member_not_named_npy_has_its_header_checked_too(tmp_path, capsys
         z.writestr("x", _npy_header_only("<f4", (2**31,)) + bytes(16))
     model = _identity_model(tmp_path / "m.onnx", TensorProto.FLOAT)
     assert main(["compare", str(model), "--inputs", str(inputs)]) == 2
-    line = _one_error_line(capsys)
+    line = one_error_line(capsys)
     assert "'x': its header declares more data than it holds" in line
 
 
@@ -99,7 +91,7 @@ def test_a_polygraphy_file_of_a_zero_size_string_type_counts_its_elements(tmp_pa
     inputs.write_text(json.dumps([{"x": {"array": encoded, "polygraphy_class": "ndarray"}}]))
     model = _identity_model(tmp_path / "m.onnx")
     assert main(["compare", str(model), "--inputs", str(inputs)]) == 2
-    assert "over the 1000 allowed" in _one_error_line(capsys)
+    assert "over the 1000 allowed" in one_error_line(capsys)
 
 
 def test_a_tensor_file_of_empty_strings_counts_each_string(tmp_path, capsys, small_limit):
@@ -110,13 +102,13 @@ def test_a_tensor_file_of_empty_strings_counts_each_string(tmp_path, capsys, sma
     assert (case / "input_0.pb").stat().st_size < 1000  # the file alone is within the limit
     model = _identity_model(tmp_path / "m.onnx")
     assert main(["compare", str(model), "--inputs", str(case)]) == 2
-    assert "in memory" in _one_error_line(capsys)
+    assert "in memory" in one_error_line(capsys)
 
 
 def test_generated_strings_count_what_they_take(tmp_path, capsys, small_limit):
     model = _identity_model(tmp_path / "m.onnx", dims=["n"])
     assert main(["compare", str(model), "--dim", "n=20"]) == 2  # 20 strings: 160 bytes at 8 an element
-    assert "generated inputs would take" in _one_error_line(capsys)
+    assert "generated inputs would take" in one_error_line(capsys)
 
 
 def test_arrays_handed_to_the_api_are_bounded_by_their_elements(tmp_path, small_limit):
@@ -230,7 +222,7 @@ def _sequence_model(path: Path, declared: bool = True) -> Path:
 def test_a_declared_sequence_output_is_refused_before_the_work(tmp_path, capsys):
     model = _sequence_model(tmp_path / "m.onnx")
     assert main(["compare", str(model)]) == 2
-    line = _one_error_line(capsys)
+    line = one_error_line(capsys)
     assert "'seq' is a sequence" in line and "tensors" in line
     assert "running the model" not in capsys.readouterr().err
 
@@ -269,7 +261,7 @@ def test_a_sequence_input_is_refused_with_one_line(tmp_path, capsys):
     model = tmp_path / "m.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), model)
     assert main(["compare", str(model)]) == 2
-    assert "graph input 's' is a sequence" in _one_error_line(capsys)
+    assert "graph input 's' is a sequence" in one_error_line(capsys)
     with pytest.raises(CustomOpsError, match="graph input 's' is a sequence"):
         customops.compare(str(model), {"s": np.zeros(2, np.float32), "i": np.array(0)})
 
@@ -287,5 +279,5 @@ def test_an_optional_output_is_refused_with_one_line(tmp_path, capsys):
     model = tmp_path / "m.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), model)
     assert main(["compare", str(model)]) == 2
-    assert "graph output 'o' is a optional" not in (line := _one_error_line(capsys))
+    assert "graph output 'o' is a optional" not in (line := one_error_line(capsys))
     assert "graph output 'o' is an optional" in line
