@@ -32,6 +32,7 @@ from customops.comparison.isolate import (
 )
 from customops.comparison.known import labels
 from customops.errors import CustomOpsError
+from customops.eval import sides
 from customops.eval.metrics import DEFAULT_TOLERANCES, STATS, Metrics
 from customops.eval.sides import REFERENCE_TIMEOUT, SideRun
 from customops.eval.testcase import tensor_value
@@ -586,6 +587,7 @@ def compare_model(
     check_in_memory(model, model_name)  # the sides' children get bytes: nothing may point at other files
     say = progress or (lambda _m: None)
     clock = Phases()
+    sides.start_all()  # the children start while this process rewrites the model
     p = prepare(model, feed, ops, say)
     _check_tolerance_names(p, settings)
     clock.lap("prepare")

@@ -215,12 +215,16 @@ class SideProcess:
         self.start()
 
     def close(self) -> None:
-        """End the child (politely first)."""
+        """End the child (politely first, once it is ready: one still starting is killed at once)."""
         if self.proc is None:
             return
-        with contextlib.suppress(Exception):
-            self.conn.send(None)
-        self._reap(2)
+        if self.ready:
+            with contextlib.suppress(Exception):
+                self.conn.send(None)
+            self._reap(2)
+        else:
+            self.proc.kill()
+            self.proc.wait(10)
         self.conn.close()
         self.proc = None
 

@@ -28,6 +28,7 @@ __all__ = [
     "quiet_ort_log",
     "run_reference",
     "run_side",
+    "start_all",
 ]
 
 INJECT_ENV = SIDE_INJECT_ENV
@@ -78,6 +79,29 @@ _LOCK = threading.Lock()
 customops.compare may be called from several threads."""
 
 
+_NOTES = {"builtin": True, "custom": True, "reference": False}
+"""Whether each side's child gets this process's stderr for the note of a first compilation."""
+
+
+def _child(side: str) -> SideProcess:
+    """The child of ``side`` (made, not started, on first use); call with :data:`_LOCK` held."""
+    child = _CHILDREN.get(side)
+    if child is None:
+        child = _CHILDREN[side] = SideProcess(side, note=_NOTES[side])
+    return child
+
+
+def start_all() -> None:
+    """Start the children of the three sides now without waiting for them: each imports onnxruntime (the
+    reference's onnx.reference too), about a second, which then overlaps with this process's own work
+    and with each other's instead of coming one after another on first use."""
+    with _LOCK:
+        for side in _NOTES:
+            child = _child(side)
+            if child.proc is None:
+                child.start()
+
+
 def run_side(
     model: bytes,
     feed: dict[str, np.ndarray],
@@ -91,9 +115,7 @@ def run_side(
     side = "custom" if custom else "builtin"
     request = Request(model, feed, whole=True, repeats=repeats, limit=OUTPUT_LIMIT, providers=providers)
     with _LOCK:
-        child = _CHILDREN.get(side)
-        if child is None:
-            child = _CHILDREN[side] = SideProcess(side, note=True)
+        child = _child(side)
         try:
             return side_run(side, child.result(child.submit(request)))
         except WorkerDied as exc:
@@ -117,9 +139,7 @@ def run_reference(
 
     request = Request(model, feed, limit=OUTPUT_LIMIT)
     with _LOCK:
-        child = _CHILDREN.get("reference")
-        if child is None:
-            child = _CHILDREN["reference"] = SideProcess("reference")
+        child = _child("reference")
         try:
             job = child.submit(request)
             reply = child.result(job, time.perf_counter() + timeout)
