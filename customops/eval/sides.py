@@ -4,7 +4,8 @@
 Whatever a model does to ONNX Runtime or to onnxruntime-extensions' layer (an abort inside a custom-op
 callback, a segmentation fault in a kernel), it takes down only the child: the side's run then reports
 "the custom side crashed: ..." with the child's last words, and a fresh child serves the next run. Each
-side keeps one child per process, started on first use and reused (starting one imports onnxruntime).
+side keeps one child per process, reused; compare starts all three at once before its own work (:func:`start_all`),
+and any other caller gets one on first use (starting one imports onnxruntime).
 """
 
 from __future__ import annotations
