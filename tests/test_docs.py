@@ -149,3 +149,20 @@ def test_every_docs_path_named_in_the_code_exists():
     for source in [*ROOT.glob("customops/**/*.py"), *ROOT.glob("tests/**/*.py")]:
         named.update(re.findall(r"\bdocs/[\w./-]+\.md\b", source.read_text()))
     assert named and not [p for p in sorted(named) if not (ROOT / p).exists()]
+
+
+def test_readme_gives_customops_compare_with_every_parameter_it_has():
+    import inspect
+    import re
+
+    import customops
+
+    text = " ".join(README.split())
+    shown = re.search(r"`customops\.compare\((.*?)\)` is", text)
+    assert shown is not None
+    params = inspect.signature(customops.compare).parameters.values()
+    expected = ", ".join(
+        p.name if p.default is inspect.Parameter.empty else f"{p.name}={p.default!r}".replace("'", '"')
+        for p in params
+    )
+    assert shown.group(1).replace("*, ", "") == expected

@@ -11,6 +11,7 @@ import numpy as np
 from customops.comparison.inputs import check_inputs, generate_inputs, load_inputs
 from customops.comparison.pipeline import Report, compare_model
 from customops.errors import CustomOpsError
+from customops.eval.sides import REFERENCE_TIMEOUT
 
 
 def compare(
@@ -26,6 +27,7 @@ def compare(
     providers: Sequence[str] | None = None,
     tolerances: Mapping[str, tuple[float | None, float | None]] | None = None,
     check_error_stat: str = "elemwise",
+    reference_timeout: float = REFERENCE_TIMEOUT,
 ) -> Report:
     """Run ``model`` (a ModelProto, serialized bytes or a path) with ORT's built-in kernels and with ours,
     node by node, with onnx.reference as third vote; returns the typed report (``.verdict``: 'agree',
@@ -34,7 +36,10 @@ def compare(
     ONNX test-case directory; None draws them from the declared types and shapes (``seed``; symbolic
     dimensions from ``dims``, else 4). ``providers``: the built-in side's execution providers (ORT names or
     aliases: cpu, cuda, tensorrt, dml, openvino, coreml; default CPU); ours run on CPU. ``tolerances``:
-    (rtol, atol) by tensor name (graph outputs, swapped nodes' outputs; None: the global one). Raises CustomOpsError for bad input, as the command exits 2."""
+    (rtol, atol) by tensor name (graph outputs, swapped nodes' outputs; None: the global one).
+    ``check_error_stat``, ``reference_limit`` and ``reference_timeout``: as ``--check-error-stat``,
+    ``--reference-limit`` and ``--reference-timeout``. Raises CustomOpsError for bad input, as the command
+    exits 2."""
     from customops.model.rewriter import as_model
 
     onnx_model = as_model(model)
@@ -59,5 +64,6 @@ def compare(
         providers=providers,
         tolerances=dict(tolerances or {}),
         check_error_stat=check_error_stat,
+        reference_timeout=reference_timeout,
     )
     return comparison.result
