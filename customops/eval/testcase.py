@@ -13,7 +13,6 @@ valid UTF-8). A tensor file never points at external data.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ from onnx import ModelProto, TensorProto, helper, numpy_helper
 
 from customops import dtypes
 from customops.errors import CustomOpsError
+from customops.graphs import model_tensors
 from customops.safeio import read_bounded
 
 DATA_SET = "test_data_set_0"
@@ -44,20 +44,6 @@ def points_outside(tensor: TensorProto) -> bool:
     return tensor.data_location == TensorProto.EXTERNAL or len(tensor.external_data) > 0
 
 
-def tensors_in(message: Message) -> Iterator[TensorProto]:
-    """Every TensorProto held anywhere in ``message`` (itself included): initializers, sparse tensors,
-    attributes, subgraphs and functions at any depth, found by the message's own fields (no recursion:
-    the depth is the file's)."""
-    todo = [message]
-    while todo:
-        item = todo.pop()
-        if isinstance(item, TensorProto):
-            yield item
-        for field, value in item.ListFields():
-            if field.message_type is not None:
-                todo.extend([value] if isinstance(value, Message) else value)
-
-
 def check_self_contained(data: bytes, name: str, where: str) -> None:
     """Raise CustomOpsError unless ``data``, the file ``name`` of a test case (``model.onnx``, else an
     ``input_N.pb`` or ``output_0.pb`` tensor), parses and keeps no tensor in external data: a test case's
@@ -67,7 +53,7 @@ def check_self_contained(data: bytes, name: str, where: str) -> None:
         proto.ParseFromString(data)
     except Exception:  # protobuf's DecodeError, or its recursion limit, on bytes from a file
         raise CustomOpsError(f"{where} is not a {type(proto).__name__}") from None
-    for tensor in tensors_in(proto):
+    for tensor in model_tensors(proto):
         if points_outside(tensor):
             raise CustomOpsError(
                 f"{where}: tensor {tensor.name!r} points at external data; a test case's files may not"
