@@ -10,8 +10,12 @@ the weighted corner terms ``w_k * X[corner_k]`` of the samples of a bin, as ONNX
 Sample points follow the rule of the operator's implementations: a point with y < -1, y > H, x < -1 or
 x > W lies outside the map and contributes 0; otherwise negative coordinates are clamped to 0 and
 coordinates past the last pixel to it. Under ``output_half_pixel`` (RoiAlign-10's behaviour) ROIs are
-at least 1x1. Arithmetic is float64 with one rounding at the end; a weight of 0 makes its term 0
-whatever the pixel holds (so an inf or NaN reaches only the outputs that sample it).
+at least 1x1. Those decisions (inside or outside, the pixel below a point, whether it sits on a pixel)
+are the exact formula's: a point's float64 coordinate carries a bound on its error, and the points
+within it of a whole number that a rounding went into are placed again in rational arithmetic (so a
+point exactly on -1 is kept, whatever float64 makes of it). Arithmetic is float64 with one rounding at
+the end; a weight of 0 makes its term 0 whatever the pixel holds (so an inf or NaN reaches only the
+outputs that sample it).
 
 The compiled loop (customops.accel.roi_align_loops) and the numpy path: ``max`` gives the same bits
 (terms ``w_y * (w_x * pixel)``, a zero maximum +0; any NaN for a NaN). ``avg`` sums the same terms in
@@ -27,6 +31,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -49,6 +56,16 @@ MAX_TOTAL_SAMPLES = 1 << 21
 
 MAX_TERMS = 1 << 24
 """The most weighted corner terms the numpy path of max mode compares for one ROI and channel."""
+
+_ROUNDING = 2.0**-52
+"""Twice float64's unit roundoff: one rounding moves a value by at most half of this times its
+magnitude; the bounds of :func:`_axis` take the whole of it to cover their second-order terms."""
+
+_TINY = 2.0**-1000
+"""An absolute term in each error bound: a product that underflows is off by at most 2^-1075."""
+
+_SPLITTER = float(2**27 + 1)
+_SAFE_LOW, _SAFE_HIGH = 2.0**-960, 2.0**990
 
 MAX_SCRATCH = 1 << 24
 """The most elements of a table sized by the map and the output grid: the compiled loop's rows
@@ -262,6 +279,74 @@ class _Samples:
         return m.reshape(self.bins, length)
 
 
+@dataclass
+class _Extents:
+    """Each ROI along one axis: its start and end, the float64 products ``a = start * scale`` and ``ea =
+    end * scale``, where its sample points begin (``a - shift``) and how far they extend (``extent``:
+    ``ea - a``, at least 1 under ``output_half_pixel``), and a bound on how far a point computed from
+    them in float64 lies from its exact place (``point_err``; see :func:`_axis`). The exact values, as
+    fractions, come from :meth:`exact`."""
+
+    start: np.ndarray
+    end: np.ndarray
+    scale: float
+    shift: float
+    half: bool
+    a: np.ndarray
+    ea: np.ndarray
+    begin: np.ndarray
+    raw: np.ndarray
+    extent: np.ndarray
+    extent_err: np.ndarray
+    point_err: np.ndarray
+    nonfinite: np.ndarray
+
+    @classmethod
+    def of(cls, start: np.ndarray, end: np.ndarray, scale: float, half: bool) -> _Extents:
+        shift = 0.5 if half else 0.0
+        with np.errstate(invalid="ignore", over="ignore"):
+            a, ea = start * scale, end * scale
+            begin = a - shift
+            raw = ea - a  # the shift cancels: (end * scale - shift) - (start * scale - shift)
+            nonfinite = ~(np.isfinite(begin) & np.isfinite(raw))
+            begin[nonfinite] = raw[nonfinite] = 0.0
+            extent = raw if half else np.maximum(raw, 1.0)  # RoiAlign-10's rule: ROIs are at least 1x1
+            a_err = _ROUNDING * np.abs(a) + _TINY
+            begin_err = a_err + _ROUNDING * np.abs(begin)
+            extent_err = a_err + _ROUNDING * (np.abs(ea) + np.abs(raw)) + _TINY
+            # a point: fl(begin + fl(fl(m * extent) / d)) with 0 < m < d
+            point_err = begin_err + extent_err + _ROUNDING * (np.abs(begin) + 3.0 * np.abs(extent)) + _TINY
+        point_err[nonfinite] = extent_err[nonfinite] = 0.0
+        return cls(
+            start, end, scale, shift, half, a, ea, begin, raw, extent, extent_err, point_err, nonfinite
+        )
+
+    @cached_property
+    def computed_exactly(self) -> np.ndarray:
+        """Whether each ROI's float64 begin and extent are exact: no product or difference that made
+        them rounded."""
+        n = len(self.start)
+        with np.errstate(invalid="ignore", over="ignore"):  # one call of each check for both ends
+            ok = _product_exact(
+                np.concatenate([self.start, self.end]),
+                np.full(2 * n, self.scale),
+                np.concatenate([self.a, self.ea]),
+            )
+            ok &= _sum_exact(
+                np.concatenate([self.a, self.ea]),
+                np.concatenate([np.full(n, -self.shift), -self.a]),
+                np.concatenate([self.begin, self.raw]),
+            )
+        return ok[:n] & ok[n:]
+
+    def exact(self, r: int) -> tuple[Fraction, Fraction]:
+        """ROI r's begin and extent, exactly."""
+        scale = Fraction(self.scale)
+        a = Fraction(float(self.start[r])) * scale
+        extent = Fraction(float(self.end[r])) * scale - a
+        return a - Fraction(self.shift), extent if self.half else max(extent, Fraction(1))
+
+
 def _axis(
     start: np.ndarray,
     end: np.ndarray,
@@ -272,35 +357,15 @@ def _axis(
     length: int,
     name: str,
 ) -> _Samples:
-    """The sample points of every ROI along one axis of ``length`` pixels cut into ``size`` bins."""
-    shift = 0.5 if half else 0.0
-    with np.errstate(invalid="ignore", over="ignore"):
-        begin = start * scale - shift
-        extent = end * scale - shift - begin
-        nonfinite = ~(np.isfinite(begin) & np.isfinite(extent))
-        begin[nonfinite] = 0.0
-        extent[nonfinite] = 0.0
-    if not half:
-        extent = np.maximum(extent, 1.0)  # RoiAlign-10's rule: ROIs are at least 1x1
-    bin_size = extent / size
-    if ratio > 0:
-        if size * ratio > MAX_AXIS_SAMPLES:
-            raise KernelError(
-                f"{size} bins of {ratio} x {ratio} sample points (sampling_ratio {ratio}) need {size * ratio} "
-                f"points along the {name} of each ROI, more than the {MAX_AXIS_SAMPLES} this kernel computes"
-            )
-        grid = np.full(len(start), ratio, dtype=np.int64)
-    else:
-        wanted = np.maximum(np.ceil(bin_size), 0.0)
-        too_many = wanted * size > MAX_AXIS_SAMPLES
-        if too_many.any():
-            k = int(np.flatnonzero(too_many)[0])
-            raise KernelError(
-                f"ROI {k}'s {name} {float(extent[k])!r} needs {size} x {int(wanted[k])} sample points with "
-                f"sampling_ratio 0, more than the {MAX_AXIS_SAMPLES} this kernel computes along one axis"
-            )
-        grid = wanted.astype(np.int64)
-    grid[nonfinite] = 0
+    """The sample points of every ROI along one axis of ``length`` pixels cut into ``size`` bins.
+
+    Point k of bin p of a ROI lies at ``begin + (2 g p + 2 k + 1) * extent / (2 g size)`` (g points per
+    bin). Computed in float64, a point can land a rounding away from where the formula puts it: on the
+    wrong side of -1 or ``length`` (a sample dropped or kept), or of a whole pixel (a corner of weight 0
+    given a tiny weight, which lets an inf there in). So the points within their error bound of a whole
+    number that were not computed without rounding are placed exactly (:func:`_place_exactly`)."""
+    ext = _Extents.of(start, end, scale, half)
+    grid = _grid(ext, size, ratio, name)
     counts = size * grid
     if int(counts.sum()) > MAX_TOTAL_SAMPLES:
         raise KernelError(
@@ -309,13 +374,115 @@ def _axis(
         )
     offset = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
     roi = np.repeat(np.arange(len(start)), counts)
-    local = np.arange(int(counts.sum()), dtype=np.int64) - offset[roi]
-    g = grid[roi]
-    p = (local // g).astype(np.float64)
-    k = (local % g).astype(np.float64)
-    b = bin_size[roi]
-    coord = begin[roi] + p * b + (k + 0.5) * b / g
-    return _Samples(*_neighbours(coord, length), grid, offset, nonfinite, size)
+    m = 2 * (np.arange(int(counts.sum()), dtype=np.int64) - offset[roi]) + 1
+    d = 2.0 * size * grid[roi]
+    with np.errstate(invalid="ignore", over="ignore"):
+        num = m * ext.extent[roi]
+        q = num / d
+        coord = ext.begin[roi] + q
+        err = ext.point_err[roi]
+        near = (np.abs(coord - np.rint(coord)) <= err) & (coord >= -1.0 - err) & (coord <= length + err)
+    tab, w = _neighbours(coord, length)
+    pick = np.flatnonzero(near)
+    if pick.size:
+        r, k = roi[pick], pick.size
+        with np.errstate(invalid="ignore", over="ignore"):  # num = m * extent, q * d = num, begin + q
+            products = _product_exact(
+                np.concatenate([m[pick].astype(np.float64), q[pick]]),
+                np.concatenate([ext.extent[r], d[pick]]),
+                np.concatenate([num[pick], num[pick]]),
+            )
+            exact = ext.computed_exactly[r] & products[:k] & products[k:] & (q[pick] * d[pick] == num[pick])
+            exact &= _sum_exact(ext.begin[r], q[pick], coord[pick])
+        _place_exactly(tab, w, ext, pick[~exact], roi, m, counts, length)
+    return _Samples(tab, w, grid, offset, ext.nonfinite, size)
+
+
+def _grid(ext: _Extents, size: int, ratio: int, name: str) -> np.ndarray:
+    """The sample points per bin of each ROI: ``sampling_ratio``, or ``ceil(extent / size)`` (at least 0)
+    when it is 0, exact where the float64 quotient lies within its error of a whole number."""
+    if ratio > 0:
+        if size * ratio > MAX_AXIS_SAMPLES:
+            raise KernelError(
+                f"{size} bins of {ratio} x {ratio} sample points (sampling_ratio {ratio}) need {size * ratio} "
+                f"points along the {name} of each ROI, more than the {MAX_AXIS_SAMPLES} this kernel computes"
+            )
+        grid = np.full(len(ext.start), ratio, dtype=np.int64)
+        grid[ext.nonfinite] = 0
+        return grid
+    with np.errstate(invalid="ignore", over="ignore"):
+        bin_size = ext.extent / size
+        wanted = np.maximum(np.ceil(bin_size), 0.0)
+        err = ext.extent_err / size + _ROUNDING * np.abs(bin_size) + _TINY
+        near = np.flatnonzero((np.abs(bin_size - np.rint(bin_size)) <= err) & ~ext.nonfinite)
+        if near.size:  # the quotient is exact when extent is and bin_size * size gives it back exactly
+            b, e = bin_size[near], ext.extent[near]
+            exact = ext.computed_exactly[near] & _product_exact(b, np.full_like(b, size), e) & (b * size == e)
+    for r in near[~exact].tolist() if near.size else []:
+        wanted[r] = max(math.ceil(ext.exact(r)[1] / size), 0)
+    too_many = wanted * size > MAX_AXIS_SAMPLES
+    if too_many.any():
+        k = int(np.flatnonzero(too_many)[0])
+        raise KernelError(
+            f"ROI {k}'s {name} {float(ext.extent[k])!r} needs {size} x {int(wanted[k])} sample points with "
+            f"sampling_ratio 0, more than the {MAX_AXIS_SAMPLES} this kernel computes along one axis"
+        )
+    grid = wanted.astype(np.int64)
+    grid[ext.nonfinite] = 0
+    return grid
+
+
+def _place_exactly(
+    tab: np.ndarray,
+    w: np.ndarray,
+    ext: _Extents,
+    points: np.ndarray,
+    roi: np.ndarray,
+    m: np.ndarray,
+    counts: np.ndarray,
+    length: int,
+) -> None:
+    """Set the pixels and weights of ``points`` from their exact coordinates (rational arithmetic):
+    inside the map or not, the pixel below, and whether they sit on it."""
+    exact: dict[int, tuple[Fraction, Fraction]] = {}
+    for i in points.tolist():
+        r = int(roi[i])
+        if r not in exact:
+            exact[r] = ext.exact(r)
+        begin, extent = exact[r]
+        c = begin + extent * int(m[i]) / (2 * int(counts[r]))
+        clipped = min(max(c, Fraction(0)), Fraction(length - 1))
+        low = min(math.floor(clipped), length - 1)
+        frac = float(clipped - low)
+        tab[i] = (low, min(low + 1, length - 1))
+        w[i] = (1.0 - frac, frac) if -1 <= c <= length else (0.0, 0.0)
+
+
+def _split(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Veltkamp's split of float64 values into two halves of 26 bits each (a = hi + lo exactly)."""
+    t = _SPLITTER * a
+    hi = t - (t - a)
+    return hi, a - hi
+
+
+def _product_exact(a: np.ndarray, b: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """Whether each float64 ``p`` (computed as ``a * b``) is the exact product: Dekker's error of the
+    product is 0. False where a product that is not 0 lies outside [2^-960, 2^990] (an underflow or
+    overflow of the partial products would make that error itself inexact), or a factor overflows
+    the split."""
+    ah, al = _split(a)
+    bh, bl = _split(b)
+    error = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    mag = np.abs(p)
+    return (error == 0) & (((mag >= _SAFE_LOW) & (mag <= _SAFE_HIGH)) | (a == 0) | (b == 0))
+
+
+def _sum_exact(a: np.ndarray, b: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """Whether each float64 ``s`` (computed as ``a + b``) is the exact sum: Knuth's two-sum error is 0
+    (an error-free transformation for every finite a, b without overflow)."""
+    bb = s - a
+    error = (a - (s - bb)) + (b - bb)
+    return (error == 0) & np.isfinite(s)
 
 
 def _neighbours(coord: np.ndarray, length: int) -> tuple[np.ndarray, np.ndarray]:

@@ -3,8 +3,10 @@ text here (hand-computed cases and a float64 scalar-loop re-derivation), not tak
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -40,15 +42,18 @@ def test_backend_node_case(case) -> None:
 
 
 def _axis_points(start, end, scale, half, bins, ratio):
-    """Per bin, the coordinates of its sample points along one axis (the spec's formula)."""
+    """Per bin, the coordinates of its sample points along one axis (the spec's formula): point k of bin
+    p lies at begin + (p + (k + 0.5) / grid) * extent / bins, written as one fraction of the extent."""
     offset = 0.5 if half else 0.0
     begin = start * scale - offset
-    extent = end * scale - offset - begin
+    extent = end * scale - start * scale
     if not half:
         extent = max(extent, 1.0)
-    size = extent / bins
     grid = ratio if ratio > 0 else max(math.ceil(extent / bins), 0)
-    return [[begin + p * size + (k + 0.5) * size / grid for k in range(grid)] for p in range(bins)]
+    return [
+        [begin + (2 * grid * p + 2 * k + 1) * extent / (2 * grid * bins) for k in range(grid)]
+        for p in range(bins)
+    ]
 
 
 def _corners(coord, length):
@@ -502,3 +507,166 @@ def test_split_over_threads_gives_the_same_bits(monkeypatch) -> None:
     monkeypatch.setattr(parallel, "_MIN_WORK", 1)
     for kw, want in zip(calls, serial, strict=True):
         assert roi_align(x, rois, batch, **kw).tobytes() == want.tobytes(), kw
+
+
+# ---------------------------------------------------------------------------------------------
+# sample points exactly on a boundary (-1, the map's length, a whole pixel): the formula in rational
+# arithmetic decides whether a point is inside and which pixels it weighs, never a float64 rounding
+
+
+def _exact_points(start, end, scale, half, bins, ratio):
+    """Per bin, the exact coordinates (fractions) of its sample points along one axis."""
+    a = Fraction(float(start)) * Fraction(float(scale))
+    begin = a - (Fraction(1, 2) if half else 0)
+    extent = Fraction(float(end)) * Fraction(float(scale)) - a
+    if not half:
+        extent = max(extent, Fraction(1))
+    grid = ratio if ratio > 0 else max(math.ceil(extent / bins), 0)
+    step = extent / (2 * grid * bins) if grid else 0
+    return [[begin + (2 * grid * p + 2 * k + 1) * step for k in range(grid)] for p in range(bins)]
+
+
+def _exact_corners(coord, length):
+    if coord < -1 or coord > length:
+        return []
+    coord = min(max(coord, Fraction(0)), Fraction(length - 1))
+    low = min(math.floor(coord), length - 1)
+    return [(low, 1 - (coord - low)), (min(low + 1, length - 1), coord - low)]
+
+
+def exact_roi_align(x, rois, mode, half, oh, ow, ratio, scale):
+    """The formula in rational arithmetic (X finite, batch 0), rounded once at the end."""
+    _, c, h, w = x.shape
+    out = np.zeros((len(rois), c, oh, ow))
+    for r, (x1, y1, x2, y2) in enumerate(np.asarray(rois, np.float64)):
+        ys = _exact_points(y1, y2, scale, half, oh, ratio)
+        xs = _exact_points(x1, x2, scale, half, ow, ratio)
+        for ch, p, q in itertools.product(range(c), range(oh), range(ow)):
+            samples = [
+                [
+                    wy * wx * Fraction(float(x[0, ch, iy, ix]))
+                    for iy, wy in _exact_corners(yy, h)
+                    for ix, wx in _exact_corners(xx, w)
+                ]
+                or [0]
+                for yy in ys[p]
+                for xx in xs[q]
+            ]
+            if samples and mode == "avg":
+                out[r, ch, p, q] = float(sum(sum(t) for t in samples) / len(samples))
+            elif samples:
+                out[r, ch, p, q] = float(max(max(t) for t in samples))
+    return out
+
+
+def _landing_roi(rng, target, half, bins, ratio, scale):
+    """(start, end) of a ROI one of whose sample points lies exactly on ``target``, in values that
+    float32 holds exactly. The extent is dyadic and the point's fraction of it, m / (2 grid bins), has
+    the odd part of its denominator in m: the point is dyadic, the bin size (extent / bins) need not be."""
+    grid = ratio if ratio > 0 else int(rng.integers(1, 4))
+    d = 2 * grid * bins
+    if ratio == 0:  # ceil(extent / bins) = grid: extent in (bins (grid - 1), bins grid]
+        extent = bins * grid - Fraction(int(rng.integers(0, 16 * bins)), 16)
+    else:
+        extent = Fraction(int(rng.integers(1 if half else 16, 16 * d)), 16)  # >= 1 under output_half_pixel
+    odd = d // (d & -d)
+    m = odd * int(rng.choice(range(1, d // odd, 2)))
+    start = (target - m * extent / d + (Fraction(1, 2) if half else 0)) / Fraction(scale)
+    return start, start + extent / Fraction(scale)
+
+
+@pytest.mark.parametrize("half", [True, False], ids=["half_pixel", "output_half_pixel"])
+@pytest.mark.parametrize("ratio", [1, 2, 3, 0])
+def test_points_exactly_on_the_map_boundary_follow_the_exact_formula(half, ratio) -> None:
+    rng = np.random.default_rng([ratio, half])
+    h, w = 3, 5
+    x = (np.arange(2 * h * w, dtype=np.float64).reshape(1, 2, h, w) + 1) * 3
+    for mode, _ in itertools.product(("avg", "max"), range(20)):
+        oh, ow = int(rng.integers(1, 7)), int(rng.integers(1, 7))
+        scale = float(rng.choice([1.0, 0.5, 2.0]))
+        y1, y2 = _landing_roi(rng, int(rng.choice([-1, h])), half, oh, ratio, scale)
+        x1, x2 = _landing_roi(rng, int(rng.choice([-1, w])), half, ow, ratio, scale)
+        rois = np.array([[x1, y1, x2, y2]], np.float64)
+        assert np.array_equal(rois.astype(np.float32), rois)  # the values are exact
+        coord = "half_pixel" if half else "output_half_pixel"
+        kwargs = dict(coordinate_transformation_mode=coord, mode=mode, output_height=oh, output_width=ow)
+        want = exact_roi_align(x, rois, mode, half, oh, ow, ratio, scale)
+        for dtype in (np.float64, np.float32):
+            compiled = roi_align(
+                x.astype(dtype),
+                rois.astype(dtype),
+                np.array([0]),
+                sampling_ratio=ratio,
+                spatial_scale=scale,
+                **kwargs,
+            )
+            with jit.numpy_only():
+                plain = roi_align(
+                    x.astype(dtype),
+                    rois.astype(dtype),
+                    np.array([0]),
+                    sampling_ratio=ratio,
+                    spatial_scale=scale,
+                    **kwargs,
+                )
+            for got in (compiled, plain):
+                np.testing.assert_allclose(
+                    got, want, rtol=1e-6 if dtype == np.float32 else 1e-12, err_msg=str((rois, kwargs))
+                )
+
+
+def test_a_point_on_minus_one_is_kept() -> None:
+    # X = [[10, 20]], roi x from -2 to 0, 3 bins of one point: x = -2 + (2p + 1) / 3 = -5/3, -1, -1/3;
+    # -1 is inside (clamped to pixel 0), -5/3 outside: [0, 10, 10]
+    x = np.array([[[[10, 20]]]], np.float32)
+    rois = np.array([[-2, 0, 0, 0]], np.float32)
+    kwargs = dict(coordinate_transformation_mode="output_half_pixel", output_width=3, sampling_ratio=1)
+    assert roi_align(x, rois, np.array([0]), **kwargs).ravel().tolist() == [0, 10, 10]
+    with jit.numpy_only():
+        assert roi_align(x, rois, np.array([0]), **kwargs).ravel().tolist() == [0, 10, 10]
+
+
+# s + e = 4 with spatial_scale 0.75 under half_pixel and 3 bins of one point: the middle point lies at
+# 0.75 * (s + e) / 2 - 0.5 = 1 exactly, although 0.75 * s and 0.75 * e round in float64
+INEXACT_STARTS = [0.6231065388581198, 0.13191296808750064, 3.994419871578422, 4 - math.e, 2.5 + 2**-51]
+
+
+@pytest.mark.parametrize("start", INEXACT_STARTS)
+@pytest.mark.parametrize("mode", ["avg", "max"])
+def test_points_whose_float64_coordinates_round_are_placed_exactly(start, mode) -> None:
+    kwargs = dict(
+        coordinate_transformation_mode="half_pixel",
+        spatial_scale=0.75,
+        output_width=3,
+        sampling_ratio=1,
+        mode=mode,
+    )
+    rois = np.array([[start, 0, 4 - start, 0]])
+    assert start + (4 - start) == 4
+    # one pixel: the point at x = 1 = W is inside (pixel 0), the others as the formula says
+    x = np.array([[[[10.0]]]])
+    want = exact_roi_align(x, rois, mode, True, 1, 3, 1, 0.75)
+    assert 10 in want.ravel().tolist() and want[0, 0, 0, 1] == 10  # the middle point counts
+    # three pixels: the point at x = 1 sits on pixel 1 and gives pixel 2 (inf) a weight of 0
+    x3 = np.array([[[[np.inf, 5.0, np.inf]]]])
+    for path in (jit.numpy_only, _compiled_path):
+        with path():
+            assert roi_align(x, rois, np.array([0]), **kwargs)[0, 0, 0, 1] == 10
+            assert roi_align(x3, rois, np.array([0]), **kwargs)[0, 0, 0, 1] == 5.0
+            np.testing.assert_allclose(roi_align(x, rois, np.array([0]), **kwargs), want, rtol=1e-12)
+
+
+def test_a_point_of_a_huge_roi_on_minus_one() -> None:
+    # x from -2^53 to 2^53 - 2 in 3 bins: the middle point is -2^53 + (2^54 - 2) / 2 = -1 exactly, while
+    # 3 * (2^54 - 2) has no float64 of its own; the outer points lie far outside
+    rois = np.array([[-(2.0**53), 0, 2.0**53 - 2, 0]])
+    kwargs = dict(coordinate_transformation_mode="output_half_pixel", output_width=3, sampling_ratio=1)
+    x = np.array([[[[10.0, 20.0]]]])
+    for path in (jit.numpy_only, _compiled_path):
+        with path():
+            assert roi_align(x, rois, np.array([0]), **kwargs).ravel().tolist() == [0, 10, 0]
+
+
+def _compiled_path():
+    """The kernel's default path (compiled where numba is present) as a context, beside jit.numpy_only."""
+    return contextlib.nullcontext()
