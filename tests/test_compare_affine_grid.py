@@ -28,6 +28,21 @@ DEVIATIONS = [
         out_rank=4,
     ),
     Deviation(
+        "AG-ALIGN-CORNERS-SIZE-1",
+        "AffineGrid",
+        {
+            "theta": np.array([[[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0]]], F32),
+            "size": np.array([1, 1, 1, 2, 2]),
+        },
+        20,
+        {"align_corners": 1},
+        ("size",),
+        ("three-way",),
+        # 3-D, one slice: its centre is both -1 and 1, so z = 0; x and y = -1, 1
+        spec=[[[[[-1, -1, 0], [1, -1, 0]], [[-1, 1, 0], [1, 1, 0]]]]],
+        out_rank=5,
+    ),
+    Deviation(
         "AG-ZERO-SIZE",
         "AffineGrid",
         {"theta": IDENTITY_2D, "size": np.array([1, 1, 0, 3], np.int64)},

@@ -114,5 +114,28 @@ def test_reference_moving_out_of_bound_points_is_the_odd_one_out():
     assert comparison.exit_status == 0, comparison.report["summary"]
     if node is not None:
         assert node["attribution"] == "reference-odd-one-out"
+        assert node["known"] == ["semantics: cubic + border, location out of bound"], node["known"]
     ours = comparison.isolated[next(iter(comparison.isolated))].outputs["custom"]
     np.testing.assert_allclose(ours.ravel(), [8.56425], rtol=1e-6)
+
+
+def test_nearest_reflection_tie_rounds_then_mirrors_on_all_three_sides():
+    # docs/semantics.md, GridSample "nearest: rounding": X = [0, 1] (one row), align_corners=0, u = -2 ->
+    # x = ((u + 1) * 2 - 1) / 2 = -1.5, halfway between pixels -2 and -1: the even -2, whose mirror about
+    # the border at -0.5 is pixel 1 -> 1 (PyTorch mirrors the location to 0.5 first and rounds it to 0)
+    model, feed = one_node_model(
+        "GridSample",
+        {"X": np.array([[[[0, 1]]]], F32), "grid": np.array([[[[-2.0, 0.0]]]], F32)},
+        20,
+        mode="nearest",
+        padding_mode="reflection",
+    )
+    comparison, node = _node(model, feed)
+    assert comparison.exit_status == 0, comparison.report["summary"]
+    assert node["attribution"] == "agree" and node["known"] == []
+    outputs = comparison.isolated[node["node"]].outputs
+    assert {side: outputs[side].ravel().tolist() for side in outputs} == {
+        "builtin": [1.0],
+        "custom": [1.0],
+        "reference": [1.0],
+    }

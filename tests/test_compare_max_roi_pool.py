@@ -44,6 +44,17 @@ DEVIATIONS = [
         spec=[[[[8, 16, 24, 32, 40, 48, 56]]]],
     ),
     Deviation(
+        "semantics: MaxRoiPool: roi corners in pixels of X",
+        "MaxRoiPool",
+        # x1 = x2 = 5 at spatial_scale 0.7 (float32: 0.699999988...): 5 * 0.7f is 3.49999994... exactly,
+        # which rounds to column 3; ORT rounds the float32 product 3.5 to column 4
+        {"X": np.arange(8, dtype=F32).reshape(1, 1, 1, 8), "rois": np.array([[0, 5, 0, 5, 0]], F32)},
+        1,
+        {"pooled_shape": [1, 1], "spatial_scale": 0.7},
+        attribution=NO_REFERENCE,
+        spec=[[[[3]]]],
+    ),
+    Deviation(
         "T-MAXROIPOOL-22",
         "MaxRoiPool",
         {"X": np.arange(20, dtype=F32).reshape(1, 1, 4, 5), "rois": np.array([[0, 0, 0, 4, 3]], F32)},

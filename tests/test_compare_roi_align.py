@@ -81,6 +81,8 @@ def test_roialign_10_reference_is_the_odd_one_out():
     comparison = compare_model(model, feed)
     (node,) = comparison.report["nodes"]
     assert node["attribution"] == "reference-odd-one-out" and node["verdict"] == "agree"
+    assert node["known"] == ["semantics: RoiAlign-10 coordinates"], node["known"]  # the reference's departure
+    assert comparison.exit_status == 0
     iso = comparison.isolated[node["node"]]
     np.testing.assert_allclose(iso.outputs["custom"][0, 0], [[4.6, 5.8], [10.4, 11.6]], rtol=1e-6)
     np.testing.assert_allclose(iso.outputs["builtin"][0, 0], [[4.6, 5.8], [10.4, 11.6]], rtol=1e-6)
@@ -105,3 +107,28 @@ def test_inf_at_a_pixel_of_weight_zero_is_nan_in_ort_and_not_in_ours():
     assert iso.outputs["custom"].ravel().tolist() == [5.0]
     assert np.isnan(iso.outputs["builtin"]).all()
     assert any(k.startswith("semantics: RoiAlign: special values") for k in node["known"]), node["known"]
+
+
+def test_a_sample_point_on_minus_one_counts_on_our_side():
+    # docs/semantics.md, "RoiAlign: sample points outside the map": X = [[10, 20]], roi x from -2 to 0 in
+    # 3 bins of one point each: x = -5/3 (outside: 0), -1 (inside, clamped to pixel 0: 10), -1/3 (10).
+    # ORT and onnx.reference agree with the formula here too: compare finds nothing
+    model, feed = one_node_model(
+        "RoiAlign",
+        {
+            "X": np.array([[[[10, 20]]]], F32),
+            "rois": np.array([[-2, 0, 0, 0]], F32),
+            "batch_indices": np.array([0], np.int64),
+        },
+        16,
+        coordinate_transformation_mode="output_half_pixel",
+        output_height=1,
+        output_width=3,
+        sampling_ratio=1,
+    )
+    comparison = compare_model(model, feed)
+    (node,) = comparison.report["nodes"]
+    outputs = comparison.isolated[node["node"]].outputs
+    assert outputs["custom"].ravel().tolist() == [0, 10, 10]
+    assert node["attribution"] == "agree", (node["attribution"], {k: v.ravel() for k, v in outputs.items()})
+    assert comparison.exit_status == 0

@@ -25,15 +25,21 @@ SIDES = {
     "undecided": "unknown",
     "builtin-cannot-run": "builtin",
     "custom-cannot-run": "custom",
+    "reference-odd-one-out": "reference",
 }
 """compare's attribution -> the side of a fuzz finding (customops.eval.attribution)."""
 
 
-def labels(node: NodeProto, op: str, attribution: str, iso: Isolated, pair: Metrics | None) -> list[str]:
-    """The known ids a node's difference matches (empty: none, or nothing to label)."""
+def labels(
+    node: NodeProto, op: str, attribution: str, iso: Isolated, pairs: dict[str, Metrics | None]
+) -> list[str]:
+    """The known ids a node's difference matches (empty: none, or nothing to label). ``pairs`` are the
+    metrics of the node alone by pair of sides (customops.comparison.isolate); the kind of the difference
+    comes from the built-in and custom pair, or from custom and reference where the reference is odd."""
     side = SIDES.get(attribution)
     if side is None or "-" not in op:
         return []
+    pair = pairs.get("custom_vs_reference" if side == "reference" else "builtin_vs_custom")
     name, version = op.rsplit("-", 1)
     kind = _kind(attribution, pair)
     detail = (iso.errors.get(side) or "") if kind == "rejects-valid" else ""

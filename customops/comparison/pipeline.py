@@ -347,8 +347,8 @@ def judge_node(
         entry.isolated, entry.attribution = {**pairs_json, "errors": iso.errors}, word
         starts = word not in ("agree", "reference-odd-one-out")
         entry.origin = "starts-here" if starts else ("carried-in" if differs else "none")
-        if starts:
-            entry.known = labels(node, record.op, word, iso, pairs["builtin_vs_custom"])
+        if starts or word == "reference-odd-one-out":  # the reference's own departures are named too
+            entry.known = labels(node, record.op, word, iso, pairs)
         if word.endswith("cannot-run"):
             entry.verdict = "agree" if word == "both-cannot-run" else "side-failed"
         elif starts or differs:
