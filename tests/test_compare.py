@@ -285,6 +285,7 @@ def test_reference_that_leaves_the_spec_is_not_blamed_on_ort():
     comparison = compare_model(model, feed)
     (node,) = comparison.report["nodes"]
     assert node["attribution"] == "reference-odd-one-out"
+    assert node["known"] == ["semantics: `pytorch_half_pixel`, output length 1"], node["known"]
     assert node["verdict"] == "agree" and comparison.exit_status == 0
     iso = comparison.isolated[node["node"]]
     assert iso.outputs["custom"].tolist() == [[1.0]] and iso.outputs["builtin"].tolist() == [[1.0]]

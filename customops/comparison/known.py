@@ -93,6 +93,8 @@ def _facts(node: NodeProto, iso: Isolated, attrs: dict[str, Any], elem: str) -> 
         facts["same_shape"] = tuple(spec.shape) == tuple(x.shape)
         if spec.ndim == x.ndim:
             facts["kept_axes"] = sum(1 for a, b in zip(spec.shape, x.shape, strict=True) if a == b)
+            # an axis brought to length 1 (the reference's rules: Resize's one-element outputs)
+            facts["resized_to_one"] = any(a == 1 and b != 1 for a, b in zip(spec.shape, x.shape, strict=True))
     built = iso.outputs.get("builtin")
     if built is not None:
         facts["builtin_returns_input"] = built.shape == x.shape and bool(np.array_equal(built, x))

@@ -745,6 +745,15 @@ _REFERENCE_RULES: list[tuple[str, Callable[[Labelled], bool]]] = [
         lambda e: _op(e, "RoiAlign") and e.signature.version == 10 and _output_kind(e),
     ),
     (
+        "semantics: `pytorch_half_pixel`, output length 1",
+        lambda e: (
+            _op(e, "Resize")
+            and _output_kind(e)
+            and _coord(e) == "pytorch_half_pixel"
+            and bool(_fact(e, "resized_to_one"))
+        ),
+    ),
+    (
         "semantics: cubic + border, location out of bound",
         lambda e: _gs_output(e) and _gs_mode(e) == "cubic" and _attr(e, "padding_mode") == "border",
     ),
