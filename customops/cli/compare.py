@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from customops.errors import CustomOpsError
+from customops.eval.worker import OPTIMIZATION_LEVELS
 
 if TYPE_CHECKING:
     import numpy as np
@@ -62,6 +63,7 @@ def add_parser(sub: Any) -> None:
         help="seconds onnx.reference may take for one node before it is stopped, the node then having no "
         "third vote (default 120)",
     )
+    _add_optimization_option(p)
     p.add_argument("--json", metavar="PATH", help="write the full report as JSON")
     p.add_argument("--html", metavar="PATH", help="write a self-contained HTML report with heat maps")
     p.add_argument("--save-repro", metavar="DIR", help="write an ONNX test case for each disagreeing node")
@@ -76,6 +78,17 @@ def add_parser(sub: Any) -> None:
         "-v", "--verbose", action="store_true", help="show ONNX Runtime's own warnings from both sides"
     )
     p.set_defaults(func=run)
+
+
+def _add_optimization_option(p: Any) -> None:
+    """ONNX Runtime's graph optimization level of both sides."""
+    p.add_argument(
+        "--graph-optimization-level",
+        choices=OPTIMIZATION_LEVELS,
+        default="all",
+        help="ONNX Runtime's graph optimization level of every ORT session of both sides (default all, "
+        "ORT's own): disable, basic, extended or all",
+    )
 
 
 def _add_tolerance_options(p: Any) -> None:
@@ -254,6 +267,7 @@ def run(args: Any) -> int:
         if args.reference_timeout is None
         else args.reference_timeout,
         providers=args.providers,
+        graph_optimization_level=args.graph_optimization_level,
     )
     print(
         printable(comparison.result.summary) if args.quiet else format_table(comparison.report, args.all_rows)

@@ -56,6 +56,8 @@ class Search:
     say: Callable[[str], None]
     stat: str = "elemwise"
     runs: int = 0
+    optimization: str = "all"
+    """ORT's graph optimization level of the runs (customops.eval.worker.OPTIMIZATION_LEVELS)."""
 
 
 def effect_of(search: Search, nodes: Sequence[tuple[str, str]]) -> Effect:
@@ -66,7 +68,7 @@ def effect_of(search: Search, nodes: Sequence[tuple[str, str]]) -> Effect:
     search.runs += 1
     names = [name for name, _ in nodes]
     rewritten = rewrite_model(search.model, nodes=names).model
-    run = run_side(rewritten, search.feed, custom=True)
+    run = run_side(rewritten, search.feed, custom=True, optimization=search.optimization)
     max_abs: dict[str, float | None] = {}
     passes = run.error is None
     for name, expected in search.builtin.items():

@@ -28,6 +28,7 @@ def compare(
     tolerances: Mapping[str, tuple[float | None, float | None]] | None = None,
     check_error_stat: str = "elemwise",
     reference_timeout: float = REFERENCE_TIMEOUT,
+    graph_optimization_level: str = "all",
 ) -> Report:
     """Run ``model`` (a ModelProto, serialized bytes or a path) with ORT's built-in kernels and with ours,
     node by node, with onnx.reference as third vote; returns the typed report (``.verdict``: 'agree',
@@ -37,8 +38,9 @@ def compare(
     dimensions from ``dims``, else 4). ``providers``: the built-in side's execution providers (ORT names or
     aliases: cpu, cuda, tensorrt, dml, openvino, coreml; default CPU); ours run on CPU. ``tolerances``:
     (rtol, atol) by tensor name (graph outputs, swapped nodes' outputs; None: the global one).
-    ``check_error_stat``, ``reference_limit`` and ``reference_timeout``: as ``--check-error-stat``,
-    ``--reference-limit`` and ``--reference-timeout``. Raises CustomOpsError for bad input, as the command
+    ``check_error_stat``, ``reference_limit``, ``reference_timeout`` and ``graph_optimization_level``
+    (disable, basic, extended or all): as ``--check-error-stat``, ``--reference-limit``,
+    ``--reference-timeout`` and ``--graph-optimization-level``. Raises CustomOpsError for bad input, as the command
     exits 2."""
     from customops.model.rewriter import as_model
 
@@ -65,5 +67,6 @@ def compare(
         tolerances=dict(tolerances or {}),
         check_error_stat=check_error_stat,
         reference_timeout=reference_timeout,
+        graph_optimization_level=graph_optimization_level,
     )
     return comparison.result

@@ -495,6 +495,12 @@ def _num(value: Any, digits: int = 4) -> str:
     return f"{v:.{digits}g}"
 
 
+def _needed(value: Any) -> str:
+    """A tolerance that would let a tensor pass; 'none finite' where none would (never 'inf')."""
+    text = _num(value)
+    return "none finite" if text in ("inf", "-inf", "nan") else text
+
+
 def _us(value: Any) -> str:
     if value is None:
         return "–"
@@ -578,7 +584,7 @@ def _metrics_detail(rows: list[tuple[str, Any]]) -> str:
             out.append(f'<tr><td>{_e(title)}</td><td colspan="10" class="note">not available</td></tr>')
             continue
         nan_inf = f"{_num(m.get('nan_match'))} / {_num(m.get('inf_match'))}"
-        needed = f"{_num(m.get('needed_atol'))} / {_num(m.get('needed_rtol'))}"
+        needed = f"{_needed(m.get('needed_atol'))} / {_needed(m.get('needed_rtol'))}"
         tol = f"{_num(m.get('atol'))} / {_num(m.get('rtol'))}"
         passed = m.get("pass")
         badge = _verdict("pass" if passed else "fail") if passed is not None else "–"

@@ -35,11 +35,14 @@ def run_side(
     custom: bool,
     repeats: int = 0,
     providers: list[str] | None = None,
+    optimization: str = "all",
 ) -> SideRun:
     """Run ``model`` on one side, in that side's child process (customops.eval.sides): a crash is the side's
     error; with ``repeats`` > 0 also profile that many runs for per-node times; ``providers``: the
-    built-in side's execution providers (None: CPU)."""
-    return sides.run_side(model.SerializeToString(), feed, custom, repeats, None if custom else providers)
+    built-in side's execution providers (None: CPU); ``optimization``: ORT's graph optimization level
+    (customops.eval.worker.OPTIMIZATION_LEVELS)."""
+    providers = None if custom else providers
+    return sides.run_side(model.SerializeToString(), feed, custom, repeats, providers, optimization)
 
 
 def _node_model(
@@ -110,19 +113,20 @@ def run_isolated(
     reference_limit: int | None = None,
     providers: list[str] | None = None,
     reference_timeout: float = sides.REFERENCE_TIMEOUT,
+    optimization: str = "all",
 ) -> Isolated:
     """Run ``node`` alone on the built-in side (on ``providers``; None: CPU), on ours and with
-    onnx.reference: each in its side's child process; the reference only when the work the node asks of
-    it is within ``reference_limit`` (None: the op's, customops.registry), and for ``reference_timeout``
-    seconds at most. A reference that does not run, or is cut by a bound, is no third vote, with its
-    reason in ``errors``."""
+    onnx.reference: each in its side's child process, ORT's two at the graph optimization level
+    ``optimization``; the reference only when the work the node asks of it is within ``reference_limit``
+    (None: the op's, customops.registry), and for ``reference_timeout`` seconds at most. A reference that
+    does not run, or is cut by a bound, is no third vote, with its reason in ``errors``."""
     from customops.model.rewriter import rewrite_model
 
     constants = frozenset(t.name for t in model.graph.initializer)
     one, feed = _node_model(node, values, model.opset_import, model.ir_version, constants)
     outputs: dict[str, np.ndarray | None] = {"builtin": None, "custom": None, "reference": None}
     errors: dict[str, str | None] = {"builtin": None, "custom": None, "reference": None}
-    b = run_side(one, feed, custom=False, providers=providers)
+    b = run_side(one, feed, custom=False, providers=providers, optimization=optimization)
     if b.error:
         errors["builtin"] = b.error
     else:
@@ -131,7 +135,7 @@ def run_isolated(
     if rewritten.skipped:
         errors["custom"] = f"not swapped: {rewritten.skipped[0].reason}"
     else:
-        c = run_side(rewritten.model, feed, custom=True)
+        c = run_side(rewritten.model, feed, custom=True, optimization=optimization)
         if c.error:
             errors["custom"] = c.error
         else:

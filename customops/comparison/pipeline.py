@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 from onnx import ModelProto, NodeProto, helper
 
+from customops.comparison import optimizer
 from customops.comparison.amplify import Effect, Search, culprits
 from customops.comparison.inputs import check_seed
 from customops.comparison.isolate import (
@@ -31,6 +32,7 @@ from customops.comparison.isolate import (
     run_side,
 )
 from customops.comparison.known import labels
+from customops.comparison.optimizer import OPTIMIZATION_LEVELS, Optimization, Rerun
 from customops.errors import CustomOpsError
 from customops.eval import sides
 from customops.eval.metrics import DEFAULT_TOLERANCES, STATS, Metrics
@@ -48,10 +50,19 @@ def log(message: str) -> None:
 
 
 def check_settings(
-    *, rtol: float | None = None, atol: float | None = None, reference_limit: int | None = None, seed: int = 0
+    *,
+    rtol: float | None = None,
+    atol: float | None = None,
+    reference_limit: int | None = None,
+    seed: int = 0,
+    optimization: str = "all",
 ) -> None:
-    """Raise CustomOpsError, naming the option, for a tolerance that is negative or not finite, or a
-    negative reference limit or seed."""
+    """Raise CustomOpsError, naming the option, for a tolerance that is negative or not finite, a
+    negative reference limit or seed, or an unknown graph optimization level."""
+    if optimization not in OPTIMIZATION_LEVELS:
+        raise CustomOpsError(
+            f"--graph-optimization-level {optimization!r} is not one of {', '.join(OPTIMIZATION_LEVELS)}"
+        )
     for name, value in (("rtol", rtol), ("atol", atol)):
         if value is not None and not (math.isfinite(value) and value >= 0):
             raise CustomOpsError(f"--{name} {value!r} must be a finite number at least 0")
@@ -77,6 +88,8 @@ class Settings:
     stat: str = "elemwise"
     """What decides whether a tensor passes (customops.eval.metrics.STATS)."""
     """(rtol, atol) of named tensors (graph outputs, swapped nodes' outputs); None: the global one."""
+    optimization: str = "all"
+    """ORT's graph optimization level of every ORT session (customops.eval.worker.OPTIMIZATION_LEVELS)."""
 
     def tol(self, name: str) -> tuple[float | None, float | None]:
         """(rtol, atol) for the tensor ``name``: its own where given, else the global ones (None: the
@@ -164,7 +177,10 @@ class Report:
     amplified: list[Effect] = field(default_factory=list)
     """When outputs differ but no swapped node differs alone: the swaps that move them (compare.amplify)."""
     phase_seconds: dict[str, float] = field(default_factory=dict)
-    """Wall time of each phase: prepare, whole runs, nodes alone, amplification."""
+    """Wall time of each phase: prepare, whole runs, nodes alone, graph optimization (only when rerun),
+    amplification."""
+    graph_optimization: Optimization = field(default_factory=Optimization)
+    """ORT's graph optimization level and the reruns at lower levels (customops.comparison.optimizer)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -182,6 +198,7 @@ class Report:
             "skipped": self.skipped,
             "amplified": [e.to_json() for e in self.amplified],
             "phase_seconds": self.phase_seconds,
+            "graph_optimization": self.graph_optimization.to_json(),
         }
 
 
@@ -283,18 +300,19 @@ class WholeRuns:
 def run_whole(p: Prepared, feed: dict[str, np.ndarray], s: Settings, say: Callable[[str], None]) -> WholeRuns:
     """Run the model on both sides (the built-in one on ``s.providers``); CustomOpsError when it runs on
     neither."""
-    repeats, providers = s.repeats, s.providers
+    repeats, providers, level = s.repeats, s.providers, s.optimization
     say("running the model with ORT's built-in kernels")
-    a = run_side(p.model, feed, custom=False, repeats=repeats, providers=providers)
+    a = run_side(p.model, feed, custom=False, repeats=repeats, providers=providers, optimization=level)
     say("running the model with customops kernels")
-    b = run_side(p.rewritten, feed, custom=True, repeats=repeats)
+    b = run_side(p.rewritten, feed, custom=True, repeats=repeats, optimization=level)
     if a.error and b.error:
         raise CustomOpsError(f"the model runs on neither side (built-in: {a.error}; custom: {b.error})")
 
     def exposed(model: ModelProto, run: SideRun, custom: bool) -> SideRun:
         if not p.exposed or run.error:
             return SideRun()
-        return run_side(_with_outputs(model, p.exposed, p.types), feed, custom=custom, providers=providers)
+        with_outputs = _with_outputs(model, p.exposed, p.types)
+        return run_side(with_outputs, feed, custom=custom, providers=providers, optimization=level)
 
     return WholeRuns(a, b, exposed(p.model, a, False), exposed(p.rewritten, b, True))
 
@@ -341,7 +359,9 @@ def judge_node(
     differs = in_model is not None and not in_model.passed
     iso = None
     if all(n in known for n in node.input if n):
-        iso = run_isolated(node, known, p.model, s.reference_limit, s.providers, s.reference_timeout)
+        iso = run_isolated(
+            node, known, p.model, s.reference_limit, s.providers, s.reference_timeout, s.optimization
+        )
         word, pairs = attribute(iso, *s.tol(out_name), s.stat)
         pairs_json = {k: None if m is None else m.to_json() for k, m in pairs.items()}
         entry.isolated, entry.attribution = {**pairs_json, "errors": iso.errors}, word
@@ -487,11 +507,61 @@ def find_amplified(
         return []
     say("no swapped node differs alone: running the model with one swap at a time")
     builtin = {o.name: runs.a.values[o.name] for o in outputs if o.name in runs.a.values}
-    search = Search(p.model, feed, builtin, s.tol, say, s.stat)
+    search = Search(p.model, feed, builtin, s.tol, say, s.stat, optimization=s.optimization)
     swaps = list(dict.fromkeys((r.node, r.op) for r in p.all_swapped))
     found = culprits(search, swaps)
     say(f"{search.runs} model run(s) to find {len(found)} swap(s) that move the outputs")
     return found
+
+
+def check_optimizer(
+    p: Prepared,
+    feed: dict[str, np.ndarray],
+    runs: WholeRuns,
+    judged: tuple[list[OutputResult], list[NodeResult]],
+    s: Settings,
+    say: Callable[[str], None],
+) -> Optimization:
+    """When an output differs but no swapped node differs alone: both sides rerun at lower graph
+    optimization levels until the outputs pass (customops.comparison.optimizer); else no rerun."""
+    outputs, nodes = judged
+    found = Optimization(s.optimization)
+    if runs.a.error or runs.b.error or any(n.origin == "starts-here" for n in nodes):
+        return found
+    if all(o.verdict == "agree" for o in outputs):
+        return found
+    names = [o.name for o in outputs]
+    rerun = Rerun(p.model, p.rewritten, feed, names, s.tol, s.stat, s.providers, say)
+    return optimizer.check(rerun, s.optimization)
+
+
+def _why_outputs_differ(
+    p: Prepared,
+    feed: dict[str, np.ndarray],
+    runs: WholeRuns,
+    judged: tuple[list[OutputResult], list[NodeResult]],
+    s: Settings,
+    out: tuple[Callable[[str], None], Phases],
+) -> tuple[Optimization, list[Effect]]:
+    """When outputs differ and no swapped node differs alone: the reruns at lower graph optimization
+    levels (:func:`check_optimizer`), then, unless the difference vanishes there (the optimizer's, no
+    kernel to search for), the swaps that move the outputs (:func:`find_amplified`)."""
+    say, clock = out
+    optimization = check_optimizer(p, feed, runs, judged, s, say)
+    if optimization.reruns:
+        clock.lap("graph optimization")
+    explained = optimization.vanishes_at is not None
+    amplified = [] if explained else find_amplified(p, feed, runs, judged, s, say)
+    clock.lap("amplification")
+    return optimization, amplified
+
+
+def _record_optimization(report: Report, found: Optimization) -> None:
+    """The graph optimization level and its reruns into ``report``; where the difference vanished at a
+    lower level, the verdict line says it is the optimizer's (customops.comparison.optimizer.summary)."""
+    report.graph_optimization = found
+    if found.vanishes_at is not None:
+        report.summary = optimizer.summary(report.summary.partition("; ")[0], found)
 
 
 def _check_tolerance_names(p: Prepared, s: Settings) -> None:
@@ -562,6 +632,7 @@ def compare_model(
     tolerances: dict[str, tuple[float | None, float | None]] | None = None,
     check_error_stat: str = "elemwise",
     reference_timeout: float = REFERENCE_TIMEOUT,
+    graph_optimization_level: str = "all",
 ) -> Comparison:
     """Compare ``model`` on ``feed`` between ORT's built-in kernels and ours; see the module docstring.
     ``rtol`` and ``atol`` (default: per dtype) must be finite and at least 0, ``reference_limit`` (None: per
@@ -570,8 +641,11 @@ def compare_model(
     ``tolerances``: (rtol, atol) by tensor name (graph outputs, swapped nodes' outputs), either None for
     the global one. ``check_error_stat``: what decides whether a tensor passes (customops.eval.metrics.STATS:
     each element, or the max, mean or median error, as Polygraphy's). ``reference_timeout``: seconds
-    onnx.reference may take for one node (a positive finite number)."""
-    check_settings(rtol=rtol, atol=atol, reference_limit=reference_limit)
+    onnx.reference may take for one node (a positive finite number). ``graph_optimization_level``: ORT's,
+    for every ORT session of both sides (customops.comparison.optimizer.OPTIMIZATION_LEVELS)."""
+    check_settings(
+        rtol=rtol, atol=atol, reference_limit=reference_limit, optimization=graph_optimization_level
+    )
     for r, a in (tolerances or {}).values():
         check_settings(rtol=r, atol=a)
     from customops.comparison.providers import resolve
@@ -583,7 +657,7 @@ def compare_model(
     settings = Settings(
         rtol, atol, repeats, reference_limit, reference_timeout, resolve(providers), dict(tolerances or {})
     )
-    settings.stat = check_error_stat
+    settings.stat, settings.optimization = check_error_stat, graph_optimization_level
     check_in_memory(model, model_name)  # the sides' children get bytes: nothing may point at other files
     say = progress or (lambda _m: None)
     clock = Phases()
@@ -597,8 +671,8 @@ def compare_model(
     outputs = judge_outputs(p, runs, settings, tensors)
     nodes, isolated = _judge_nodes(p, runs, feed, settings, (tensors, say))
     clock.lap("nodes alone")
-    amplified = find_amplified(p, feed, runs, (outputs, nodes), settings, say)
-    clock.lap("amplification")
+    optimization, amplified = _why_outputs_differ(p, feed, runs, (outputs, nodes), settings, (say, clock))
     report = _report(p, runs, outputs, nodes, settings, (model_name, seed, amplified))
     report.phase_seconds = clock.seconds
+    _record_optimization(report, optimization)
     return Comparison(report, tensors, isolated)

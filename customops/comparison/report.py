@@ -3,6 +3,7 @@ difference starts (every swapped node with ``all_rows``), the side errors, and t
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from customops.safeio import printable
@@ -64,6 +65,7 @@ def format_table(report: dict[str, Any], all_rows: bool = True) -> str:
     for s in report["skipped"]:
         lines.append(f"  skipped {s['node']} [{s['op']}]: {s['reason']}")
     lines.extend(_placement_lines(report))
+    lines.extend(_optimization_lines(report))
     for side, info in report["sides"].items():
         if info["error"]:
             lines.append(f"  {side} side failed: {info['error']}")
@@ -94,9 +96,41 @@ def _passing_tolerances(report: dict[str, Any], nodes: list[dict[str, Any]]) -> 
     for name, m in items:
         if not m or m.get("pass") or not m.get("shape_match") or m.get("needed_atol") is None:
             continue
-        rtol = m.get("needed_rtol")
-        by_rtol = f" or --rtol {_fmt(rtol)} (at atol {_fmt(m['atol'])})" if rtol is not None else ""
-        lines.append(
-            f"  {name}: passes at --atol {_fmt(m['needed_atol'])} (at rtol {_fmt(m['rtol'])}){by_rtol}"
-        )
+        lines.append(f"  {name}: {_needed_text(m)}")
+    return lines
+
+
+def _finite(x: Any) -> bool:
+    return isinstance(x, int | float) and math.isfinite(x)
+
+
+def _needed_text(m: dict[str, Any]) -> str:
+    """The smallest --atol (at the tensor's rtol) and --rtol (at its atol) that would let a tensor pass,
+    each only where it is finite: no tolerance is ever suggested as inf. The rtol is infinite where the
+    tensor differs from a value of 0 by more than atol (a relative error there is infinite)."""
+    atol, rtol = m.get("needed_atol"), m.get("needed_rtol")
+    by_atol = f"--atol {_fmt(atol)} (at rtol {_fmt(m['rtol'])})" if _finite(atol) else None
+    by_rtol = f"--rtol {_fmt(rtol)} (at atol {_fmt(m['atol'])})" if _finite(rtol) else None
+    shown = [t for t in (by_atol, by_rtol) if t]
+    text = "passes at " + " or ".join(shown) if shown else "no finite tolerance lets it pass"
+    if rtol is not None and not _finite(rtol):
+        text += f"; no --rtol does at atol {_fmt(m['atol'])}: it differs from a value of 0 by more than that"
+    return text
+
+
+def _optimization_lines(report: dict[str, Any]) -> list[str]:
+    """ORT's graph optimization level of both sides, and the reruns at lower levels, if any."""
+    found = report.get("graph_optimization") or {}
+    lines = [f"  ORT graph optimization level: {found.get('level', 'all')} (--graph-optimization-level)"]
+    for run in found.get("reruns", []):
+        if run["error"]:
+            outcome = f"a side failed: {run['error']}"
+        elif run["identical"]:
+            outcome = "the outputs match bit for bit"
+        else:
+            largest = max((v for v in run["max_abs"].values() if v is not None), default=None)
+            outcome = (
+                "the outputs " + ("pass" if run["passes"] else "still differ") + f" (max abs {_fmt(largest)})"
+            )
+        lines.append(f"  rerun at level {run['level']}: {outcome}")
     return lines

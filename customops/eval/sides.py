@@ -109,12 +109,15 @@ def run_side(
     custom: bool,
     repeats: int = 0,
     providers: list[str] | None = None,
+    optimization: str = "all",
 ) -> SideRun:
     """Run the serialized ``model`` on one side in that side's child process (see the module docstring);
     with ``repeats`` > 0 also profile that many runs for per-node times and placements; ``providers``:
-    the built-in side's execution providers (None: CPU)."""
+    the built-in side's execution providers (None: CPU); ``optimization``: ORT's graph optimization
+    level (customops.eval.worker.OPTIMIZATION_LEVELS)."""
     side = "custom" if custom else "builtin"
     request = Request(model, feed, whole=True, repeats=repeats, limit=OUTPUT_LIMIT, providers=providers)
+    request.optimization = optimization
     with _LOCK:
         child = _child(side)
         try:

@@ -40,6 +40,11 @@ FUZZ_INJECT_ENV = "CUSTOMOPS_FUZZ_INJECT"
 VERBOSE_ENV = "CUSTOMOPS_ORT_LOG"
 """Set to ``1`` (the CLI's ``-v``) to keep ONNX Runtime's own log at warning level in the children."""
 
+OPTIMIZATION_LEVELS = ("disable", "basic", "extended", "all")
+"""ONNX Runtime's graph optimization levels by the names ORT's and Polygraphy's users know (compare's
+``--graph-optimization-level``): ORT_DISABLE_ALL, ORT_ENABLE_BASIC, ORT_ENABLE_EXTENDED, ORT_ENABLE_ALL
+(ORT's default)."""
+
 CASE_OUTPUT_LIMIT = 64 << 20
 """Largest output of a one-node case sent back. A campaign's valid cases have at most 720 output elements
 (customops.fuzz.spaces.base.OUT_LIMIT); a replayed case comes from a file and could ask a side for any
@@ -63,6 +68,9 @@ class Request:
     tag: str = "triage"
     providers: list[str] | None = None
     """The built-in side's execution providers (None: CPU); other sides ignore it."""
+    optimization: str = "all"
+    """ONNX Runtime's graph optimization level (:data:`OPTIMIZATION_LEVELS`) of the built-in and custom
+    sides' sessions; onnx.reference has none."""
 
 
 @dataclass
@@ -129,6 +137,7 @@ class Runner:
     def options(self, request: Request, profile_dir: str | None) -> Any:
         opts = self.ort.SessionOptions()
         opts.log_severity_level = ort_log_level() if request.whole else 4
+        opts.graph_optimization_level = optimization_level(self.ort, request.optimization)
         if not request.whole:
             opts.intra_op_num_threads = 1
             opts.inter_op_num_threads = 1
@@ -178,6 +187,17 @@ class Runner:
             if request.repeats:
                 reply.times, reply.placement = kernel_times(sess)
         return reply
+
+
+def optimization_level(ort: Any, name: str) -> Any:
+    """ORT's ``GraphOptimizationLevel`` for one of :data:`OPTIMIZATION_LEVELS`."""
+    levels = ort.GraphOptimizationLevel
+    return {
+        "disable": levels.ORT_DISABLE_ALL,
+        "basic": levels.ORT_ENABLE_BASIC,
+        "extended": levels.ORT_ENABLE_EXTENDED,
+        "all": levels.ORT_ENABLE_ALL,
+    }[name]
 
 
 NOT_TENSORS = {list: "a sequence", tuple: "a sequence", dict: "a map", type(None): "an absent optional value"}
