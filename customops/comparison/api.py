@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from customops.comparison.inputs import check_inputs, generate_inputs, load_inputs
+from customops.comparison.inputs import InputPlan, check_inputs, load_inputs
 from customops.comparison.pipeline import Report, compare_model
 from customops.errors import CustomOpsError
 from customops.eval.sides import REFERENCE_TIMEOUT
@@ -43,8 +43,10 @@ def compare(
     from customops.model.rewriter import as_model
 
     onnx_model = as_model(model)
+    plan = None
     if inputs is None:
-        feed = generate_inputs(onnx_model, seed=seed, dims=dict(dims or {}))
+        plan = InputPlan(onnx_model, seed, dict(dims or {}))
+        feed = plan.generate()
     elif isinstance(inputs, Mapping):
         feed = {str(k): np.asarray(v) for k, v in inputs.items()}
     elif isinstance(inputs, (str, os.PathLike)):
@@ -65,5 +67,6 @@ def compare(
         tolerances=dict(tolerances or {}),
         check_error_stat=check_error_stat,
         reference_timeout=reference_timeout,
+        plan=plan,
     )
     return comparison.result
