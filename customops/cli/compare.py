@@ -108,7 +108,7 @@ def _add_input_options(p: Any) -> None:
         "--dim",
         action="append",
         metavar="NAME=VALUE",
-        help=f"size of a symbolic dimension (default {DEFAULT_DIM})",
+        help=f"size of a symbolic dimension (default {DEFAULT_DIM}; then 32, 64, 320 while both sides fail alike)",
     )
     p.add_argument(
         "--input-shape",

@@ -34,7 +34,8 @@ def compare(
     'disagree' or 'failed'; ``.summary``; ``.nodes``; ``.outputs``; ``.amplified``; ``.to_json()`` is the
     document of ``customops compare --json``). ``inputs``: arrays by graph input name, an .npz file or an
     ONNX test-case directory; None draws them from the declared types and shapes (``seed``; symbolic
-    dimensions from ``dims``, else 4). ``providers``: the built-in side's execution providers (ORT names or
+    dimensions from ``dims``, else 4, then 32, 64 and 320 while both sides fail alike: docs/compare.md,
+    Inputs). ``providers``: the built-in side's execution providers (ORT names or
     aliases: cpu, cuda, tensorrt, dml, openvino, coreml; default CPU); ours run on CPU. ``tolerances``:
     (rtol, atol) by tensor name (graph outputs, swapped nodes' outputs; None: the global one).
     ``check_error_stat``, ``reference_limit`` and ``reference_timeout``: as ``--check-error-stat``,
