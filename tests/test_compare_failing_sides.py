@@ -172,6 +172,7 @@ def test_sizes_given_by_the_user_are_not_changed_by_the_ladder():
         ),
         ("Node (r) Op (Resize) [ShapeInferenceError] Number of elements", ("r", "Resize")),
         ("Resize-19 node 'up': scales has 3 entries, expected 2", ("up", "Resize-19")),
+        ("Could not find an implementation for Resize(19) node with name 'u16'", ("u16", "Resize")),
         ("Invalid rank for input: x Got: 3 Expected: 4", None),
     ],
 )

@@ -28,6 +28,8 @@ _WHERE = (
     re.compile(r"while running (?P<op>[^\s.]+) node\. Name:'(?P<name>.*?)' Status Message:"),
     # ORT, loading (shape inference): "Node (pad) Op (Pad) [ShapeInferenceError] ..."
     re.compile(r"\bNode \((?P<name>.*?)\) Op \((?P<op>[^)\s]*)\)"),
+    # ORT, loading (no kernel): "Could not find an implementation for Resize(19) node with name 'r'"
+    re.compile(r"implementation for (?P<op>[^\s(]+)\(\d+\) node with name '(?P<name>.*?)'"),
     # one of our kernels (customops.bridge.runtime): "Pad-18 node 'pad': ..."
     re.compile(r"^(?P<op>[A-Za-z][\w.]*-\d+) node (?P<q>['\"])(?P<name>.*?)(?P=q): "),
 )
