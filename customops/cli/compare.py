@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     import numpy as np
     from onnx import ModelProto
 
+    from customops.comparison.inputs import InputPlan
     from customops.comparison.pipeline import Comparison
 
 
@@ -120,7 +121,7 @@ def _add_input_options(p: Any) -> None:
         "--dim",
         action="append",
         metavar="NAME=VALUE",
-        help=f"size of a symbolic dimension (default {DEFAULT_DIM})",
+        help=f"size of a symbolic dimension (default {DEFAULT_DIM}; then 32, 64, 320 while both sides fail alike)",
     )
     p.add_argument(
         "--input-shape",
@@ -175,9 +176,9 @@ def check_destinations(args: Any, files: list[Path]) -> None:
             )
 
 
-def feed_of(args: Any, model: ModelProto) -> dict[str, np.ndarray]:
+def feed_of(args: Any, model: ModelProto) -> tuple[dict[str, np.ndarray], InputPlan | None]:
     """The inputs: read from ``--inputs`` or generated (``--seed``, ``--dim``, ``--input-shape``,
-    ``--val-range``), checked against the model."""
+    ``--val-range``), checked against the model; and how they were generated (None: read)."""
     from customops.comparison import inputs as gen
 
     dims = gen.parse_dims(args.dim or [])
@@ -191,9 +192,9 @@ def feed_of(args: Any, model: ModelProto) -> dict[str, np.ndarray]:
         ):
             if given:
                 raise CustomOpsError(f"{option} {verb} generated inputs; it has no effect with --inputs")
-        return gen.check_inputs(model, gen.load_inputs(args.inputs, model))
-    generated = gen.generate_inputs(model, seed=args.seed, dims=dims, shapes=shapes, ranges=ranges)
-    return gen.check_inputs(model, generated)
+        return gen.check_inputs(model, gen.load_inputs(args.inputs, model)), None
+    plan = gen.InputPlan(model, args.seed, dims, shapes, ranges)
+    return gen.check_inputs(model, plan.generate()), plan
 
 
 def write_outputs(args: Any, comparison: Comparison) -> None:
@@ -209,6 +210,10 @@ def write_outputs(args: Any, comparison: Comparison) -> None:
         from customops.comparison.html import render
 
         write_atomic(args.html, render(comparison.report, comparison.tensors))
+    if args.save_inputs:  # the inputs compared: generated ones at the sizes the verdict used
+        from customops.comparison.inputs import save_arrays
+
+        save_arrays(args.save_inputs, comparison.feed)
     if args.save_repro:
         for case in save_repros(comparison, args.save_repro):
             if not args.quiet:
@@ -243,11 +248,7 @@ def run(args: Any) -> int:
         files.append(Path(args.inputs))
     check_destinations(args, files)
     check_model_file(args.model)
-    feed = feed_of(args, model)
-    if args.save_inputs:
-        from customops.comparison.inputs import save_arrays
-
-        save_arrays(args.save_inputs, feed)
+    feed, plan = feed_of(args, model)
     if args.verbose:
         os.environ[sides.VERBOSE_ENV] = "1"
     started = time.perf_counter()
@@ -268,6 +269,7 @@ def run(args: Any) -> int:
         else args.reference_timeout,
         providers=args.providers,
         graph_optimization_level=args.graph_optimization_level,
+        plan=plan,
     )
     print(
         printable(comparison.result.summary) if args.quiet else format_table(comparison.report, args.all_rows)

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from customops.comparison.inputs import check_inputs, generate_inputs, load_inputs
+from customops.comparison.inputs import InputPlan, check_inputs, load_inputs
 from customops.comparison.pipeline import Report, compare_model
 from customops.errors import CustomOpsError
 from customops.eval.sides import REFERENCE_TIMEOUT
@@ -35,7 +35,8 @@ def compare(
     'disagree' or 'failed'; ``.summary``; ``.nodes``; ``.outputs``; ``.amplified``; ``.to_json()`` is the
     document of ``customops compare --json``). ``inputs``: arrays by graph input name, an .npz file or an
     ONNX test-case directory; None draws them from the declared types and shapes (``seed``; symbolic
-    dimensions from ``dims``, else 4). ``providers``: the built-in side's execution providers (ORT names or
+    dimensions from ``dims``, else 4, then 32, 64 and 320 while both sides fail alike: docs/compare.md,
+    Inputs). ``providers``: the built-in side's execution providers (ORT names or
     aliases: cpu, cuda, tensorrt, dml, openvino, coreml; default CPU); ours run on CPU. ``tolerances``:
     (rtol, atol) by tensor name (graph outputs, swapped nodes' outputs; None: the global one).
     ``check_error_stat``, ``reference_limit``, ``reference_timeout`` and ``graph_optimization_level``
@@ -45,8 +46,10 @@ def compare(
     from customops.model.rewriter import as_model
 
     onnx_model = as_model(model)
+    plan = None
     if inputs is None:
-        feed = generate_inputs(onnx_model, seed=seed, dims=dict(dims or {}))
+        plan = InputPlan(onnx_model, seed, dict(dims or {}))
+        feed = plan.generate()
     elif isinstance(inputs, Mapping):
         feed = {str(k): np.asarray(v) for k, v in inputs.items()}
     elif isinstance(inputs, (str, os.PathLike)):
@@ -68,5 +71,6 @@ def compare(
         check_error_stat=check_error_stat,
         reference_timeout=reference_timeout,
         graph_optimization_level=graph_optimization_level,
+        plan=plan,
     )
     return comparison.result

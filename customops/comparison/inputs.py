@@ -9,6 +9,7 @@ import os
 import re
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from customops import dtypes
 from customops.errors import CustomOpsError
 from customops.eval.messages import described
 from customops.eval.testcase import read_inputs
-from customops.safeio import open_bounded, read_bounded, write_atomic
+from customops.safeio import open_bounded, printable, read_bounded, write_atomic
 
 DEFAULT_DIM = 4
 """Size given to a symbolic dimension without ``--dim``."""
@@ -153,6 +154,19 @@ def generate_inputs(
     rng = np.random.default_rng(seed)
     dims, shapes, ranges = dims or {}, shapes or {}, ranges or {}
     _check_names(model, dims, shapes, ranges)
+    planned = _planned(model, dims, shapes)
+    _check_generated_size(planned)
+    return {
+        name: _draw(rng, shape, dtype, ranges.get(name, ranges.get(None)))
+        for name, (shape, dtype) in planned.items()
+    }
+
+
+def _planned(
+    model: ModelProto, dims: dict[str, int], shapes: dict[str, list[int]]
+) -> dict[str, tuple[list[int], np.dtype]]:
+    """The shape and dtype of each generated input (see :func:`generate_inputs`), checked against the
+    declared ones."""
     planned = {}
     for v in graph_inputs(model):
         elem, declared = _declared(v)
@@ -163,11 +177,14 @@ def generate_inputs(
         ]
         _check_shape(v.name, shape, declared)
         planned[v.name] = (shape, dtypes.numpy_dtype(elem))
-    _check_generated_size(planned)
-    return {
-        name: _draw(rng, shape, dtype, ranges.get(name, ranges.get(None)))
-        for name, (shape, dtype) in planned.items()
-    }
+    return planned
+
+
+def _planned_bytes(planned: dict[str, tuple[list[int], np.dtype]]) -> int:
+    """Bytes the generated inputs take, reckoned at 8 bytes an element at least (64 a string)."""
+    return sum(
+        max(dtypes.declared_nbytes(shape, dtype), math.prod(shape) * 8) for shape, dtype in planned.values()
+    )
 
 
 def _check_names(model: ModelProto, dims: dict, shapes: dict, ranges: dict) -> None:
@@ -204,20 +221,122 @@ def _check_shape(name: str, shape: list[int], declared: list[int | str | None]) 
 def _check_generated_size(shapes: dict[str, tuple[list[int], np.dtype]]) -> None:
     """Refuse, before drawing anything, a negative size and inputs that would take more than
     :data:`INPUT_LIMIT` bytes (every dimension is checked, so that a zero cannot hide a huge one)."""
-    total = 0
-    for name, (shape, dtype) in shapes.items():
+    for name, (shape, _) in shapes.items():
         for d in shape:
             if d < 0 or d * 8 > INPUT_LIMIT:
                 raise CustomOpsError(
                     f"graph input {name!r} declares a dimension of {d}: each must be at least 0 and the "
                     f"inputs at most {INPUT_LIMIT / 2**30:.0f} GiB; pass --inputs"
                 )
-        total += max(dtypes.declared_nbytes(shape, dtype), math.prod(shape) * 8)
+    total = _planned_bytes(shapes)
     if total > INPUT_LIMIT:
         raise CustomOpsError(
             f"the generated inputs would take {total / 2**30:.1f} GiB, over the {INPUT_LIMIT / 2**30:.0f} GiB "
             "allowed: give smaller --dim sizes, or pass --inputs"
         )
+
+
+LADDER = (32, 64, 320)
+"""Sizes compare tries, in order, for the symbolic dimensions it chose itself (no ``--dim``, no
+``--input-shape``) when both sides fail on generated inputs at :data:`DEFAULT_DIM`: 32 and its multiples
+fit strided models (a detector's stride-32 pyramid), 320 a detector's smallest usual input."""
+
+LADDER_LIMIT = 256 * 2**20
+"""Most bytes of inputs a size of the ladder may take (reckoned as :data:`INPUT_LIMIT` is): sizes nobody
+asked for stay cheap to run twice; a larger step is not tried."""
+
+_BATCH_NAMES = re.compile(r"(?i)^(n|b|bs|.*batch.*)$")
+
+
+@dataclass
+class InputPlan:
+    """How compare's inputs are generated (:func:`generate_inputs`' arguments), so that they can be drawn
+    again at other sizes of the symbolic dimensions left to the default."""
+
+    model: ModelProto
+    seed: int = 0
+    dims: dict[str, int] = field(default_factory=dict)
+    shapes: dict[str, list[int]] = field(default_factory=dict)
+    ranges: dict[str | None, Range] = field(default_factory=dict)
+
+    def generate(self, sizes: dict[str, int] | None = None) -> dict[str, np.ndarray]:
+        """The inputs, with ``sizes`` for some symbolic dimensions besides ``dims``."""
+        return generate_inputs(
+            self.model, self.seed, {**self.dims, **(sizes or {})}, self.shapes, self.ranges
+        )
+
+    def positions(self) -> dict[str, list[tuple[int, int]]]:
+        """Each symbolic dimension of the inputs whose shape is not given whole: (axis, rank) of its uses."""
+        out: dict[str, list[tuple[int, int]]] = {}
+        for v in graph_inputs(self.model):
+            if v.name in self.shapes:
+                continue
+            declared = _declared(v)[1]
+            for axis, d in enumerate(declared):
+                if isinstance(d, str):
+                    out.setdefault(d, []).append((axis, len(declared)))
+        return out
+
+    def sizes(self, chosen: dict[str, int] | None = None) -> dict[str, int]:
+        """The size each symbolic dimension takes: ``chosen``, else ``--dim``, else :data:`DEFAULT_DIM`."""
+        given = {**self.dims, **(chosen or {})}
+        return {d: given.get(d, DEFAULT_DIM) for d in self.positions()}
+
+    def ladder(self) -> list[dict[str, int]]:
+        """The sizes to try after :data:`DEFAULT_DIM` (:data:`LADDER`) for the dimensions left to it, a
+        batch-like one (named batch, N, B or bs, or the first axis of an input of rank 4 or more) at 1;
+        a step whose inputs would take over :data:`LADDER_LIMIT` bytes ends the ladder."""
+        free = {d: uses for d, uses in self.positions().items() if d not in self.dims}
+        if not free:
+            return []
+        steps = []
+        for size in LADDER:
+            step = {d: 1 if _batch_like(d, uses) else size for d, uses in free.items()}
+            planned = _planned(self.model, {**self.dims, **step}, self.shapes)
+            if _planned_bytes(planned) > LADDER_LIMIT:
+                break
+            steps.append(step)
+        return steps
+
+
+def _batch_like(name: str, uses: list[tuple[int, int]]) -> bool:
+    """A symbolic dimension that looks like the batch: by its name, or as the first axis of inputs of
+    rank 4 or more (images, volumes) wherever it is used."""
+    return bool(_BATCH_NAMES.match(name)) or all(axis == 0 and rank >= 4 for axis, rank in uses)
+
+
+def sizes_text(sizes: dict[str, int]) -> str:
+    """``batch=1, height=32`` (names escaped for a terminal line)."""
+    return ", ".join(f"{printable(name)}={size}" for name, size in sizes.items())
+
+
+@dataclass
+class InputsUsed:
+    """The inputs a comparison ran on: each one's shape and dtype; for generated ones the size of each
+    symbolic dimension and the sizes tried before at which both sides failed (:data:`LADDER`)."""
+
+    shapes: dict[str, list[int]]
+    dtypes: dict[str, str]
+    generated: bool
+    dims: dict[str, int] = field(default_factory=dict)
+    tried: list[dict[str, int]] = field(default_factory=list)
+
+    @classmethod
+    def of(
+        cls, feed: dict[str, np.ndarray], plan: InputPlan | None, chosen: dict[str, int] | None = None
+    ) -> InputsUsed:
+        shapes = {k: [int(d) for d in np.shape(v)] for k, v in feed.items()}
+        types = {k: str(np.asarray(v).dtype) for k, v in feed.items()}
+        return cls(shapes, types, plan is not None, plan.sizes(chosen) if plan is not None else {})
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "shapes": self.shapes,
+            "dtypes": self.dtypes,
+            "generated": self.generated,
+            "dims": self.dims,
+            "tried": self.tried,
+        }
 
 
 _DRAW_CHUNK = 1 << 20

@@ -23,7 +23,8 @@ from onnx import ModelProto, NodeProto, helper
 
 from customops.comparison import optimizer
 from customops.comparison.amplify import Effect, Search, culprits
-from customops.comparison.inputs import check_seed
+from customops.comparison.failures import FailPoint, before_failure, fail_point, parted
+from customops.comparison.inputs import InputPlan, InputsUsed, check_seed, sizes_text
 from customops.comparison.isolate import (
     Isolated,
     attribute,
@@ -181,6 +182,8 @@ class Report:
     amplification."""
     graph_optimization: Optimization = field(default_factory=Optimization)
     """ORT's graph optimization level and the reruns at lower levels (customops.comparison.optimizer)."""
+    inputs: InputsUsed | None = None
+    """The inputs compared: shapes, dtypes and, generated, the sizes of the symbolic dimensions."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -199,6 +202,7 @@ class Report:
             "amplified": [e.to_json() for e in self.amplified],
             "phase_seconds": self.phase_seconds,
             "graph_optimization": self.graph_optimization.to_json(),
+            "inputs": None if self.inputs is None else self.inputs.to_json(),
         }
 
 
@@ -209,6 +213,8 @@ class Comparison:
     result: Report
     tensors: dict[str, tuple[np.ndarray | None, np.ndarray | None]]
     isolated: dict[str, Isolated]
+    feed: dict[str, np.ndarray] = field(default_factory=dict)
+    """The inputs compared (generated ones at the sizes the verdict used)."""
 
     @property
     def report(self) -> dict[str, Any]:
@@ -298,15 +304,15 @@ class WholeRuns:
 
 
 def run_whole(p: Prepared, feed: dict[str, np.ndarray], s: Settings, say: Callable[[str], None]) -> WholeRuns:
-    """Run the model on both sides (the built-in one on ``s.providers``); CustomOpsError when it runs on
-    neither."""
+    """Run the model on both sides (the built-in one on ``s.providers``); when it runs on neither, no
+    exposed values (:func:`runs_that_fit` decides what that means)."""
     repeats, providers, level = s.repeats, s.providers, s.optimization
     say("running the model with ORT's built-in kernels")
     a = run_side(p.model, feed, custom=False, repeats=repeats, providers=providers, optimization=level)
     say("running the model with customops kernels")
     b = run_side(p.rewritten, feed, custom=True, repeats=repeats, optimization=level)
     if a.error and b.error:
-        raise CustomOpsError(f"the model runs on neither side (built-in: {a.error}; custom: {b.error})")
+        return WholeRuns(a, b, SideRun(), SideRun())
 
     def exposed(model: ModelProto, run: SideRun, custom: bool) -> SideRun:
         if not p.exposed or run.error:
@@ -315,6 +321,125 @@ def run_whole(p: Prepared, feed: dict[str, np.ndarray], s: Settings, say: Callab
         return run_side(with_outputs, feed, custom=custom, providers=providers, optimization=level)
 
     return WholeRuns(a, b, exposed(p.model, a, False), exposed(p.rewritten, b, True))
+
+
+def fail_points(p: Prepared, runs: WholeRuns) -> dict[str, FailPoint | None]:
+    """The node where each side's whole-model run stopped (None: it ran, or its error names no node of
+    the model; customops.comparison.failures)."""
+    swapped = {r.node: r.op for r in p.swapped}
+    return {
+        "builtin": fail_point(runs.a.error, p.nodes, swapped) if runs.a.error else None,
+        "custom": fail_point(runs.b.error, p.nodes, swapped) if runs.b.error else None,
+    }
+
+
+def inputs_at_fault(p: Prepared, runs: WholeRuns) -> bool:
+    """Both sides fail, and not at two different nodes of the model: both stop at the same node, or one
+    of them names no node (the model or the inputs refused), so nothing tells the sides apart
+    (docs/compare.md, Outputs and exit status)."""
+    if not (runs.a.error and runs.b.error):
+        return False
+    points = fail_points(p, runs)
+    return not parted(points["builtin"], points["custom"])
+
+
+def runs_that_fit(
+    p: Prepared, feed: dict[str, np.ndarray], s: Settings, plan: InputPlan | None, say: Callable[[str], None]
+) -> tuple[WholeRuns, dict[str, np.ndarray], InputsUsed]:
+    """The whole-model runs (:func:`run_whole`) on ``feed``; when both sides fail on it through the
+    inputs' fault and it was generated (``plan``), again at each size of the ladder
+    (customops.comparison.inputs.LADDER) until they do not. Still at fault: CustomOpsError naming the
+    node, the errors and the sizes tried. Both failing at different nodes: each side's values up to
+    where it stopped (:func:`values_before_failures`)."""
+    runs = run_whole(p, feed, s, say)
+    used = InputsUsed.of(feed, plan)
+    for step in plan.ladder() if plan is not None else []:
+        if not inputs_at_fault(p, runs):
+            break
+        tried = [*used.tried, used.dims]
+        say(
+            f"both sides fail on the generated inputs with {sizes_text(used.dims)}: trying {sizes_text(step)}"
+        )
+        feed = plan.generate(step)  # type: ignore[union-attr]  # the ladder is empty without a plan
+        runs = run_whole(p, feed, s, say)
+        used = InputsUsed.of(feed, plan, step)
+        used.tried = tried
+    if inputs_at_fault(p, runs):
+        raise CustomOpsError(_neither_text(p, runs, used))
+    if used.tried:
+        say(f"the comparison uses the generated inputs with {sizes_text(used.dims)}")
+    if runs.a.error and runs.b.error:
+        runs = values_before_failures(p, feed, runs, s)
+    return runs, feed, used
+
+
+def _neither_text(p: Prepared, runs: WholeRuns, used: InputsUsed) -> str:
+    """The one line of a model that runs on neither side through its inputs' fault."""
+    points = fail_points(p, runs)
+    a, b = points["builtin"], points["custom"]
+    where = ""
+    if a is not None and b is not None and a.node is not None and a.node == b.node:
+        where = f": both sides stop at {a.where()}"
+    sizes = ""
+    if used.dims:
+        tried = "".join(f", then {sizes_text(t)}" for t in [*used.tried[1:], used.dims])
+        first = used.tried[0] if used.tried else used.dims
+        sizes = (
+            f" with generated inputs whose symbolic dims are {sizes_text(first)}{tried if used.tried else ''}"
+        )
+    hint = "; give sizes that fit the model with --dim NAME=VALUE or --input-shape NAME:DIMS" if sizes else ""
+    return f"the model runs on neither side{sizes}{where} (built-in: {runs.a.error}; custom: {runs.b.error}){hint}"
+
+
+def values_before_failures(
+    p: Prepared, feed: dict[str, np.ndarray], runs: WholeRuns, s: Settings
+) -> WholeRuns:
+    """Both sides stopped, at different nodes: each side's exposed values that do not depend on the node
+    it stopped at, from the model cut before that node (customops.comparison.failures.before_failure), so
+    that the swapped nodes up to there are compared, and judged alone on the custom side's values."""
+    points = fail_points(p, runs)
+    exposed = []
+    for side, model, custom in (("builtin", p.model, False), ("custom", p.rewritten, True)):
+        point = points[side]
+        cut = before_failure(model, p.model, point.node, p.exposed, p.types) if point and point.node else None
+        providers = None if custom else s.providers
+        run = None if cut is None else run_side(cut, feed, custom=custom, providers=providers, optimization=s.optimization)
+        exposed.append(SideRun() if run is None else run)
+    return WholeRuns(runs.a, runs.b, *exposed)
+
+
+def note_failures(
+    report: Report, points: dict[str, FailPoint | None], nodes: list[NodeResult], used: InputsUsed
+) -> None:
+    """Into ``report``: the inputs used, the node each failing side stopped at (``sides.*.failed_at``),
+    the summary of two sides that stop at different nodes, and the sizes the ladder chose."""
+    report.inputs = used
+    for side, point in points.items():
+        report.sides[side]["failed_at"] = None if point is None else point.to_json()
+    a, b = points["builtin"], points["custom"]
+    if a is not None and b is not None and parted(a, b):
+        report.summary = _parted_summary(a, b, nodes)
+    if used.tried:
+        failed = " and at ".join(sizes_text(t) for t in used.tried)
+        report.summary += f" (generated inputs with {sizes_text(used.dims)}: both sides failed at {failed})"
+
+
+def _parted_summary(a: FailPoint, b: FailPoint, nodes: list[NodeResult]) -> str:
+    """The verdict line of two sides that stop at different nodes: the one whose kernel refuses a node
+    the other side runs, with its attribution and known ids, first."""
+    by_node = {n.node: n for n in nodes}
+    for side, point, other, name, other_name in (
+        ("builtin", a, b, "built-in", "custom"),
+        ("custom", b, a, "custom", "built-in"),
+    ):
+        entry = by_node.get(point.node or "")
+        if entry is not None and entry.attribution == f"{side}-cannot-run":
+            known = f" (known: {', '.join(entry.known)})" if entry.known else ""
+            return (
+                f"FAILED: the {name} side stops at {point.where()}, which the {other_name} side runs: "
+                f"{entry.attribution}{known}; the {other_name} side stops at {other.where()}"
+            )
+    return f"FAILED: the sides part ways before they fail: the built-in side stops at {a.where()}, the custom side at {b.where()}"
 
 
 def judge_outputs(
@@ -633,6 +758,7 @@ def compare_model(
     check_error_stat: str = "elemwise",
     reference_timeout: float = REFERENCE_TIMEOUT,
     graph_optimization_level: str = "all",
+    plan: InputPlan | None = None,
 ) -> Comparison:
     """Compare ``model`` on ``feed`` between ORT's built-in kernels and ours; see the module docstring.
     ``rtol`` and ``atol`` (default: per dtype) must be finite and at least 0, ``reference_limit`` (None: per
@@ -642,7 +768,8 @@ def compare_model(
     the global one. ``check_error_stat``: what decides whether a tensor passes (customops.eval.metrics.STATS:
     each element, or the max, mean or median error, as Polygraphy's). ``reference_timeout``: seconds
     onnx.reference may take for one node (a positive finite number). ``graph_optimization_level``: ORT's,
-    for every ORT session of both sides (customops.comparison.optimizer.OPTIMIZATION_LEVELS)."""
+    for every ORT session of both sides (customops.comparison.optimizer.OPTIMIZATION_LEVELS). ``plan``: how
+    ``feed`` was generated, to draw it again at other sizes when both sides fail on it (:func:`runs_that_fit`)."""
     check_settings(
         rtol=rtol, atol=atol, reference_limit=reference_limit, optimization=graph_optimization_level
     )
@@ -665,7 +792,7 @@ def compare_model(
     p = prepare(model, feed, ops, say)
     _check_tolerance_names(p, settings)
     clock.lap("prepare")
-    runs = run_whole(p, feed, settings, say)
+    runs, feed, used = runs_that_fit(p, feed, settings, plan, say)
     clock.lap("whole runs")
     tensors: dict[str, tuple[np.ndarray | None, np.ndarray | None]] = {}
     outputs = judge_outputs(p, runs, settings, tensors)
@@ -675,4 +802,5 @@ def compare_model(
     report = _report(p, runs, outputs, nodes, settings, (model_name, seed, amplified))
     report.phase_seconds = clock.seconds
     _record_optimization(report, optimization)
-    return Comparison(report, tensors, isolated)
+    note_failures(report, fail_points(p, runs), nodes, used)
+    return Comparison(report, tensors, isolated, feed)

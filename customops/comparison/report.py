@@ -69,6 +69,7 @@ def format_table(report: dict[str, Any], all_rows: bool = True) -> str:
     for side, info in report["sides"].items():
         if info["error"]:
             lines.append(f"  {side} side failed: {info['error']}")
+    lines.extend(inputs_lines(report.get("inputs")))
     lines = [report["summary"], "", *lines, report["summary"]]
     return "\n".join(printable(line) for line in lines)
 
@@ -134,3 +135,22 @@ def _optimization_lines(report: dict[str, Any]) -> list[str]:
             )
         lines.append(f"  rerun at level {run['level']}: {outcome}")
     return lines
+
+
+def inputs_lines(inputs: dict[str, Any] | None) -> list[str]:
+    """The inputs compared: each one's shape and dtype, the sizes of the symbolic dimensions of generated
+    ones, and the sizes at which both sides failed before (the report's ``inputs``)."""
+    if not inputs:
+        return []
+    from customops.comparison.inputs import sizes_text as sizes
+
+    shapes = "; ".join(
+        f"{name} {'x'.join(map(str, shape)) or 'scalar'} {inputs['dtypes'][name]}"
+        for name, shape in inputs["shapes"].items()
+    )
+    text = f"  inputs ({'generated' if inputs['generated'] else 'given'}): {shapes or 'none'}"
+    if inputs["dims"]:
+        text += f"; symbolic dims {sizes(inputs['dims'])}"
+    if inputs["tried"]:
+        text += " (both sides failed at " + " and at ".join(sizes(t) for t in inputs["tried"]) + ")"
+    return [text]

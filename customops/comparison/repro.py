@@ -51,7 +51,8 @@ def _write_repro(into: Path, final: Path, n: dict[str, Any], iso: Isolated) -> N
         spec_side, expected = "reference", iso.outputs.get("reference")
     write_test_case(into, _typed_outputs(iso.model, expected), iso.feed, expected)
     lines = [
-        f"{n['node']!r} [{n['op']}]: {n['attribution']} ({n['verdict']})",
+        f"{n['node']!r} [{n['op']}]: {n['attribution']} ({n['verdict']})"
+        + (f", known: {', '.join(n['known'])}" if n.get("known") else ""),
         f"output_0.pb holds the {spec_side} side's output (the spec side).",
         *(f"  {line}" for line in first_differences(iso.outputs.get("builtin"), expected)),
         versions_line(),

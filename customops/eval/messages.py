@@ -21,3 +21,26 @@ def message(exc: BaseException) -> str:
 def described(exc: BaseException) -> str:
     """``Class: message`` (:func:`message`), for reports that keep what kind of error it was."""
     return f"{type(exc).__name__}: {message(exc)}"[:MESSAGE_LIMIT]
+
+
+_WHERE = (
+    # ORT, running: "Non-zero status code returned while running Pad node. Name:'pad' Status Message: ..."
+    re.compile(r"while running (?P<op>[^\s.]+) node\. Name:'(?P<name>.*?)' Status Message:"),
+    # ORT, loading (shape inference): "Node (pad) Op (Pad) [ShapeInferenceError] ..."
+    re.compile(r"\bNode \((?P<name>.*?)\) Op \((?P<op>[^)\s]*)\)"),
+    # ORT, loading (no kernel): "Could not find an implementation for Resize(19) node with name 'r'"
+    re.compile(r"implementation for (?P<op>[^\s(]+)\(\d+\) node with name '(?P<name>.*?)'"),
+    # one of our kernels (customops.bridge.runtime): "Pad-18 node 'pad': ..."
+    re.compile(r"^(?P<op>[A-Za-z][\w.]*-\d+) node (?P<q>['\"])(?P<name>.*?)(?P=q): "),
+)
+
+
+def failing_node(text: str | None) -> tuple[str, str] | None:
+    """(node name, op) of the node a side's error names (ORT's run and load errors, our kernels' own):
+    the name as the runtime gives it (ORT's layout passes rename the nodes they replace, e.g.
+    ``<output>_nchwc``); None when the error names no node (the model or the inputs refused)."""
+    for pattern in _WHERE:
+        found = pattern.search(text or "")
+        if found:
+            return found["name"], found["op"]
+    return None

@@ -1,0 +1,115 @@
+"""Where a side's whole-model run stops: the node its error names (ORT's text, our kernels' own;
+customops.eval.messages.failing_node), placed in the model, and the part of a model that runs before it.
+
+When both sides fail, compare decides from these points whether the inputs are at fault (both stop at the
+same node, or an error names no node of the model) or the sides part ways before they fail (each stops at
+a different node: a finding; docs/compare.md, Outputs and exit status)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from onnx import ModelProto, NodeProto, helper
+
+from customops.eval.messages import failing_node
+from customops.graphs import subgraphs, walk_graph
+
+__all__ = ["FailPoint", "before_failure", "fail_point", "parted"]
+
+
+@dataclass
+class FailPoint:
+    """The node a side's run stops at: ``node`` its name in the model as compared (None when the name
+    the runtime gives, ``reported``, is no node of it), ``op`` as the report writes it (``Pad-15`` for a
+    swapped node), ``swapped`` whether our kernel runs it on the custom side."""
+
+    reported: str
+    op: str
+    node: str | None
+    swapped: bool
+
+    def where(self) -> str:
+        """``'name' [op]`` for a message."""
+        return f"{self.node if self.node is not None else self.reported!r} [{self.op}]"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"node": self.node, "reported": self.reported, "op": self.op, "swapped": self.swapped}
+
+
+def fail_point(error: str | None, nodes: dict[str, NodeProto], swapped: dict[str, str]) -> FailPoint | None:
+    """The point where a side stopped, from its ``error``: ``nodes`` are the main graph's nodes by name,
+    ``swapped`` the swapped ones' ops (``Pad-15``) by name. ORT's layout pass names the node it puts in
+    place of one ``<output>_nchwc``; that is the original node. None when the error names no node."""
+    found = failing_node(error)
+    if found is None:
+        return None
+    name, op = found
+    node = name if name in nodes else None
+    if node is None and name.endswith("_nchwc"):
+        node = next((k for k, n in nodes.items() if name[: -len("_nchwc")] in n.output), None)
+    if node is not None:
+        op = swapped.get(node, nodes[node].op_type)
+    return FailPoint(name, op, node, node in swapped)
+
+
+def parted(a: FailPoint | None, b: FailPoint | None) -> bool:
+    """Whether the two sides stop at different nodes of the model (both named and placed): they then part
+    ways before they fail, which is a finding; otherwise the model or its inputs are at fault."""
+    return a is not None and b is not None and a.node is not None and b.node is not None and a.node != b.node
+
+
+def _reads(node: NodeProto) -> Iterable[str]:
+    """The values ``node`` reads: its inputs, and what the nodes of its subgraphs read (outer-scope values
+    among them; names made inside a subgraph are never made in the main graph)."""
+    yield from node.input
+    for _, sub in subgraphs(node):
+        for g in walk_graph(sub):
+            for inner in g.node:
+                yield from inner.input
+
+
+def before_failure(
+    model: ModelProto, original: ModelProto, stop: str, wanted: list[str], types: dict[str, int]
+) -> ModelProto | None:
+    """``model`` (the original or its rewrite) cut to what computes the values of ``wanted`` that do not
+    depend on the node ``stop`` of ``original`` (those are its graph outputs): a side that stopped at
+    ``stop`` runs this far. None when none of ``wanted`` is left."""
+    after = _downstream(original, stop)
+    keep_values = [v for v in wanted if v not in after]
+    needed, kept = set(keep_values), []
+    for node in reversed(model.graph.node):
+        if needed.intersection(node.output):
+            kept.append(node)
+            needed.update(n for n in _reads(node) if n)
+    made = {o for n in kept for o in n.output}
+    outputs = [v for v in keep_values if v in made]
+    if not outputs:
+        return None
+    out = ModelProto()
+    out.CopyFrom(model)
+    del out.graph.node[:]
+    out.graph.node.extend(reversed(kept))
+    del out.graph.output[:]
+    for name in outputs:
+        elem = types.get(name)
+        info = (
+            helper.make_tensor_value_info(name, elem, None)
+            if elem
+            else helper.make_empty_tensor_value_info(name)
+        )
+        out.graph.output.append(info)
+    return out
+
+
+def _downstream(model: ModelProto, stop: str) -> set[str]:
+    """The values of ``model``'s main graph made by the node ``stop`` (by name, else by its first output)
+    and by every node that reads them, at any remove."""
+    tainted: set[str] = set()
+    for node in model.graph.node:  # topologically sorted, as ONNX requires
+        if (node.name or (node.output[0] if node.output else "")) == stop or tainted.intersection(
+            _reads(node)
+        ):
+            tainted.update(o for o in node.output if o)
+    return tainted
