@@ -25,6 +25,7 @@ from customops.comparison.amplify import Effect, Search, culprits
 from customops.comparison.inputs import check_seed
 from customops.comparison.isolate import (
     Isolated,
+    add_yardstick,
     attribute,
     metrics_of,
     run_isolated,
@@ -342,14 +343,19 @@ def judge_node(
     iso = None
     if all(n in known for n in node.input if n):
         iso = run_isolated(node, known, p.model, s.reference_limit, s.providers, s.reference_timeout)
+        add_yardstick(iso, *s.tol(out_name), s.stat)
         word, pairs = attribute(iso, *s.tol(out_name), s.stat)
         pairs_json = {k: None if m is None else m.to_json() for k, m in pairs.items()}
         entry.isolated, entry.attribution = {**pairs_json, "errors": iso.errors}, word
-        starts = word not in ("agree", "reference-odd-one-out")
+        if iso.yardstick is not None:
+            entry.isolated["yardstick"] = iso.yardstick.to_json()
+        starts = word not in ("agree", "reference-odd-one-out", "within-rounding")
         entry.origin = "starts-here" if starts else ("carried-in" if differs else "none")
         if starts:
             entry.known = labels(node, record.op, word, iso, pairs["builtin_vs_custom"])
-        if word.endswith("cannot-run"):
+        if word == "within-rounding":
+            entry.origin, entry.verdict = "rounding", "within-rounding"
+        elif word.endswith("cannot-run"):
             entry.verdict = "agree" if word == "both-cannot-run" else "side-failed"
         elif starts or differs:
             entry.verdict = "disagree"
@@ -372,16 +378,38 @@ def _summary(
     if verdict == "failed":
         side = "built-in" if a.error else "custom"
         return f"FAILED: the model does not run on the {side} side: {a.error or b.error}"
-    bad = [n for n in nodes if n.verdict != "agree"]
+    bad = [n for n in nodes if n.verdict not in ("agree", "within-rounding")]
     bad_out = [o for o in outputs if o.verdict != "agree"]
+    rounding = [n for n in nodes if n.verdict == "within-rounding"]
     if verdict == "agree":
-        return f"AGREE: {len(outputs)} output(s) and {len(nodes)} swapped node(s) match ({swapped} swapped in all)"
+        text = f"AGREE: {len(outputs)} output(s) and {len(nodes)} swapped node(s) match ({swapped} swapped in all)"
+        return text + (f"; {_rounding_text(rounding)}" if rounding else "")
     head = f"DISAGREE: {len(bad)} node(s), {len(bad_out)} output(s) differ"
     first = next((n for n in bad if n.origin == "starts-here"), None)
     if first is not None:  # never a node that agrees alone or only carries a difference in
         known = f" (known: {', '.join(first.known)})" if first.known else ""
         return f"{head}; first difference starts at {first.node!r} [{first.op}]: {first.attribution}{known}"
+    if rounding:  # no kernel leaves the spec: name no side
+        return f"{head}; {_rounding_text(rounding)}"
     return f"{head}; {_amplified_text(nodes, amplified)}"
+
+
+def _rounding_text(rounding: list[NodeResult]) -> str:
+    """The summary's words for nodes where built-in and custom differ only within rounding."""
+    first = rounding[0]
+    y = (first.isolated or {}).get("yardstick") or {}
+    dist, limit = y.get("distance") or {}, y.get("bound")
+    more = f" (and {len(rounding) - 1} more node(s))" if len(rounding) > 1 else ""
+    figures = ""
+    if limit is not None and dist.get("builtin") is not None and dist.get("custom") is not None:
+        figures = (
+            f" (built-in {dist['builtin']:.3g} from it, ours {dist['custom']:.3g}, "
+            f"rounding bound {limit:.3g})"
+        )
+    return (
+        f"built-in and custom differ at {first.node!r} [{first.op}]{more} within-rounding: both are within "
+        f"the rounding of their output type of the exact value{figures}; no kernel leaves the spec"
+    )
 
 
 def _amplified_text(nodes: list[NodeResult], amplified: list[Effect]) -> str:
@@ -445,7 +473,8 @@ def _report(
     ]
     skipped = [{"node": r.node, "op": r.op, "reason": r.reason, "scope": r.scope} for r in p.skipped]
     failed = bool(runs.a.error or runs.b.error)
-    disagree = any(n.verdict != "agree" for n in nodes) or any(o.verdict != "agree" for o in outputs)
+    disagree = any(n.verdict not in ("agree", "within-rounding") for n in nodes)
+    disagree = disagree or any(o.verdict != "agree" for o in outputs)
     verdict = "failed" if failed else ("disagree" if disagree else "agree")
     sides = {
         "builtin": {"ok": not runs.a.error, "error": runs.a.error, "providers": s.providers},
@@ -481,8 +510,8 @@ def find_amplified(
     """When an output differs but no swapped node differs alone: the swaps that move the outputs
     (customops.comparison.amplify), largest effect first; else nothing (and no extra run)."""
     outputs, nodes = judged
-    if runs.a.error or runs.b.error or any(n.origin == "starts-here" for n in nodes):
-        return []
+    if runs.a.error or runs.b.error or any(n.origin in ("starts-here", "rounding") for n in nodes):
+        return []  # a node alone explains the difference
     if all(o.verdict == "agree" for o in outputs):
         return []
     say("no swapped node differs alone: running the model with one swap at a time")
