@@ -161,3 +161,37 @@ def test_the_row_that_carries_the_attribution_shows_the_node_alone():
     assert f"{alone:.3g}" in lines[row].split() and f"{in_model:.3g}" not in lines[row].split()
     label = lines[row + 1]
     assert label.split()[:4] == ["in", "the", "model", "(in"] and f"{in_model:.3g}" in label.split()
+
+
+def _table_rows(path: str, heading: str) -> dict[str, list[str]]:
+    """The rows of the first table after ``heading`` in a doc, by their first cell (split at ", ")."""
+    from pathlib import Path
+
+    text = Path(__file__).resolve().parent.parent.joinpath(path).read_text()
+    lines = text[text.index(heading) :].splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| op |"))
+    rows: dict[str, list[str]] = {}
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        cells = [c.strip() for c in line.strip("|").split(" | ")]
+        for op in cells[0].split(", "):
+            rows[op.split(" ")[0]] = cells
+    return rows
+
+
+def test_the_docs_tables_of_yardsticks_follow_the_data():
+    from customops.eval.yardstick import TERMS, YARDSTICKS
+    from customops.registry import OP_TYPES
+
+    assert set(YARDSTICKS) == set(OP_TYPES)
+    for path, heading, vote_column in (
+        ("docs/compare.md", "### Yardsticks per op", 4),
+        ("docs/semantics.md", "## Which side follows the spec: the yardstick", 3),
+    ):
+        rows = _table_rows(path, heading)
+        assert set(rows) == set(YARDSTICKS), path
+        for op, row in YARDSTICKS.items():
+            cells = rows[op]
+            assert cells[vote_column].startswith("yes" if row.reference_vote else "no"), (path, op)
+            assert cells[1].startswith("none") == (op not in TERMS), (path, op)
