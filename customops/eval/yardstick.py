@@ -176,7 +176,8 @@ def _grid_sample(inputs: Inputs, attrs: Mapping[str, Any], out_shape: Sequence[i
     if taps is None or grid is None:
         return None
     rank = x.ndim - 2
-    extent = float(max(x.shape[2:], default=1)) * max(1.0, _mag(grid))
+    # a location far outside reads padding however its coordinate rounds: the extent stops at 2 L
+    extent = float(max(x.shape[2:], default=1)) * min(max(1.0, _mag(grid)), 2.0)
     return Terms(float(taps**rank), rank, extent, _mag(x) * (1.5**rank if taps == 4 else 1.0))
 
 
@@ -218,7 +219,8 @@ def _deform_conv(inputs: Inputs, attrs: Mapping[str, Any], out_shape: Sequence[i
     rank = x.ndim - 2
     per_output = float(math.prod(w.shape[1:]))  # in-channels per group x kernel taps
     scale = per_output * _mag(x) * _mag(w) * max(1.0, _mag(mask)) + _mag(b)
-    extent = float(max(x.shape[2:], default=1)) + _mag(offset)
+    length = float(max(x.shape[2:], default=1))
+    extent = length + min(_mag(offset), length + 2)  # taps beyond the input read 0 however they round
     return Terms(per_output * 2**rank + 1, rank, extent, scale)
 
 
