@@ -158,7 +158,8 @@ def strict_json(text: str):
 
 WRONG_KERNEL_ENV = "CUSTOMOPS_TEST_WRONG_KERNEL"
 """Read by the ``sitecustomize.py`` of :func:`wrong_kernel_dir`: ``MODULE:HOW`` makes the kernel
-``customops.kernels.MODULE:MODULE`` wrong, ``HOW`` being ``add1`` (1 added to its output, same dtype) or
+``customops.kernels.MODULE:MODULE`` wrong, ``HOW`` being ``add1`` (1 added to its output, same dtype),
+``add1f32`` (1 added to float32 outputs only: its float64 run, compare's yardstick, stays right) or
 ``raise`` (it always fails)."""
 
 _WRONG_KERNEL_SITE = '''\
@@ -180,6 +181,8 @@ def _install(spec):
         import numpy
 
         result = numpy.asarray(result)
+        if how == "add1f32" and result.dtype != numpy.float32:
+            return result
         return (result + 1).astype(result.dtype)
 
     def kernel(*args, **kwargs):

@@ -238,7 +238,8 @@ def test_failing_custom_kernel_is_custom_cannot_run_and_the_reproducer_holds_the
     np.testing.assert_array_equal(_pb(repro / "Pad_node" / "test_data_set_0" / "output_0.pb"), spec)
 
 
-def test_no_third_vote_is_not_blamed_on_either_side(tmp_path):
+def test_without_a_third_vote_the_yardstick_names_the_side_beyond_its_bound(tmp_path):
+    # linear Resize rounds: ORT's value is beyond its rounding bound of the float64 formula, ours within
     proc = run_cli(
         "compare",
         str(MODELS / "ort_deviation.onnx"),
@@ -250,9 +251,27 @@ def test_no_third_vote_is_not_blamed_on_either_side(tmp_path):
     assert proc.returncode == 1, proc.stderr
     report = strict_json((tmp_path / "r.json").read_text())
     (node,) = report["nodes"]
-    assert node["attribution"] == "no-third-vote" and node["verdict"] == "disagree"
+    assert node["attribution"] == "builtin-leaves-spec" and node["verdict"] == "disagree"
     assert node["isolated"]["errors"]["reference"].startswith("not run")
-    assert report["summary"].endswith("no-third-vote (known: R-ALIGN-CORNERS-INT-LENGTH)")
+    assert node["isolated"]["yardstick"]["within"] == {"builtin": False, "custom": True, "reference": None}
+    assert report["summary"].endswith("builtin-leaves-spec (known: R-ALIGN-CORNERS-INT-LENGTH)")
+
+
+def test_no_third_vote_on_a_node_without_rounding_is_not_blamed_on_either_side(wrong_kernel):
+    # nearest Resize copies pixels: no yardstick; ours adds 1, and with no reference run nobody is outvoted
+    x = np.array([[[[1, 2, 3, 4], [5, 6, 7, 8]]]], F32)
+    model, feed = one_node_model(
+        "Resize",
+        {"X": x, "roi": None, "scales": np.array([1, 1, 1, 1.5], F32)},
+        19,
+        initializers=("scales",),
+        mode="nearest",
+    )
+    wrong_kernel("resize:add1")
+    comparison = compare_model(model, feed, reference_limit=0)
+    (node,) = comparison.report["nodes"]
+    assert node["attribution"] == "no-third-vote" and node["verdict"] == "disagree", node
+    assert "yardstick" not in node["isolated"]
 
 
 # ---------------------------------------------------------------------------------------------------------

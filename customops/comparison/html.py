@@ -108,7 +108,13 @@ _VERDICT_CLASS = {
     "side-failed": "failed",
     "failed": "failed",
 }
-_ORIGIN_TEXT = {"starts-here": "starts here", "carried-in": "carried in", "none": "–", "unknown": "unknown"}
+_ORIGIN_TEXT = {
+    "starts-here": "starts here",
+    "carried-in": "carried in",
+    "rounding": "within rounding",
+    "none": "–",
+    "unknown": "unknown",
+}
 _SIDES = ("builtin", "custom")
 
 _CSS = """

@@ -13,10 +13,11 @@ from onnx import ModelProto, NodeProto, helper
 
 from customops import dtypes
 from customops.eval import sides
-from customops.eval.attribution import attribution
+from customops.eval.attribution import Within, attribution
 from customops.eval.metrics import Metrics, compare_arrays, tolerance_for
 from customops.eval.sides import SideRun
-from customops.eval.testcase import tensor_proto, tensor_value
+from customops.eval.testcase import tensor_proto
+from customops.eval.yardstick import Measured, custom_call, judge
 from customops.registry import CUSTOM_OPS, CustomOp
 
 
@@ -75,25 +76,14 @@ def _node_model(
 
 
 def reference_work_of(rewritten: ModelProto, feed: dict[str, np.ndarray]) -> float:
-    """The work onnx.reference would do for the one node of ``rewritten`` (customops.kernels.work), read
-    from its node in our domain: inputs from ``feed``, the rewrite's initializers and through its Casts
-    (a bridged type's value has the same shape and numbers), attributes decoded. A model with no node of
-    ours: its inputs' elements."""
-    from customops.bridge import attrs as codec
+    """The work onnx.reference would do for the one node of ``rewritten`` (customops.kernels.work), from
+    :func:`custom_call`. A model with no node of ours: its inputs' elements."""
     from customops.kernels.work import reference_work
-    from customops.registry import DOMAIN
 
-    values = {**feed, **{t.name: tensor_value(t, "initializer") for t in rewritten.graph.initializer}}
-    for n in rewritten.graph.node:
-        if n.domain == DOMAIN and n.op_type in CUSTOM_OPS:
-            kinds = dict(CUSTOM_OPS[n.op_type].attributes)
-            attrs = {
-                a.name: codec.decode(kinds[a.name], a.s.decode()) for a in n.attribute if a.name in kinds
-            }
-            return reference_work(n.op_type, [values.get(i) if i else None for i in n.input], attrs)
-        if n.op_type == "Cast" and n.input[0] in values:
-            values[n.output[0]] = values[n.input[0]]
-    return float(sum(int(np.asarray(v).size) for v in feed.values()))
+    call = custom_call(rewritten, feed)
+    if call is None:
+        return float(sum(int(np.asarray(v).size) for v in feed.values()))
+    return reference_work(*call)
 
 
 @dataclass
@@ -104,6 +94,8 @@ class Isolated:
     feed: dict[str, np.ndarray]
     outputs: dict[str, np.ndarray | None]
     errors: dict[str, str | None]
+    yardstick: Measured | None = None
+    """The sides against a float64 value of the formula (:func:`add_yardstick`), where it was needed."""
 
 
 def run_isolated(
@@ -169,11 +161,51 @@ def metrics_of(
     return compare_arrays(a, b, r, t, stat)
 
 
+def yardstick_of(iso: Isolated) -> Measured | None:
+    """The sides of ``iso`` against the yardstick (customops.eval.yardstick.judge): our kernel on the
+    node's inputs widened to float64, run in the custom side's child."""
+
+    from customops.model.rewriter import rewrite_model
+
+    def run64(model: ModelProto, feed: dict[str, np.ndarray]) -> tuple[np.ndarray | None, str | None]:
+        rewritten = rewrite_model(model)  # the custom side runs a model already in our domain
+        if rewritten.skipped or not rewritten.swapped:
+            why = rewritten.skipped[0].reason if rewritten.skipped else "no node to swap"
+            return None, f"our kernel cannot take the float64 inputs: {why}"
+        run = run_side(rewritten.model, feed, custom=True)
+        return (None, run.error) if run.error else (next(iter(run.values.values()), None), None)
+
+    return judge(iso.model, iso.feed, iso.outputs, run64)
+
+
+def add_yardstick(iso: Isolated, rtol: float | None, atol: float | None, stat: str = "elemwise") -> None:
+    """Measure ``iso`` against the yardstick (:func:`yardstick_of`) when built-in and custom both ran and
+    differ at the tolerances: only then does it decide anything."""
+    o = iso.outputs
+    if iso.yardstick is not None or any(iso.errors[s] for s in ("builtin", "custom")):
+        return
+    pair = metrics_of(o["builtin"], o["custom"], rtol, atol, stat)
+    if pair is not None and not pair.passed:
+        iso.yardstick = yardstick_of(iso)
+
+
+def within_of(iso: Isolated) -> Within | None:
+    """Whether each side is within its bound of the yardstick, where it was measured."""
+    y = iso.yardstick
+    if y is None or not y.usable:
+        return None
+    b, c = y.within.get("builtin"), y.within.get("custom")
+    if b is None or c is None:
+        return None
+    return Within(b, c, y.within.get("reference"))
+
+
 def attribute(
     iso: Isolated, rtol: float | None, atol: float | None, stat: str = "elemwise"
 ) -> tuple[str, dict[str, Metrics | None]]:
-    """Who leaves the spec on the isolated node (customops.eval.attribution): returns the attribution and
-    the three pairwise metrics."""
+    """Who leaves the spec on the isolated node (customops.eval.attribution), judged against its
+    yardstick where :func:`add_yardstick` measured one: returns the attribution and the three pairwise
+    metrics."""
     o, e = iso.outputs, iso.errors
     pairs = {
         "builtin_vs_custom": metrics_of(o["builtin"], o["custom"], rtol, atol, stat),
@@ -193,5 +225,6 @@ def attribute(
         bool(passes("builtin_vs_custom")),
         passes("builtin_vs_reference"),
         passes("custom_vs_reference"),
+        within_of(iso),
     )
     return verdict, pairs

@@ -27,6 +27,7 @@ from customops.comparison.failures import FailPoint, before_failure, fail_point,
 from customops.comparison.inputs import InputPlan, InputsUsed, check_seed, sizes_text
 from customops.comparison.isolate import (
     Isolated,
+    add_yardstick,
     attribute,
     metrics_of,
     run_isolated,
@@ -403,7 +404,11 @@ def values_before_failures(
         point = points[side]
         cut = before_failure(model, p.model, point.node, p.exposed, p.types) if point and point.node else None
         providers = None if custom else s.providers
-        run = None if cut is None else run_side(cut, feed, custom=custom, providers=providers, optimization=s.optimization)
+        run = (
+            None
+            if cut is None
+            else run_side(cut, feed, custom=custom, providers=providers, optimization=s.optimization)
+        )
         exposed.append(SideRun() if run is None else run)
     return WholeRuns(runs.a, runs.b, *exposed)
 
@@ -487,14 +492,19 @@ def judge_node(
         iso = run_isolated(
             node, known, p.model, s.reference_limit, s.providers, s.reference_timeout, s.optimization
         )
+        add_yardstick(iso, *s.tol(out_name), s.stat)
         word, pairs = attribute(iso, *s.tol(out_name), s.stat)
         pairs_json = {k: None if m is None else m.to_json() for k, m in pairs.items()}
         entry.isolated, entry.attribution = {**pairs_json, "errors": iso.errors}, word
-        starts = word not in ("agree", "reference-odd-one-out")
+        if iso.yardstick is not None:
+            entry.isolated["yardstick"] = iso.yardstick.to_json()
+        starts = word not in ("agree", "reference-odd-one-out", "within-rounding")
         entry.origin = "starts-here" if starts else ("carried-in" if differs else "none")
         if starts or word == "reference-odd-one-out":  # the reference's own departures are named too
             entry.known = labels(node, record.op, word, iso, pairs)
-        if word.endswith("cannot-run"):
+        if word == "within-rounding":
+            entry.origin, entry.verdict = "rounding", "within-rounding"
+        elif word.endswith("cannot-run"):
             entry.verdict = "agree" if word == "both-cannot-run" else "side-failed"
         elif starts or differs:
             entry.verdict = "disagree"
@@ -517,16 +527,38 @@ def _summary(
     if verdict == "failed":
         side = "built-in" if a.error else "custom"
         return f"FAILED: the model does not run on the {side} side: {a.error or b.error}"
-    bad = [n for n in nodes if n.verdict != "agree"]
+    bad = [n for n in nodes if n.verdict not in ("agree", "within-rounding")]
     bad_out = [o for o in outputs if o.verdict != "agree"]
+    rounding = [n for n in nodes if n.verdict == "within-rounding"]
     if verdict == "agree":
-        return f"AGREE: {len(outputs)} output(s) and {len(nodes)} swapped node(s) match ({swapped} swapped in all)"
+        text = f"AGREE: {len(outputs)} output(s) and {len(nodes)} swapped node(s) match ({swapped} swapped in all)"
+        return text + (f"; {_rounding_text(rounding)}" if rounding else "")
     head = f"DISAGREE: {len(bad)} node(s), {len(bad_out)} output(s) differ"
     first = next((n for n in bad if n.origin == "starts-here"), None)
     if first is not None:  # never a node that agrees alone or only carries a difference in
         known = f" (known: {', '.join(first.known)})" if first.known else ""
         return f"{head}; first difference starts at {first.node!r} [{first.op}]: {first.attribution}{known}"
+    if rounding:  # no kernel leaves the spec: name no side
+        return f"{head}; {_rounding_text(rounding)}"
     return f"{head}; {_amplified_text(nodes, amplified)}"
+
+
+def _rounding_text(rounding: list[NodeResult]) -> str:
+    """The summary's words for nodes where built-in and custom differ only within rounding."""
+    first = rounding[0]
+    y = (first.isolated or {}).get("yardstick") or {}
+    dist, limit = y.get("distance") or {}, y.get("bound")
+    more = f" (and {len(rounding) - 1} more node(s))" if len(rounding) > 1 else ""
+    figures = ""
+    if limit is not None and dist.get("builtin") is not None and dist.get("custom") is not None:
+        figures = (
+            f" (built-in {dist['builtin']:.3g} from it, ours {dist['custom']:.3g}, "
+            f"rounding bound {limit:.3g})"
+        )
+    return (
+        f"built-in and custom differ at {first.node!r} [{first.op}]{more} within-rounding: both are within "
+        f"the rounding of their output type of the exact value{figures}; no kernel leaves the spec"
+    )
 
 
 def _amplified_text(nodes: list[NodeResult], amplified: list[Effect]) -> str:
@@ -590,7 +622,8 @@ def _report(
     ]
     skipped = [{"node": r.node, "op": r.op, "reason": r.reason, "scope": r.scope} for r in p.skipped]
     failed = bool(runs.a.error or runs.b.error)
-    disagree = any(n.verdict != "agree" for n in nodes) or any(o.verdict != "agree" for o in outputs)
+    disagree = any(n.verdict not in ("agree", "within-rounding") for n in nodes)
+    disagree = disagree or any(o.verdict != "agree" for o in outputs)
     verdict = "failed" if failed else ("disagree" if disagree else "agree")
     sides = {
         "builtin": {"ok": not runs.a.error, "error": runs.a.error, "providers": s.providers},
@@ -615,6 +648,12 @@ def _report(
     )
 
 
+def explained_alone(nodes: list[NodeResult]) -> bool:
+    """Whether a swapped node run alone explains a difference of the outputs: one starts there, or the
+    two kernels differ there within rounding (no rerun or search can add to that)."""
+    return any(n.origin in ("starts-here", "rounding") for n in nodes)
+
+
 def find_amplified(
     p: Prepared,
     feed: dict[str, np.ndarray],
@@ -626,7 +665,7 @@ def find_amplified(
     """When an output differs but no swapped node differs alone: the swaps that move the outputs
     (customops.comparison.amplify), largest effect first; else nothing (and no extra run)."""
     outputs, nodes = judged
-    if runs.a.error or runs.b.error or any(n.origin == "starts-here" for n in nodes):
+    if runs.a.error or runs.b.error or explained_alone(nodes):
         return []
     if all(o.verdict == "agree" for o in outputs):
         return []
@@ -651,7 +690,7 @@ def check_optimizer(
     optimization levels until the outputs pass (customops.comparison.optimizer); else no rerun."""
     outputs, nodes = judged
     found = Optimization(s.optimization)
-    if runs.a.error or runs.b.error or any(n.origin == "starts-here" for n in nodes):
+    if runs.a.error or runs.b.error or explained_alone(nodes):
         return found
     if all(o.verdict == "agree" for o in outputs):
         return found

@@ -1,5 +1,7 @@
 """compare's report as text: the verdict first, the table of graph outputs and of the nodes where a
-difference starts (every swapped node with ``all_rows``), the side errors, and the verdict again last."""
+difference starts (every swapped node with ``all_rows``), the side errors, and the verdict again last.
+A node's row shows the node alone (the figures its attribution is decided on); a row "in the model"
+under it shows its values inside the model run."""
 
 from __future__ import annotations
 
@@ -24,7 +26,10 @@ def shown(report: dict[str, Any], all_rows: bool) -> list[dict[str, Any]]:
     return [
         n
         for n in report["nodes"]
-        if all_rows or n["origin"] == "starts-here" or n["verdict"] == "side-failed" or n["node"] in moving
+        if all_rows
+        or n["origin"] in ("starts-here", "rounding")
+        or n["verdict"] == "side-failed"
+        or n["node"] in moving
     ]
 
 
@@ -43,10 +48,19 @@ def format_table(report: dict[str, Any], all_rows: bool = True) -> str:
         row(o["name"], "(graph output)", o["metrics"] or {}, o["verdict"], ("", ""), {})
     nodes = shown(report, all_rows)
     for n in nodes:
-        m = n["in_model"] or ((n["isolated"] or {}).get("builtin_vs_custom") or {})
+        alone, in_model = node_figures(n)
         known = n.get("known") or []
         attribution = n["attribution"] + (f" ({', '.join(known)})" if known else "")
-        row(n["node"], n["op"], m, n["verdict"], (attribution, n["origin"]), n["time_us"])
+        row(
+            n["node"],
+            n["op"],
+            alone or in_model or {},
+            n["verdict"],
+            (attribution, n["origin"]),
+            n["time_us"],
+        )
+        if alone is not None and in_model is not None:
+            row("  in the model", "(in context)", in_model, "", ("", ""), {})
     rows = [tuple(printable(c) for c in r) for r in rows]  # names from the model: no control characters
     widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
@@ -72,6 +86,14 @@ def format_table(report: dict[str, Any], all_rows: bool = True) -> str:
     lines.extend(inputs_lines(report.get("inputs")))
     lines = [report["summary"], "", *lines, report["summary"]]
     return "\n".join(printable(line) for line in lines)
+
+
+def node_figures(n: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """A node row's figures: (alone, in the model). The attribution and origin are the node's alone,
+    on A's inputs, so its row shows those figures (custom against built-in); the values inside the
+    model, which carry upstream differences in, go on a row of their own labelled so."""
+    alone = (n.get("isolated") or {}).get("builtin_vs_custom")
+    return alone, n.get("in_model")
 
 
 def _placement_lines(report: dict[str, Any]) -> list[str]:

@@ -35,8 +35,8 @@ def save_repros(comparison: Comparison, directory: str | os.PathLike[str]) -> li
     written = []
     for n in comparison.report["nodes"]:
         iso = comparison.isolated.get(n["node"])
-        if n["verdict"] == "agree" or iso is None or n["origin"] == "carried-in":
-            continue  # a difference carried in from upstream does not reproduce on the node alone
+        if n["verdict"] in ("agree", "within-rounding") or iso is None or n["origin"] == "carried-in":
+            continue  # carried in from upstream: not on the node alone; within rounding: no departure
         case = root / safe_component(n["node"], used, fallback="node")
         with atomic_dir(case) as tmp:
             _write_repro(tmp, case, n, iso)

@@ -1,20 +1,27 @@
 """Who leaves the spec: one vocabulary for compare and the fuzzer.
 
 Three sides run the same node on the same inputs: ORT's built-in kernel (``builtin``), ours (``custom``)
-and onnx.reference (``reference``). When built-in and custom differ, the reference votes: the side it
-does not agree with is the odd one out. Both tools call :func:`odd_one_out` with the three pairwise
-agreements, so that ``customops compare`` and ``customops fuzz replay`` judge the same case the same way;
-compare words the answer as an attribution (:func:`attribution`), the fuzzer as the side of a finding.
+and onnx.reference (``reference``). When built-in and custom differ and the node's arithmetic rounds,
+each side is judged against the yardstick, a float64 value of the formula (customops.eval.yardstick):
+a side within its rounding bound of it does not leave the spec, whatever the others say; when both are
+within, the difference is rounding (``within-rounding``), blamed on no one. Without a yardstick (the
+configuration does not round, the output is not a float, or the float64 run failed) the reference
+votes: the side it does not agree with is the odd one out. Both tools call :func:`odd_one_out`, so
+that ``customops compare`` and ``customops fuzz replay`` judge the same case the same way; compare
+words the answer as an attribution (:func:`attribution`), the fuzzer as the side of a finding.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 SIDES = ("builtin", "custom", "reference")
 """The three sides, in the order reports list them."""
 
-ODD_SIDES = ("builtin", "custom", "reference", "three-way", "unknown")
+ODD_SIDES = ("builtin", "custom", "reference", "three-way", "unknown", "rounding")
 """What :func:`odd_one_out` can answer besides None: a side, ``three-way`` (each differs from the other
-two) or ``unknown`` (the reference cannot decide: it did not run, or agrees with both)."""
+two), ``unknown`` (the reference cannot decide: it did not run, or agrees with both) or ``rounding``
+(built-in and custom differ, both within their rounding bound of the yardstick)."""
 
 ATTRIBUTIONS = (
     "agree",
@@ -24,6 +31,7 @@ ATTRIBUTIONS = (
     "three-way",
     "no-third-vote",
     "undecided",
+    "within-rounding",
     "builtin-cannot-run",
     "custom-cannot-run",
     "both-cannot-run",
@@ -31,13 +39,38 @@ ATTRIBUTIONS = (
 """compare's words for the node alone (docs/compare.md, Verdicts)."""
 
 
-def odd_one_out(builtin_custom: bool, builtin_ref: bool | None, custom_ref: bool | None) -> str | None:
-    """The side the other two outvote, from whether each pair agrees (None: the reference has no output).
+@dataclass(frozen=True)
+class Within:
+    """Whether built-in and custom are each within the rounding bound of the yardstick
+    (customops.eval.yardstick.Measured); ``reference`` likewise where onnx.reference is a vote for the
+    op (independent, in float64) and gave an output, else None."""
+
+    builtin: bool
+    custom: bool
+    reference: bool | None = None
+
+
+def odd_one_out(
+    builtin_custom: bool, builtin_ref: bool | None, custom_ref: bool | None, within: Within | None = None
+) -> str | None:
+    """The side that leaves the spec, from whether each pair agrees (None: the reference has no output)
+    and, where the node has a yardstick, ``within``.
 
     None when built-in and custom agree and the reference agrees with at least one of them (within
-    tolerance agreement is not transitive, so one disagreement alone blames nobody)."""
+    tolerance agreement is not transitive, so one disagreement alone blames nobody). With a yardstick:
+    ``rounding`` when both are within their bound; the side beyond its bound when the other is within,
+    unless a reference that votes is beyond it too (then the formula, not rounding, is in question, and
+    the three votes decide); when both are beyond, the votes decide (a reference that is no vote
+    cannot)."""
     if builtin_custom:
         return "reference" if builtin_ref is False and custom_ref is False else None
+    if within is not None:
+        if within.builtin and within.custom:
+            return "rounding"
+        if within.builtin != within.custom and within.reference is not False:
+            return "custom" if within.builtin else "builtin"
+        if within.reference is None:
+            builtin_ref = custom_ref = None
     if builtin_ref is None or custom_ref is None:
         return "unknown"
     if custom_ref and not builtin_ref:
@@ -50,7 +83,11 @@ def odd_one_out(builtin_custom: bool, builtin_ref: bool | None, custom_ref: bool
 
 
 def attribution(
-    failed: dict[str, bool], builtin_custom: bool, builtin_ref: bool | None, custom_ref: bool | None
+    failed: dict[str, bool],
+    builtin_custom: bool,
+    builtin_ref: bool | None,
+    custom_ref: bool | None,
+    within: Within | None = None,
 ) -> str:
     """compare's attribution of a node run alone: ``failed`` says which of built-in and custom raised
     (their outputs do not count then); otherwise :func:`odd_one_out` in compare's words."""
@@ -59,13 +96,16 @@ def attribution(
     for side in ("builtin", "custom"):
         if failed[side]:
             return f"{side}-cannot-run"
-    odd = odd_one_out(builtin_custom, builtin_ref, custom_ref)
+    odd = odd_one_out(builtin_custom, builtin_ref, custom_ref, within)
     if odd is None:
         return "agree"
+    if odd == "rounding":
+        return "within-rounding"
     if odd in ("builtin", "custom"):
         return f"{odd}-leaves-spec"
     if odd == "reference":
         return "reference-odd-one-out"
     if odd == "unknown":
-        return "no-third-vote" if builtin_ref is None or custom_ref is None else "undecided"
+        voted = builtin_ref is not None and custom_ref is not None
+        return "undecided" if voted and (within is None or within.reference is not None) else "no-third-vote"
     return odd

@@ -247,6 +247,12 @@ class Lane:
         deadline = time.perf_counter() + self.timeout
         return {side: outcome_of(self.workers[side].result(jobs[side], deadline)) for side in SIDES}
 
+    def run_side(self, side: str, request: Request) -> Outcome:
+        """``request`` on one side alone (the yardstick's float64 run on ours)."""
+        worker = self.workers[side]
+        job = worker.submit(request)
+        return outcome_of(worker.result(job, time.perf_counter() + self.timeout))
+
     def close(self) -> None:
         for w in self.workers.values():
             w.close()
@@ -289,6 +295,14 @@ class Pool:
             self.lanes.put(lane)
             with self._lock:
                 self.runs += 1
+
+    def run_side(self, side: str, request: Request) -> Outcome:
+        """``request`` on one side of a free lane (:meth:`Lane.run_side`)."""
+        lane = self.lanes.get()
+        try:
+            return lane.run_side(side, request)
+        finally:
+            self.lanes.put(lane)
 
     def close(self) -> None:
         for lane in self._all:

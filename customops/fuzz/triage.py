@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from customops.eval.attribution import odd_one_out
+from customops.eval.attribution import Within, odd_one_out
 from customops.eval.metrics import DEFAULT_TOLERANCES, Metrics, compare_arrays
 from customops.eval.runner import Outcome, Pool
 from customops.eval.worker import SIDES, Request
@@ -184,10 +184,17 @@ def error_key(message: str) -> str:
     return text[:120]
 
 
-def classify(dtype: str, verdict: Verdict, outcomes: dict[str, Outcome], scale: float = 0.0) -> list[Finding]:
+def classify(
+    dtype: str,
+    verdict: Verdict,
+    outcomes: dict[str, Outcome],
+    scale: float = 0.0,
+    within: Within | None = None,
+) -> list[Finding]:
     """The findings of one case (several when several sides crash or hang, or when the reference alone
     does while ORT's kernel or ours has a finding too); ``scale`` widens the absolute tolerance (see
-    :func:`magnitude`)."""
+    :func:`magnitude`); ``within``: the sides against the case's yardstick, where measured
+    (:func:`yardstick_within`): built-in and custom both within rounding of it is no finding."""
     found = [
         Finding(s, o.status, error_key(o.message))
         for s, o in outcomes.items()
@@ -196,17 +203,20 @@ def classify(dtype: str, verdict: Verdict, outcomes: dict[str, Outcome], scale: 
     if any(f.side != "reference" for f in found):
         return found
     if found:  # the reference alone crashed or hung: it cannot vote, ORT's kernel and ours still compare
-        return found + [f for f in _compared(dtype, verdict, outcomes, scale) if f.side != "reference"]
-    return _compared(dtype, verdict, outcomes, scale)
+        compared = _compared(dtype, verdict, outcomes, scale, within)
+        return found + [f for f in compared if f.side != "reference"]
+    return _compared(dtype, verdict, outcomes, scale, within)
 
 
-def _compared(dtype: str, verdict: Verdict, outcomes: dict[str, Outcome], scale: float) -> list[Finding]:
+def _compared(
+    dtype: str, verdict: Verdict, outcomes: dict[str, Outcome], scale: float, within: Within | None
+) -> list[Finding]:
     """The findings of a case on which no side crashed or hung, except perhaps the reference."""
     b, c, r = (outcomes[s] for s in SIDES)
     ok_b, ok_c, ok_r = (o.status == "ok" for o in (b, c, r))
     if verdict.valid:
         if ok_b and ok_c:
-            return _judged(b, c, r, dtype, scale)
+            return _judged(b, c, r, dtype, scale, within)
         # each side that rejects a valid case is a finding of its own (both may, for different reasons)
         out = [
             Finding(s, "rejects-valid", error_key(o.message))
@@ -220,18 +230,22 @@ def _compared(dtype: str, verdict: Verdict, outcomes: dict[str, Outcome], scale:
     return [Finding(s, "accepts-invalid", reason) for s, o in outcomes.items() if o.status == "ok"]
 
 
-def _judged(b: Outcome, c: Outcome, r: Outcome, dtype: str, scale: float) -> list[Finding]:
-    """The finding of a valid case both ORT's kernel and ours ran: the odd one out
-    (customops.eval.attribution) with the kind of its difference."""
+def _judged(
+    b: Outcome, c: Outcome, r: Outcome, dtype: str, scale: float, within: Within | None = None
+) -> list[Finding]:
+    """The finding of a valid case both ORT's kernel and ours ran: the side that leaves the spec
+    (customops.eval.attribution, against the yardstick where ``within`` is given) with the kind of its
+    difference."""
     m = _agree(b.value, c.value, dtype, scale)
     if r.status != "ok":  # the reference cannot vote: its refusal of a valid case is a note of its own
         if m.passed:
             return [Finding("reference", "rejects-valid", error_key(r.message))]
-        return [Finding("unknown", _kind(m))]
+        odd = odd_one_out(False, None, None, within)
+        return [] if odd == "rounding" else [Finding(odd or "unknown", _kind(m))]
     mc = _agree(r.value, c.value, dtype, scale)
     mb = _agree(b.value, r.value, dtype, scale)
-    odd = odd_one_out(m.passed, mb.passed, mc.passed)
-    if odd is None:
+    odd = odd_one_out(m.passed, mb.passed, mc.passed, within)
+    if odd is None or odd == "rounding":
         return []
     return [Finding(odd, _kind(mc if odd == "reference" else m))]
 
@@ -253,7 +267,42 @@ def evaluate(pool: Pool, case: Case, verdict: Verdict | None = None, tag: str = 
     index = case.index if case.index is not None else -1
     request = Request(built.model.SerializeToString(), built.feed, index=index, tag=tag)
     outcomes = pool.run(request)
-    return Evaluation(case, verdict, outcomes, classify(case.dtype, verdict, outcomes, magnitude(case)))
+    scale = magnitude(case)
+    within = yardstick_within(pool, built.model, built.feed, outcomes, (case.dtype, scale), index)
+    return Evaluation(case, verdict, outcomes, classify(case.dtype, verdict, outcomes, scale, within))
+
+
+def yardstick_within(
+    pool: Pool,
+    model: Any,
+    feed: dict[str, Any],
+    outcomes: dict[str, Outcome],
+    tol: tuple[str, float],
+    index: int = -1,
+) -> Within | None:
+    """Built-in and custom against the case's yardstick (customops.eval.yardstick.judge, compare's
+    rule), measured only when both ran and differ at the fuzzer's tolerance (``tol``: the element type
+    and :func:`magnitude`); our float64 run goes to a custom worker of the pool. None when not measured
+    or the case has no yardstick."""
+    from customops.eval.yardstick import judge
+
+    b, c = outcomes["builtin"], outcomes["custom"]
+    if b.status != "ok" or c.status != "ok" or _agree(b.value, c.value, *tol).passed:
+        return None
+
+    def run64(wide: Any, wide_feed: dict[str, Any]) -> tuple[Any, str | None]:
+        out = pool.run_side("custom", Request(wide.SerializeToString(), wide_feed, index=index))
+        return (out.value, None) if out.status == "ok" else (None, out.message or out.status)
+
+    r = outcomes["reference"]
+    values = {"builtin": b.value, "custom": c.value, "reference": r.value if r.status == "ok" else None}
+    measured = judge(model, feed, {k: None if v is None else np.asarray(v) for k, v in values.items()}, run64)
+    if measured is None or not measured.usable:
+        return None
+    wb, wc = measured.within.get("builtin"), measured.within.get("custom")
+    if wb is None or wc is None:
+        return None
+    return Within(wb, wc, measured.within.get("reference"))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,406 @@
+"""The yardstick: a high-precision value of the spec formula for one node, and how far each side may be
+from it for its output type and the op's arithmetic.
+
+When ORT's built-in kernel and ours differ on a node alone, a majority of three float32 computations
+can outvote the exact answer (ORT's RoiAlign and onnx.reference's, a port of it, agree bit for bit and
+are further from the exact value than ours). So where a node's arithmetic rounds, each side is judged
+against a value of the formula computed in float64: our kernel run on the node's inputs widened to
+float64 (the inputs of the op's type T; float64 inputs: our output itself). A side within
+:func:`bound` of it does not leave the spec (customops.eval.attribution.odd_one_out).
+
+:data:`YARDSTICKS` is the table per op (docs/compare.md, "Yardsticks per op"): what gives the value,
+the terms summed per output element, and whether onnx.reference is a vote (an independent
+implementation that computes in float64). Configurations that do not round (copies, nearest sampling,
+maxima) have no yardstick: a difference there is one of formula, and the three votes decide.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from onnx import ModelProto, helper
+
+from customops import dtypes
+from customops.eval.metrics import compare_arrays
+
+Inputs = Sequence[np.ndarray | None]
+Run64 = Callable[[ModelProto, dict[str, np.ndarray]], tuple["np.ndarray | None", "str | None"]]
+"""Runs a one-node model on our kernels (in the custom side's child): (first output, None) or (None,
+the error)."""
+
+COORDINATE_OPS = 8
+"""Rounding steps, in ulps of the largest coordinate, allowed for a sample coordinate computed in the
+output's type (scale, shift, bin size, step within the bin: RoiAlign takes about eight)."""
+
+
+@dataclass(frozen=True)
+class Yardstick:
+    """One op's row of the table (docs/compare.md, "Yardsticks per op")."""
+
+    op: str
+    source: str
+    """What gives the high-precision value."""
+    terms: str
+    """The terms summed per output element (T in :func:`bound`), in words."""
+    exact: str
+    """The configurations that do not round (no yardstick there), in words."""
+    reference_vote: bool
+    """Whether onnx.reference (onnx 1.23) is an independent implementation computing in float64."""
+    reference_note: str
+
+
+_OURS = "ours on the inputs widened to float64 (ours computes in float64 and rounds once)"
+
+YARDSTICKS: dict[str, Yardstick] = {
+    y.op: y
+    for y in (
+        Yardstick(
+            "Resize",
+            _OURS,
+            "2 (linear) or 4 (cubic) taps per resized axis, more with antialias when shrinking",
+            "nearest",
+            True,
+            "own implementation; coefficients and sums in float64",
+        ),
+        Yardstick("Upsample", _OURS, "2 taps per axis (linear)", "nearest", True, "nearest only; copies"),
+        Yardstick("Pad", "none: copies", "-", "always", True, "numpy.pad; copies"),
+        Yardstick("CenterCropPad", "none: copies", "-", "always", True, "slices; copies"),
+        Yardstick(
+            "Col2Im",
+            "ours on float64 inputs (ours sums in T, so its float64 run is the value)",
+            "the blocks overlapping a pixel (at most the product of block_shape)",
+            "never",
+            False,
+            "sums in the input's type (float32 for float32)",
+        ),
+        Yardstick(
+            "GridSample",
+            _OURS,
+            "2^r (linear) or 4^r (cubic) taps, r spatial axes",
+            "nearest",
+            False,
+            "computes coordinates and sums in the input's type (float32 for float32)",
+        ),
+        Yardstick(
+            "AffineGrid",
+            _OURS,
+            "r + 1 products per component (r = 2 or 3)",
+            "never",
+            True,
+            "own implementation; matches float64 rounded once",
+        ),
+        Yardstick(
+            "RoiAlign",
+            _OURS,
+            "4 bilinear taps times the samples per bin (avg), 4 (max)",
+            "never",
+            False,
+            "a port of ORT's C++ in the input's type: not independent",
+        ),
+        Yardstick("MaxRoiPool", "none: maxima of copies", "-", "always", False, "onnx 1.23 has none"),
+        Yardstick(
+            "DeformConv",
+            "ours on float64 inputs (ours samples in float64, then a product in T; in float64 throughout "
+            "on float64 inputs)",
+            "in-channels per group x kernel taps x 2^r bilinear corners, plus the bias",
+            "never",
+            False,
+            "samples and sums in the input's type (float32 for float32)",
+        ),
+    )
+}
+
+
+FLOATS = ("float16", "bfloat16", "float32", "float64")
+"""The output types a yardstick judges (narrower ones are copies in every op here)."""
+
+
+def is_float(dtype: Any) -> bool:
+    return str(np.dtype(dtype)) in FLOATS
+
+
+def epsilon(dtype: Any) -> float:
+    """The machine epsilon of a float type of :data:`FLOATS`."""
+    import ml_dtypes
+
+    return float(ml_dtypes.finfo(np.dtype(dtype)).eps)
+
+
+def _mag(x: np.ndarray | None) -> float:
+    """The largest finite |x| (0 for none)."""
+    if x is None or x.size == 0 or (x.dtype.kind not in "fiu" and not is_float(x.dtype)):
+        return 0.0
+    f = np.abs(np.asarray(x, np.float64))
+    f = f[np.isfinite(f)]
+    return float(f.max()) if f.size else 0.0
+
+
+@dataclass(frozen=True)
+class Terms:
+    """What bounds the rounding of one output element: ``count`` terms summed, ``rank`` coordinates
+    computed per term over an ``extent`` (the largest coordinate, in pixels), and ``scale`` (the sum of
+    the terms' magnitudes)."""
+
+    count: float
+    rank: int
+    extent: float
+    scale: float
+
+
+def _interpolating(x: np.ndarray, out_shape: Sequence[int], mode: str, antialias: int) -> Terms | None:
+    taps = {"linear": 2, "cubic": 4, "bilinear": 2, "bicubic": 4}.get(mode)
+    if taps is None or len(out_shape) != x.ndim:
+        return None
+    count, rank = 1.0, 0
+    for n, m in zip(x.shape, out_shape, strict=True):
+        if n == m:
+            continue
+        rank += 1
+        count *= math.ceil(taps * n / m) + 1 if antialias and 0 < m < n else taps
+    weights = 1.5**rank if taps == 4 else 1.0  # Keys' cubic weights sum to at most 1.5 in magnitude
+    extent = float(max([*x.shape, *out_shape], default=1))
+    return Terms(count, rank, extent, _mag(x) * weights)
+
+
+def _resize(inputs: Inputs, attrs: Mapping[str, Any], out_shape: Sequence[int]) -> Terms | None:
+    return _interpolating(inputs[0], out_shape, str(attrs.get("mode")), int(attrs.get("antialias") or 0))
+
+
+def _grid_sample(inputs: Inputs, attrs: Mapping[str, Any], out_shape: Sequence[int]) -> Terms | None:
+    x, grid = inputs[0], inputs[1]
+    taps = {"linear": 2, "cubic": 4}.get(str(attrs.get("mode")))
+    if taps is None or grid is None:
+        return None
+    rank = x.ndim - 2
+    # a location far outside reads padding however its coordinate rounds: the extent stops at 2 L
+    extent = float(max(x.shape[2:], default=1)) * min(max(1.0, _mag(grid)), 2.0)
+    return Terms(float(taps**rank), rank, extent, _mag(x) * (1.5**rank if taps == 4 else 1.0))
+
+
+def _affine_grid(inputs: Inputs, attrs: Mapping[str, Any], out_shape: Sequence[int]) -> Terms | None:
+    rank = len(out_shape) - 2
+    return Terms(rank + 1.0, rank, 1.0, _mag(inputs[0]) * (rank + 1))
+
+
+def _col2im(inputs: Inputs, attrs: Mapping[str, Any], out_shape: Sequence[int]) -> Terms | None:
+    block = inputs[2]
+    count = float(np.prod(np.asarray(block, np.float64))) if block is not None else math.inf
+    return Terms(count, 0, 0.0, count * _mag(inputs[0]))
+
+
+def _roi_samples(rois: np.ndarray, attrs: Mapping[str, Any]) -> float:
+    """The most sample points per bin over the rois."""
+    ratio = int(attrs.get("sampling_ratio") or 0)
+    if ratio > 0:
+        return float(ratio * ratio)
+    scale = float(attrs.get("spatial_scale", 1.0))
+    r = np.asarray(rois, np.float64).reshape(-1, 4) * scale
+    if not r.size:
+        return 1.0
+    with np.errstate(all="ignore"):
+        h = np.ceil(np.max(np.abs(r[:, 3] - r[:, 1])) / max(int(attrs.get("output_height", 1)), 1))
+        w = np.ceil(np.max(np.abs(r[:, 2] - r[:, 0])) / max(int(attrs.get("output_width", 1)), 1))
+    return float(max(h, 1.0) * max(w, 1.0))
+
+
+def _roi_align(inputs: Inputs, attrs: Mapping[str, Any], out_shape: Sequence[int]) -> Terms | None:
+    x, rois = inputs[0], inputs[1]
+    samples = 1.0 if attrs.get("mode") == "max" else _roi_samples(rois, attrs)
+    extent = max(float(max(x.shape[2:], default=1)), _mag(rois) * abs(float(attrs.get("spatial_scale", 1.0))))
+    return Terms(4.0 * samples, 2, extent + 1.0, _mag(x))
+
+
+def _deform_conv(inputs: Inputs, attrs: Mapping[str, Any], out_shape: Sequence[int]) -> Terms | None:
+    x, w, offset, b, mask = (list(inputs) + [None] * 5)[:5]
+    rank = x.ndim - 2
+    per_output = float(math.prod(w.shape[1:]))  # in-channels per group x kernel taps
+    scale = per_output * _mag(x) * _mag(w) * max(1.0, _mag(mask)) + _mag(b)
+    length = float(max(x.shape[2:], default=1))
+    extent = length + min(_mag(offset), length + 2)  # taps beyond the input read 0 however they round
+    return Terms(per_output * 2**rank + 1, rank, extent, scale)
+
+
+def _interpolating_upsample(
+    inputs: Inputs, attrs: Mapping[str, Any], out_shape: Sequence[int]
+) -> Terms | None:
+    return _interpolating(inputs[0], out_shape, str(attrs.get("mode")), 0)
+
+
+TERMS: dict[str, Callable[[Inputs, Mapping[str, Any], Sequence[int]], Terms | None]] = {
+    "Resize": _resize,
+    "Upsample": _interpolating_upsample,
+    "GridSample": _grid_sample,
+    "AffineGrid": _affine_grid,
+    "Col2Im": _col2im,
+    "RoiAlign": _roi_align,
+    "DeformConv": _deform_conv,
+}
+"""The ops whose arithmetic rounds, and their :class:`Terms` from the custom op's inputs (in its order),
+decoded attributes and the output's shape; None for a configuration that does not round."""
+
+
+def bound(
+    op: str, inputs: Inputs, attrs: Mapping[str, Any], out_shape: Sequence[int], dtype: Any
+) -> float | None:
+    """How far an output of ``dtype`` computed with that type's rounding may be from the exact value:
+    ``eps * S * (T + COORDINATE_OPS * r * E)`` with eps the type's machine epsilon, T terms summed of
+    magnitudes adding up to S (Higham's bound for a sum, one eps per term), and r coordinates per term,
+    each within COORDINATE_OPS half-ulps (COORDINATE_OPS / 2 eps E) of the largest coordinate E, moving
+    an interpolation weight by that much times a difference of two pixels (at most 2 S). None where the
+    op's configuration does not round (no yardstick), the output is not a float, or the bound is not
+    finite."""
+    terms_of = TERMS.get(op)
+    if terms_of is None or not is_float(np.dtype(dtype)) or inputs[0] is None:
+        return None
+    with np.errstate(all="ignore"):
+        t = terms_of(inputs, attrs, out_shape)
+    if t is None:
+        return None
+    eps = epsilon(dtype)
+    value = eps * t.scale * (t.count + COORDINATE_OPS * t.rank * t.extent)
+    return value if math.isfinite(value) else None
+
+
+def widened(model: ModelProto, feed: Mapping[str, np.ndarray]) -> tuple[ModelProto, dict[str, np.ndarray]]:
+    """The one-node ``model`` and its ``feed`` with the inputs of the op's type T that are float16,
+    bfloat16 or float32 (graph inputs and initializers) made float64: the same numbers, so our kernel on
+    them computes the formula in float64 throughout."""
+    from customops.registry import lookup
+
+    node = model.graph.node[0]
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
+    opv = lookup(node.op_type, opset)
+    tied = {
+        name
+        for name, spec in zip(node.input, opv.inputs if opv else (), strict=False)
+        if name and "T" in spec.types
+    }
+    out = ModelProto()
+    out.CopyFrom(model)
+    new_feed = {k: (_wide(v) if k in tied else v) for k, v in feed.items()}
+    for vi in out.graph.input:
+        if vi.name in tied and vi.name in new_feed and new_feed[vi.name].dtype == np.float64:
+            vi.type.tensor_type.elem_type = dtypes.code_of(np.dtype(np.float64))
+    from customops.eval.testcase import tensor_proto, tensor_value
+
+    for i, t in enumerate(out.graph.initializer):
+        if t.name in tied:
+            value = _wide(tensor_value(t, "initializer"))
+            if value.dtype == np.float64:
+                out.graph.initializer[i].CopyFrom(tensor_proto(value, t.name))
+    del out.graph.output[:]
+    out.graph.output.extend(helper.make_empty_tensor_value_info(o) for o in node.output if o)
+    return out, new_feed
+
+
+def _wide(v: np.ndarray) -> np.ndarray:
+    v = np.asarray(v)
+    if str(v.dtype) in ("float16", "float32", "bfloat16"):
+        return v.astype(np.float64)
+    return v
+
+
+@dataclass
+class Measured:
+    """The sides of one node against the yardstick: ``value`` (float64), ``bound`` (for the output's
+    type), each side's largest distance from it and whether that is within the bound (None: no output;
+    for the reference also when it is no vote for the op)."""
+
+    op: str
+    value: np.ndarray | None
+    bound: float | None
+    distance: dict[str, float | None] = field(default_factory=dict)
+    within: dict[str, bool | None] = field(default_factory=dict)
+    error: str | None = None
+
+    @property
+    def usable(self) -> bool:
+        return self.value is not None and self.bound is not None and self.error is None
+
+    def to_json(self) -> dict[str, Any]:
+        row = YARDSTICKS.get(self.op)
+        return {
+            "source": row.source if row else None,
+            "bound": self.bound,
+            "distance": self.distance,
+            "within": self.within,
+            "reference_vote": bool(row and row.reference_vote),
+            "error": self.error,
+        }
+
+
+def measure(
+    op: str, value: np.ndarray | None, bound_: float | None, outputs: Mapping[str, np.ndarray | None]
+) -> Measured:
+    """Each side of ``outputs`` (builtin, custom, reference) against the yardstick ``value``, rounded
+    first to the side's output type (its last rounding is allowed; an overflow to inf matches)."""
+    m = Measured(op, value, bound_)
+    if value is None or bound_ is None:
+        return m
+    vote = YARDSTICKS[op].reference_vote if op in YARDSTICKS else False
+    for side, out in outputs.items():
+        if out is None or (side == "reference" and not vote):
+            m.distance[side], m.within[side] = None, None
+            continue
+        out = np.asarray(out)
+        if out.shape != value.shape or not is_float(out.dtype):
+            m.distance[side], m.within[side] = None, False
+            continue
+        rounded = value.astype(out.dtype).astype(np.float64)
+        metrics = compare_arrays(out.astype(np.float64), rounded, 0.0, bound_)
+        m.distance[side], m.within[side] = metrics.max_abs, metrics.passed
+    return m
+
+
+def custom_call(
+    rewritten: ModelProto, feed: Mapping[str, np.ndarray]
+) -> tuple[str, list[np.ndarray | None], dict[str, Any]] | None:
+    """The call of our kernel in the one-node ``rewritten``: its op, inputs (from ``feed``, the rewrite's
+    initializers and through its Casts: a bridged type's value has the same shape and numbers; None
+    where unknown) and attributes decoded; None for a model with no node of ours."""
+    from customops.bridge import attrs as codec
+    from customops.eval.testcase import tensor_value
+    from customops.registry import CUSTOM_OPS, DOMAIN
+
+    values = {**feed, **{t.name: tensor_value(t, "initializer") for t in rewritten.graph.initializer}}
+    for n in rewritten.graph.node:
+        if n.domain == DOMAIN and n.op_type in CUSTOM_OPS:
+            kinds = dict(CUSTOM_OPS[n.op_type].attributes)
+            attrs = {
+                a.name: codec.decode(kinds[a.name], a.s.decode()) for a in n.attribute if a.name in kinds
+            }
+            return n.op_type, [values.get(i) if i else None for i in n.input], attrs
+        if n.op_type == "Cast" and n.input[0] in values:
+            values[n.output[0]] = values[n.input[0]]
+    return None
+
+
+def judge(
+    model: ModelProto, feed: Mapping[str, np.ndarray], outputs: Mapping[str, np.ndarray | None], run64: Run64
+) -> Measured | None:
+    """The sides' ``outputs`` of the one-node ``model`` (standard domain) on ``feed`` against its
+    yardstick: our kernel on the inputs widened to float64 (:func:`widened`, run by ``run64``; float64
+    inputs: our output itself). None where the configuration does not round, the output is not a float,
+    or ours gave no output; a :class:`Measured` with ``error`` when the float64 run fails."""
+    from customops.model.rewriter import rewrite_model
+
+    ours = outputs.get("custom")
+    if ours is None or len(model.graph.node) != 1:  # the fuzzer's narrow types come between Casts
+        return None
+    rewritten = rewrite_model(model)
+    call = None if rewritten.skipped else custom_call(rewritten.model, feed)
+    limit = None if call is None else bound(*call, ours.shape, ours.dtype)
+    if call is None or limit is None:
+        return None
+    op = call[0]
+    if ours.dtype == np.float64:
+        return measure(op, ours, limit, outputs)
+    value, error = run64(*widened(model, feed))
+    if value is None or value.dtype != np.float64 or value.shape != ours.shape:
+        got = "no output" if value is None else f"{value.dtype} of shape {value.shape}"
+        return Measured(op, None, limit, error=error or f"our kernel on float64 inputs gave {got}")
+    return measure(op, value, limit, outputs)
