@@ -187,7 +187,7 @@ def write_outputs(args: Any, comparison: Comparison) -> None:
     """``--json``, ``--html`` and ``--save-repro``, each written whole or not at all."""
     from customops import jsonout
     from customops.comparison.pipeline import log
-    from customops.comparison.repro import save_repros
+    from customops.comparison.repro import nothing_saved, save_repros
     from customops.safeio import write_atomic
 
     if args.json:
@@ -197,9 +197,12 @@ def write_outputs(args: Any, comparison: Comparison) -> None:
 
         write_atomic(args.html, render(comparison.report, comparison.tensors))
     if args.save_repro:
-        for case in save_repros(comparison, args.save_repro):
+        cases = save_repros(comparison, args.save_repro)
+        for case in cases:
             if not args.quiet:
                 log(f"reproducer: {case}")
+        if not cases:
+            log(nothing_saved(comparison))  # even with -q: an output asked for and not written
     if args.save_outputs:
         from customops.comparison.inputs import save_arrays
 
@@ -237,7 +240,6 @@ def run(args: Any) -> int:
         save_arrays(args.save_inputs, feed)
     if args.verbose:
         os.environ[sides.VERBOSE_ENV] = "1"
-    started = time.perf_counter()
     comparison = compare_model(
         model,
         feed,
@@ -254,12 +256,14 @@ def run(args: Any) -> int:
         if args.reference_timeout is None
         else args.reference_timeout,
         providers=args.providers,
+        started=getattr(args, "started", None),
     )
     print(
         printable(comparison.result.summary) if args.quiet else format_table(comparison.report, args.all_rows)
     )
     write_outputs(args, comparison)
     if not args.quiet:
+        started = getattr(args, "started", None) or time.perf_counter()  # the command's start: its process's
         log(f"compare took {time.perf_counter() - started:.1f} s")
     return comparison.exit_status
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -42,6 +43,7 @@ def compare(
     exits 2."""
     from customops.model.rewriter import as_model
 
+    started = time.perf_counter()
     onnx_model = as_model(model)
     if inputs is None:
         feed = generate_inputs(onnx_model, seed=seed, dims=dict(dims or {}))
@@ -65,5 +67,6 @@ def compare(
         tolerances=dict(tolerances or {}),
         check_error_stat=check_error_stat,
         reference_timeout=reference_timeout,
+        started=started,
     )
     return comparison.result

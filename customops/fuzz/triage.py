@@ -228,7 +228,7 @@ def _judged(b: Outcome, c: Outcome, r: Outcome, dtype: str, scale: float) -> lis
         if m.passed:
             return [Finding("reference", "rejects-valid", error_key(r.message))]
         return [Finding("unknown", _kind(m))]
-    mc = _agree(r.value, c.value, dtype, scale)
+    mc = _agree(c.value, r.value, dtype, scale)  # relative to the reference, as compare's
     mb = _agree(b.value, r.value, dtype, scale)
     odd = odd_one_out(m.passed, mb.passed, mc.passed)
     if odd is None:
