@@ -483,8 +483,9 @@ def test_metrics_against_a_zero_or_subnormal_reference_are_infinite_without_a_wa
 
 def test_cli_json_report_is_strict_json_with_infinite_values_as_strings(tmp_path):
     # ORT's Col2Im with dilation and blocks in the end padding (docs/ort-deviations.md C-3D-DILATION)
-    # gives a value where the spec has 0: the rtol it would need is infinite; the relative error is
-    # guarded near zero (relative to atol there), so it stays a finite number
+    # gives 0 where the spec has 5: relative to ours (the spec side) the error is 1; against the
+    # built-in side's 0 it would be infinite (the rtol needed against a reference of 0 is: its strings
+    # are checked in test_jsonout.py)
     model, feed = one_node_model(
         "Col2Im",
         {
@@ -510,8 +511,8 @@ def test_cli_json_report_is_strict_json_with_infinite_values_as_strings(tmp_path
     assert proc.returncode == 1, proc.stderr
     report = strict_json((tmp_path / "r.json").read_text())
     metrics = report["nodes"][0]["in_model"]
-    assert isinstance(metrics["max_rel"], float) and metrics["needed_rtol"] == "inf"
-    assert float(metrics["needed_rtol"]) == np.inf and isinstance(metrics["max_abs"], float)
+    assert metrics["max_rel"] == 1.0 and metrics["needed_rtol"] < 1.0, metrics
+    assert isinstance(metrics["max_abs"], float)
 
 
 def test_reference_warnings_neither_reach_the_user_nor_cost_the_third_vote():

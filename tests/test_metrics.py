@@ -94,10 +94,13 @@ def test_integers_and_bools_compare_exactly_by_default():
     assert not compare_arrays(np.array([True]), np.array([False]), 0.0, 0.0).passed
 
 
-def test_ulp_distance_counts_across_a_sign_change_and_the_two_zeros_are_one():
+def test_ulp_distance_is_not_counted_across_a_sign_change_and_the_two_zeros_are_one():
     tiny = np.nextafter(F32(0), F32(1))
     m = compare_arrays(np.array([-tiny], F32), np.array([tiny], F32), 0.0, 0.0)
-    assert m.max_ulp == 2  # -tiny, 0, +tiny
+    assert m.max_ulp is None and "zero or subnormal" in m.ulp_note  # subnormal: no ulp count
+    m = compare_arrays(np.array([-1.0, 2.0], F32), np.array([1.0, 2.0], F32), 0.0, 0.0)
+    assert m.max_ulp is None and "1 differing element(s) change sign" in m.ulp_note
+    assert m.to_json()["max_ulp"] is None and m.to_json()["ulp_note"] == m.ulp_note
     assert compare_arrays(np.array([-0.0], F32), np.array([0.0], F32), 0.0, 0.0).max_ulp == 0
 
 

@@ -201,7 +201,7 @@ def write_outputs(args: Any, comparison: Comparison) -> None:
     """``--json``, ``--html`` and ``--save-repro``, each written whole or not at all."""
     from customops import jsonout
     from customops.comparison.pipeline import log
-    from customops.comparison.repro import save_repros
+    from customops.comparison.repro import nothing_saved, save_repros
     from customops.safeio import write_atomic
 
     if args.json:
@@ -215,9 +215,12 @@ def write_outputs(args: Any, comparison: Comparison) -> None:
 
         save_arrays(args.save_inputs, comparison.feed)
     if args.save_repro:
-        for case in save_repros(comparison, args.save_repro):
+        cases = save_repros(comparison, args.save_repro)
+        for case in cases:
             if not args.quiet:
                 log(f"reproducer: {case}")
+        if not cases:
+            log(nothing_saved(comparison))  # even with -q: an output asked for and not written
     if args.save_outputs:
         from customops.comparison.inputs import save_arrays
 
@@ -251,7 +254,6 @@ def run(args: Any) -> int:
     feed, plan = feed_of(args, model)
     if args.verbose:
         os.environ[sides.VERBOSE_ENV] = "1"
-    started = time.perf_counter()
     comparison = compare_model(
         model,
         feed,
@@ -270,12 +272,14 @@ def run(args: Any) -> int:
         providers=args.providers,
         graph_optimization_level=args.graph_optimization_level,
         plan=plan,
+        started=getattr(args, "started", None),
     )
     print(
         printable(comparison.result.summary) if args.quiet else format_table(comparison.report, args.all_rows)
     )
     write_outputs(args, comparison)
     if not args.quiet:
+        started = getattr(args, "started", None) or time.perf_counter()  # the command's start: its process's
         log(f"compare took {time.perf_counter() - started:.1f} s")
     return comparison.exit_status
 

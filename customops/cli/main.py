@@ -12,6 +12,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
@@ -104,11 +105,13 @@ ORT_COMMANDS = frozenset({"compare", "conformance", "bench", "ops", "fuzz"})
 """Commands that run ONNX Runtime in this process: its default logger is kept below errors there."""
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, started: float | None = None) -> int:
     """Run the command line; returns the exit status (0 ok, 1 findings, 2 bad input or usage, 130 Ctrl-C,
-    143 SIGTERM)."""
+    143 SIGTERM). ``started``: the perf_counter time the command started (None: now), from which
+    compare reports its wall time."""
+    started = time.perf_counter() if started is None else started
     try:
-        return _main(argv)
+        return _main(argv, started)
     except KeyboardInterrupt:  # before the command started (while parsing or importing)
         print("customops: interrupted", file=sys.stderr)
         return 130
@@ -121,7 +124,7 @@ def entry() -> int:
     KeyboardInterrupt is cleared too: it notes one that left any ``exec``/``eval`` of a string (numba's
     and the standard library's generated code), even if caught later, and ``python -m customops`` then
     ends by SIGINT in place of our status; running a string that completes clears the note."""
-    status = main()
+    status = main(started=process_started())
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError, AttributeError):
@@ -131,9 +134,23 @@ def entry() -> int:
     return status
 
 
-def _main(argv: Sequence[str] | None) -> int:
+def process_started() -> float | None:
+    """The perf_counter time at which this process started (Linux: from /proc/self/stat, to a clock
+    tick), so that a command's wall time includes Python's start and the imports; None where unknown."""
+    try:
+        with open("/proc/self/stat", "rb") as f:
+            stat = f.read()
+        ticks = int(stat[stat.rindex(b")") + 2 :].split()[19])  # field 22, starttime: ticks since boot
+        age = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+    return time.perf_counter() - age if 0 <= age < 3600 else None
+
+
+def _main(argv: Sequence[str] | None, started: float) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.started = started
     main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _on_sigterm) if main_thread else None
     try:

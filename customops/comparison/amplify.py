@@ -72,7 +72,7 @@ def effect_of(search: Search, nodes: Sequence[tuple[str, str]]) -> Effect:
     max_abs: dict[str, float | None] = {}
     passes = run.error is None
     for name, expected in search.builtin.items():
-        m = metrics_of(run.values.get(name), expected, *search.tol(name), search.stat)
+        m = metrics_of(expected, run.values.get(name), *search.tol(name), search.stat)  # as judge_outputs
         max_abs[name] = None if m is None else m.max_abs
         passes = passes and m is not None and m.passed
     return Effect(names, [op for _, op in nodes], max_abs, passes)

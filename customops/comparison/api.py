@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -45,6 +46,7 @@ def compare(
     exits 2."""
     from customops.model.rewriter import as_model
 
+    started = time.perf_counter()
     onnx_model = as_model(model)
     plan = None
     if inputs is None:
@@ -72,5 +74,6 @@ def compare(
         reference_timeout=reference_timeout,
         graph_optimization_level=graph_optimization_level,
         plan=plan,
+        started=started,
     )
     return comparison.result

@@ -569,20 +569,31 @@ def _metric_cells(m: Any) -> str:
         f'<td class="num">{_e(_num(_get(m, "max_abs")))}</td>'
         f'<td class="num">{_e(_num(_get(m, "max_rel")))}</td>'
         f'<td class="num">{_mismatch_cell(m)}</td>'
-        f'<td class="num">{_e(_num(_get(m, "max_ulp")))}</td>'
+        f"{_ulp_cell(m)}"
     )
 
 
-_METRIC_HEAD = (
-    "<th>shape</th><th>dtype</th><th>max abs err</th><th>max rel err</th><th>mismatches</th><th>max ULP</th>"
-)
+def _ulp_cell(m: Any) -> str:
+    """The max ULP cell: n/a with the reason as its title where the distance is not counted."""
+    note = _get(m, "ulp_note")
+    if note:
+        return f'<td class="num" title="{_e(note)}">n/a</td>'
+    return f'<td class="num">{_e(_num(_get(m, "max_ulp")))}</td>'
+
+
+def _metric_head(denominator: str) -> str:
+    """The header cells of :func:`_metric_cells`; ``denominator``: the side the relative error divides by."""
+    return (
+        "<th>shape</th><th>dtype</th><th>max abs err</th>"
+        f"<th>max rel err (÷ {_e(denominator)})</th><th>mismatches</th><th>max ULP</th>"
+    )
 
 
 def _metrics_detail(rows: list[tuple[str, Any]]) -> str:
     """A table of several METRICS dicts, one row each, with every field of the schema."""
     out = [
         "<table><tr><th>comparison</th>",
-        _METRIC_HEAD,
+        _metric_head("|the side named second|"),
         "<th>NaN / inf match</th><th>needed atol / rtol</th><th>atol / rtol</th><th>pass</th></tr>",
     ]
     for title, m in rows:
@@ -780,7 +791,11 @@ def _header(report: Mapping[str, Any]) -> str:
 def _outputs_table(outputs: list[Any]) -> str:
     if not outputs:
         return '<h2>Graph outputs</h2><p class="note">No graph outputs compared.</p>'
-    out = ["<h2>Graph outputs</h2><table><tr><th>output</th>", _METRIC_HEAD, "<th>verdict</th></tr>"]
+    out = [
+        "<h2>Graph outputs</h2><table><tr><th>output</th>",
+        _metric_head("|custom|"),
+        "<th>verdict</th></tr>",
+    ]
     for i, item in enumerate(outputs):
         name = _get(item, "name", "?")
         out.append(
@@ -796,7 +811,7 @@ def _nodes_table(nodes: list[Any]) -> str:
         return '<h2>Nodes</h2><p class="note">No nodes compared.</p>'
     out = [
         "<h2>Nodes</h2><table><tr><th>node</th><th>op</th>",
-        _METRIC_HEAD,
+        _metric_head("|custom|"),
         "<th>verdict</th><th>attribution</th><th>difference</th><th>builtin µs</th><th>custom µs</th></tr>",
     ]
     for i, item in enumerate(nodes):

@@ -153,8 +153,9 @@ def metrics_of(
     atol: float | None,
     stat: str = "elemwise",
 ) -> Metrics | None:
-    """``a`` against ``b`` at the tolerances (None: the dtype's default) and error statistic; None when
-    either is missing."""
+    """``a`` against ``b``, the spec side (the reference where it is one of the two, else ours): the
+    relative error and rtol divide by ``b``; at the tolerances (None: ``b``'s dtype's default) and
+    error statistic; None when either is missing."""
     if a is None or b is None:
         return None
     r, t = tolerance_for(np.asarray(b).dtype, rtol, atol)

@@ -450,12 +450,12 @@ def _parted_summary(a: FailPoint, b: FailPoint, nodes: list[NodeResult]) -> str:
 def judge_outputs(
     p: Prepared, runs: WholeRuns, s: Settings, tensors: dict[str, tuple[np.ndarray | None, np.ndarray | None]]
 ) -> list[OutputResult]:
-    """Each graph output, B against A (recorded in ``tensors``)."""
+    """Each graph output, A against B, ours: the relative error divides by B (recorded in ``tensors``)."""
     results = []
     for o in p.model.graph.output:
         a, b = runs.a.values.get(o.name), runs.b.values.get(o.name)
         tensors[o.name] = (a, b)
-        results.append(OutputResult(o.name, metrics_of(b, a, *s.tol(o.name), s.stat)))
+        results.append(OutputResult(o.name, metrics_of(a, b, *s.tol(o.name), s.stat)))
     return results
 
 
@@ -475,7 +475,7 @@ def judge_node(
     node = p.nodes[record.node]
     out_name = node.output[0]
     a_val, b_val = runs.a_exposed.values.get(out_name), runs.b_exposed.values.get(out_name)
-    in_model = metrics_of(b_val, a_val, *s.tol(out_name), s.stat)
+    in_model = metrics_of(a_val, b_val, *s.tol(out_name), s.stat)  # divided by ours, as alone
     entry = NodeResult(
         record.node,
         record.op,
@@ -531,7 +531,7 @@ def _summary(
     bad_out = [o for o in outputs if o.verdict != "agree"]
     rounding = [n for n in nodes if n.verdict == "within-rounding"]
     if verdict == "agree":
-        text = f"AGREE: {len(outputs)} output(s) and {len(nodes)} swapped node(s) match ({swapped} swapped in all)"
+        text = _agree_text(len(outputs), len(nodes), swapped - len(nodes))
         return text + (f"; {_rounding_text(rounding)}" if rounding else "")
     head = f"DISAGREE: {len(bad)} node(s), {len(bad_out)} output(s) differ"
     first = next((n for n in bad if n.origin == "starts-here"), None)
@@ -558,6 +558,20 @@ def _rounding_text(rounding: list[NodeResult]) -> str:
     return (
         f"built-in and custom differ at {first.node!r} [{first.op}]{more} within-rounding: both are within "
         f"the rounding of their output type of the exact value{figures}; no kernel leaves the spec"
+    )
+
+
+def _agree_text(outputs: int, compared: int, inner: int) -> str:
+    """The summary of an agreement: how many swapped nodes were compared node by node, and why the
+    others were not (inside If/Loop/Scan bodies or functions: compared through the graph outputs)."""
+    text = f"AGREE: {outputs} output(s) and {compared} swapped node(s) match"
+    if not inner:
+        return text
+    if not compared:
+        text = f"AGREE: {outputs} output(s) match"
+    return (
+        f"{text}; {inner} more swapped node(s) sit inside subgraphs or functions, where nodes are not "
+        "compared one by one: they agree through the graph outputs"
     )
 
 
@@ -740,12 +754,15 @@ def _check_tolerance_names(p: Prepared, s: Settings) -> None:
 
 
 class Phases:
-    """Wall time per phase of a comparison (the report's ``phase_seconds``)."""
+    """Wall time per phase of a comparison (the report's ``phase_seconds``); with ``started`` (a
+    perf_counter time: the command's start), a first phase ``start`` from then until now."""
 
-    def __init__(self) -> None:
+    def __init__(self, started: float | None = None) -> None:
         self.now = time.perf_counter
-        self.started = self.now()
+        self.started = started if started is not None else self.now()
         self.seconds: dict[str, float] = {}
+        if started is not None:
+            self.lap("start")
 
     def lap(self, phase: str) -> None:
         now = self.now()
@@ -798,6 +815,7 @@ def compare_model(
     reference_timeout: float = REFERENCE_TIMEOUT,
     graph_optimization_level: str = "all",
     plan: InputPlan | None = None,
+    started: float | None = None,
 ) -> Comparison:
     """Compare ``model`` on ``feed`` between ORT's built-in kernels and ours; see the module docstring.
     ``rtol`` and ``atol`` (default: per dtype) must be finite and at least 0, ``reference_limit`` (None: per
@@ -808,7 +826,8 @@ def compare_model(
     each element, or the max, mean or median error, as Polygraphy's). ``reference_timeout``: seconds
     onnx.reference may take for one node (a positive finite number). ``graph_optimization_level``: ORT's,
     for every ORT session of both sides (customops.comparison.optimizer.OPTIMIZATION_LEVELS). ``plan``: how
-    ``feed`` was generated, to draw it again at other sizes when both sides fail on it (:func:`runs_that_fit`)."""
+    ``feed`` was generated, to draw it again at other sizes when both sides fail on it (:func:`runs_that_fit`). ``started``: the perf_counter time
+    the command started (its process, or the call), timed as the phase ``start``."""
     check_settings(
         rtol=rtol, atol=atol, reference_limit=reference_limit, optimization=graph_optimization_level
     )
@@ -826,7 +845,7 @@ def compare_model(
     settings.stat, settings.optimization = check_error_stat, graph_optimization_level
     check_in_memory(model, model_name)  # the sides' children get bytes: nothing may point at other files
     say = progress or (lambda _m: None)
-    clock = Phases()
+    clock = Phases(started)
     sides.start_all()  # the children start while this process rewrites the model
     p = prepare(model, feed, ops, say)
     _check_tolerance_names(p, settings)

@@ -35,14 +35,15 @@ def shown(report: dict[str, Any], all_rows: bool) -> list[dict[str, Any]]:
 
 def format_table(report: dict[str, Any], all_rows: bool = True) -> str:
     """The human-readable report: the verdict, the table (see :func:`shown`), the errors, the verdict."""
-    head = ("node / output", "op", "shape", "dtype", "max abs", "max rel", "mism.", "ulp", "verdict")
+    head = ("node / output", "op", "shape", "dtype", "max abs", "max rel /|B|", "mism.", "ulp", "verdict")
     rows: list[tuple[str, ...]] = [(*head, "attribution", "starts", "A µs", "B µs")]
 
     def row(name: str, op: str, m: dict[str, Any], verdict: str, more: tuple[str, ...], times: dict) -> None:
-        stats = (m.get("max_abs"), m.get("max_rel"), m.get("mismatches"), m.get("max_ulp"))
-        shape = "x".join(map(str, m.get("shape_b", []))) or "-"
+        ulp = "n/a" if m.get("ulp_note") else m.get("max_ulp")  # why: a line below the table
+        stats = (m.get("max_abs"), m.get("max_rel"), m.get("mismatches"), ulp)
+        shape = "x".join(map(str, m.get("shape_a", []))) or "-"
         timing = (_fmt(times.get("builtin"), ".0f"), _fmt(times.get("custom"), ".0f")) if times else ("", "")
-        rows.append((name, op, shape, m.get("dtype_b", "-"), *map(_fmt, stats), verdict, *more, *timing))
+        rows.append((name, op, shape, m.get("dtype_a", "-"), *map(_fmt, stats), verdict, *more, *timing))
 
     for o in report["outputs"]:
         row(o["name"], "(graph output)", o["metrics"] or {}, o["verdict"], ("", ""), {})
@@ -71,6 +72,7 @@ def format_table(report: dict[str, Any], all_rows: bool = True) -> str:
             f"  {hidden} more swapped node(s) agree alone or carry a difference in (--all-rows shows them)"
         )
     lines.extend(_passing_tolerances(report, nodes))
+    lines.extend(_ulp_notes(report, nodes))
     for n in nodes:
         errors = (n["isolated"] or {}).get("errors") or {}
         for side, err in errors.items():
@@ -108,6 +110,13 @@ def _placement_lines(report: dict[str, Any]) -> list[str]:
         if placed and placed != providers[0]:
             lines.append(f"  {n['node']}: the built-in side ran it on {placed}")
     return lines
+
+
+def _ulp_notes(report: dict[str, Any], nodes: list[dict[str, Any]]) -> list[str]:
+    """For each row whose ulp column reads n/a: why (customops.eval.metrics.ulp_distance)."""
+    items = [(o["name"], o["metrics"]) for o in report["outputs"]]
+    items += [(n["node"], n["in_model"] or ((n["isolated"] or {}).get("builtin_vs_custom"))) for n in nodes]
+    return [f"  {name}: ulp {m['ulp_note']}" for name, m in items if m and m.get("ulp_note")]
 
 
 def _passing_tolerances(report: dict[str, Any], nodes: list[dict[str, Any]]) -> list[str]:

@@ -25,7 +25,12 @@ def save_repros(comparison: Comparison, directory: str | os.PathLike[str]) -> li
     with the node alone in its standard domain, test_data_set_0/input_N.pb, output_0.pb with the spec
     side's output) and the command that reproduces the comparison (in README.txt). Each directory is named
     after its node as one safe path component inside ``directory`` (customops.safeio), and appears whole
-    or not at all. Returns the directories written."""
+    or not at all. Returns the directories written; with none to write, ``directory`` is not made."""
+    cases = [
+        (n, comparison.isolated[n["node"]]) for n in comparison.report["nodes"] if reproduces(n, comparison)
+    ]
+    if not cases:
+        return []
     root = Path(directory)
     try:
         root.mkdir(parents=True, exist_ok=True)
@@ -33,15 +38,29 @@ def save_repros(comparison: Comparison, directory: str | os.PathLike[str]) -> li
         raise CustomOpsError(f"cannot make --save-repro {str(root)!r}: {exc.strerror or exc}") from None
     used = {p.name.lower() for p in root.iterdir()}
     written = []
-    for n in comparison.report["nodes"]:
-        iso = comparison.isolated.get(n["node"])
-        if n["verdict"] in ("agree", "within-rounding") or iso is None or n["origin"] == "carried-in":
-            continue  # carried in from upstream: not on the node alone; within rounding: no departure
+    for n, iso in cases:
         case = root / safe_component(n["node"], used, fallback="node")
         with atomic_dir(case) as tmp:
             _write_repro(tmp, case, n, iso)
         written.append(case)
     return written
+
+
+def reproduces(node: dict[str, Any], comparison: Comparison) -> bool:
+    """Whether ``node`` (a report's entry) gets a reproducer: a difference starts there or a side fails
+    on it alone (a difference carried in from upstream does not reproduce on the node alone)."""
+    isolated = comparison.isolated.get(node["node"]) is not None
+    departs = node["verdict"] not in ("agree", "within-rounding")  # within rounding: no departure
+    return departs and isolated and node["origin"] != "carried-in"
+
+
+def nothing_saved(comparison: Comparison) -> str:
+    """Why ``--save-repro`` wrote nothing (:func:`save_repros` found no node to write), in one line."""
+    if comparison.report["verdict"] == "agree":
+        why = "the two sides agree"
+    else:
+        why = "no swapped node of the main graph differs or fails alone (see the verdict)"
+    return f"--save-repro wrote nothing: {why}; reproducers are of nodes where a difference starts or a side fails"
 
 
 def _write_repro(into: Path, final: Path, n: dict[str, Any], iso: Isolated) -> None:
@@ -50,9 +69,9 @@ def _write_repro(into: Path, final: Path, n: dict[str, Any], iso: Isolated) -> N
     if expected is None:
         spec_side, expected = "reference", iso.outputs.get("reference")
     write_test_case(into, _typed_outputs(iso.model, expected), iso.feed, expected)
+    known = f" (known: {', '.join(n['known'])})" if n.get("known") else ""
     lines = [
-        f"{n['node']!r} [{n['op']}]: {n['attribution']} ({n['verdict']})"
-        + (f", known: {', '.join(n['known'])}" if n.get("known") else ""),
+        f"{n['node']!r} [{n['op']}]: {n['attribution']}{known} ({n['verdict']})",
         f"output_0.pb holds the {spec_side} side's output (the spec side).",
         *(f"  {line}" for line in first_differences(iso.outputs.get("builtin"), expected)),
         versions_line(),

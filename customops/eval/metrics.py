@@ -38,7 +38,8 @@ def _ordered(x: np.ndarray) -> np.ndarray:
 
 @dataclass
 class Metrics:
-    """How ``a`` (the side under test) differs from ``b`` (the side compared against); :meth:`to_json`
+    """How ``a`` (the side under test) differs from ``b`` (the side compared against: the spec side,
+    whose magnitude the relative error and rtol divide by); :meth:`to_json`
     is the form in compare's report (``passed`` is its ``pass``). Statistics over finite elements are
     None when there are none (or for strings)."""
 
@@ -55,6 +56,9 @@ class Metrics:
     max_abs: float | None = None
     max_rel: float | None = None
     max_ulp: int | None = None
+    """Representable values between the two, over the differing elements; None when not counted
+    (``ulp_note`` says why: a difference across a sign change or at a zero or subnormal value)."""
+    ulp_note: str | None = None
     nan_match: bool = True
     inf_match: bool = True
     needed_atol: float | None = None
@@ -78,6 +82,7 @@ class Metrics:
             "max_abs": self.max_abs,
             "max_rel": self.max_rel,
             "max_ulp": self.max_ulp,
+            "ulp_note": self.ulp_note,
             "nan_match": self.nan_match,
             "inf_match": self.inf_match,
             "needed_atol": self.needed_atol,
@@ -186,6 +191,9 @@ class _Stats:
         self.needed_atol: float | None = None
         self.needed_rtol = 0.0
         self.max_ulp: int | None = None
+        self.ulp_skipped = {"sign": 0, "tiny": 0}
+        """Differing elements whose ulp distance is not counted: across a sign change, or where either
+        value is a zero or subnormal (:func:`ulp_distance`)."""
 
     def add(self, a: np.ndarray, b: np.ndarray, rtol: float, atol: float) -> None:
         if _strings(a, b):
@@ -226,7 +234,10 @@ class _Stats:
             if over.any():
                 self.needed_rtol = max(self.needed_rtol, float(need[over].max()))
         if a.dtype == b.dtype and a.dtype.kind == "f" and a.dtype.itemsize in (2, 4, 8):
-            self.max_ulp = _max(self.max_ulp, int(np.abs(_ordered(a) - _ordered(b)).max()))
+            ulps, sign, tiny = ulp_distance(a, b)
+            self.max_ulp = _max(self.max_ulp, ulps)
+            self.ulp_skipped["sign"] += sign
+            self.ulp_skipped["tiny"] += tiny
 
     def metrics(self, a: np.ndarray, b: np.ndarray) -> dict[str, Any]:
         out: dict[str, Any] = {"mismatches": self.mismatches}
@@ -241,11 +252,38 @@ class _Stats:
                 needed_rtol=self.needed_rtol,
                 max_ulp=self.max_ulp,
             )
+            if self.max_ulp is not None and any(self.ulp_skipped.values()):
+                out.update(max_ulp=None, ulp_note=_ulp_note(**self.ulp_skipped))
         elif a.size:
             out["max_abs"] = 0.0 if self.mismatches == 0 else None
         else:
             out["max_abs"] = 0.0
         return out
+
+
+def ulp_distance(a: np.ndarray, b: np.ndarray) -> tuple[int, int, int]:
+    """Over finite ``a`` and ``b`` of one floating dtype: the most representable values between two
+    differing elements that are both normal and of one sign, and how many differing elements were left
+    out because their signs differ, or because either is a zero or subnormal. Across a sign change or
+    at zero the count measures the exponent range, not the difference (0 against 1.5e-7 is 874 million
+    float32 steps), so it is not given."""
+    differ = a != b  # -0 and +0 are equal: no difference to count
+    tiny = np.finfo(a.dtype).tiny
+    normal = (np.abs(a) >= tiny) & (np.abs(b) >= tiny)
+    sign = differ & normal & (np.signbit(a) != np.signbit(b))
+    counted = differ & normal & ~sign
+    ulps = int(np.abs(_ordered(a[counted]) - _ordered(b[counted])).max()) if counted.any() else 0
+    return ulps, int(np.count_nonzero(sign)), int(np.count_nonzero(differ & ~normal))
+
+
+def _ulp_note(sign: int, tiny: int) -> str:
+    """Why a tensor's ulp distance is not given (see :func:`ulp_distance`)."""
+    why = []
+    if sign:
+        why.append(f"{sign} differing element(s) change sign")
+    if tiny:
+        why.append(f"{tiny} differing element(s) hold a zero or subnormal value")
+    return f"not counted: {' and '.join(why)} (ulps are counted only between normal values of one sign)"
 
 
 def _max(x: Any, y: Any) -> Any:

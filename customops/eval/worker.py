@@ -8,7 +8,8 @@ Python-op layer (an abort in a callback, a segmentation fault) takes down only t
 
 The child is ``python -m customops.eval.child SIDE FD [NOTE_FD]``; it talks to the parent over a socket
 pair with ``multiprocessing.connection`` (pickles between our own two processes only). Its stdout and
-stderr are the parent's log of it, emptied before each request, so a crash leaves its last words there.
+stderr are the parent's log of it, emptied before each request, so a crash leaves its last words there
+(with ``-v`` its stderr is the user's, which is written to and never emptied).
 
 The reference side's child may map at most :data:`REFERENCE_MEMORY` bytes more than it holds once started
 (``RLIMIT_AS``): onnx.reference runs in Python whatever a node asks for, and past that bound an
@@ -23,6 +24,7 @@ the child of SIDE on every request;
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
@@ -326,14 +328,22 @@ def limit_memory(extra: int) -> None:
 
 
 def empty_log() -> None:
-    """Empty this child's stdout and stderr files before a request, so that a crash leaves only its own
-    last words."""
+    """Empty this child's log before a request, so that a crash leaves only its own last words. The log
+    is its stdout, always the parent's temporary capture file; its stderr too unless ``-v`` gave it the
+    user's stderr (a terminal, or a file the user appends to: never truncated nor moved)."""
+    try:
+        log = os.fstat(1)
+    except OSError:
+        return
     for fd in (1, 2):
         try:
-            os.ftruncate(fd, 0)
-            os.lseek(fd, 0, os.SEEK_SET)
+            same = os.path.samestat(os.fstat(fd), log)
         except OSError:
-            pass
+            continue
+        if same:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, 0)
+                os.lseek(fd, 0, os.SEEK_SET)
 
 
 def serve(conn: Any, side: str, note_fd: int | None) -> None:

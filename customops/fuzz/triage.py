@@ -242,7 +242,7 @@ def _judged(
             return [Finding("reference", "rejects-valid", error_key(r.message))]
         odd = odd_one_out(False, None, None, within)
         return [] if odd == "rounding" else [Finding(odd or "unknown", _kind(m))]
-    mc = _agree(r.value, c.value, dtype, scale)
+    mc = _agree(c.value, r.value, dtype, scale)  # relative to the reference, as compare's
     mb = _agree(b.value, r.value, dtype, scale)
     odd = odd_one_out(m.passed, mb.passed, mc.passed, within)
     if odd is None or odd == "rounding":
