@@ -122,20 +122,17 @@ def test_an_unknown_level_is_bad_input_naming_the_levels(tmp_path, layout_model)
 
 
 def test_no_tolerance_is_suggested_as_inf(tmp_path):
-    """ORT's Col2Im with dilation and blocks in the end padding (C-3D-DILATION) gives a value where the
-    spec has 0: no rtol lets that pass at atol 0 (the rtol it would need is infinite). The text report
-    says so in words and suggests only the finite atol; the HTML report's 'needed' cell says none is."""
+    """ORT's AffineGrid with align_corners=1 and a spatial size of 1 (AG-ALIGN-CORNERS-SIZE-1) gives +1
+    where the spec, and ours, give 0: no rtol lets that pass at atol 0 (the relative error divides by our
+    side's 0, so the rtol it would need is infinite). The text report says so in words and suggests only
+    the finite atol; the HTML report's 'needed' cell says none is."""
     model, feed = one_node_model(
-        "Col2Im",
-        {
-            "input": np.arange(1, 7, dtype=F32).reshape(1, 6, 1),
-            "image_shape": np.array([2], np.int64),
-            "block_shape": np.array([3], np.int64),
-        },
-        18,
-        initializers=("image_shape", "block_shape"),
-        dilations=[2],
-        pads=[1, 2],
+        "AffineGrid",
+        {"theta": np.array([[[1, 0, 0], [0, 1, 0]]], F32), "size": np.array([1, 1, 1, 3], np.int64)},
+        20,
+        initializers=("size",),
+        out_rank=4,
+        align_corners=1,
     )
     onnx.save(model, tmp_path / "m.onnx")
     np.savez(tmp_path / "in.npz", **feed)

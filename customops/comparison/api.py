@@ -48,16 +48,7 @@ def compare(
 
     started = time.perf_counter()
     onnx_model = as_model(model)
-    plan = None
-    if inputs is None:
-        plan = InputPlan(onnx_model, seed, dict(dims or {}))
-        feed = plan.generate()
-    elif isinstance(inputs, Mapping):
-        feed = {str(k): np.asarray(v) for k, v in inputs.items()}
-    elif isinstance(inputs, (str, os.PathLike)):
-        feed = load_inputs(inputs, onnx_model)
-    else:
-        raise CustomOpsError(f"inputs must be a dict of arrays, a path or None, not {type(inputs).__name__}")
+    feed, plan = _feed(onnx_model, inputs, seed, dims)
     name = str(model) if isinstance(model, (str, os.PathLike)) else "<model>"
     comparison = compare_model(
         onnx_model,
@@ -77,3 +68,17 @@ def compare(
         started=started,
     )
     return comparison.result
+
+
+def _feed(
+    model: Any, inputs: Any, seed: int, dims: Mapping[str, int] | None
+) -> tuple[dict[str, np.ndarray], InputPlan | None]:
+    """The arrays ``compare`` feeds, and how they were generated (None: given)."""
+    if inputs is None:
+        plan = InputPlan(model, seed, dict(dims or {}))
+        return plan.generate(), plan
+    if isinstance(inputs, Mapping):
+        return {str(k): np.asarray(v) for k, v in inputs.items()}, None
+    if isinstance(inputs, (str, os.PathLike)):
+        return load_inputs(inputs, model), None
+    raise CustomOpsError(f"inputs must be a dict of arrays, a path or None, not {type(inputs).__name__}")

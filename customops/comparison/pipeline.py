@@ -797,6 +797,35 @@ def _judge_nodes(
     return nodes, isolated
 
 
+def checked_settings(
+    tol: tuple[float | None, float | None, dict[str, tuple[float | None, float | None]] | None],
+    runs: tuple[int, int | None, float],
+    how: tuple[Sequence[str] | None, str, str],
+) -> Settings:
+    """:func:`compare_model`'s settings, each checked (CustomOpsError naming the first not allowed):
+    ``tol`` (rtol, atol, per-tensor tolerances), ``runs`` (repeats, reference limit and timeout),
+    ``how`` (providers, error statistic, graph optimization level)."""
+    rtol, atol, tolerances = tol
+    repeats, reference_limit, reference_timeout = runs
+    providers, check_error_stat, graph_optimization_level = how
+    check_settings(
+        rtol=rtol, atol=atol, reference_limit=reference_limit, optimization=graph_optimization_level
+    )
+    for r, a in (tolerances or {}).values():
+        check_settings(rtol=r, atol=a)
+    from customops.comparison.providers import resolve
+
+    if check_error_stat not in STATS:
+        raise CustomOpsError(f"--check-error-stat {check_error_stat!r} is not one of {', '.join(STATS)}")
+    if not (math.isfinite(reference_timeout) and reference_timeout > 0):
+        raise CustomOpsError(f"--reference-timeout {reference_timeout!r} must be a finite number above 0")
+    settings = Settings(
+        rtol, atol, repeats, reference_limit, reference_timeout, resolve(providers), dict(tolerances or {})
+    )
+    settings.stat, settings.optimization = check_error_stat, graph_optimization_level
+    return settings
+
+
 def compare_model(
     model: ModelProto,
     feed: dict[str, np.ndarray],
@@ -828,21 +857,11 @@ def compare_model(
     for every ORT session of both sides (customops.comparison.optimizer.OPTIMIZATION_LEVELS). ``plan``: how
     ``feed`` was generated, to draw it again at other sizes when both sides fail on it (:func:`runs_that_fit`). ``started``: the perf_counter time
     the command started (its process, or the call), timed as the phase ``start``."""
-    check_settings(
-        rtol=rtol, atol=atol, reference_limit=reference_limit, optimization=graph_optimization_level
+    settings = checked_settings(
+        (rtol, atol, tolerances),
+        (repeats, reference_limit, reference_timeout),
+        (providers, check_error_stat, graph_optimization_level),
     )
-    for r, a in (tolerances or {}).values():
-        check_settings(rtol=r, atol=a)
-    from customops.comparison.providers import resolve
-
-    if check_error_stat not in STATS:
-        raise CustomOpsError(f"--check-error-stat {check_error_stat!r} is not one of {', '.join(STATS)}")
-    if not (math.isfinite(reference_timeout) and reference_timeout > 0):
-        raise CustomOpsError(f"--reference-timeout {reference_timeout!r} must be a finite number above 0")
-    settings = Settings(
-        rtol, atol, repeats, reference_limit, reference_timeout, resolve(providers), dict(tolerances or {})
-    )
-    settings.stat, settings.optimization = check_error_stat, graph_optimization_level
     check_in_memory(model, model_name)  # the sides' children get bytes: nothing may point at other files
     say = progress or (lambda _m: None)
     clock = Phases(started)
