@@ -184,8 +184,8 @@ REPORT = {
             isolated={"errors": {"builtin": None, "custom": "boom & <crash>", "reference": None}},
             time_us={"builtin": 3.0, "custom": None},
         ),
-        node("text", "Pad", "agree", None),
-        node("nans", "CenterCropPad", "agree", metrics(SHAPE)),
+        node("text", "Pad", "unknown", None),
+        node("nans", "CenterCropPad", "unknown", metrics(SHAPE)),
     ],
     "skipped": [{"node": "cplx", "op": "Resize", "reason": "complex64 <input> cannot be carried"}],
 }
@@ -284,9 +284,16 @@ def test_difference_image_shows_where_values_differ(parsed: StrictParser):
     assert (outside == WHITE).all()  # zero difference: the white middle
 
 
-def test_zero_difference_is_a_uniform_white_image(parsed: StrictParser):
-    diff = image(parsed, "A − B: same")
+def test_zero_difference_is_a_uniform_white_image():
+    diff = decode_png(heatmaps(BASE, BASE.copy())["diff"])
     assert (diff == WHITE).all()
+
+
+def test_a_node_that_agrees_is_one_line_without_maps(parsed: StrictParser, page: str):
+    assert not [img for img in parsed.images if str(img["alt"]).endswith(": same")]
+    line = re.search(r'<p class="collapsed" id="node-1">(.*?)</p>', page)
+    assert line and "same" in line.group(1) and "Pad" in line.group(1) and "agree" in line.group(1)
+    assert 'href="#node-1"' in page  # the nodes table still links to it
 
 
 def test_nan_and_inf_pixels_get_their_own_colours(parsed: StrictParser):

@@ -141,7 +141,14 @@ def _add_input_options(p: Any) -> None:
     p.add_argument(
         "--save-outputs",
         metavar="PATH.npz",
-        help="write both sides' graph outputs (builtin/NAME, custom/NAME)",
+        help="write every compared tensor of both sides (builtin/NAME, custom/NAME): graph outputs and "
+        "swapped nodes' outputs",
+    )
+    p.add_argument(
+        "--load-outputs",
+        metavar="FILE",
+        help="compare against saved outputs in place of running the built-in side: Polygraphy's "
+        "'polygraphy run --save-outputs' JSON or an .npz (ours, or keyed by tensor name)",
     )
 
 
@@ -223,13 +230,24 @@ def write_outputs(args: Any, comparison: Comparison) -> None:
             log(nothing_saved(comparison))  # even with -q: an output asked for and not written
     if args.save_outputs:
         from customops.comparison.inputs import save_arrays
+        from customops.comparison.saved import compared_arrays
 
-        arrays = {}
-        for output in comparison.result.outputs:
-            for side, value in zip(("builtin", "custom"), comparison.tensors[output.name], strict=True):
-                if value is not None:
-                    arrays[f"{side}/{output.name}"] = value
-        save_arrays(args.save_outputs, arrays)
+        result = comparison.result
+        save_arrays(args.save_outputs, compared_arrays(result.outputs, result.nodes, comparison.tensors))
+
+
+def loaded_outputs(args: Any, model: ModelProto) -> Any:
+    """``--load-outputs``: the saved outputs that stand in for the built-in side (None without it);
+    ``--providers`` choose where that side runs, so they are refused with it."""
+    if not args.load_outputs:
+        return None
+    if args.providers:
+        raise CustomOpsError(
+            "--providers run the built-in side, which --load-outputs replaces: give one of them"
+        )
+    from customops.comparison.saved import load_outputs
+
+    return load_outputs(args.load_outputs, model)
 
 
 def run(args: Any) -> int:
@@ -249,9 +267,12 @@ def run(args: Any) -> int:
     model, _, files = load_model_files(args.model)
     if args.inputs:
         files.append(Path(args.inputs))
+    if args.load_outputs:
+        files.append(Path(args.load_outputs))
     check_destinations(args, files)
     check_model_file(args.model)
     feed, plan = feed_of(args, model)
+    loaded = loaded_outputs(args, model)
     if args.verbose:
         os.environ[sides.VERBOSE_ENV] = "1"
     comparison = compare_model(
@@ -273,6 +294,7 @@ def run(args: Any) -> int:
         graph_optimization_level=args.graph_optimization_level,
         plan=plan,
         started=getattr(args, "started", None),
+        loaded=loaded,
     )
     print(
         printable(comparison.result.summary) if args.quiet else format_table(comparison.report, args.all_rows)

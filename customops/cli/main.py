@@ -16,10 +16,10 @@ import time
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from customops.cli import bench, compare, conformance, fuzz, ops, rewrite
+from customops.cli import bench, compare, conformance, fuzz, inspect, ops, rewrite
 from customops.errors import CustomOpsError
 from customops.safeio import printable
-from customops.signals import import_held
+from customops.signals import NATIVE_PACKAGES, import_held
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -86,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-COMMANDS = (ops, rewrite, compare, conformance, bench, fuzz)
+COMMANDS = (ops, inspect, rewrite, compare, conformance, bench, fuzz)
 """The modules of the subcommands, in the order of ``customops -h``: each has ``add_parser(subparsers)``
 (cheap: heavy imports happen in the command itself) registering a parser whose ``func(args) -> int`` runs
 it (``rewrite`` registers ``restore`` too)."""
@@ -100,6 +100,10 @@ class Terminated(SystemExit):
 def _on_sigterm(signum: int, frame: Any) -> NoReturn:
     raise Terminated(128 + signum)
 
+
+NATIVE_NEEDED = {"inspect": ("numpy", "onnx")}
+"""Commands that need fewer native packages than :data:`~customops.signals.NATIVE_PACKAGES`: inspect runs
+nothing, so ONNX Runtime is not imported (it would cost most of its time)."""
 
 ORT_COMMANDS = frozenset({"compare", "conformance", "bench", "ops", "fuzz"})
 """Commands that run ONNX Runtime in this process: its default logger is kept below errors there."""
@@ -163,7 +167,8 @@ def _main(argv: Sequence[str] | None, started: float) -> int:
 def _run(args: argparse.Namespace) -> int:
     """The command, with its errors and interruptions turned into one line on stderr and an exit status."""
     try:
-        import_held()  # a Ctrl-C while onnx or ONNX Runtime starts would crash the process, not stop it
+        # a Ctrl-C while onnx or ONNX Runtime starts would crash the process, not stop it
+        import_held(NATIVE_NEEDED.get(args.command, NATIVE_PACKAGES))
         return _command(args)
     except CustomOpsError as exc:
         print(f"customops {args.command}: error: {printable(exc)}", file=sys.stderr)

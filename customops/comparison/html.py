@@ -18,6 +18,10 @@ A - B on hover (``title``, no script): one per element, or for slices over :data
 one per block, showing the block's element with the largest |A - B|, so a page grows by at most
 ``HOVER_CELLS**2`` regions per tensor. Strings, bools, rank 0 and rank 1 tensors get a short text
 preview instead.
+
+Pages stay usable on models with hundreds of swapped nodes: a node whose verdict is agree is one line
+(its metrics, no maps), and heat maps are added, in page order, only while the page stays within
+:data:`PAGE_BUDGET` bytes; the maps left out are said so where they would be and counted at the top.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ __all__ = [
     "MIN_PIXELS",
     "NAN_RGB",
     "NEGINF_RGB",
+    "PAGE_BUDGET",
     "POSINF_RGB",
     "VIRIDIS_STOPS",
     "colormap",
@@ -49,6 +54,9 @@ __all__ = [
     "heatmaps",
     "render",
 ]
+
+#: The size in bytes that heat maps may bring a page to; maps that would take it further are left out.
+PAGE_BUDGET = 2 * 1024 * 1024
 
 #: The larger side of a heat map is enlarged (nearest) to at least this many pixels.
 MIN_PIXELS = 128
@@ -138,6 +146,7 @@ img.heat{image-rendering:pixelated;border:1px solid #d0d7de;display:block}
 .bar{display:inline-block;width:160px;height:12px;vertical-align:middle;border:1px solid #d0d7de}
 .swatch{display:inline-block;width:12px;height:12px;vertical-align:middle;border:1px solid #999}
 .note{color:#57606a}
+p.collapsed{margin:.3em 0;padding:.2em .9em;border:1px solid #d0d7de;border-radius:6px}
 """
 
 
@@ -697,9 +706,12 @@ def _heatmap_panel(key: str, arrays: dict[str, np.ndarray | None], uid: str) -> 
     return out
 
 
-def _tensor_panel(key: str, a: Any, b: Any, images: bool, uid: str = "heat-0") -> str:
+def _tensor_panel(
+    key: str, a: Any, b: Any, images: bool, uid: str = "heat-0", left_out: str = "image limit reached"
+) -> str:
     """Heat maps (or text previews) of one compared tensor, with a line on where A and B differ.
-    ``uid`` names the panel's figures and hover map (unique in the page)."""
+    ``uid`` names the panel's figures and hover map (unique in the page); without ``images``, a note
+    says the maps were left out and why (``left_out``)."""
     arrays = {"builtin": None if a is None else np.asarray(a), "custom": None if b is None else np.asarray(b)}
     present = [x for x in arrays.values() if x is not None]
     if not present:
@@ -716,7 +728,7 @@ def _tensor_panel(key: str, a: Any, b: Any, images: bool, uid: str = "heat-0") -
     if all(_is_image_like(x) for x in present) and images:
         out.extend(_heatmap_panel(key, arrays, uid))
     elif all(_is_image_like(x) for x in present):
-        out.append('<p class="note">Heat maps left out (image limit reached).</p>')
+        out.append(f'<p class="note">Heat maps left out ({_e(left_out)}).</p>')
     else:
         for side, x in arrays.items():
             if x is not None:
@@ -857,46 +869,80 @@ def _image_budget(report: Mapping[str, Any], keys: list[str], limit: int) -> set
     return set(ranked[:limit])
 
 
+class _Panels:
+    """The tensor panels of one page, in page order: heat maps while the page stays within ``budget``
+    bytes (``used`` counts what the page holds so far), and only for the keys in ``with_images``."""
+
+    def __init__(self, tensors: Mapping[str, Any], with_images: set[str], used: int, budget: int) -> None:
+        self.tensors, self.with_images = tensors, with_images
+        self.used, self.budget = used, budget
+        self.left_out = 0
+        self.count = itertools.count()
+
+    def __call__(self, key: str) -> str:
+        if key not in self.tensors:
+            return '<p class="note">No tensors recorded for this entry.</p>'
+        pair = self.tensors[key]
+        a, b = pair if isinstance(pair, (tuple, list)) and len(pair) == 2 else (None, None)
+        uid = f"heat-{next(self.count)}"
+        text = _tensor_panel(key, a, b, key in self.with_images, uid)
+        if key in self.with_images and self.used + len(text.encode()) > self.budget:
+            why = f"the page reached its size budget of {_bytes(self.budget)}"
+            text = _tensor_panel(key, a, b, False, uid, why)
+            self.left_out += 1
+        self.used += len(text.encode())
+        return text
+
+
+def _bytes(n: int) -> str:
+    return f"{n / 2**20:g} MiB" if n >= 2**20 else f"{n} bytes"
+
+
 def render(
     report: Mapping[str, Any],
     tensors: Mapping[str, tuple[np.ndarray | None, np.ndarray | None]],
     *,
     max_heatmaps: int = 200,
+    max_bytes: int = PAGE_BUDGET,
 ) -> str:
     """One self-contained HTML page for a compare ``report`` (the JSON report's dict).
 
     ``tensors`` maps a compared tensor's key (a node name as in ``report["nodes"][i]["node"]`` or a
     graph output name as in ``report["outputs"][i]["name"]``) to its (builtin, custom) arrays, either
     of which may be None when that side failed. Numeric tensors of rank >= 2 get heat maps (at most
-    ``max_heatmaps`` tensors, default 200: outputs first, then nodes that do not agree); others a text
-    preview. Missing optional keys and None values in the report are shown as "–" or "?".
+    ``max_heatmaps`` tensors, default 200: outputs first, then nodes that do not agree; and only while
+    the page stays within ``max_bytes``); others a text preview. Nodes that agree are one line each.
+    Missing optional keys and None values in the report are shown as "–" or "?".
     """
     report = report if isinstance(report, Mapping) else {}
     outputs = _items(_get(report, "outputs", []))
     nodes = _items(_get(report, "nodes", []))
-    with_images = _image_budget(report, [str(k) for k in tensors], max_heatmaps)
-    panels = itertools.count()
-
-    def panel(key: str) -> str:
-        if key not in tensors:
-            return '<p class="note">No tensors recorded for this entry.</p>'
-        pair = tensors[key]
-        a, b = pair if isinstance(pair, (tuple, list)) and len(pair) == 2 else (None, None)
-        return _tensor_panel(key, a, b, key in with_images, f"heat-{next(panels)}")
-
-    title = f"customops compare: {_get(report, 'model', 'model')}"
-    body = [
+    head = [
         _header(report),
         _legend(),
         _outputs_table(outputs),
         _nodes_table(nodes),
         _skipped_table(_items(_get(report, "skipped", []))),
-        *_output_sections(outputs, panel),
-        *_node_sections(nodes, panel),
     ]
+    with_images = _image_budget(report, [str(k) for k in tensors], max_heatmaps)
+    title = f"customops compare: {_get(report, 'model', 'model')}"
+    fixed = "".join(head) + _CSS + _e(title) + _budget_note(len(tensors), max_bytes)  # the note, if needed
+    panel = _Panels(tensors, with_images, len(fixed.encode()) + 200, max_bytes)
+    details = [*_output_sections(outputs, panel), *_node_sections(nodes, panel)]
+    if panel.left_out:
+        head.insert(1, _budget_note(panel.left_out, max_bytes))
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>" + "".join(body) + "</body></html>\n"
+        f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>"
+        + "".join(head + details)
+        + "</body></html>\n"
+    )
+
+
+def _budget_note(count: int, budget: int) -> str:
+    return (
+        f'<p class="note">Heat maps of {count} tensor(s) left out: the page reached its size budget of '
+        f"{_bytes(budget)}; their metrics are all shown.</p>"
     )
 
 
@@ -921,9 +967,23 @@ def _node_sections(nodes: list[Any], panel: Callable[[str], str]) -> list[str]:
     return sections
 
 
+def _collapsed_node(i: int, item: Any) -> str:
+    """One line for a node that agrees: name, op, output, verdict and its errors in the model."""
+    m = _get(item, "in_model")
+    return (
+        f'<p class="collapsed" id="{_section_id("node", i)}">{_verdict(_get(item, "verdict"))} '
+        f"<strong>{_e(_get(item, 'node', '?'))}</strong> "
+        f"<small>({_e(_get(item, 'op', '?'))} → {_e(_get(item, 'output', '?'))})</small>: "
+        f"max abs err {_e(_num(_get(m, 'max_abs')))}, max rel err {_e(_num(_get(m, 'max_rel')))}, "
+        f"mismatches {_mismatch_cell(m)}</p>"
+    )
+
+
 def _node_section(i: int, item: Any, panel: Callable[[str], str]) -> str:
     """Node ``i``'s section: heading, attribution and difference, the metrics in the model and isolated,
-    the errors of the isolated run, and ``panel`` of its tensors."""
+    the errors of the isolated run, and ``panel`` of its tensors; one line when the node agrees."""
+    if _VERDICT_CLASS.get(str(_get(item, "verdict"))) == "agree":
+        return _collapsed_node(i, item)
     name = str(_get(item, "node", "?"))
     isolated = _get(item, "isolated", {})
     head = (

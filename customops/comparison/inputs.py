@@ -391,10 +391,12 @@ def load_inputs(path: str | os.PathLike[str], model: ModelProto) -> dict[str, np
         sub = p / "test_data_set_0"
         names = [v.name for v in graph_inputs(model)]
         return read_inputs(sub if sub.is_dir() else p, names, INPUT_LIMIT)
-    return _read_npz(p)
+    return read_npz(p)
 
 
-def _read_npz(path: Path) -> dict[str, np.ndarray]:
+def read_npz(path: Path) -> dict[str, np.ndarray]:
+    """The arrays of an .npz file, read as untrusted: at most :data:`INPUT_LIMIT` bytes on disk and in
+    memory, every header checked before numpy allocates, never unpickled."""
     import zipfile
 
     what = f"{str(path)!r} is not a readable .npz file"
@@ -529,8 +531,6 @@ POLYGRAPHY_CLASS = "polygraphy_class"
 def read_polygraphy_json(path: Path) -> dict[str, np.ndarray]:
     """The first feed of a Polygraphy inputs file: a JSON list of {name: {"array": base64 of a .npy,
     "polygraphy_class": "ndarray"}} (never unpickled: a .npy of Python objects is refused)."""
-    import base64
-    import io
     import json
 
     what = f"{str(path)!r} is not a Polygraphy inputs file"
@@ -542,18 +542,28 @@ def read_polygraphy_json(path: Path) -> dict[str, np.ndarray]:
     feed = data[0] if isinstance(data, list) and data else None
     if not isinstance(feed, dict) or not feed:
         raise CustomOpsError(f"{what}: expected a list of {{input name: array}} objects")
+    return decode_arrays(feed, what, "input")
+
+
+def decode_arrays(encoded: dict[str, Any], what: str, noun: str) -> dict[str, np.ndarray]:
+    """Polygraphy's encoded arrays ({name: {"array": base64 of a .npy, "polygraphy_class": "ndarray"}}),
+    decoded without pickle, at most :data:`INPUT_LIMIT` bytes in memory together; CustomOpsError naming
+    ``what`` and the ``noun`` (input, output) otherwise."""
+    import base64
+    import io
+
     arrays, total = {}, 0
-    for name, value in feed.items():
-        encoded = value.get("array") if isinstance(value, dict) else None
-        if not isinstance(encoded, str):
-            raise CustomOpsError(f"{what}: input {str(name)!r} is not an encoded array")
+    for name, value in encoded.items():
+        data = value.get("array") if isinstance(value, dict) else None
+        if not isinstance(data, str):
+            raise CustomOpsError(f"{what}: {noun} {str(name)!r} is not an encoded array")
         try:
-            raw = base64.b64decode(encoded, validate=True)
+            raw = base64.b64decode(data, validate=True)
             total += npy_declared(io.BytesIO(raw), len(raw))
             _check_declared(total, repr(name))
             arrays[str(name)] = np.load(io.BytesIO(raw), allow_pickle=False)
         except ValueError as exc:
-            raise CustomOpsError(f"{what}: input {str(name)!r} ({described(exc)})") from None
+            raise CustomOpsError(f"{what}: {noun} {str(name)!r} ({described(exc)})") from None
     return arrays
 
 

@@ -35,6 +35,7 @@ from customops.comparison.isolate import (
 )
 from customops.comparison.known import labels
 from customops.comparison.optimizer import OPTIMIZATION_LEVELS, Optimization, Rerun
+from customops.comparison.saved import LoadedOutputs
 from customops.errors import CustomOpsError
 from customops.eval import sides
 from customops.eval.metrics import DEFAULT_TOLERANCES, STATS, Metrics
@@ -322,6 +323,47 @@ def run_whole(p: Prepared, feed: dict[str, np.ndarray], s: Settings, say: Callab
         return run_side(with_outputs, feed, custom=custom, providers=providers, optimization=level)
 
     return WholeRuns(a, b, exposed(p.model, a, False), exposed(p.rewritten, b, True))
+
+
+def runs_against_loaded(
+    p: Prepared, feed: dict[str, np.ndarray], s: Settings, loaded: LoadedOutputs, say: Callable[[str], None]
+) -> WholeRuns:
+    """``--load-outputs``: the loaded values stand in for side A (its model is not run); side B runs as
+    usual, with the exposed values as outputs too."""
+    say(
+        f"the built-in side: outputs loaded from {printable(loaded.path)} ({printable(loaded.source)}), not run"
+    )
+    say("running the model with customops kernels")
+    b = run_side(p.rewritten, feed, custom=True, repeats=s.repeats, optimization=s.optimization)
+    b_exposed = SideRun()
+    if p.exposed and not b.error:
+        with_outputs = _with_outputs(p.rewritten, p.exposed, p.types)
+        b_exposed = run_side(with_outputs, feed, custom=True, optimization=s.optimization)
+    graph = {o.name for o in p.model.graph.output}
+    a = SideRun(values={k: v for k, v in loaded.values.items() if k in graph})
+    a_exposed = SideRun(values={k: v for k, v in loaded.values.items() if k in set(p.exposed)})
+    return WholeRuns(a, b, a_exposed, b_exposed)
+
+
+def judge_in_model(
+    p: Prepared, runs: WholeRuns, s: Settings, tensors: dict[str, tuple[np.ndarray | None, np.ndarray | None]]
+) -> list[NodeResult]:
+    """``--load-outputs``: each swapped node whose output the file holds, compared inside the model only
+    (run alone, a node would judge ORT's built-in kernel, not the runtime that wrote the file); verdict
+    disagree where it differs. Nodes whose output the file lacks are not compared."""
+    nodes = []
+    for record in p.swapped:
+        out_name = p.nodes[record.node].output[0]
+        a, b = runs.a_exposed.values.get(out_name), runs.b_exposed.values.get(out_name)
+        if a is None:
+            continue
+        in_model = metrics_of(a, b, *s.tol(out_name), s.stat)
+        entry = NodeResult(record.node, record.op, out_name, record.scope, in_model, {}, "builtin")
+        if in_model is None or not in_model.passed:
+            entry.verdict = "disagree" if in_model is not None else "side-failed"
+        tensors[record.node] = (a, b)
+        nodes.append(entry)
+    return nodes
 
 
 def fail_points(p: Prepared, runs: WholeRuns) -> dict[str, FailPoint | None]:
@@ -845,6 +887,7 @@ def compare_model(
     graph_optimization_level: str = "all",
     plan: InputPlan | None = None,
     started: float | None = None,
+    loaded: LoadedOutputs | None = None,
 ) -> Comparison:
     """Compare ``model`` on ``feed`` between ORT's built-in kernels and ours; see the module docstring.
     ``rtol`` and ``atol`` (default: per dtype) must be finite and at least 0, ``reference_limit`` (None: per
@@ -856,7 +899,8 @@ def compare_model(
     onnx.reference may take for one node (a positive finite number). ``graph_optimization_level``: ORT's,
     for every ORT session of both sides (customops.comparison.optimizer.OPTIMIZATION_LEVELS). ``plan``: how
     ``feed`` was generated, to draw it again at other sizes when both sides fail on it (:func:`runs_that_fit`). ``started``: the perf_counter time
-    the command started (its process, or the call), timed as the phase ``start``."""
+    the command started (its process, or the call), timed as the phase ``start``. ``loaded``: saved
+    outputs that stand in for side A (:func:`runs_against_loaded`; customops.comparison.saved)."""
     settings = checked_settings(
         (rtol, atol, tolerances),
         (repeats, reference_limit, reference_timeout),
@@ -869,6 +913,8 @@ def compare_model(
     p = prepare(model, feed, ops, say)
     _check_tolerance_names(p, settings)
     clock.lap("prepare")
+    if loaded is not None:
+        return compare_loaded(p, feed, settings, loaded, (model_name, seed, say, clock, plan))
     runs, feed, used = runs_that_fit(p, feed, settings, plan, say)
     clock.lap("whole runs")
     tensors: dict[str, tuple[np.ndarray | None, np.ndarray | None]] = {}
@@ -881,3 +927,40 @@ def compare_model(
     _record_optimization(report, optimization)
     note_failures(report, fail_points(p, runs), nodes, used)
     return Comparison(report, tensors, isolated, feed)
+
+
+def _loaded_summary(outputs: list[OutputResult], nodes: list[NodeResult], loaded: LoadedOutputs) -> str:
+    """The verdict line of a disagreement with loaded outputs: no node was run alone, so no side is named."""
+    bad = [n for n in nodes if n.verdict != "agree"]
+    bad_out = [o for o in outputs if o.verdict != "agree"]
+    head = f"DISAGREE: {len(bad)} node(s), {len(bad_out)} output(s) differ from the outputs loaded from {loaded.path}"
+    if bad:
+        return f"{head}; the first node in the model whose output differs: {bad[0].node!r} [{bad[0].op}]"
+    return head
+
+
+def compare_loaded(
+    p: Prepared,
+    feed: dict[str, np.ndarray],
+    s: Settings,
+    loaded: LoadedOutputs,
+    meta: tuple[str, int, Callable[[str], None], Phases, InputPlan | None],
+) -> Comparison:
+    """:func:`compare_model` against outputs loaded from a file in place of side A: the graph outputs, and
+    the swapped nodes inside the model where the file holds their output (:func:`judge_in_model`); no
+    node alone, no rerun of side A. ``meta``: model name, seed, progress, phase clock, input plan."""
+    model_name, seed, say, clock, plan = meta
+    runs = runs_against_loaded(p, feed, s, loaded, say)
+    clock.lap("whole runs")
+    tensors: dict[str, tuple[np.ndarray | None, np.ndarray | None]] = {}
+    outputs = judge_outputs(p, runs, s, tensors)
+    nodes = judge_in_model(p, runs, s, tensors)
+    clock.lap("nodes in the model")
+    report = _report(p, runs, outputs, nodes, s, (model_name, seed, []))
+    report.sides["builtin"] = {"ok": True, "error": None, "loaded_from": loaded.path, "source": loaded.source}
+    if report.verdict == "disagree":
+        report.summary = _loaded_summary(outputs, nodes, loaded)
+    report.phase_seconds = clock.seconds
+    _record_optimization(report, Optimization(s.optimization))
+    note_failures(report, fail_points(p, runs), nodes, InputsUsed.of(feed, plan))
+    return Comparison(report, tensors, {}, feed)

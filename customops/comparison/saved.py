@@ -1,0 +1,113 @@
+"""Compared tensors to and from files: ``compare --save-outputs`` and ``compare --load-outputs``.
+
+``--save-outputs PATH.npz`` writes every tensor compare compared, keyed ``builtin/NAME`` and
+``custom/NAME``, NAME the tensor's name in the model: each graph output and each swapped node's output.
+
+``--load-outputs FILE`` reads outputs saved elsewhere, which then stand in for the built-in side (A):
+Polygraphy's ``polygraphy run --save-outputs`` JSON (one runner; its first iteration), an .npz written
+by ``--save-outputs`` (its ``builtin/`` arrays) or an .npz keyed by tensor name. Everything is read as
+untrusted: bounded sizes (customops.comparison.inputs.INPUT_LIMIT), never unpickled; every name must
+be a value the main graph computes, and every graph output must be there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from onnx import ModelProto
+
+from customops.comparison.inputs import INPUT_LIMIT, POLYGRAPHY_CLASS, decode_arrays, read_npz
+from customops.errors import CustomOpsError
+from customops.safeio import read_json
+
+SIDES = ("builtin", "custom")
+
+
+@dataclass
+class LoadedOutputs:
+    """Outputs read from ``path`` (``source`` says what kind of file, and which runner), by tensor name."""
+
+    path: str
+    source: str
+    values: dict[str, np.ndarray]
+
+
+def compared_arrays(
+    outputs: list[Any], nodes: list[Any], tensors: dict[str, tuple[Any, Any]]
+) -> dict[str, Any]:
+    """``--save-outputs``: every compared tensor of both sides (``side/NAME``; a side without a value
+    leaves its key out): the graph outputs (``outputs``: OutputResult) and the swapped nodes' outputs
+    (``nodes``: NodeResult, whose tensors are keyed by node name)."""
+    arrays: dict[str, Any] = {}
+    pairs = [(o.name, tensors.get(o.name)) for o in outputs] + [
+        (n.output, tensors.get(n.node)) for n in nodes
+    ]
+    for name, pair in pairs:
+        for side, value in zip(SIDES, pair or (None, None), strict=True):
+            if value is not None:
+                arrays.setdefault(f"{side}/{name}", value)
+    return arrays
+
+
+def _polygraphy_outputs(path: Path) -> tuple[dict[str, np.ndarray], str]:
+    """The first iteration of the one runner of a Polygraphy RunResults JSON file, and its runner's name."""
+    what = f"{str(path)!r} is not a Polygraphy outputs file"
+    data = read_json(path, INPUT_LIMIT // 3 * 4 + (1 << 20), "--load-outputs", max_depth=16)
+    runners = data.get("lst") if isinstance(data, dict) else None
+    if not isinstance(runners, list) or not runners:
+        raise CustomOpsError(
+            f'{what}: expected {{"lst": [[runner, [iteration, ...]], ...]}} (polygraphy run --save-outputs)'
+        )
+    if len(runners) != 1:
+        names = [str(r[0]) if isinstance(r, list) and r else "?" for r in runners]
+        raise CustomOpsError(
+            f"{what}: it holds {len(runners)} runners ({', '.join(names)}); save one runner's outputs"
+        )
+    runner = runners[0]
+    iterations = runner[1] if isinstance(runner, list) and len(runner) == 2 else None
+    first = iterations[0] if isinstance(iterations, list) and iterations else None
+    outputs = first.get("outputs") if isinstance(first, dict) else None
+    if not isinstance(outputs, dict) or not outputs:
+        raise CustomOpsError(f"{what}: its runner has no iteration with outputs")
+    # arrays are {"array": ...} or, wrapped as Polygraphy's lazy arrays, {"values": {"array": ...}}
+    plain = {
+        k: v.get("values", v) if isinstance(v, dict) and v.get(POLYGRAPHY_CLASS) == "LazyNumpyArray" else v
+        for k, v in outputs.items()
+    }
+    return decode_arrays(plain, what, "output"), f"Polygraphy runner {runner[0]!s}"
+
+
+def _npz_outputs(path: Path) -> tuple[dict[str, np.ndarray], str]:
+    """An .npz's arrays: its ``builtin/`` ones when it was written by ``--save-outputs``, else all."""
+    arrays = read_npz(path)
+    if any(k.startswith("builtin/") for k in arrays):
+        return {
+            k.removeprefix("builtin/"): v for k, v in arrays.items() if k.startswith("builtin/")
+        }, "builtin/ arrays of an .npz"
+    return arrays, ".npz"
+
+
+def load_outputs(path: str, model: ModelProto) -> LoadedOutputs:
+    """``--load-outputs FILE`` for ``model``: CustomOpsError (bad input) for a file that is not one of the
+    kinds above, a name that is no value of the main graph, or a graph output it lacks."""
+    p = Path(path)
+    if not p.is_file():
+        raise CustomOpsError(f"--load-outputs {path!r} is not a file")
+    values, source = _polygraphy_outputs(p) if p.suffix.lower() == ".json" else _npz_outputs(p)
+    computed = {o for n in model.graph.node for o in n.output if o}
+    graph_outputs = [o.name for o in model.graph.output]
+    unknown = [k for k in values if k not in computed and k not in graph_outputs]
+    if unknown:
+        raise CustomOpsError(
+            f"--load-outputs {path!r}: {unknown[0]!r} is not a value the model's main graph computes "
+            f"(graph outputs: {', '.join(map(repr, graph_outputs))})"
+        )
+    missing = [o for o in graph_outputs if o not in values]
+    if missing:
+        raise CustomOpsError(
+            f"--load-outputs {path!r} lacks graph output {missing[0]!r}; it must hold every graph output"
+        )
+    return LoadedOutputs(str(path), source, values)
