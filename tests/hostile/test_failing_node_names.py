@@ -61,3 +61,15 @@ def test_the_name_is_the_longest_known_name_the_pattern_s_end_follows(text, expe
     found = failing_node(text, names)
     assert found is not None
     assert found[0] == (expected or names[-1])
+
+
+def test_a_name_our_kernel_quotes_with_escapes_is_placed_on_its_node():
+    from onnx import helper as h
+
+    from customops.comparison.failures import fail_point
+
+    name = "a\tb'\""
+    nodes = {name: h.make_node("Pad", ["x", "p"], ["y"], name=name), "a": h.make_node("Relu", ["x"], ["r"])}
+    text = f"Pad-18 node {name!r}: pads -5 (begin)"
+    point = fail_point(text, nodes, {name: "Pad-18"})
+    assert point is not None and point.node == name and point.op == "Pad-18"
