@@ -115,6 +115,13 @@ YARDSTICKS: dict[str, Yardstick] = {
 }
 
 
+MEMORY_LIMIT = 1 << 30
+"""Most bytes of float64 the yardstick holds in this process: the widened inputs and the value (each
+side's output is widened in turn besides). A node over it has no yardstick (``Measured.error`` says
+why) and the votes decide: the values of a model's node are bounded only by the sides' output limit,
+and widening float16 takes four times its bytes."""
+
+
 FLOATS = ("float16", "bfloat16", "float32", "float64")
 """The output types a yardstick judges (narrower ones are copies in every op here)."""
 
@@ -418,6 +425,9 @@ def judge(
     if call is None or limit is None:
         return None
     op = call[0]
+    need = 8 * (ours.size + sum(np.asarray(v).size for v in feed.values() if is_float(np.asarray(v).dtype)))
+    if need > MEMORY_LIMIT:
+        return Measured(op, None, limit, error=f"the yardstick would hold {need} bytes, over {MEMORY_LIMIT}")
     if ours.dtype == np.float64:
         return measure(op, ours, limit, outputs)
     value, error = run64(*widened(model, feed))

@@ -57,3 +57,15 @@ def test_a_wrong_kernel_of_ours_is_blamed_beside_a_far_roi(wrong_kernel):
     assert node["attribution"] == "custom-leaves-spec", node["isolated"]
     within = node["isolated"]["yardstick"]["within"]
     assert within["custom"] is False and within["builtin"] is True
+
+
+def test_a_node_too_large_for_the_yardstick_has_none_and_the_votes_decide(monkeypatch):
+    from customops.eval import yardstick
+
+    model, feed = _roi_align(far=False)
+    monkeypatch.setattr(yardstick, "MEMORY_LIMIT", 8 * feed["x"].size)  # below the float64 inputs and output
+    comparison = compare_model(model, feed)
+    (node,) = comparison.report["nodes"]
+    y = node["isolated"].get("yardstick")
+    assert y is not None and y["error"].startswith("the yardstick would hold"), node["isolated"]
+    assert node["attribution"] != "within-rounding"
