@@ -155,8 +155,9 @@ class Terms:
     count: float | np.ndarray
     rank: int
     extent: float | np.ndarray
-    scale: float
-    """``count`` and ``extent`` may be arrays that broadcast over the output (RoiAlign's: one per roi)."""
+    scale: float | np.ndarray
+    """``count``, ``extent`` and ``scale`` may be arrays that broadcast over the output (RoiAlign's: one
+    per roi)."""
 
 
 def _interpolating(x: np.ndarray, out_shape: Sequence[int], mode: str, antialias: int) -> Terms | None:
@@ -219,7 +220,33 @@ def _roi_align(inputs: Inputs, attrs: Mapping[str, Any], out_shape: Sequence[int
     samples = np.ones(len(r)) if attrs.get("mode") == "max" else _roi_samples(r, attrs)
     extent = np.maximum(float(max(x.shape[2:], default=1)), np.max(np.abs(r), axis=1, initial=0.0))
     rows = (-1, *[1] * (len(out_shape) - 1))
-    return Terms((4.0 * samples).reshape(rows), 2, (extent + 1.0).reshape(rows), _mag(x))
+    scale = _roi_magnitudes(x, r, inputs[2])
+    return Terms((4.0 * samples).reshape(rows), 2, (extent + 1.0).reshape(rows), scale.reshape(rows))
+
+
+WINDOW_LIMIT = 1 << 24
+"""Most elements of X read in all for RoiAlign's magnitudes per roi (else the largest of X serves)."""
+
+
+def _roi_magnitudes(x: np.ndarray, r: np.ndarray, batch: np.ndarray | None) -> np.ndarray:
+    """The largest finite |X| each roi (``r`` scaled) can read: its image's pixels within two of its box,
+    which hold every corner its sample points weigh, however their coordinates round by a pixel. Where
+    that would read more than :data:`WINDOW_LIMIT` elements in all: the largest |X| for every roi."""
+    whole = np.full(len(r), _mag(x))
+    idx = None if batch is None else np.asarray(batch).reshape(-1)
+    if x.ndim != 4 or idx is None or len(idx) != len(r) or idx.dtype.kind not in "iu" or len(r) > 1 << 16:
+        return whole
+    if len(idx) and (idx.min() < 0 or idx.max() >= x.shape[0]):
+        return whole
+    box = []
+    for a, b, n in ((r[:, 1], r[:, 3], x.shape[2]), (r[:, 0], r[:, 2], x.shape[3])):
+        box.append(np.clip(np.floor(np.minimum(a, b)) - 2, 0, n - 1).astype(np.int64))
+        box.append(np.clip(np.ceil(np.maximum(a, b)) + 3, 1, n).astype(np.int64))
+    y0, y1, x0, x1 = box
+    if int(((y1 - y0) * (x1 - x0)).sum()) * x.shape[1] > WINDOW_LIMIT:
+        return whole
+    windows = zip(idx.tolist(), y0.tolist(), y1.tolist(), x0.tolist(), x1.tolist(), strict=True)
+    return np.array([_mag(x[i, :, a:b, c:d]) for i, a, b, c, d in windows], np.float64)
 
 
 def _deform_conv(inputs: Inputs, attrs: Mapping[str, Any], out_shape: Sequence[int]) -> Terms | None:

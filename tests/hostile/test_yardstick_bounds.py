@@ -69,3 +69,13 @@ def test_a_node_too_large_for_the_yardstick_has_none_and_the_votes_decide(monkey
     y = node["isolated"].get("yardstick")
     assert y is not None and y["error"].startswith("the yardstick would hold"), node["isolated"]
     assert node["attribution"] != "within-rounding"
+
+
+def test_a_huge_pixel_no_roi_reads_does_not_widen_the_bound(wrong_kernel):
+    model, feed = _roi_align(far=False)
+    feed["x"][0, 0, 63, 63] = 1e6  # in a corner both rois stay two pixels away from
+    wrong_kernel("roi_align:add1f32")
+    comparison = compare_model(model, feed, reference_limit=0)
+    (node,) = comparison.report["nodes"]
+    assert node["attribution"] == "custom-leaves-spec", node["isolated"]
+    assert node["isolated"]["yardstick"]["bound"] < 1.0
