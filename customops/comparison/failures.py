@@ -42,11 +42,15 @@ def fail_point(error: str | None, nodes: dict[str, NodeProto], swapped: dict[str
     """The point where a side stopped, from its ``error``: ``nodes`` are the main graph's nodes by name,
     ``swapped`` the swapped ones' ops (``Pad-15``) by name. ORT's layout pass names the node it puts in
     place of one ``<output>_nchwc``; that is the original node. None when the error names no node."""
-    found = failing_node(error)
+    # the names as an error's text writes them (messages.message: whitespace collapsed; our kernels' own
+    # errors quote them with repr)
+    written = {" ".join(form.split()): k for k in nodes for form in (repr(k)[1:-1], k)}
+    renamed = {f"{o}_nchwc" for n in nodes.values() for o in n.output if o}
+    found = failing_node(error, [*written, *renamed])
     if found is None:
         return None
     name, op = found
-    node = name if name in nodes else None
+    node = written.get(name) if name not in nodes else name
     if node is None and name.endswith("_nchwc"):
         node = next((k for k, n in nodes.items() if name[: -len("_nchwc")] in n.output), None)
     if node is not None:

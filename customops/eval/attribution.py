@@ -60,15 +60,19 @@ def odd_one_out(
     tolerance agreement is not transitive, so one disagreement alone blames nobody). With a yardstick:
     ``rounding`` when both are within their bound; the side beyond its bound when the other is within,
     unless a reference that votes is beyond it too (then the formula, not rounding, is in question, and
-    the three votes decide); when both are beyond, the votes decide (a reference that is no vote
-    cannot)."""
+    the three votes decide), or :func:`ours_questioned` (``unknown``); when both are beyond, the votes
+    decide (a reference that is no vote cannot)."""
     if builtin_custom:
         return "reference" if builtin_ref is False and custom_ref is False else None
     if within is not None:
         if within.builtin and within.custom:
             return "rounding"
         if within.builtin != within.custom and within.reference is not False:
-            return "custom" if within.builtin else "builtin"
+            return (
+                "unknown"
+                if ours_questioned(within, builtin_ref, custom_ref)
+                else ("custom" if within.builtin else "builtin")
+            )
         if within.reference is None:
             builtin_ref = custom_ref = None
     if builtin_ref is None or custom_ref is None:
@@ -80,6 +84,20 @@ def odd_one_out(
     if not (builtin_ref or custom_ref):
         return "three-way"
     return "unknown"  # each is within tolerance of the reference, not of the other
+
+
+def ours_questioned(within: Within, builtin_ref: bool | None, custom_ref: bool | None) -> bool:
+    """Whether ours is within its bound and the built-in kernel beyond it while a reference that is no
+    vote agrees with the built-in kernel and not with ours. The yardstick is our kernel's formula in
+    float64, so it cannot tell a departure of ORT's formula from one of ours: with a second
+    implementation on ORT's side, no side is named."""
+    return (
+        within.custom
+        and not within.builtin
+        and within.reference is None
+        and bool(builtin_ref)
+        and custom_ref is False
+    )
 
 
 def attribution(
@@ -107,5 +125,8 @@ def attribution(
         return "reference-odd-one-out"
     if odd == "unknown":
         voted = builtin_ref is not None and custom_ref is not None
-        return "undecided" if voted and (within is None or within.reference is not None) else "no-third-vote"
+        counted = (
+            within is None or within.reference is not None or ours_questioned(within, builtin_ref, custom_ref)
+        )
+        return "undecided" if voted and counted else "no-third-vote"
     return odd

@@ -115,6 +115,13 @@ YARDSTICKS: dict[str, Yardstick] = {
 }
 
 
+MEMORY_LIMIT = 1 << 30
+"""Most bytes of float64 the yardstick holds in this process: the widened inputs and the value (each
+side's output is widened in turn besides). A node over it has no yardstick (``Measured.error`` says
+why) and the votes decide: the values of a model's node are bounded only by the sides' output limit,
+and widening float16 takes four times its bytes."""
+
+
 FLOATS = ("float16", "bfloat16", "float32", "float64")
 """The output types a yardstick judges (narrower ones are copies in every op here)."""
 
@@ -145,10 +152,12 @@ class Terms:
     computed per term over an ``extent`` (the largest coordinate, in pixels), and ``scale`` (the sum of
     the terms' magnitudes)."""
 
-    count: float
+    count: float | np.ndarray
     rank: int
-    extent: float
-    scale: float
+    extent: float | np.ndarray
+    scale: float | np.ndarray
+    """``count``, ``extent`` and ``scale`` may be arrays that broadcast over the output (RoiAlign's: one
+    per roi)."""
 
 
 def _interpolating(x: np.ndarray, out_shape: Sequence[int], mode: str, antialias: int) -> Terms | None:
@@ -192,26 +201,52 @@ def _col2im(inputs: Inputs, attrs: Mapping[str, Any], out_shape: Sequence[int]) 
     return Terms(count, 0, 0.0, count * _mag(inputs[0]))
 
 
-def _roi_samples(rois: np.ndarray, attrs: Mapping[str, Any]) -> float:
-    """The most sample points per bin over the rois."""
+def _roi_samples(r: np.ndarray, attrs: Mapping[str, Any]) -> np.ndarray:
+    """The sample points per bin of each roi (``r`` scaled by spatial_scale)."""
     ratio = int(attrs.get("sampling_ratio") or 0)
     if ratio > 0:
-        return float(ratio * ratio)
-    scale = float(attrs.get("spatial_scale", 1.0))
-    r = np.asarray(rois, np.float64).reshape(-1, 4) * scale
-    if not r.size:
-        return 1.0
-    with np.errstate(all="ignore"):
-        h = np.ceil(np.max(np.abs(r[:, 3] - r[:, 1])) / max(int(attrs.get("output_height", 1)), 1))
-        w = np.ceil(np.max(np.abs(r[:, 2] - r[:, 0])) / max(int(attrs.get("output_width", 1)), 1))
-    return float(max(h, 1.0) * max(w, 1.0))
+        return np.full(len(r), float(ratio * ratio))
+    h = np.ceil(np.abs(r[:, 3] - r[:, 1]) / max(int(attrs.get("output_height", 1)), 1))
+    w = np.ceil(np.abs(r[:, 2] - r[:, 0]) / max(int(attrs.get("output_width", 1)), 1))
+    return np.maximum(h, 1.0) * np.maximum(w, 1.0)
 
 
 def _roi_align(inputs: Inputs, attrs: Mapping[str, Any], out_shape: Sequence[int]) -> Terms | None:
+    """Per roi (its output rows): a roi's own size and coordinates bound its rounding, so a roi far off
+    the map (many pixels of rounding, and only zeros read) does not loosen the bound of the others."""
     x, rois = inputs[0], inputs[1]
-    samples = 1.0 if attrs.get("mode") == "max" else _roi_samples(rois, attrs)
-    extent = max(float(max(x.shape[2:], default=1)), _mag(rois) * abs(float(attrs.get("spatial_scale", 1.0))))
-    return Terms(4.0 * samples, 2, extent + 1.0, _mag(x))
+    r = np.asarray(rois, np.float64).reshape(-1, 4) * float(attrs.get("spatial_scale", 1.0))
+    r[~np.isfinite(r)] = 0.0  # such a roi's output is NaN (ours) whatever rounds: the others' bound holds
+    samples = np.ones(len(r)) if attrs.get("mode") == "max" else _roi_samples(r, attrs)
+    extent = np.maximum(float(max(x.shape[2:], default=1)), np.max(np.abs(r), axis=1, initial=0.0))
+    rows = (-1, *[1] * (len(out_shape) - 1))
+    scale = _roi_magnitudes(x, r, inputs[2])
+    return Terms((4.0 * samples).reshape(rows), 2, (extent + 1.0).reshape(rows), scale.reshape(rows))
+
+
+WINDOW_LIMIT = 1 << 24
+"""Most elements of X read in all for RoiAlign's magnitudes per roi (else the largest of X serves)."""
+
+
+def _roi_magnitudes(x: np.ndarray, r: np.ndarray, batch: np.ndarray | None) -> np.ndarray:
+    """The largest finite |X| each roi (``r`` scaled) can read: its image's pixels within two of its box,
+    which hold every corner its sample points weigh, however their coordinates round by a pixel. Where
+    that would read more than :data:`WINDOW_LIMIT` elements in all: the largest |X| for every roi."""
+    whole = np.full(len(r), _mag(x))
+    idx = None if batch is None else np.asarray(batch).reshape(-1)
+    if x.ndim != 4 or idx is None or len(idx) != len(r) or idx.dtype.kind not in "iu" or len(r) > 1 << 16:
+        return whole
+    if len(idx) and (idx.min() < 0 or idx.max() >= x.shape[0]):
+        return whole
+    box = []
+    for a, b, n in ((r[:, 1], r[:, 3], x.shape[2]), (r[:, 0], r[:, 2], x.shape[3])):
+        box.append(np.clip(np.floor(np.minimum(a, b)) - 2, 0, n - 1).astype(np.int64))
+        box.append(np.clip(np.ceil(np.maximum(a, b)) + 3, 1, n).astype(np.int64))
+    y0, y1, x0, x1 = box
+    if int(((y1 - y0) * (x1 - x0)).sum()) * x.shape[1] > WINDOW_LIMIT:
+        return whole
+    windows = zip(idx.tolist(), y0.tolist(), y1.tolist(), x0.tolist(), x1.tolist(), strict=True)
+    return np.array([_mag(x[i, :, a:b, c:d]) for i, a, b, c, d in windows], np.float64)
 
 
 def _deform_conv(inputs: Inputs, attrs: Mapping[str, Any], out_shape: Sequence[int]) -> Terms | None:
@@ -245,14 +280,14 @@ decoded attributes and the output's shape; None for a configuration that does no
 
 def bound(
     op: str, inputs: Inputs, attrs: Mapping[str, Any], out_shape: Sequence[int], dtype: Any
-) -> float | None:
+) -> float | np.ndarray | None:
     """How far an output of ``dtype`` computed with that type's rounding may be from the exact value:
     ``eps * S * (T + COORDINATE_OPS * r * E)`` with eps the type's machine epsilon, T terms summed of
     magnitudes adding up to S (Higham's bound for a sum, one eps per term), and r coordinates per term,
     each within COORDINATE_OPS half-ulps (COORDINATE_OPS / 2 eps E) of the largest coordinate E, moving
     an interpolation weight by that much times a difference of two pixels (at most 2 S). None where the
     op's configuration does not round (no yardstick), the output is not a float, or the bound is not
-    finite."""
+    finite. An array (RoiAlign's: one per roi) broadcasts over the output."""
     terms_of = TERMS.get(op)
     if terms_of is None or not is_float(np.dtype(dtype)) or inputs[0] is None:
         return None
@@ -261,8 +296,11 @@ def bound(
     if t is None:
         return None
     eps = epsilon(dtype)
-    value = eps * t.scale * (t.count + COORDINATE_OPS * t.rank * t.extent)
-    return value if math.isfinite(value) else None
+    with np.errstate(all="ignore"):
+        value = eps * t.scale * (t.count + COORDINATE_OPS * t.rank * t.extent)
+    if not np.all(np.isfinite(value)):
+        return None
+    return float(value) if np.ndim(value) == 0 else np.asarray(value, np.float64)
 
 
 def widened(model: ModelProto, feed: Mapping[str, np.ndarray]) -> tuple[ModelProto, dict[str, np.ndarray]]:
@@ -312,7 +350,7 @@ class Measured:
 
     op: str
     value: np.ndarray | None
-    bound: float | None
+    bound: float | np.ndarray | None
     distance: dict[str, float | None] = field(default_factory=dict)
     within: dict[str, bool | None] = field(default_factory=dict)
     error: str | None = None
@@ -325,7 +363,7 @@ class Measured:
         row = YARDSTICKS.get(self.op)
         return {
             "source": row.source if row else None,
-            "bound": self.bound,
+            "bound": None if self.bound is None else float(np.max(self.bound, initial=0.0)),
             "distance": self.distance,
             "within": self.within,
             "reference_vote": bool(row and row.reference_vote),
@@ -334,10 +372,14 @@ class Measured:
 
 
 def measure(
-    op: str, value: np.ndarray | None, bound_: float | None, outputs: Mapping[str, np.ndarray | None]
+    op: str,
+    value: np.ndarray | None,
+    bound_: float | np.ndarray | None,
+    outputs: Mapping[str, np.ndarray | None],
 ) -> Measured:
     """Each side of ``outputs`` (builtin, custom, reference) against the yardstick ``value``, rounded
-    first to the side's output type (its last rounding is allowed; an overflow to inf matches)."""
+    first to the side's output type (its last rounding is allowed; an overflow to inf matches); a bound
+    per element where :func:`bound` gives an array."""
     m = Measured(op, value, bound_)
     if value is None or bound_ is None:
         return m
@@ -351,9 +393,22 @@ def measure(
             m.distance[side], m.within[side] = None, False
             continue
         rounded = value.astype(out.dtype).astype(np.float64)
-        metrics = compare_arrays(out.astype(np.float64), rounded, 0.0, bound_)
-        m.distance[side], m.within[side] = metrics.max_abs, metrics.passed
+        wide = out.astype(np.float64)
+        metrics = compare_arrays(wide, rounded, 0.0, float(np.max(bound_, initial=0.0)))
+        m.distance[side], m.within[side] = (
+            metrics.max_abs,
+            metrics.passed and _each_within(wide, rounded, bound_),
+        )
     return m
+
+
+def _each_within(a: np.ndarray, b: np.ndarray, limit: float | np.ndarray) -> bool:
+    """Whether every finite difference of ``a`` and ``b`` is within its ``limit`` (NaN and inf places are
+    compare_arrays' to match)."""
+    if np.ndim(limit) == 0:
+        return True
+    with np.errstate(invalid="ignore"):
+        return not bool(np.any(np.abs(a - b) > limit))
 
 
 def custom_call(
@@ -397,6 +452,9 @@ def judge(
     if call is None or limit is None:
         return None
     op = call[0]
+    need = 8 * (ours.size + sum(np.asarray(v).size for v in feed.values() if is_float(np.asarray(v).dtype)))
+    if need > MEMORY_LIMIT:
+        return Measured(op, None, limit, error=f"the yardstick would hold {need} bytes, over {MEMORY_LIMIT}")
     if ours.dtype == np.float64:
         return measure(op, ours, limit, outputs)
     value, error = run64(*widened(model, feed))

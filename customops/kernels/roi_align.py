@@ -32,7 +32,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from fractions import Fraction
 from functools import cached_property
 from typing import Any
 
@@ -339,12 +338,24 @@ class _Extents:
             )
         return ok[:n] & ok[n:]
 
-    def exact(self, r: int) -> tuple[Fraction, Fraction]:
-        """ROI r's begin and extent, exactly."""
-        scale = Fraction(self.scale)
-        a = Fraction(float(self.start[r])) * scale
-        extent = Fraction(float(self.end[r])) * scale - a
-        return a - Fraction(self.shift), extent if self.half else max(extent, Fraction(1))
+    def exact(self, rois: np.ndarray) -> dict[int, tuple[int, int, int]]:
+        """Each of ``rois``' begin and extent, exactly: ``(B, E, D)`` with begin ``B / D`` and extent
+        ``E / D``. Every float64 is a whole number over a power of two, so these are integers, and the
+        placing of a point is integer arithmetic with no Python call per point (a hostile set of ROIs
+        can send all the points one axis allows there)."""
+        rois = np.unique(rois)
+        kn, kd = float(self.scale).as_integer_ratio()
+        out = {}
+        for r, start, end in zip(
+            rois.tolist(), self.start[rois].tolist(), self.end[rois].tolist(), strict=True
+        ):
+            sn, sd = start.as_integer_ratio()
+            en, ed = end.as_integer_ratio()
+            d = 2 * max(sd, ed) * kd  # a power of two that each term's denominator divides (0.5 too)
+            a = sn * kn * (d // (sd * kd))
+            extent = en * kn * (d // (ed * kd)) - a
+            out[r] = (a - int(self.shift * 2) * (d // 2), extent if self.half else max(extent, d), d)
+        return out
 
 
 def _axis(
@@ -418,8 +429,8 @@ def _grid(ext: _Extents, size: int, ratio: int, name: str) -> np.ndarray:
         if near.size:  # the quotient is exact when extent is and bin_size * size gives it back exactly
             b, e = bin_size[near], ext.extent[near]
             exact = ext.computed_exactly[near] & _product_exact(b, np.full_like(b, size), e) & (b * size == e)
-    for r in near[~exact].tolist() if near.size else []:
-        wanted[r] = max(math.ceil(ext.exact(r)[1] / size), 0)
+    for r, (_, extent, den) in ext.exact(near[~exact]).items() if near.size else ():
+        wanted[r] = max(-(-extent // (den * size)), 0)
     too_many = wanted * size > MAX_AXIS_SAMPLES
     if too_many.any():
         k = int(np.flatnonzero(too_many)[0])
@@ -444,18 +455,20 @@ def _place_exactly(
 ) -> None:
     """Set the pixels and weights of ``points`` from their exact coordinates (rational arithmetic):
     inside the map or not, the pixel below, and whether they sit on it."""
-    exact: dict[int, tuple[Fraction, Fraction]] = {}
-    for i in points.tolist():
-        r = int(roi[i])
-        if r not in exact:
-            exact[r] = ext.exact(r)
-        begin, extent = exact[r]
-        c = begin + extent * int(m[i]) / (2 * int(counts[r]))
-        clipped = min(max(c, Fraction(0)), Fraction(length - 1))
-        low = min(math.floor(clipped), length - 1)
-        frac = float(clipped - low)
-        tab[i] = (low, min(low + 1, length - 1))
-        w[i] = (1.0 - frac, frac) if -1 <= c <= length else (0.0, 0.0)
+    rois = roi[points]
+    exact = ext.exact(rois)
+    low, inside, frac = [], [], []
+    for r, k, twice in zip(rois.tolist(), m[points].tolist(), (2 * counts[rois]).tolist(), strict=True):
+        begin, extent, den = exact[r]
+        num, den = begin * twice + extent * k, den * twice  # the point is at num / den
+        clipped = min(max(num, 0), (length - 1) * den)
+        below = min(clipped // den, length - 1)
+        low.append(below)
+        frac.append((clipped - below * den) / den)  # correctly rounded, as float(Fraction) is
+        inside.append(-den <= num <= length * den)
+    below, f = np.asarray(low, np.int64).reshape(-1), np.asarray(frac, np.float64).reshape(-1)
+    tab[points] = np.stack([below, np.minimum(below + 1, length - 1)], axis=1)
+    w[points] = np.where(np.asarray(inside, bool).reshape(-1, 1), np.stack([1.0 - f, f], axis=1), 0.0)
 
 
 def _split(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
