@@ -295,3 +295,30 @@ def check_deviation(dev: Deviation) -> None:
         assert ours.tolist() == spec.tolist()
     else:
         np.testing.assert_allclose(ours.astype(np.float64), spec.astype(np.float64), rtol=1e-6, atol=1e-6)
+
+
+FAR = 1e7
+"""A roi coordinate far off a 64x64 map (:func:`roi_align_model`)."""
+
+
+def roi_align_model(far: bool) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    """RoiAlign-16 on a 64x64 map of values up to about 250 with two ROIs on it, and with ``far`` a third
+    at (FAR, FAR): it reads only zeros on every side."""
+    rng = np.random.default_rng(0)
+    x = (rng.standard_normal((1, 4, 64, 64)) * 60).astype(np.float32)
+    rois = [[3.3, 5.1, 61.7, 58.9], [10.2, 0.7, 40.9, 33.3]] + ([[FAR, FAR, FAR + 9, FAR + 9]] if far else [])
+    boxes = np.array(rois, np.float32)
+    attrs = {"coordinate_transformation_mode": "output_half_pixel", "output_height": 7, "output_width": 7}
+    node = helper.make_node("RoiAlign", ["x", "rois", "idx"], ["y"], name="roi", sampling_ratio=2, **attrs)
+    graph = helper.make_graph(
+        [node],
+        "g",
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape)),
+            helper.make_tensor_value_info("rois", TensorProto.FLOAT, list(boxes.shape)),
+            helper.make_tensor_value_info("idx", TensorProto.INT64, [len(boxes)]),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16)])
+    return model, {"x": x, "rois": boxes, "idx": np.zeros(len(boxes), np.int64)}

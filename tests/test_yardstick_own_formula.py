@@ -5,11 +5,11 @@ with ours, compare names no side rather than blaming ORT for our mistake."""
 from __future__ import annotations
 
 from customops.comparison.pipeline import compare_model
-from tests.hostile.test_yardstick_bounds import _roi_align
+from tests.helpers import roi_align_model
 
 
 def test_a_formula_wrong_in_ours_is_not_blamed_on_ort(wrong_kernel):
-    model, feed = _roi_align(far=False)
+    model, feed = roi_align_model(far=False)
     wrong_kernel("roi_align:add1")  # ours adds 1 in every type: its float64 run, the yardstick, too
     comparison = compare_model(model, feed)
     (node,) = comparison.report["nodes"]
