@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from customops.comparison.choices import Choices
 from customops.comparison.inputs import InputPlan, check_inputs, load_inputs
 from customops.comparison.pipeline import Report, compare_model
 from customops.errors import CustomOpsError
@@ -30,6 +31,10 @@ def compare(
     check_error_stat: str = "elemwise",
     reference_timeout: float = REFERENCE_TIMEOUT,
     graph_optimization_level: str = "all",
+    nodes: Sequence[str] | None = None,
+    exclude: Sequence[str] = (),
+    validate: bool = False,
+    fail_fast: bool = False,
 ) -> Report:
     """Run ``model`` (a ModelProto, serialized bytes or a path) with ORT's built-in kernels and with ours,
     node by node, with onnx.reference as third vote; returns the typed report (``.verdict``: 'agree',
@@ -42,7 +47,8 @@ def compare(
     (rtol, atol) by tensor name (graph outputs, swapped nodes' outputs; None: the global one).
     ``check_error_stat``, ``reference_limit``, ``reference_timeout`` and ``graph_optimization_level``
     (disable, basic, extended or all): as ``--check-error-stat``, ``--reference-limit``,
-    ``--reference-timeout`` and ``--graph-optimization-level``. Raises CustomOpsError for bad input, as the command
+    ``--reference-timeout`` and ``--graph-optimization-level``; ``nodes``, ``exclude``, ``validate`` and
+    ``fail_fast`` as ``--nodes``, ``--exclude``, ``--validate`` and ``--fail-fast``. Raises CustomOpsError for bad input, as the command
     exits 2."""
     from customops.model.rewriter import as_model
 
@@ -66,6 +72,7 @@ def compare(
         graph_optimization_level=graph_optimization_level,
         plan=plan,
         started=started,
+        choices=Choices(None if nodes is None else list(nodes), list(exclude), validate, fail_fast),
     )
     return comparison.result
 
