@@ -27,7 +27,8 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "compare",
         help="run a model with ORT's built-in kernels and with ours, node by node, with onnx.reference as third vote",
-        description="Exit status: 0 everything agrees, 1 a disagreement or a side failed to run, 2 bad input.",
+        description="Exit status: 0 everything agrees, 1 a disagreement, a side failed to run or --validate found NaN or "
+        "inf, 2 bad input.",
     )
     p.add_argument("model", metavar="MODEL", help="the ONNX model")
     p.add_argument(
