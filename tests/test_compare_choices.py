@@ -140,3 +140,30 @@ def test_nodes_and_exclude_choose_the_nodes_compare_swaps(tmp_path):
             "customops compare: error: no node named 'ghost' in the model (--nodes and --exclude take node "
             "names, or the first output of a node without a name)"
         ]
+
+
+def test_fail_fast_stops_where_a_side_cannot_run_the_node_alone():
+    """x (uint16) -> Resize -> Pad -> y: ORT has no uint16 Resize kernel, ours runs it."""
+    nodes = [
+        helper.make_node("Resize", ["x", "", "scales"], ["r"], name="resize", mode="linear"),
+        helper.make_node("Pad", ["r", "pads"], ["y"], name="pad", mode="edge"),
+    ]
+    inits = [
+        onnx.numpy_helper.from_array(np.array([1, 1, 2, 2], F32), "scales"),
+        onnx.numpy_helper.from_array(np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64), "pads"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "u16",
+        [helper.make_tensor_value_info("x", TensorProto.UINT16, [1, 1, 2, 2])],
+        [helper.make_tensor_value_info("y", TensorProto.UINT16, None)],
+        inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+    x = {"x": np.array([[[[0, 100], [200, 300]]]], np.uint16)}
+    full = customops.compare(model, x)
+    assert [n.node for n in full.nodes] == ["resize", "pad"] and full.nodes[0].verdict == "side-failed"
+    assert full.stopped is None
+    report = customops.compare(model, x, fail_fast=True)
+    assert [(n.node, n.attribution) for n in report.nodes] == [("resize", "builtin-cannot-run")]
+    assert report.stopped is not None and report.stopped.not_judged == [{"node": "pad", "op": "Pad-19"}]
