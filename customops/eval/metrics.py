@@ -149,7 +149,7 @@ def _errors(a: np.ndarray, b: np.ndarray, atol: float, sample: bool) -> tuple[np
     if not keep.any():
         return None
     diff, mag = np.abs(fa[keep] - fb[keep]), np.maximum(np.abs(fb[keep]), atol)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         rel = np.where(mag > 0, diff / mag, np.where(diff > 0, np.inf, 0.0))
     return diff, rel
 
