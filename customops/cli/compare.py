@@ -27,7 +27,8 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "compare",
         help="run a model with ORT's built-in kernels and with ours, node by node, with onnx.reference as third vote",
-        description="Exit status: 0 everything agrees, 1 a disagreement or a side failed to run, 2 bad input.",
+        description="Exit status: 0 everything agrees, 1 a disagreement, a side failed to run or --validate found NaN or "
+        "inf, 2 bad input.",
     )
     p.add_argument("model", metavar="MODEL", help="the ONNX model")
     p.add_argument(
@@ -68,6 +69,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--json", metavar="PATH", help="write the full report as JSON")
     p.add_argument("--html", metavar="PATH", help="write a self-contained HTML report with heat maps")
     p.add_argument("--save-repro", metavar="DIR", help="write an ONNX test case for each disagreeing node")
+    _add_choice_options(p)
     p.add_argument(
         "--all-rows",
         action="store_true",
@@ -79,6 +81,26 @@ def add_parser(sub: Any) -> None:
         "-v", "--verbose", action="store_true", help="show ONNX Runtime's own warnings from both sides"
     )
     p.set_defaults(func=run)
+
+
+def _names(text: str) -> list[str]:
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
+def _add_choice_options(p: Any) -> None:
+    """What is compared and how far: --nodes, --exclude, --validate, --fail-fast."""
+    p.add_argument("--nodes", type=_names, metavar="NAME[,NAME...]", help="swap and compare only these nodes")
+    p.add_argument("--exclude", type=_names, metavar="NAME[,NAME...]", help="leave these nodes unswapped")
+    p.add_argument(
+        "--validate",
+        action="store_true",
+        help="look for NaN and inf in every compared tensor on both sides; any found fails the run (exit 1)",
+    )
+    p.add_argument(
+        "--fail-fast",
+        action="store_true",
+        help="stop at the first node where a difference starts or a side fails alone",
+    )
 
 
 def _add_optimization_option(p: Any) -> None:
@@ -252,6 +274,7 @@ def loaded_outputs(args: Any, model: ModelProto) -> Any:
 
 def run(args: Any) -> int:
     """The ``customops compare`` command."""
+    from customops.comparison.choices import Choices
     from customops.comparison.pipeline import check_settings, compare_model, log
     from customops.comparison.report import format_table
     from customops.eval import sides
@@ -295,6 +318,7 @@ def run(args: Any) -> int:
         plan=plan,
         started=getattr(args, "started", None),
         loaded=loaded,
+        choices=Choices(args.nodes, args.exclude or [], args.validate, args.fail_fast),
     )
     print(
         printable(comparison.result.summary) if args.quiet else format_table(comparison.report, args.all_rows)

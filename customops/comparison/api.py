@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from customops.comparison.choices import Choices
 from customops.comparison.inputs import InputPlan, check_inputs, load_inputs
 from customops.comparison.pipeline import Report, compare_model
 from customops.errors import CustomOpsError
@@ -30,19 +31,25 @@ def compare(
     check_error_stat: str = "elemwise",
     reference_timeout: float = REFERENCE_TIMEOUT,
     graph_optimization_level: str = "all",
+    nodes: Sequence[str] | None = None,
+    exclude: Sequence[str] = (),
+    validate: bool = False,
+    fail_fast: bool = False,
 ) -> Report:
     """Run ``model`` (a ModelProto, serialized bytes or a path) with ORT's built-in kernels and with ours,
     node by node, with onnx.reference as third vote; returns the typed report (``.verdict``: 'agree',
-    'disagree' or 'failed'; ``.summary``; ``.nodes``; ``.outputs``; ``.amplified``; ``.to_json()`` is the
-    document of ``customops compare --json``). ``inputs``: arrays by graph input name, an .npz file or an
-    ONNX test-case directory; None draws them from the declared types and shapes (``seed``; symbolic
+    'disagree', 'failed', or 'invalid' (``validate`` found NaN or inf); ``.summary``; ``.nodes``;
+    ``.outputs``; ``.amplified``; ``.validation``; ``.stopped``; ``.to_json()`` is the document
+    of ``customops compare --json``). ``inputs``: arrays by graph input name, an .npz file or an ONNX
+    test-case directory; None draws them from the declared types and shapes (``seed``; symbolic
     dimensions from ``dims``, else 4, then 32, 64 and 320 while both sides fail alike: docs/compare.md,
     Inputs). ``providers``: the built-in side's execution providers (ORT names or
     aliases: cpu, cuda, tensorrt, dml, openvino, coreml; default CPU); ours run on CPU. ``tolerances``:
     (rtol, atol) by tensor name (graph outputs, swapped nodes' outputs; None: the global one).
     ``check_error_stat``, ``reference_limit``, ``reference_timeout`` and ``graph_optimization_level``
     (disable, basic, extended or all): as ``--check-error-stat``, ``--reference-limit``,
-    ``--reference-timeout`` and ``--graph-optimization-level``. Raises CustomOpsError for bad input, as the command
+    ``--reference-timeout`` and ``--graph-optimization-level``; ``nodes``, ``exclude``, ``validate`` and
+    ``fail_fast`` as ``--nodes``, ``--exclude``, ``--validate`` and ``--fail-fast``. Raises CustomOpsError for bad input, as the command
     exits 2."""
     from customops.model.rewriter import as_model
 
@@ -66,6 +73,7 @@ def compare(
         graph_optimization_level=graph_optimization_level,
         plan=plan,
         started=started,
+        choices=Choices(None if nodes is None else list(nodes), list(exclude), validate, fail_fast),
     )
     return comparison.result
 

@@ -472,6 +472,35 @@ def _where_they_differ(a: np.ndarray, b: np.ndarray) -> str | None:
     return line + "."
 
 
+def _histogram(a: np.ndarray, b: np.ndarray) -> str:
+    """A small inline SVG histogram of |A − B| by decade (customops.eval.metrics.error_histogram) for
+    two numeric tensors of one shape that differ; nothing otherwise. Each bar's count is on hover."""
+    from customops.eval.metrics import error_histogram
+
+    if a.shape != b.shape or a.dtype.kind not in "iuf" or b.dtype.kind not in "iuf":
+        return ""
+    bins = error_histogram(a, b)
+    if len(bins) < 2:  # no finite element, or every finite one equal
+        return ""
+    most = max(count for _, _, count in bins) or 1
+    width, height, bar = 24 * len(bins), 60, 20
+    parts = []
+    for i, (low, high, count) in enumerate(bins):
+        h = 0 if count == 0 else max(1, round(height * count / most))
+        label = "= 0" if high == 0 else f"{_num(low, 1)} ≤ |A − B| < {_num(high, 1)}"
+        parts.append(
+            f'<rect x="{i * 24 + 2}" y="{height - h}" width="{bar}" height="{h}" fill="#b2182b">'
+            f"<title>{_e(label)}: {count}</title></rect>"
+        )
+    axis = f"{_num(bins[1][0], 1)} … {_num(bins[-1][1], 1)}"
+    return (
+        f"<p>|A − B| by decade (first bar: equal elements; then {_e(axis)}; hover for counts):</p>"
+        f'<svg width="{width}" height="{height}" role="img" aria-label="histogram of |A − B|">'
+        + "".join(parts)
+        + "</svg>"
+    )
+
+
 def _short(value: Any) -> str:
     text = repr(value.item() if isinstance(value, np.generic) else value)
     return text if len(text) <= 60 else text[:57] + "..."
@@ -725,6 +754,7 @@ def _tensor_panel(
             line = "shapes differ, so there is no element-wise difference."
         if line:
             out.append(f"<p>{_e(line)}</p>")
+        out.append(_histogram(arrays["builtin"], arrays["custom"]))
     if all(_is_image_like(x) for x in present) and images:
         out.extend(_heatmap_panel(key, arrays, uid))
     elif all(_is_image_like(x) for x in present):

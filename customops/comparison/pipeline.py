@@ -23,6 +23,7 @@ from onnx import ModelProto, NodeProto, helper
 
 from customops.comparison import optimizer
 from customops.comparison.amplify import Effect, Search, culprits
+from customops.comparison.choices import Choices, NonFinite, Stopped, non_finite, stops_here
 from customops.comparison.failures import FailPoint, before_failure, fail_point, parted
 from customops.comparison.inputs import InputPlan, InputsUsed, check_seed, sizes_text
 from customops.comparison.isolate import (
@@ -93,6 +94,8 @@ class Settings:
     """(rtol, atol) of named tensors (graph outputs, swapped nodes' outputs); None: the global one."""
     optimization: str = "all"
     """ORT's graph optimization level of every ORT session (customops.eval.worker.OPTIMIZATION_LEVELS)."""
+    choices: Choices = field(default_factory=Choices)
+    """The nodes compared, --validate and --fail-fast (customops.comparison.choices)."""
 
     def tol(self, name: str) -> tuple[float | None, float | None]:
         """(rtol, atol) for the tensor ``name``: its own where given, else the global ones (None: the
@@ -186,6 +189,10 @@ class Report:
     """ORT's graph optimization level and the reruns at lower levels (customops.comparison.optimizer)."""
     inputs: InputsUsed | None = None
     """The inputs compared: shapes, dtypes and, generated, the sizes of the symbolic dimensions."""
+    validation: list[NonFinite] | None = None
+    """With --validate: each compared tensor and side holding NaN or inf (None: not asked for)."""
+    stopped: Stopped | None = None
+    """With --fail-fast: where the comparison stopped and the nodes not judged (None: it did not stop)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -205,6 +212,8 @@ class Report:
             "phase_seconds": self.phase_seconds,
             "graph_optimization": self.graph_optimization.to_json(),
             "inputs": None if self.inputs is None else self.inputs.to_json(),
+            "validation": None if self.validation is None else [v.to_json() for v in self.validation],
+            "fail_fast": None if self.stopped is None else self.stopped.to_json(),
         }
 
 
@@ -265,10 +274,14 @@ def _with_outputs(model: ModelProto, names: Sequence[str], types: dict[str, int]
 
 
 def prepare(
-    model: ModelProto, feed: dict[str, np.ndarray], ops: Sequence[str] | None, say: Callable[[str], None]
+    model: ModelProto,
+    feed: dict[str, np.ndarray],
+    ops: Sequence[str] | None,
+    say: Callable[[str], None],
+    choices: Choices | None = None,
 ) -> Prepared:
-    """Restore an already rewritten model, rewrite it (``ops`` only), and pick the swapped nodes of the
-    main graph and the values to expose."""
+    """Restore an already rewritten model, rewrite it (``ops`` only, and ``choices``' nodes), and pick the
+    swapped nodes of the main graph and the values to expose."""
     from customops.model.rewriter import infer_types, is_rewritten, restore, rewrite_model, value_types
 
     count = is_rewritten(model)
@@ -277,7 +290,8 @@ def prepare(
             f"the model is already rewritten ({count} node(s) in the customops domain): comparing its restored form"
         )
         model = restore(model)
-    result = rewrite_model(model, ops=ops)
+    chosen = choices or Choices()
+    result = rewrite_model(model, ops=ops, nodes=chosen.nodes, exclude=chosen.exclude)
     types: dict[str, int] = {}
     value_types(infer_types(model).graph, types)
     nodes = {(n.name or (n.output[0] if n.output else "")): n for n in model.graph.node}
@@ -784,6 +798,36 @@ def _record_optimization(report: Report, found: Optimization) -> None:
         report.summary = optimizer.summary(report.summary.partition("; ")[0], found)
 
 
+def record_choices(
+    report: Report,
+    p: Prepared,
+    tensors: dict[str, tuple[np.ndarray | None, np.ndarray | None]],
+    choices: Choices,
+) -> None:
+    """Into ``report``: where --fail-fast stopped and the swapped nodes it did not judge; with --validate,
+    each compared tensor (graph outputs, judged nodes' outputs) and side holding NaN or inf, which makes
+    an agreement "invalid" (exit status 1) and is named on the verdict line."""
+    judged = {n.node for n in report.nodes}
+    if choices.fail_fast and len(judged) < len(p.swapped):
+        last = report.nodes[-1]
+        rest = [{"node": r.node, "op": r.op} for r in p.swapped if r.node not in judged]
+        report.stopped = Stopped(last.node, last.op, rest)
+        report.summary += f"; --fail-fast stopped at {last.node!r}: {len(rest)} swapped node(s) not judged"
+    if not choices.validate:
+        return
+    found = [v for o in report.outputs for v in non_finite(o.name, None, tensors[o.name])]
+    found += [v for n in report.nodes for v in non_finite(n.output, n.node, tensors[n.node])]
+    report.validation = found
+    if not found:
+        return
+    more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+    if report.verdict == "agree":
+        report.verdict = "invalid"
+        report.summary = f"INVALID (--validate): {found[0].text()}{more}; {report.summary}"
+    else:
+        report.summary += f"; --validate: {found[0].text()}{more}"
+
+
 def _check_tolerance_names(p: Prepared, s: Settings) -> None:
     """Every tensor named in a tolerance is a graph output or a swapped node's output."""
     names = [o.name for o in p.model.graph.output] + [p.nodes[r.node].output[0] for r in p.swapped]
@@ -836,6 +880,8 @@ def _judge_nodes(
         if iso is not None:
             isolated[record.node] = iso
         nodes.append(entry)
+        if s.choices.fail_fast and stops_here(entry.origin, entry.verdict):
+            break  # --fail-fast: record_choices names the nodes not judged
     return nodes, isolated
 
 
@@ -888,6 +934,7 @@ def compare_model(
     plan: InputPlan | None = None,
     started: float | None = None,
     loaded: LoadedOutputs | None = None,
+    choices: Choices | None = None,
 ) -> Comparison:
     """Compare ``model`` on ``feed`` between ORT's built-in kernels and ours; see the module docstring.
     ``rtol`` and ``atol`` (default: per dtype) must be finite and at least 0, ``reference_limit`` (None: per
@@ -900,17 +947,19 @@ def compare_model(
     for every ORT session of both sides (customops.comparison.optimizer.OPTIMIZATION_LEVELS). ``plan``: how
     ``feed`` was generated, to draw it again at other sizes when both sides fail on it (:func:`runs_that_fit`). ``started``: the perf_counter time
     the command started (its process, or the call), timed as the phase ``start``. ``loaded``: saved
-    outputs that stand in for side A (:func:`runs_against_loaded`; customops.comparison.saved)."""
+    outputs that stand in for side A (:func:`runs_against_loaded`; customops.comparison.saved). ``choices``: the nodes
+    compared, --validate and --fail-fast (customops.comparison.choices)."""
     settings = checked_settings(
         (rtol, atol, tolerances),
         (repeats, reference_limit, reference_timeout),
         (providers, check_error_stat, graph_optimization_level),
     )
+    settings.choices = choices or Choices()
     check_in_memory(model, model_name)  # the sides' children get bytes: nothing may point at other files
     say = progress or (lambda _m: None)
     clock = Phases(started)
     sides.start_all()  # the children start while this process rewrites the model
-    p = prepare(model, feed, ops, say)
+    p = prepare(model, feed, ops, say, settings.choices)
     _check_tolerance_names(p, settings)
     clock.lap("prepare")
     if loaded is not None:
@@ -926,6 +975,7 @@ def compare_model(
     report.phase_seconds = clock.seconds
     _record_optimization(report, optimization)
     note_failures(report, fail_points(p, runs), nodes, used)
+    record_choices(report, p, tensors, settings.choices)
     return Comparison(report, tensors, isolated, feed)
 
 
@@ -963,4 +1013,6 @@ def compare_loaded(
     report.phase_seconds = clock.seconds
     _record_optimization(report, Optimization(s.optimization))
     note_failures(report, fail_points(p, runs), nodes, InputsUsed.of(feed, plan))
+    validate_only = Choices(s.choices.nodes, s.choices.exclude, s.choices.validate)  # nothing stops early
+    record_choices(report, p, tensors, validate_only)
     return Comparison(report, tensors, {}, feed)

@@ -72,6 +72,7 @@ def format_table(report: dict[str, Any], all_rows: bool = True) -> str:
             f"  {hidden} more swapped node(s) agree alone or carry a difference in (--all-rows shows them)"
         )
     lines.extend(_passing_tolerances(report, nodes))
+    lines.extend(error_stat_lines(report, nodes))
     lines.extend(_ulp_notes(report, nodes))
     for n in nodes:
         errors = (n["isolated"] or {}).get("errors") or {}
@@ -86,6 +87,7 @@ def format_table(report: dict[str, Any], all_rows: bool = True) -> str:
         if info["error"]:
             lines.append(f"  {side} side failed: {info['error']}")
     lines.extend(inputs_lines(report.get("inputs")))
+    lines.extend(choice_lines(report))
     lines = [report["summary"], "", *lines, report["summary"]]
     return "\n".join(printable(line) for line in lines)
 
@@ -132,6 +134,25 @@ def _passing_tolerances(report: dict[str, Any], nodes: list[dict[str, Any]]) -> 
     return lines
 
 
+def error_stat_lines(report: dict[str, Any], nodes: list[dict[str, Any]]) -> list[str]:
+    """For each differing output and shown node (its figures alone, else in the model): the mean, median
+    and 99th percentile of |A - B| and of the relative error (customops.eval.metrics.ErrorStats)."""
+    items = [(o["name"], o["metrics"]) for o in report["outputs"]]
+    items += [(n["node"], node_figures(n)[0] or n["in_model"]) for n in nodes]
+    lines = []
+    for name, m in items:
+        found = (m or {}).get("error_stats")
+        if not found or m.get("pass"):
+            continue
+        parts = [
+            f"{label} mean {_fmt(found[key]['mean'])}, median {_fmt(found[key]['median'])}, "
+            f"p99 {_fmt(found[key]['p99'])}"
+            for key, label in (("abs", "|A-B|"), ("rel", "rel"))
+        ]
+        lines.append(f"  {name}: {'; '.join(parts)}")
+    return lines
+
+
 def _finite(x: Any) -> bool:
     return isinstance(x, int | float) and math.isfinite(x)
 
@@ -165,6 +186,28 @@ def _optimization_lines(report: dict[str, Any]) -> list[str]:
                 "the outputs " + ("pass" if run["passes"] else "still differ") + f" (max abs {_fmt(largest)})"
             )
         lines.append(f"  rerun at level {run['level']}: {outcome}")
+    return lines
+
+
+def choice_lines(report: dict[str, Any]) -> list[str]:
+    """Where --fail-fast stopped and the nodes it did not judge; with --validate, each compared tensor and
+    side holding NaN or inf, or that none does (the report's ``fail_fast`` and ``validation``)."""
+    from customops.comparison.choices import SIDE_WORDS
+
+    lines = []
+    stopped = report.get("fail_fast")
+    if stopped:
+        names = ", ".join(f"{n['node']} [{n['op']}]" for n in stopped["not_judged"])
+        lines.append(f"  --fail-fast: stopped at {stopped['stopped_at']}; not judged: {names}")
+    found = report.get("validation")
+    if found is not None and not found:
+        lines.append("  --validate: no NaN or inf in any compared tensor on either side")
+    for v in found or ():
+        counts = ", ".join(
+            f"{v[k]} {w}" for k, w in (("nan", "NaN"), ("posinf", "+inf"), ("neginf", "-inf")) if v[k]
+        )
+        where = f" (output of {v['node']})" if v["node"] and v["node"] != v["tensor"] else ""
+        lines.append(f"  --validate: {v['tensor']}{where}: {counts} on the {SIDE_WORDS[v['side']]} side")
     return lines
 
 

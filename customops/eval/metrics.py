@@ -3,6 +3,7 @@ the smallest tolerances that would let them pass."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,6 +69,9 @@ class Metrics:
     """What decides ``passed``: each element (``elemwise``), or a statistic of the errors (:data:`STATS`)."""
     stat_abs: float | None = None
     stat_rel: float | None = None
+    errors: ErrorStats | None = None
+    """Mean, median and 99th percentile of the absolute and relative errors (None: no finite element, or
+    strings, or shapes that differ)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -90,6 +94,7 @@ class Metrics:
             "rtol": self.rtol,
             "atol": self.atol,
             "pass": self.passed,
+            "error_stats": None if self.errors is None else self.errors.to_json(),
             **(
                 {}
                 if self.stat == "elemwise"
@@ -107,28 +112,120 @@ STATS = ("elemwise", "max", "mean", "median")
 Polygraphy's, the tensor passes when the max, mean or median of |a - b| is at most atol or that of
 |a - b| / |b| at most rtol (over the finite elements; NaN and inf must still sit at the same places)."""
 
+REPORTED = ("mean", "median", "p99")
+"""The error statistics every comparison reports beside the maxima (:class:`ErrorStats`)."""
+
 STAT_SAMPLE = 1 << 24
-"""Most elements the median is taken over (a regular stride through larger tensors)."""
+"""Most elements the median and the percentile are taken over (a regular stride through larger tensors)."""
+
+_REDUCE: dict[str, Any] = {
+    "max": np.max,
+    "mean": np.mean,
+    "median": np.median,
+    "p99": lambda x: _percentile(x, 99),
+}
+
+
+def _percentile(x: np.ndarray, q: float) -> float:
+    """numpy's (linear) percentile, or where it falls between a finite value and inf (a relative error
+    against a reference of 0 with atol 0), the higher of the two: inf, never NaN."""
+    with np.errstate(invalid="ignore"):
+        found = float(np.percentile(x, q))
+    return float(np.percentile(x, q, method="higher")) if math.isnan(found) else found
+
+
+_SAMPLED = ("median", "p99")
+
+
+def _errors(a: np.ndarray, b: np.ndarray, atol: float, sample: bool) -> tuple[np.ndarray, np.ndarray] | None:
+    """|a - b| and the relative error (to max(|b|, atol), as max_rel) over the finite elements, of every
+    element or (``sample``) of a regular stride of at most :data:`STAT_SAMPLE`; None: none is finite."""
+    fa, fb = a.reshape(-1), b.reshape(-1)
+    if sample and fa.size > STAT_SAMPLE:
+        step = -(-fa.size // STAT_SAMPLE)
+        fa, fb = fa[::step], fb[::step]
+    fa, fb = fa.astype(np.float64), fb.astype(np.float64)
+    keep = np.isfinite(fa) & np.isfinite(fb)
+    if not keep.any():
+        return None
+    diff, mag = np.abs(fa[keep] - fb[keep]), np.maximum(np.abs(fb[keep]), atol)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        rel = np.where(mag > 0, diff / mag, np.where(diff > 0, np.inf, 0.0))
+    return diff, rel
+
+
+def error_stats(
+    a: np.ndarray, b: np.ndarray, stats: tuple[str, ...], atol: float = 0.0
+) -> dict[str, tuple[float | None, float | None]]:
+    """(absolute, relative) error statistic of each of ``stats`` (max, mean, median, p99) over the finite
+    elements of ``a`` against ``b`` (relative to max(|b|, atol), as max_rel); the median and the
+    percentile over a regular sample of at most :data:`STAT_SAMPLE` elements."""
+    out: dict[str, tuple[float | None, float | None]] = {}
+    whole = None
+    for sample in (False, True):
+        wanted = [s for s in stats if (s in _SAMPLED) == sample]
+        if not wanted:
+            continue
+        if whole is None or a.size > STAT_SAMPLE:  # a tensor within the sample size: one pass for both
+            whole = _errors(a, b, atol, sample)
+        errors = whole
+        for stat in wanted:
+            if errors is None:
+                out[stat] = (None, None)
+            else:
+                out[stat] = (float(_REDUCE[stat](errors[0])), float(_REDUCE[stat](errors[1])))
+    return out
 
 
 def error_stat(
     a: np.ndarray, b: np.ndarray, stat: str, atol: float = 0.0
 ) -> tuple[float | None, float | None]:
     """(absolute, relative) error statistic ``stat`` over the finite elements of ``a`` against ``b``
-    (relative to max(|b|, atol), as max_rel)."""
-    fa, fb = a.reshape(-1), b.reshape(-1)
-    if stat == "median" and fa.size > STAT_SAMPLE:
-        step = -(-fa.size // STAT_SAMPLE)
-        fa, fb = fa[::step], fb[::step]
-    fa, fb = fa.astype(np.float64), fb.astype(np.float64)
-    keep = np.isfinite(fa) & np.isfinite(fb)
-    if not keep.any():
-        return None, None
-    diff, mag = np.abs(fa[keep] - fb[keep]), np.maximum(np.abs(fb[keep]), atol)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rel = np.where(mag > 0, diff / mag, np.where(diff > 0, np.inf, 0.0))
-    reduce = {"max": np.max, "mean": np.mean, "median": np.median}[stat]
-    return float(reduce(diff)), float(reduce(rel))
+    (relative to max(|b|, atol), as max_rel; :func:`error_stats`)."""
+    return error_stats(a, b, (stat,), atol)[stat]
+
+
+HISTOGRAM_DECADES = 16
+"""Most bins of :func:`error_histogram` besides the one of equal elements."""
+
+
+def error_histogram(a: np.ndarray, b: np.ndarray) -> list[tuple[float, float, int]]:
+    """How many finite elements of ``a`` differ from ``b`` by each decade of |a - b|: (low, high, count)
+    for [low, high), the first bin (0, 0, n) counting the equal elements, at most
+    :data:`HISTOGRAM_DECADES` decades up to the largest difference (the lowest also holding any smaller
+    one); over a regular sample of at most :data:`STAT_SAMPLE` elements. Empty: no finite element."""
+    errors = _errors(a, b, 0.0, sample=True)
+    if errors is None:
+        return []
+    diff = errors[0]
+    bins = [(0.0, 0.0, int(np.count_nonzero(diff == 0)))]
+    nonzero = diff[diff > 0]
+    if nonzero.size:
+        exponent = np.floor(np.log10(nonzero)).astype(np.int64)
+        top = int(exponent.max())
+        low = max(int(exponent.min()), top - HISTOGRAM_DECADES + 1)
+        counts = np.bincount(np.maximum(exponent, low) - low, minlength=top - low + 1)
+        bins += [(10.0**e, 10.0 ** (e + 1), int(c)) for e, c in zip(range(low, top + 1), counts, strict=True)]
+    return bins
+
+
+@dataclass
+class ErrorStats:
+    """The mean, median and 99th percentile of |a - b| (``abs``) and of the relative error (``rel``) over
+    the finite elements, as Polygraphy prints them beside the maxima (:data:`REPORTED`)."""
+
+    abs: dict[str, float | None]
+    rel: dict[str, float | None]
+
+    @classmethod
+    def of(cls, a: np.ndarray, b: np.ndarray, atol: float, same: bool) -> ErrorStats:
+        """The statistics of ``a`` against ``b``; ``same``: every finite element is equal (no pass over
+        the tensors: each statistic is 0)."""
+        found = dict.fromkeys(REPORTED, (0.0, 0.0)) if same else error_stats(a, b, REPORTED, atol)
+        return cls({k: v[0] for k, v in found.items()}, {k: v[1] for k, v in found.items()})
+
+    def to_json(self) -> dict[str, Any]:
+        return {"abs": self.abs, "rel": self.rel}
 
 
 def compare_arrays(a: Any, b: Any, rtol: float, atol: float, stat: str = "elemwise") -> Metrics:
@@ -154,6 +251,8 @@ def compare_arrays(a: Any, b: Any, rtol: float, atol: float, stat: str = "elemwi
         stats.add(ca, cb, rtol, atol)
     for key, value in stats.metrics(a, b).items():
         setattr(m, key, value)
+    if not _strings(a, b) and m.max_abs is not None and stats.finite:
+        m.errors = ErrorStats.of(a, b, atol, same=m.max_abs == 0)
     if _strings(a, b):
         m.passed = m.mismatches == 0 and m.dtype_match
     elif stat == "elemwise":

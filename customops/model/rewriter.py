@@ -329,7 +329,10 @@ def _check_selection(
         present = {n.name for n in all_nodes(model)} | {n.output[0] for n in all_nodes(model) if n.output}
         for name in wanted:
             if name not in present:
-                raise CustomOpsError(f"no node named {name!r} in the model")
+                raise CustomOpsError(
+                    f"no node named {name!r} in the model (--nodes and --exclude take node names, or "
+                    "the first output of a node without a name)"
+                )
 
 
 def as_model(model: Any) -> ModelProto:
