@@ -1,0 +1,94 @@
+"""Where a difference a swapped node carries in comes from: ORT's own nodes, or a swapped node upstream.
+
+A swapped node that agrees alone but differs inside the model carries a difference in: its inputs
+already differ between the two sides. When no swapped node upstream of it differs alone (none starts a
+difference, none differs within rounding, none fails, none sits in a subgraph or function where nodes
+are not compared alone), no kernel of ours made that difference: ORT's own nodes did, computing other
+bits in the two sessions (ORT's graph optimizer rewrites the model around our opaque nodes differently:
+other fusions, another layout, sums in another order). :func:`sources` tells the two apart per node, and
+the pipeline reruns the values at lower graph optimization levels to name the level at which they match
+(customops.comparison.optimizer), as it does for the graph outputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from onnx import ModelProto
+
+from customops.comparison.failures import reads
+from customops.comparison.optimizer import Optimization, same_bits
+from customops.graphs import subgraphs
+
+__all__ = ["FROM_ORT", "FROM_SWAPPED", "CarriedIn", "Source", "sources"]
+
+FROM_ORT = "ort-nodes"
+"""A node's inputs differ, and no swapped node upstream differs alone: ORT's own nodes made it."""
+FROM_SWAPPED = "swapped-nodes"
+"""A node's inputs differ, and a swapped node upstream differs alone (or may: not compared alone)."""
+
+
+@dataclass(frozen=True)
+class Source:
+    """One swapped node of the main graph: its name, its inputs that differ between the sides, and what
+    may have made them differ (:data:`FROM_ORT` or :data:`FROM_SWAPPED`)."""
+
+    node: str
+    values: tuple[str, ...]
+    source: str
+
+
+def _differing(names: Sequence[str], a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[str, ...]:
+    """The names among ``names`` whose values both sides have and that differ in any bit."""
+    out = []
+    for n in dict.fromkeys(names):
+        if n and n in a and n in b and not same_bits(np.asarray(a[n]), np.asarray(b[n])):
+            out.append(n)
+    return tuple(out)
+
+
+def sources(
+    model: ModelProto,
+    swapped: Mapping[str, bool],
+    holds_ours: bool,
+    values: tuple[Mapping[str, Any], Mapping[str, Any]],
+) -> list[Source]:
+    """Each swapped node of ``model``'s main graph whose inputs differ between the sides (``values``: the
+    built-in and custom sides' values inside the model), with where the difference may come from.
+    ``swapped``: each swapped node by name (else its first output), True when it differs alone (or is
+    not known to agree alone); ``holds_ours``: whether swapped nodes sit inside subgraphs or functions
+    (a node holding one may differ, unseen)."""
+    functions = {(f.domain, f.name) for f in model.functions}
+    tainted: set[str] = set()
+    found = []
+    for node in model.graph.node:  # topologically sorted, as ONNX requires
+        key = node.name or (node.output[0] if node.output else "")
+        read = [n for n in reads(node) if n]
+        upstream = bool(tainted.intersection(read))
+        if key in swapped:
+            differ = _differing(list(node.input), *values)
+            if differ:
+                found.append(Source(key, differ, FROM_SWAPPED if upstream else FROM_ORT))
+        holds = holds_ours and (
+            any(True for _ in subgraphs(node)) or (node.domain, node.op_type) in functions
+        )
+        if upstream or swapped.get(key, False) or holds:
+            tainted.update(o for o in node.output if o)
+    return found
+
+
+@dataclass
+class CarriedIn:
+    """The swapped nodes whose inputs differ with no swapped node upstream differing alone (``nodes``),
+    the values that differ (``values``), and those values rerun on both sides at lower graph optimization
+    levels (``optimization``: where they match, ORT's graph optimizer made the difference)."""
+
+    nodes: list[str]
+    values: list[str]
+    optimization: Optimization = field(default_factory=Optimization)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"nodes": self.nodes, "values": self.values, **self.optimization.to_json()}
