@@ -1,5 +1,5 @@
 """compare on a swapped node whose inputs already differ between the sides while no swapped node
-upstream differs alone: ORT's own nodes made that difference (customops.comparison.carried). The node's
+upstream makes a difference of its own: ORT's own nodes made that difference (customops.comparison.carried). The node's
 in-context figures say so, the verdict line says so, and those values are rerun at lower graph
 optimization levels to name the level at which they match. Real ORT sessions on a model built here."""
 
@@ -106,4 +106,29 @@ def test_a_node_downstream_of_a_node_that_differs_alone_is_not_said_to_be_ort_s(
     report = strict_json((tmp_path / "r.json").read_text())
     assert proc.returncode == 1, proc.stdout
     assert _nodes(report)["up2"]["carried_from"] == "swapped-nodes"
+    assert report["carried_in"] is None and "ORT's own nodes" not in report["summary"]
+
+
+def test_a_node_fed_by_a_swapped_node_that_differs_alone_within_tolerance_is_not_said_to_be_ort_s(tmp_path):
+    # AffineGrid -> GridSample: ORT's AffineGrid and ours differ by a few ulp alone (within tolerance, so
+    # the node agrees), and that is what reaches GridSample's grid: a difference of ours, not ORT's
+    rng = np.random.default_rng(3)
+    theta = numpy_helper.from_array(rng.uniform(-1, 1, (1, 2, 3)).astype(F32), "theta")
+    size = numpy_helper.from_array(np.array([1, 2, 16, 16], np.int64), "size")
+    nodes = [
+        helper.make_node("AffineGrid", ["theta", "size"], ["grid"], name="affine"),
+        helper.make_node("GridSample", ["x", "grid"], ["y"], name="sample"),
+    ]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 16, 16])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    graph = helper.make_graph(nodes, "stn", [x], [y], [theta, size])
+    path = tmp_path / "stn.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)]), path)
+    proc = run_cli("compare", str(path), "--json", str(tmp_path / "r.json"))
+    report = strict_json((tmp_path / "r.json").read_text())
+    assert proc.returncode in (0, 1), proc.stderr
+    affine = _nodes(report)["affine"]
+    assert affine["attribution"] == "agree"  # within tolerance alone: it starts nothing
+    assert affine["in_model"]["max_abs"] > 0  # the test needs ORT's grid to differ from ours
+    assert _nodes(report)["sample"]["carried_from"] == "swapped-nodes"
     assert report["carried_in"] is None and "ORT's own nodes" not in report["summary"]

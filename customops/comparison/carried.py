@@ -1,9 +1,11 @@
 """Where a difference a swapped node carries in comes from: ORT's own nodes, or a swapped node upstream.
 
 A swapped node that agrees alone but differs inside the model carries a difference in: its inputs
-already differ between the two sides. When no swapped node upstream of it differs alone (none starts a
-difference, none differs within rounding, none fails, none sits in a subgraph or function where nodes
-are not compared alone), no kernel of ours made that difference: ORT's own nodes did, computing other
+already differ between the two sides. A swapped node makes a difference of its own when its output
+inside the model differs in any bit and the two kernels alone give other bits (within tolerance or not;
+or it was not run alone), and passes on any difference it reads; a node holding swapped nodes in a
+subgraph or function may make one too. When nothing upstream of a node makes or passes on a difference
+of its own, no kernel of ours made the difference of its inputs: ORT's own nodes did, computing other
 bits in the two sessions (ORT's graph optimizer rewrites the model around our opaque nodes differently:
 other fusions, another layout, sums in another order). :func:`sources` tells the two apart per node, and
 the pipeline reruns the values at lower graph optimization levels to name the level at which they match
@@ -26,9 +28,9 @@ from customops.graphs import subgraphs
 __all__ = ["FROM_ORT", "FROM_SWAPPED", "CarriedIn", "Source", "sources"]
 
 FROM_ORT = "ort-nodes"
-"""A node's inputs differ, and no swapped node upstream differs alone: ORT's own nodes made it."""
+"""A node's inputs differ, and no swapped node upstream makes a difference of its own: ORT's own nodes made it."""
 FROM_SWAPPED = "swapped-nodes"
-"""A node's inputs differ, and a swapped node upstream differs alone (or may: not compared alone)."""
+"""A node's inputs differ, and a swapped node upstream makes a difference of its own (or may)."""
 
 
 @dataclass(frozen=True)
@@ -58,26 +60,32 @@ def sources(
 ) -> list[Source]:
     """Each swapped node of ``model``'s main graph whose inputs differ between the sides (``values``: the
     built-in and custom sides' values inside the model), with where the difference may come from.
-    ``swapped``: each swapped node by name (else its first output), True when it differs alone (or is
-    not known to agree alone); ``holds_ours``: whether swapped nodes sit inside subgraphs or functions
-    (a node holding one may differ, unseen)."""
+    ``swapped``: each swapped node by name (else its first output), True when the two kernels alone do
+    not give the same bits (or it was not run alone); ``holds_ours``: whether swapped nodes sit inside
+    subgraphs or functions (a node holding one may differ, unseen). A swapped node passes a difference
+    of its own on when its output inside the model differs and it differs alone or reads one passed on."""
     functions = {(f.domain, f.name) for f in model.functions}
     tainted: set[str] = set()
     found = []
     for node in model.graph.node:  # topologically sorted, as ONNX requires
         key = node.name or (node.output[0] if node.output else "")
-        read = [n for n in reads(node) if n]
-        upstream = bool(tainted.intersection(read))
+        upstream = bool(tainted.intersection(n for n in reads(node) if n))
         if key in swapped:
             differ = _differing(list(node.input), *values)
             if differ:
                 found.append(Source(key, differ, FROM_SWAPPED if upstream else FROM_ORT))
-        holds = holds_ours and (
-            any(True for _ in subgraphs(node)) or (node.domain, node.op_type) in functions
-        )
-        if upstream or swapped.get(key, False) or holds:
+            passes_on = (upstream or swapped[key]) and _output_differs(node.output[0], *values)
+        else:
+            calls = (node.domain, node.op_type) in functions
+            passes_on = upstream or (holds_ours and (any(True for _ in subgraphs(node)) or calls))
+        if passes_on:
             tainted.update(o for o in node.output if o)
     return found
+
+
+def _output_differs(name: str, a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Whether the value ``name`` differs between the sides inside the model (or is missing on one)."""
+    return name not in a or name not in b or bool(_differing([name], a, b))
 
 
 @dataclass

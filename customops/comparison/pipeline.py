@@ -35,7 +35,7 @@ from customops.comparison.isolate import (
     run_side,
 )
 from customops.comparison.known import labels
-from customops.comparison.optimizer import OPTIMIZATION_LEVELS, Optimization, Rerun
+from customops.comparison.optimizer import OPTIMIZATION_LEVELS, Optimization, Rerun, same_bits
 from customops.errors import CustomOpsError
 from customops.eval import sides
 from customops.eval.metrics import DEFAULT_TOLERANCES, STATS, Metrics
@@ -144,7 +144,7 @@ class NodeResult:
     verdict: str = "agree"
     carried_from: str | None = None
     """Where the difference of its inputs comes from, when they differ (customops.comparison.carried):
-    ``ort-nodes`` (no swapped node upstream differs alone) or ``swapped-nodes``; None: they do not."""
+    ``ort-nodes`` (no swapped node upstream makes a difference of its own) or ``swapped-nodes``; None: they do not."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -191,7 +191,7 @@ class Report:
     inputs: InputsUsed | None = None
     """The inputs compared: shapes, dtypes and, generated, the sizes of the symbolic dimensions."""
     carried_in: CarriedIn | None = None
-    """Swapped nodes whose inputs differ though no swapped node upstream differs alone, and those values
+    """Swapped nodes whose inputs differ though no swapped node upstream makes a difference of its own, and those values
     rerun at lower graph optimization levels (customops.comparison.carried); None: no such node."""
 
     def to_json(self) -> dict[str, Any]:
@@ -755,7 +755,7 @@ def check_carried(
     p: Prepared,
     feed: dict[str, np.ndarray],
     runs: WholeRuns,
-    nodes: list[NodeResult],
+    judged: tuple[list[NodeResult], dict[str, Isolated]],
     s: Settings,
     say: Callable[[str], None],
 ) -> CarriedIn | None:
@@ -764,10 +764,8 @@ def check_carried(
     sides at lower graph optimization levels (customops.comparison.optimizer). None: no such node."""
     if runs.a.error or runs.b.error:
         return None
-    alone = {
-        n.node: n.origin in ("starts-here", "rounding", "unknown") or n.verdict == "side-failed"
-        for n in nodes
-    }
+    nodes, isolated = judged
+    alone = {n.node: _differs_alone(isolated.get(n.node)) for n in nodes}
     by_name = {n.node: n for n in nodes}
     values = (runs.a_exposed.values, runs.b_exposed.values)
     found = sources(p.model, alone, len(p.all_swapped) > len(p.swapped), values)
@@ -787,6 +785,14 @@ def check_carried(
     return carried
 
 
+def _differs_alone(iso: Isolated | None) -> bool:
+    """Whether the two kernels alone give other bits (or either gave none, or the node was not run)."""
+    if iso is None:
+        return True
+    a, b = iso.outputs["builtin"], iso.outputs["custom"]
+    return a is None or b is None or not same_bits(np.asarray(a), np.asarray(b))
+
+
 def _record_carried(report: Report, carried: CarriedIn | None) -> None:
     """The values carried in from ORT's own nodes into ``report``, and a clause of the verdict line."""
     report.carried_in = carried
@@ -800,7 +806,7 @@ def carried_text(carried: CarriedIn, nodes: list[NodeResult]) -> str:
     more = f" (and {len(carried.nodes) - 1} more)" if len(carried.nodes) > 1 else ""
     text = (
         f"the inputs of {first.node!r} [{first.op}]{more} already differ, carried in from ORT's own nodes "
-        "(no swapped node upstream differs alone)"
+        "(no swapped node upstream makes a difference of its own)"
     )
     level = carried.optimization.vanishes_at
     if level is None:
@@ -946,7 +952,7 @@ def compare_model(
     tensors: dict[str, tuple[np.ndarray | None, np.ndarray | None]] = {}
     outputs = judge_outputs(p, runs, settings, tensors)
     nodes, isolated = _judge_nodes(p, runs, feed, settings, (tensors, say))
-    carried = check_carried(p, feed, runs, nodes, settings, say)
+    carried = check_carried(p, feed, runs, (nodes, isolated), settings, say)
     clock.lap("nodes alone")
     optimization, amplified = _why_outputs_differ(p, feed, runs, (outputs, nodes), settings, (say, clock))
     report = _report(p, runs, outputs, nodes, settings, (model_name, seed, amplified))

@@ -182,7 +182,9 @@ def _carried_lines(carried: dict[str, Any] | None) -> list[str]:
     if not carried:
         return []
     nodes = ", ".join(carried["nodes"])
-    lines = [f"  inputs carried in from ORT's own nodes (no swapped node upstream differs alone): {nodes}"]
+    lines = [
+        f"  inputs carried in from ORT's own nodes (no swapped node upstream makes a difference of its own): {nodes}"
+    ]
     for run in carried["reruns"]:
         if run["error"]:
             outcome = f"a side failed: {run['error']}"
