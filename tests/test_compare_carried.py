@@ -132,3 +132,35 @@ def test_a_node_fed_by_a_swapped_node_that_differs_alone_within_tolerance_is_not
     assert affine["in_model"]["max_abs"] > 0  # the test needs ORT's grid to differ from ours
     assert _nodes(report)["sample"]["carried_from"] == "swapped-nodes"
     assert report["carried_in"] is None and "ORT's own nodes" not in report["summary"]
+
+
+def _branch(name: str, node: onnx.NodeProto, out: str) -> onnx.GraphProto:
+    return helper.make_graph([node], name, [], [helper.make_tensor_value_info(out, TensorProto.FLOAT, None)])
+
+
+def test_a_subgraph_holding_no_swapped_node_passes_no_difference_of_ours_on(tmp_path):
+    # 'pool' reaches 'up2' through an If whose branches hold no swapped node, while another If holds a
+    # swapped Resize (compared through the graph outputs only): only that one may hide a difference of ours
+    model = _model(far_grid=False)
+    up2 = next(n for n in model.graph.node if n.name == "up2")
+    model.graph.node.remove(up2)
+    up2.input[0] = "routed"
+    model.graph.initializer.append(numpy_helper.from_array(np.array(True), "cond"))
+    same = _branch("same", helper.make_node("Identity", ["pool"], ["same_out"]), "same_out")
+    model.graph.node.append(
+        helper.make_node("If", ["cond"], ["routed"], name="route", then_branch=same, else_branch=same)
+    )
+    model.graph.node.append(up2)
+    inner = helper.make_node("Resize", ["x", "", "scales"], ["inner_up"], name="inner_up", mode="nearest")
+    held = _branch("held", inner, "inner_up")
+    model.graph.node.append(
+        helper.make_node("If", ["cond"], ["z"], name="holds", then_branch=held, else_branch=held)
+    )
+    model.graph.output.append(helper.make_tensor_value_info("z", TensorProto.FLOAT, None))
+    path = tmp_path / "m.onnx"
+    onnx.save(model, path)
+    proc = run_cli("compare", str(path), "--rtol", "0", "--atol", "0", "--json", str(tmp_path / "r.json"))
+    report = strict_json((tmp_path / "r.json").read_text())
+    assert proc.returncode == 1, proc.stdout
+    assert {n["node"] for n in report["inner_nodes"]} == {"inner_up"}  # in both branches
+    assert _nodes(report)["up2"]["carried_from"] == "ort-nodes", report["summary"]

@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from onnx import ModelProto
+from onnx import ModelProto, NodeProto
 
 from customops.comparison.failures import reads
 from customops.comparison.optimizer import Optimization, same_bits
-from customops.graphs import subgraphs
+from customops.graphs import subgraphs, walk_graph
 
 __all__ = ["FROM_ORT", "FROM_SWAPPED", "CarriedIn", "Source", "sources"]
 
@@ -55,16 +55,17 @@ def _differing(names: Sequence[str], a: Mapping[str, Any], b: Mapping[str, Any])
 def sources(
     model: ModelProto,
     swapped: Mapping[str, bool],
-    holds_ours: bool,
+    inner: frozenset[str],
     values: tuple[Mapping[str, Any], Mapping[str, Any]],
 ) -> list[Source]:
     """Each swapped node of ``model``'s main graph whose inputs differ between the sides (``values``: the
     built-in and custom sides' values inside the model), with where the difference may come from.
     ``swapped``: each swapped node by name (else its first output), True when the two kernels alone do
-    not give the same bits (or it was not run alone); ``holds_ours``: whether swapped nodes sit inside
-    subgraphs or functions (a node holding one may differ, unseen). A swapped node passes a difference
-    of its own on when its output inside the model differs and it differs alone or reads one passed on."""
-    functions = {(f.domain, f.name) for f in model.functions}
+    not give the same bits (or it was not run alone); ``inner``: the names of swapped nodes inside
+    subgraphs or model-local functions (a node holding one may differ, unseen). A swapped node passes a
+    difference of its own on when its output inside the model differs and it differs alone or reads one
+    passed on."""
+    holders = _holders(model, inner)
     tainted: set[str] = set()
     found = []
     for node in model.graph.node:  # topologically sorted, as ONNX requires
@@ -76,11 +77,30 @@ def sources(
                 found.append(Source(key, differ, FROM_SWAPPED if upstream else FROM_ORT))
             passes_on = (upstream or swapped[key]) and _output_differs(node.output[0], *values)
         else:
-            calls = (node.domain, node.op_type) in functions
-            passes_on = upstream or (holds_ours and (any(True for _ in subgraphs(node)) or calls))
+            passes_on = upstream or _holds(node, inner, holders)
         if passes_on:
             tainted.update(o for o in node.output if o)
     return found
+
+
+def _holders(model: ModelProto, inner: frozenset[str]) -> set[tuple[str, str]]:
+    """The model-local functions (domain, name) with a swapped node among their nodes."""
+    return {(f.domain, f.name) for f in model.functions if any(_label(n) in inner for n in f.node)}
+
+
+def _holds(node: NodeProto, inner: frozenset[str], holders: set[tuple[str, str]]) -> bool:
+    """Whether ``node`` holds a swapped node: in a subgraph at any depth, or as a call of a function."""
+    if not inner:
+        return False
+    if (node.domain, node.op_type) in holders:
+        return True
+    return any(_label(n) in inner for _, sub in subgraphs(node) for g in walk_graph(sub) for n in g.node)
+
+
+def _label(node: NodeProto) -> str:
+    """A node's name in the rewriter's records (customops.model.rewriter): its name, else its first
+    output, else its op."""
+    return node.name or (node.output[0] if node.output else node.op_type)
 
 
 def _output_differs(name: str, a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:

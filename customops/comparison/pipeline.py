@@ -768,7 +768,8 @@ def check_carried(
     alone = {n.node: _differs_alone(isolated.get(n.node)) for n in nodes}
     by_name = {n.node: n for n in nodes}
     values = (runs.a_exposed.values, runs.b_exposed.values)
-    found = sources(p.model, alone, len(p.all_swapped) > len(p.swapped), values)
+    inner = frozenset(r.node for r in p.all_swapped if r not in p.swapped)
+    found = sources(p.model, alone, inner, values)
     for src in found:
         by_name[src.node].carried_from = src.source
     ort = [src for src in found if src.source == FROM_ORT]
