@@ -1,6 +1,6 @@
 """customops compare on GridSample: each deviation of docs/ort-deviations.md (GridSample) is flagged,
-attributed and labelled, our side gives the spec answer; where onnx.reference cannot vote (GridSample-16's
-mode names) or is the odd one out, neither ORT nor we are blamed."""
+attributed and labelled, our side gives the spec answer; onnx.reference votes on GridSample-16's mode
+names (renamed to 20's); where it is the odd one out, neither ORT nor we are blamed."""
 
 from __future__ import annotations
 
@@ -90,7 +90,7 @@ def _node(model, feed):
 
 
 def test_gridsample_16_bilinear_without_a_third_vote_blames_nobody():
-    # onnx.reference knows only GridSample-20's mode names: its failure is no verdict on ORT or us
+    # ORT and ours agree on GridSample-16 bilinear: the node agrees, whatever the reference says
     rng = np.random.default_rng(0)
     X = rng.normal(size=(1, 2, 4, 5)).astype(F32)
     g = rng.uniform(-0.9, 0.9, size=(1, 3, 3, 2)).astype(F32)
@@ -139,3 +139,29 @@ def test_nearest_reflection_tie_rounds_then_mirrors_on_all_three_sides():
         "custom": [1.0],
         "reference": [1.0],
     }
+
+
+@pytest.mark.parametrize(("mode", "opset"), [("bilinear", 16), ("bicubic", 17), ("bilinear", 19)])
+def test_gridsample_16_modes_get_a_third_vote(mode, opset):
+    # GridSample-16's bilinear / bicubic are GridSample-20's linear / cubic: onnx.reference knows only
+    # the latter names, so the reference side runs the node renamed, and votes
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(1, 2, 4, 5)).astype(F32)
+    g = rng.uniform(-1.1, 1.1, size=(1, 3, 3, 2)).astype(F32)
+    model, feed = one_node_model("GridSample", {"X": X, "grid": g}, opset, mode=mode)
+    comparison, _ = _node(model, feed)
+    (iso,) = comparison.isolated.values()
+    assert iso.errors["reference"] is None, iso.errors["reference"]
+    np.testing.assert_allclose(iso.outputs["reference"], iso.outputs["custom"], rtol=1e-5, atol=1e-6)
+    assert iso.model.graph.node[0].attribute[0].s.decode() == mode  # the model compared is unchanged
+
+
+def test_gridsample_20_keeps_rejecting_16s_mode_names():
+    # at opset 20 "bilinear" is no mode: the reference is not handed a renamed node
+    from onnx import helper
+
+    from customops.eval.worker import reference_model
+
+    model, _ = one_node_model("GridSample", {"X": X44, "grid": np.zeros((1, 1, 1, 2), F32)}, 20)
+    model.graph.node[0].attribute.extend([helper.make_attribute("mode", "bilinear")])
+    assert reference_model(model).graph.node[0].attribute[0].s == b"bilinear"

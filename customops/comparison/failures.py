@@ -16,7 +16,7 @@ from onnx import ModelProto, NodeProto, helper
 from customops.eval.messages import failing_node
 from customops.graphs import subgraphs, walk_graph
 
-__all__ = ["FailPoint", "before_failure", "fail_point", "parted"]
+__all__ = ["FailPoint", "before_failure", "fail_point", "parted", "reads"]
 
 
 @dataclass
@@ -64,7 +64,7 @@ def parted(a: FailPoint | None, b: FailPoint | None) -> bool:
     return a is not None and b is not None and a.node is not None and b.node is not None and a.node != b.node
 
 
-def _reads(node: NodeProto) -> Iterable[str]:
+def reads(node: NodeProto) -> Iterable[str]:
     """The values ``node`` reads: its inputs, and what the nodes of its subgraphs read (outer-scope values
     among them; names made inside a subgraph are never made in the main graph)."""
     yield from node.input
@@ -86,7 +86,7 @@ def before_failure(
     for node in reversed(model.graph.node):
         if needed.intersection(node.output):
             kept.append(node)
-            needed.update(n for n in _reads(node) if n)
+            needed.update(n for n in reads(node) if n)
     made = {o for n in kept for o in n.output}
     outputs = [v for v in keep_values if v in made]
     if not outputs:
@@ -113,7 +113,7 @@ def _downstream(model: ModelProto, stop: str) -> set[str]:
     tainted: set[str] = set()
     for node in model.graph.node:  # topologically sorted, as ONNX requires
         if (node.name or (node.output[0] if node.output else "")) == stop or tainted.intersection(
-            _reads(node)
+            reads(node)
         ):
             tainted.update(o for o in node.output if o)
     return tainted

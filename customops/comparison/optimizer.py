@@ -26,7 +26,16 @@ from customops.eval.worker import OPTIMIZATION_LEVELS
 if TYPE_CHECKING:
     from onnx import ModelProto
 
-__all__ = ["OPTIMIZATION_LEVELS", "LevelRun", "Optimization", "Rerun", "check", "lower_levels", "summary"]
+__all__ = [
+    "OPTIMIZATION_LEVELS",
+    "LevelRun",
+    "Optimization",
+    "Rerun",
+    "check",
+    "lower_levels",
+    "same_bits",
+    "summary",
+]
 
 RERUN_LEVELS = ("basic", "disable")
 """The levels tried, in order, below the one asked: ``basic`` keeps only the rewrites that do not change
@@ -98,7 +107,7 @@ class Rerun:
     say: Callable[[str], None]
 
 
-def _same_bits(a: np.ndarray | None, b: np.ndarray | None) -> bool:
+def same_bits(a: np.ndarray | None, b: np.ndarray | None) -> bool:
     if a is None or b is None:
         return False
     a, b = np.asarray(a), np.asarray(b)
@@ -121,15 +130,16 @@ def rerun_at(r: Rerun, level: str) -> LevelRun:
         m = metrics_of(vb, va, *r.tol(name), r.stat)
         max_abs[name] = None if m is None else m.max_abs
         passes = passes and m is not None and m.passed
-        identical = identical and _same_bits(va, vb)
+        identical = identical and same_bits(va, vb)
     return LevelRun(level, passes, identical, max_abs)
 
 
-def check(r: Rerun, asked: str) -> Optimization:
-    """Rerun both sides at each level below ``asked`` until the outputs pass (see the module docstring)."""
+def check(r: Rerun, asked: str, why: str = "no swapped node differs alone") -> Optimization:
+    """Rerun both sides at each level below ``asked`` until the outputs pass (see the module docstring);
+    ``why``: the reason, said in the progress line."""
     found = Optimization(asked)
     for level in lower_levels(asked):
-        r.say(f"no swapped node differs alone: running both sides at --graph-optimization-level {level}")
+        r.say(f"{why}: running both sides at --graph-optimization-level {level}")
         run = rerun_at(r, level)
         found.reruns.append(run)
         if run.passes:

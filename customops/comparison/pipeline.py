@@ -23,6 +23,7 @@ from onnx import ModelProto, NodeProto, helper
 
 from customops.comparison import optimizer
 from customops.comparison.amplify import Effect, Search, culprits
+from customops.comparison.carried import FROM_ORT, CarriedIn, sources
 from customops.comparison.choices import Choices, NonFinite, Stopped, non_finite, stops_here
 from customops.comparison.failures import FailPoint, before_failure, fail_point, parted
 from customops.comparison.inputs import InputPlan, InputsUsed, check_seed, sizes_text
@@ -35,7 +36,7 @@ from customops.comparison.isolate import (
     run_side,
 )
 from customops.comparison.known import labels
-from customops.comparison.optimizer import OPTIMIZATION_LEVELS, Optimization, Rerun
+from customops.comparison.optimizer import OPTIMIZATION_LEVELS, Optimization, Rerun, same_bits
 from customops.comparison.saved import LoadedOutputs
 from customops.errors import CustomOpsError
 from customops.eval import sides
@@ -145,6 +146,9 @@ class NodeResult:
     origin: str = "unknown"
     attribution: str = "unknown"
     verdict: str = "agree"
+    carried_from: str | None = None
+    """Where the difference of its inputs comes from, when they differ (customops.comparison.carried):
+    ``ort-nodes`` (no swapped node upstream makes a difference of its own) or ``swapped-nodes``; None: they do not."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -161,6 +165,7 @@ class NodeResult:
             "time_us": self.time_us,
             "provider": self.provider,
             "fed_from": self.fed_from,
+            "carried_from": self.carried_from,
         }
 
 
@@ -193,6 +198,9 @@ class Report:
     """With --validate: each compared tensor and side holding NaN or inf (None: not asked for)."""
     stopped: Stopped | None = None
     """With --fail-fast: where the comparison stopped and the nodes not judged (None: it did not stop)."""
+    carried_in: CarriedIn | None = None
+    """Swapped nodes whose inputs differ though no swapped node upstream makes a difference of its own, and those values
+    rerun at lower graph optimization levels (customops.comparison.carried); None: no such node."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -214,6 +222,7 @@ class Report:
             "inputs": None if self.inputs is None else self.inputs.to_json(),
             "validation": None if self.validation is None else [v.to_json() for v in self.validation],
             "fail_fast": None if self.stopped is None else self.stopped.to_json(),
+            "carried_in": None if self.carried_in is None else self.carried_in.to_json(),
         }
 
 
@@ -828,6 +837,76 @@ def record_choices(
         report.summary += f"; --validate: {found[0].text()}{more}"
 
 
+def check_carried(
+    p: Prepared,
+    feed: dict[str, np.ndarray],
+    runs: WholeRuns,
+    judged: tuple[list[NodeResult], dict[str, Isolated]],
+    s: Settings,
+    say: Callable[[str], None],
+) -> CarriedIn | None:
+    """Mark each node whose inputs differ with where that comes from (customops.comparison.carried);
+    where ORT's own nodes made a difference a node shows inside the model, rerun those values on both
+    sides at lower graph optimization levels (customops.comparison.optimizer). None: no such node."""
+    if runs.a.error or runs.b.error:
+        return None
+    nodes, isolated = judged
+    alone = {n.node: _differs_alone(isolated.get(n.node)) for n in nodes}
+    by_name = {n.node: n for n in nodes}
+    values = (runs.a_exposed.values, runs.b_exposed.values)
+    inner = frozenset(r.node for r in p.all_swapped if r not in p.swapped)
+    found = sources(p.model, alone, inner, values)
+    for src in found:
+        by_name[src.node].carried_from = src.source
+    ort = [src for src in found if src.source == FROM_ORT]
+    if not any(by_name[src.node].verdict == "disagree" for src in ort):
+        return None
+    names = list(dict.fromkeys(v for src in ort for v in src.values))
+    carried = CarriedIn([src.node for src in ort], names, Optimization(s.optimization))
+    if not explained_alone(nodes):  # the graph outputs are rerun at the lower levels anyway
+        return carried
+    a, b = _with_outputs(p.model, names, p.types), _with_outputs(p.rewritten, names, p.types)
+    rerun = Rerun(a, b, feed, names, s.tol, s.stat, s.providers, say)
+    why = "inputs of swapped nodes differ, made by ORT's own nodes"
+    carried.optimization = optimizer.check(rerun, s.optimization, why)
+    return carried
+
+
+def _differs_alone(iso: Isolated | None) -> bool:
+    """Whether the two kernels alone give other bits (or either gave none, or the node was not run)."""
+    if iso is None:
+        return True
+    a, b = iso.outputs["builtin"], iso.outputs["custom"]
+    return a is None or b is None or not same_bits(np.asarray(a), np.asarray(b))
+
+
+def _record_carried(report: Report, carried: CarriedIn | None) -> None:
+    """The values carried in from ORT's own nodes into ``report``, and a clause of the verdict line."""
+    report.carried_in = carried
+    if carried is not None and report.verdict == "disagree":
+        report.summary += "; " + carried_text(carried, report.nodes)
+
+
+def carried_text(carried: CarriedIn, nodes: list[NodeResult]) -> str:
+    """The verdict line's words for differences carried in from ORT's own nodes."""
+    first = next(n for n in nodes if n.node == carried.nodes[0])
+    more = f" (and {len(carried.nodes) - 1} more)" if len(carried.nodes) > 1 else ""
+    text = (
+        f"the inputs of {first.node!r} [{first.op}]{more} already differ, carried in from ORT's own nodes "
+        "(no swapped node upstream makes a difference of its own)"
+    )
+    level = carried.optimization.vanishes_at
+    if level is None:
+        tried = ", ".join(r.level for r in carried.optimization.reruns)
+        return text + (f"; they still differ at --graph-optimization-level {tried}" if tried else "")
+    run = next(r for r in carried.optimization.reruns if r.level == level)
+    how = "bit for bit" if run.identical else "within tolerance"
+    return (
+        f"{text}; at --graph-optimization-level {level} they match {how}: ORT's graph optimizations "
+        f"(level {carried.optimization.level}) made them, not a kernel"
+    )
+
+
 def _check_tolerance_names(p: Prepared, s: Settings) -> None:
     """Every tensor named in a tolerance is a graph output or a swapped node's output."""
     names = [o.name for o in p.model.graph.output] + [p.nodes[r.node].output[0] for r in p.swapped]
@@ -969,11 +1048,13 @@ def compare_model(
     tensors: dict[str, tuple[np.ndarray | None, np.ndarray | None]] = {}
     outputs = judge_outputs(p, runs, settings, tensors)
     nodes, isolated = _judge_nodes(p, runs, feed, settings, (tensors, say))
+    carried = check_carried(p, feed, runs, (nodes, isolated), settings, say)
     clock.lap("nodes alone")
     optimization, amplified = _why_outputs_differ(p, feed, runs, (outputs, nodes), settings, (say, clock))
     report = _report(p, runs, outputs, nodes, settings, (model_name, seed, amplified))
     report.phase_seconds = clock.seconds
     _record_optimization(report, optimization)
+    _record_carried(report, carried)
     note_failures(report, fail_points(p, runs), nodes, used)
     record_choices(report, p, tensors, settings.choices)
     return Comparison(report, tensors, isolated, feed)

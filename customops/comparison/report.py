@@ -61,7 +61,7 @@ def format_table(report: dict[str, Any], all_rows: bool = True) -> str:
             n["time_us"],
         )
         if alone is not None and in_model is not None:
-            row("  in the model", "(in context)", in_model, "", ("", ""), {})
+            row("  in the model", _in_context(n), in_model, "", ("", ""), {})
     rows = [tuple(printable(c) for c in r) for r in rows]  # names from the model: no control characters
     widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
@@ -90,6 +90,14 @@ def format_table(report: dict[str, Any], all_rows: bool = True) -> str:
     lines.extend(choice_lines(report))
     lines = [report["summary"], "", *lines, report["summary"]]
     return "\n".join(printable(line) for line in lines)
+
+
+def _in_context(n: dict[str, Any]) -> str:
+    """The label of a node's row of figures inside the model: where the difference of its inputs comes
+    from, when ORT's own nodes made it (customops.comparison.carried)."""
+    if n.get("carried_from") == "ort-nodes":
+        return "(in context; carried in from ORT's own nodes)"
+    return "(in context)"
 
 
 def node_figures(n: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
@@ -186,6 +194,27 @@ def _optimization_lines(report: dict[str, Any]) -> list[str]:
                 "the outputs " + ("pass" if run["passes"] else "still differ") + f" (max abs {_fmt(largest)})"
             )
         lines.append(f"  rerun at level {run['level']}: {outcome}")
+    return lines + _carried_lines(report.get("carried_in"))
+
+
+def _carried_lines(carried: dict[str, Any] | None) -> list[str]:
+    """The swapped nodes whose inputs ORT's own nodes made differ, and those values rerun at lower
+    levels (the report's ``carried_in``)."""
+    if not carried:
+        return []
+    nodes = ", ".join(carried["nodes"])
+    lines = [
+        f"  inputs carried in from ORT's own nodes (no swapped node upstream makes a difference of its own): {nodes}"
+    ]
+    for run in carried["reruns"]:
+        if run["error"]:
+            outcome = f"a side failed: {run['error']}"
+        elif run["identical"]:
+            outcome = "they match bit for bit"
+        else:
+            largest = max((v for v in run["max_abs"].values() if v is not None), default=None)
+            outcome = ("they pass" if run["passes"] else "they still differ") + f" (max abs {_fmt(largest)})"
+        lines.append(f"  those inputs rerun at level {run['level']}: {outcome}")
     return lines
 
 

@@ -30,9 +30,12 @@ import os
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from customops.eval.messages import described, message
+
+if TYPE_CHECKING:
+    from onnx import ModelProto
 
 SIDES = ("builtin", "custom", "reference")
 
@@ -159,7 +162,9 @@ class Runner:
         if self.side == "reference":
             from onnx.reference import ReferenceEvaluator
 
-            return staged("load", ReferenceEvaluator, onnx.ModelProto.FromString(request.model))
+            return staged(
+                "load", ReferenceEvaluator, reference_model(onnx.ModelProto.FromString(request.model))
+            )
         from customops.bridge.runtime import InferenceSession
 
         model = request.model
@@ -189,6 +194,26 @@ class Runner:
             if request.repeats:
                 reply.times, reply.placement = kernel_times(sess)
         return reply
+
+
+def reference_model(model: ModelProto) -> ModelProto:
+    """``model`` as onnx.reference can run it: onnx.reference (1.23) knows only GridSample-20's mode
+    names, so in a model of default-domain opset 16 to 19 (GridSample-16) a GridSample node's mode
+    ``bilinear`` / ``bicubic`` becomes ``linear`` / ``cubic`` (customops.model.translate's
+    GRID_SAMPLE_16_MODES: the same math); at opset 20 and later those names are invalid and stay, so
+    the reference rejects them as ORT does."""
+    from customops.model.translate import GRID_SAMPLE_16_MODES
+
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
+    if not 16 <= opset < 20:
+        return model
+    for node in model.graph.node:
+        if node.op_type != "GridSample" or node.domain not in ("", "ai.onnx"):
+            continue
+        for a in node.attribute:
+            if a.name == "mode" and a.s.decode(errors="replace") in GRID_SAMPLE_16_MODES:
+                a.s = GRID_SAMPLE_16_MODES[a.s.decode()].encode()
+    return model
 
 
 def optimization_level(ort: Any, name: str) -> Any:

@@ -381,7 +381,8 @@ def _deform_conv_inputs(
     return rest, kernel
 
 
-_GRID_SAMPLE_16_MODES = {"bilinear": "linear", "bicubic": "cubic", "nearest": "nearest"}
+GRID_SAMPLE_16_MODES = {"bilinear": "linear", "bicubic": "cubic", "nearest": "nearest"}
+"""GridSample-16's modes by GridSample-20's names: the same formula (16 is 20 on 4-D inputs), renamed."""
 
 
 def _grid_sample_inputs(
@@ -396,7 +397,7 @@ def _grid_sample_inputs(
         grid = b.cast(grid, "double", "grid")
     kernel = dict(values)
     if b.opv.version == 16:
-        kernel["mode"] = _GRID_SAMPLE_16_MODES[str(values["mode"])]
+        kernel["mode"] = GRID_SAMPLE_16_MODES[str(values["mode"])]
     return [grid], kernel
 
 
