@@ -19,7 +19,7 @@ from typing import Any, NoReturn
 from customops.cli import bench, compare, conformance, fuzz, ops, rewrite
 from customops.errors import CustomOpsError
 from customops.safeio import printable
-from customops.signals import import_held
+from customops.signals import NATIVE_PACKAGES, import_held
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -163,7 +163,9 @@ def _main(argv: Sequence[str] | None, started: float) -> int:
 def _run(args: argparse.Namespace) -> int:
     """The command, with its errors and interruptions turned into one line on stderr and an exit status."""
     try:
-        import_held()  # a Ctrl-C while onnx or ONNX Runtime starts would crash the process, not stop it
+        _start_sides(args)
+        # a Ctrl-C while onnx or ONNX Runtime starts would crash the process, not stop it
+        import_held(COMPARE_PACKAGES if args.command == "compare" else NATIVE_PACKAGES)
         return _command(args)
     except CustomOpsError as exc:
         print(f"customops {args.command}: error: {printable(exc)}", file=sys.stderr)
@@ -187,6 +189,26 @@ def _run(args: argparse.Namespace) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
         return 141
+
+
+COMPARE_PACKAGES = ("numpy", "onnx", "onnxruntime")
+"""What compare's own process imports (it runs no session: its sides' children do, and they import
+onnxruntime-extensions)."""
+
+
+def _start_sides(args: argparse.Namespace) -> None:
+    """For compare, start its sides' children first (customops.eval.sides.start_all), so that their
+    imports overlap with this process's own instead of following them."""
+    if args.command != "compare":
+        return
+    from customops.accel import jit
+    from customops.eval import sides
+
+    if not getattr(args, "quiet", False):  # the children get this stderr for the note of a compilation
+        jit.announce_compilation(sys.stderr)
+    if getattr(args, "verbose", False):
+        os.environ[sides.VERBOSE_ENV] = "1"
+    sides.start_all()
 
 
 def _command(args: argparse.Namespace) -> int:

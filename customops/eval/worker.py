@@ -126,15 +126,21 @@ class Runner:
         import warnings
 
         import numpy as np
-        import onnxruntime as ort
 
         warnings.simplefilter("ignore")
         np.seterr(all="ignore")
-        ort.set_default_logger_severity(ort_log_level())
+        self.side = side
+        self.ort: Any = None
         if side == "reference":  # imported before the child's memory is bound (customops.eval.worker docs)
             import onnx.reference  # noqa: F401
-        self.side = side
+
+            return
+        import onnxruntime as ort
+
+        ort.set_default_logger_severity(ort_log_level())
         self.ort = ort
+        if side == "custom":  # what its first request needs (onnx, the kernels), imported while the
+            import customops.bridge.runtime  # noqa: F401 - parent prepares the model, not then
 
     def options(self, request: Request, profile_dir: str | None) -> Any:
         opts = self.ort.SessionOptions()
@@ -149,17 +155,20 @@ class Runner:
         return opts
 
     def session(self, request: Request, profile_dir: str | None) -> Any:
-        """A session (or onnx.reference's evaluator) of the request's model on this side."""
-        import onnx
+        """A session (or onnx.reference's evaluator) of the request's model on this side. The built-in
+        side never imports onnx (ORT reads the model's bytes itself): onnx's import takes longer than
+        ORT's."""
+        if self.side == "reference":
+            import onnx
+            from onnx.reference import ReferenceEvaluator
 
+            return staged("load", ReferenceEvaluator, onnx.ModelProto.FromString(request.model))
         opts = self.options(request, profile_dir)
         if self.side == "builtin":
             providers = request.providers or ["CPUExecutionProvider"]
             return staged("load", self.ort.InferenceSession, request.model, opts, providers)
-        if self.side == "reference":
-            from onnx.reference import ReferenceEvaluator
+        import onnx
 
-            return staged("load", ReferenceEvaluator, onnx.ModelProto.FromString(request.model))
         from customops.bridge.runtime import InferenceSession
 
         model = request.model
