@@ -114,3 +114,23 @@ def test_compare_starts_its_sides_before_importing_onnx(tmp_path):
     assert sorted(side for side, _ in seen["starts"]) == ["builtin", "custom", "reference"]
     assert not any(onnx_loaded for _, onnx_loaded in seen["starts"])
     assert seen["late"] == []
+
+
+def test_kernel_times_leave_out_the_warm_up_run(tmp_path):
+    """A side's kernel times come from ``repeats`` runs after the one that gives the outputs: that first
+    run of a session compiles our kernels' loops and builds their plans, which is no kernel time. Counted
+    from the session's own profile (its model runs), on both sides."""
+    from customops import rewrite_model
+    from customops.eval import sides
+
+    path = tmp_path / "m.onnx"
+    _resize_model(path)
+    model = onnx.load(str(path))
+    feed = {"x": np.arange(24, dtype=np.float32).reshape(1, 2, 3, 4)}
+    for custom, which in ((False, model), (True, rewrite_model(model).model)):
+        run = sides.run_side(which.SerializeToString(), feed, custom, repeats=3)
+        assert run.error is None
+        assert run.timed_runs == 3
+        assert set(run.times) >= {"relu", "resize"}
+        once = sides.run_side(which.SerializeToString(), feed, custom, repeats=1)
+        assert once.timed_runs == 1 and "resize" in once.times

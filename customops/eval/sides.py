@@ -50,6 +50,8 @@ class SideRun:
     times: dict[str, float] = field(default_factory=dict)
     placement: dict[str, str] = field(default_factory=dict)
     """The execution provider that ran each node (profiled runs only)."""
+    timed_runs: int = 0
+    """The runs ``times`` come from (the first run of a session, which warms the kernels up, is not one)."""
 
 
 def quiet_ort_log() -> None:
@@ -68,7 +70,7 @@ def _crash_text(side: str, reason: str, tail: str) -> str:
 def side_run(side: str, reply: Reply) -> SideRun:
     """compare's view of a reply: the outputs, or the error (its message alone, or the crash)."""
     if reply.status == "ok":
-        return SideRun(reply.value, None, reply.times, reply.placement)
+        return SideRun(reply.value, None, reply.times, reply.placement, reply.timed_runs)
     if reply.status == "crash":
         return SideRun(error=_crash_text(side, reply.message, reply.tail))
     return SideRun(error=reply.message)
@@ -112,7 +114,8 @@ def run_side(
     optimization: str = "all",
 ) -> SideRun:
     """Run the serialized ``model`` on one side in that side's child process (see the module docstring);
-    with ``repeats`` > 0 also profile that many runs for per-node times and placements; ``providers``:
+    with ``repeats`` > 0 also time that many runs after the first (which warms the kernels up) for
+    per-node times and placements; ``providers``:
     the built-in side's execution providers (None: CPU); ``optimization``: ORT's graph optimization
     level (customops.eval.worker.OPTIMIZATION_LEVELS)."""
     side = "custom" if custom else "builtin"

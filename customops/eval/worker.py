@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import tempfile
 import time
@@ -57,7 +58,8 @@ size, which would then be copied into the parent: past this it is an error of th
 class Request:
     """What a side runs: a serialized model and its feed.
 
-    ``whole``: every output by name, ``repeats`` profiled runs for per-node times (compare's model runs);
+    ``whole``: every output by name, ``repeats`` runs timed for per-node times after the run that gives the
+    outputs, which warms the kernels up (compare's model runs);
     else the first output alone, on one thread (a fuzz case; ``index`` and ``tag`` name it for the test
     hook: tag 'case' for a campaign run, 'triage' for reruns). ``limit``: most bytes of outputs sent back."""
 
@@ -92,6 +94,8 @@ class Reply:
     tail: str = ""
     placement: dict[str, str] = field(default_factory=dict)
     """The execution provider that ran each node (profiled runs), by node name."""
+    timed_runs: int = 0
+    """The runs ``times`` come from: the profiled runs after the first, untimed one."""
 
 
 class Failed(Exception):
@@ -192,11 +196,11 @@ class Runner:
             values = staged("run", tensors, names, values)
             if not request.whole:
                 return Reply("ok", values[0])
-            for _ in range(max(request.repeats - 1, 0)):
+            for _ in range(request.repeats):  # the first run above warmed the kernels up: untimed
                 staged("run", sess.run, None, request.feed)
             reply = Reply("ok", dict(zip(names, values, strict=True)))
             if request.repeats:
-                reply.times, reply.placement = kernel_times(sess)
+                reply.times, reply.placement, reply.timed_runs = kernel_times(sess)
         return reply
 
 
@@ -233,8 +237,9 @@ def tensors(names: list[str], values: list[Any]) -> list[Any]:
     return [np.asarray(v) for v in values[: len(names)]]
 
 
-def kernel_times(sess: Any) -> tuple[dict[str, float], dict[str, str]]:
-    """Median kernel time (µs) and the execution provider per node name, from the session's profile
+def kernel_times(sess: Any) -> tuple[dict[str, float], dict[str, str], int]:
+    """Median steady-state kernel time (µs) and the execution provider per node name, from the session's
+    profile, and the number of runs timed: every run but the first, whose calls compile and build plans
     (informative only: empty when the profile cannot be read)."""
     import numpy as np
 
@@ -242,17 +247,28 @@ def kernel_times(sess: Any) -> tuple[dict[str, float], dict[str, str]]:
         with open(sess.end_profiling()) as f:
             events = json.load(f)
     except Exception:
-        return {}, {}
+        return {}, {}, 0
+    ends = sorted(_end(e) for e in events if e.get("cat") == "Session" and e.get("name") == "model_run")
+    warm_up = ends[0] if len(ends) > 1 else -math.inf
     samples: dict[str, list[float]] = {}
     placement: dict[str, str] = {}
     for e in events:
-        if e.get("cat") == "Node" and str(e.get("name", "")).endswith("_kernel_time"):
+        if e.get("cat") == "Node" and str(e.get("name", "")).endswith("_kernel_time") and _end(e) > warm_up:
             name = e["name"][: -len("_kernel_time")]
             samples.setdefault(name, []).append(float(e.get("dur", 0)))
             provider = (e.get("args") or {}).get("provider")
             if isinstance(provider, str):
                 placement[name] = provider
-    return {k: float(np.median(v)) for k, v in samples.items()}, placement
+    timed = len(ends) - 1 if len(ends) > 1 else len(ends)  # a single run is timed as it is
+    return {k: float(np.median(v)) for k, v in samples.items()}, placement, timed
+
+
+def _end(event: dict[str, Any]) -> float:
+    """When a profile event ended (µs since the session started)."""
+    try:
+        return float(event.get("ts", 0)) + float(event.get("dur", 0))
+    except (TypeError, ValueError):
+        return 0.0
 
 
 def bounded(reply: Reply, limit: int) -> Reply:
