@@ -79,7 +79,7 @@ class Settings:
 
     rtol: float | None = None
     atol: float | None = None
-    repeats: int = 3
+    repeats: int = 2
     reference_limit: int | None = None
     """Work asked of onnx.reference at most (None: per op, customops.comparison.isolate)."""
     reference_timeout: float = REFERENCE_TIMEOUT
@@ -833,7 +833,7 @@ def compare_model(
     ops: Sequence[str] | None = None,
     rtol: float | None = None,
     atol: float | None = None,
-    repeats: int = 3,
+    repeats: int = 2,
     reference_limit: int | None = None,
     model_name: str = "<model>",
     seed: int = 0,
