@@ -134,3 +134,35 @@ def test_kernel_times_leave_out_the_warm_up_run(tmp_path):
         assert set(run.times) >= {"relu", "resize"}
         once = sides.run_side(which.SerializeToString(), feed, custom, repeats=1)
         assert once.timed_runs == 1 and "resize" in once.times
+
+
+def test_the_two_sides_run_the_model_at_once(tmp_path, monkeypatch):
+    """compare sends the model to both sides' children before it waits for either answer (the plain
+    runs, then the runs with the values exposed), so that on two cores they run side by side: the order of
+    the requests and answers, recorded at the parent's end of the connection."""
+    from customops.comparison.pipeline import compare_model
+    from customops.eval import runner
+
+    path = tmp_path / "m.onnx"
+    _resize_model(path)
+    events: list[tuple[str, str]] = []
+    submit, result = runner.SideProcess.submit, runner.SideProcess.result
+
+    def logged_submit(self, request):
+        if request.whole:
+            events.append(("send", self.side))
+        return submit(self, request)
+
+    def logged_result(self, job, deadline=None):
+        reply = result(self, job, deadline)
+        if isinstance(reply.value, dict):  # a whole-model run's outputs by name
+            events.append(("answer", self.side))
+        return reply
+
+    monkeypatch.setattr(runner.SideProcess, "submit", logged_submit)
+    monkeypatch.setattr(runner.SideProcess, "result", logged_result)
+    feed = {"x": np.arange(24, dtype=np.float32).reshape(1, 2, 3, 4)}
+    comparison = compare_model(onnx.load(str(path)), feed)
+    assert comparison.result.verdict == "agree"
+    pair = [("send", "builtin"), ("send", "custom"), ("answer", "builtin"), ("answer", "custom")]
+    assert events[:8] == pair + pair  # then the swapped node alone on each side

@@ -29,7 +29,9 @@ __all__ = [
     "quiet_ort_log",
     "run_reference",
     "run_side",
+    "run_sides",
     "start_all",
+    "whole_request",
 ]
 
 INJECT_ENV = SIDE_INJECT_ENV
@@ -118,16 +120,44 @@ def run_side(
     per-node times and placements; ``providers``:
     the built-in side's execution providers (None: CPU); ``optimization``: ORT's graph optimization
     level (customops.eval.worker.OPTIMIZATION_LEVELS)."""
-    side = "custom" if custom else "builtin"
+    return run_sides([whole_request(model, feed, custom, repeats, providers, optimization)])[0]
+
+
+def whole_request(
+    model: bytes,
+    feed: dict[str, np.ndarray],
+    custom: bool,
+    repeats: int = 0,
+    providers: list[str] | None = None,
+    optimization: str = "all",
+) -> tuple[str, Request]:
+    """The side and the request of a whole-model run (:func:`run_side`'s arguments)."""
     request = Request(model, feed, whole=True, repeats=repeats, limit=OUTPUT_LIMIT, providers=providers)
     request.optimization = optimization
+    return ("custom" if custom else "builtin"), request
+
+
+def run_sides(jobs: list[tuple[str, Request]]) -> list[SideRun]:
+    """Each ``(side, request)`` of ``jobs`` (each side at most once) sent to its side's child before any
+    answer is awaited, so that the sides run at once; their answers in the order of ``jobs``."""
+    sent: list[int | WorkerDied] = []
     with _LOCK:
-        child = _child(side)
-        try:
-            return side_run(side, child.result(child.submit(request)))
-        except WorkerDied as exc:
-            child.close()
-            return SideRun(error=_crash_text(side, exc.reason, exc.tail))
+        for side, request in jobs:
+            try:
+                sent.append(_child(side).submit(request))
+            except WorkerDied as exc:
+                _child(side).close()
+                sent.append(exc)
+        runs = []
+        for (side, _), job in zip(jobs, sent, strict=True):
+            try:
+                if isinstance(job, WorkerDied):
+                    raise job
+                runs.append(side_run(side, _child(side).result(job)))
+            except WorkerDied as exc:
+                _child(side).close()
+                runs.append(SideRun(error=_crash_text(side, exc.reason, exc.tail)))
+        return runs
 
 
 REFERENCE_TIMEOUT = 120.0
