@@ -10,26 +10,40 @@ from __future__ import annotations
 
 import math
 import sys
+from typing import Any
 
 import numpy as np
-from onnx import TensorProto, helper
 
-CODE: dict[str, int] = {k.lower(): v for k, v in TensorProto.DataType.items()}
+CODE: dict[str, int]
 """Element type name -> TensorProto data type code."""
 
-NAME: dict[int, str] = {v: k for k, v in CODE.items()}
+NAME: dict[int, str]
 """TensorProto data type code -> element type name."""
+
+
+def __getattr__(name: str) -> Any:
+    """:data:`CODE` and :data:`NAME`, made on first use: onnx is imported only then, as its import takes
+    a second and ONNX Runtime's side's child, which sizes its outputs with this module, never needs it."""
+    if name not in ("CODE", "NAME"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from onnx import TensorProto
+
+    code = {k.lower(): v for k, v in TensorProto.DataType.items()}
+    globals().update(CODE=code, NAME={v: k for k, v in code.items()})
+    return globals()[name]
 
 
 def name_of(code: int) -> str:
     """The name of data type ``code`` (``type<N>`` for a code this onnx does not know)."""
-    return NAME.get(code, f"type{code}")
+    return __getattr__("NAME").get(code, f"type{code}")
 
 
 def numpy_dtype(elem: str | int) -> np.dtype:
     """The numpy dtype of an element type, by name or by code (object for strings). Raises KeyError or
     ValueError for a type numpy cannot hold (``undefined``, an unknown code)."""
-    code = CODE[elem] if isinstance(elem, str) else int(elem)
+    from onnx import TensorProto, helper
+
+    code = __getattr__("CODE")[elem] if isinstance(elem, str) else int(elem)
     if code == TensorProto.STRING:
         return np.dtype(object)
     return np.dtype(helper.tensor_dtype_to_np_dtype(code))
@@ -37,6 +51,8 @@ def numpy_dtype(elem: str | int) -> np.dtype:
 
 def code_of(dtype: np.dtype) -> int:
     """The data type code of a numpy dtype (object and unicode/bytes arrays: STRING)."""
+    from onnx import TensorProto, helper
+
     dtype = np.dtype(dtype)
     if dtype.kind in "OUS":
         return TensorProto.STRING
@@ -45,7 +61,7 @@ def code_of(dtype: np.dtype) -> int:
 
 def elem_of(array: np.ndarray) -> str:
     """The element type name of a numpy array."""
-    return NAME[code_of(np.asarray(array).dtype)]
+    return __getattr__("NAME")[code_of(np.asarray(array).dtype)]
 
 
 STRING_ELEMENT = 64

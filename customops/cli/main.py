@@ -101,9 +101,10 @@ def _on_sigterm(signum: int, frame: Any) -> NoReturn:
     raise Terminated(128 + signum)
 
 
-NATIVE_NEEDED = {"inspect": ("numpy", "onnx")}
+NATIVE_NEEDED = {"inspect": ("numpy", "onnx"), "compare": ("numpy", "onnx", "onnxruntime")}
 """Commands that need fewer native packages than :data:`~customops.signals.NATIVE_PACKAGES`: inspect runs
-nothing, so ONNX Runtime is not imported (it would cost most of its time)."""
+nothing, so ONNX Runtime is not imported (it would cost most of its time); compare runs no session
+itself (its sides' children do, and they import onnxruntime-extensions)."""
 
 ORT_COMMANDS = frozenset({"compare", "conformance", "bench", "ops", "fuzz"})
 """Commands that run ONNX Runtime in this process: its default logger is kept below errors there."""
@@ -167,6 +168,7 @@ def _main(argv: Sequence[str] | None, started: float) -> int:
 def _run(args: argparse.Namespace) -> int:
     """The command, with its errors and interruptions turned into one line on stderr and an exit status."""
     try:
+        _start_sides(args)
         # a Ctrl-C while onnx or ONNX Runtime starts would crash the process, not stop it
         import_held(NATIVE_NEEDED.get(args.command, NATIVE_PACKAGES))
         return _command(args)
@@ -192,6 +194,21 @@ def _run(args: argparse.Namespace) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
         return 141
+
+
+def _start_sides(args: argparse.Namespace) -> None:
+    """For compare, start its sides' children first (customops.eval.sides.start_all), so that their
+    imports overlap with this process's own instead of following them."""
+    if args.command != "compare":
+        return
+    from customops.accel import jit
+    from customops.eval import sides
+
+    if not getattr(args, "quiet", False):  # the children get this stderr for the note of a compilation
+        jit.announce_compilation(sys.stderr)
+    if getattr(args, "verbose", False):
+        os.environ[sides.VERBOSE_ENV] = "1"
+    sides.start_all()
 
 
 def _command(args: argparse.Namespace) -> int:

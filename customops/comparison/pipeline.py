@@ -82,7 +82,7 @@ class Settings:
 
     rtol: float | None = None
     atol: float | None = None
-    repeats: int = 3
+    repeats: int = 2
     reference_limit: int | None = None
     """Work asked of onnx.reference at most (None: per op, customops.comparison.isolate)."""
     reference_timeout: float = REFERENCE_TIMEOUT
@@ -331,21 +331,31 @@ class WholeRuns:
 def run_whole(p: Prepared, feed: dict[str, np.ndarray], s: Settings, say: Callable[[str], None]) -> WholeRuns:
     """Run the model on both sides (the built-in one on ``s.providers``); when it runs on neither, no
     exposed values (:func:`runs_that_fit` decides what that means)."""
-    repeats, providers, level = s.repeats, s.providers, s.optimization
     say("running the model with ORT's built-in kernels")
-    a = run_side(p.model, feed, custom=False, repeats=repeats, providers=providers, optimization=level)
-    say("running the model with customops kernels")
-    b = run_side(p.rewritten, feed, custom=True, repeats=repeats, optimization=level)
+    say("running the model with customops kernels")  # at once: each side in its child
+    a, b = _both_sides((p.model, p.rewritten), feed, s, s.repeats)
     if a.error and b.error:
         return WholeRuns(a, b, SideRun(), SideRun())
+    pairs = ((p.model, a), (p.rewritten, b))
+    exposed = [_with_outputs(m, p.exposed, p.types) if p.exposed and not r.error else None for m, r in pairs]
+    a_exposed, b_exposed = _both_sides(exposed, feed, s, 0)
+    return WholeRuns(a, b, a_exposed, b_exposed)
 
-    def exposed(model: ModelProto, run: SideRun, custom: bool) -> SideRun:
-        if not p.exposed or run.error:
-            return SideRun()
-        with_outputs = _with_outputs(model, p.exposed, p.types)
-        return run_side(with_outputs, feed, custom=custom, providers=providers, optimization=level)
 
-    return WholeRuns(a, b, exposed(p.model, a, False), exposed(p.rewritten, b, True))
+def _both_sides(
+    models: Sequence[ModelProto | None], feed: dict[str, np.ndarray], s: Settings, repeats: int
+) -> list[SideRun]:
+    """The built-in side's run of ``models[0]`` and the custom side's of ``models[1]`` at once (each in its
+    child: customops.eval.sides.run_sides); an empty run for a model that is None."""
+    jobs = [
+        sides.whole_request(
+            m.SerializeToString(), feed, custom, repeats, None if custom else s.providers, s.optimization
+        )
+        for custom, m in zip((False, True), models, strict=True)
+        if m is not None
+    ]
+    ran = iter(sides.run_sides(jobs))
+    return [SideRun() if m is None else next(ran) for m in models]
 
 
 def runs_against_loaded(
@@ -1000,7 +1010,7 @@ def compare_model(
     ops: Sequence[str] | None = None,
     rtol: float | None = None,
     atol: float | None = None,
-    repeats: int = 3,
+    repeats: int = 2,
     reference_limit: int | None = None,
     model_name: str = "<model>",
     seed: int = 0,

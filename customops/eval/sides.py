@@ -29,7 +29,9 @@ __all__ = [
     "quiet_ort_log",
     "run_reference",
     "run_side",
+    "run_sides",
     "start_all",
+    "whole_request",
 ]
 
 INJECT_ENV = SIDE_INJECT_ENV
@@ -50,6 +52,8 @@ class SideRun:
     times: dict[str, float] = field(default_factory=dict)
     placement: dict[str, str] = field(default_factory=dict)
     """The execution provider that ran each node (profiled runs only)."""
+    timed_runs: int = 0
+    """The runs ``times`` come from (the first run of a session, which warms the kernels up, is not one)."""
 
 
 def quiet_ort_log() -> None:
@@ -68,7 +72,7 @@ def _crash_text(side: str, reason: str, tail: str) -> str:
 def side_run(side: str, reply: Reply) -> SideRun:
     """compare's view of a reply: the outputs, or the error (its message alone, or the crash)."""
     if reply.status == "ok":
-        return SideRun(reply.value, None, reply.times, reply.placement)
+        return SideRun(reply.value, None, reply.times, reply.placement, reply.timed_runs)
     if reply.status == "crash":
         return SideRun(error=_crash_text(side, reply.message, reply.tail))
     return SideRun(error=reply.message)
@@ -112,19 +116,48 @@ def run_side(
     optimization: str = "all",
 ) -> SideRun:
     """Run the serialized ``model`` on one side in that side's child process (see the module docstring);
-    with ``repeats`` > 0 also profile that many runs for per-node times and placements; ``providers``:
+    with ``repeats`` > 0 also time that many runs after the first (which warms the kernels up) for
+    per-node times and placements; ``providers``:
     the built-in side's execution providers (None: CPU); ``optimization``: ORT's graph optimization
     level (customops.eval.worker.OPTIMIZATION_LEVELS)."""
-    side = "custom" if custom else "builtin"
+    return run_sides([whole_request(model, feed, custom, repeats, providers, optimization)])[0]
+
+
+def whole_request(
+    model: bytes,
+    feed: dict[str, np.ndarray],
+    custom: bool,
+    repeats: int = 0,
+    providers: list[str] | None = None,
+    optimization: str = "all",
+) -> tuple[str, Request]:
+    """The side and the request of a whole-model run (:func:`run_side`'s arguments)."""
     request = Request(model, feed, whole=True, repeats=repeats, limit=OUTPUT_LIMIT, providers=providers)
     request.optimization = optimization
+    return ("custom" if custom else "builtin"), request
+
+
+def run_sides(jobs: list[tuple[str, Request]]) -> list[SideRun]:
+    """Each ``(side, request)`` of ``jobs`` (each side at most once) sent to its side's child before any
+    answer is awaited, so that the sides run at once; their answers in the order of ``jobs``."""
+    sent: list[int | WorkerDied] = []
     with _LOCK:
-        child = _child(side)
-        try:
-            return side_run(side, child.result(child.submit(request)))
-        except WorkerDied as exc:
-            child.close()
-            return SideRun(error=_crash_text(side, exc.reason, exc.tail))
+        for side, request in jobs:
+            try:
+                sent.append(_child(side).submit(request))
+            except WorkerDied as exc:
+                _child(side).close()
+                sent.append(exc)
+        runs = []
+        for (side, _), job in zip(jobs, sent, strict=True):
+            try:
+                if isinstance(job, WorkerDied):
+                    raise job
+                runs.append(side_run(side, _child(side).result(job)))
+            except WorkerDied as exc:
+                _child(side).close()
+                runs.append(SideRun(error=_crash_text(side, exc.reason, exc.tail)))
+        return runs
 
 
 REFERENCE_TIMEOUT = 120.0

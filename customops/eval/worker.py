@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import tempfile
 import time
@@ -60,7 +61,8 @@ size, which would then be copied into the parent: past this it is an error of th
 class Request:
     """What a side runs: a serialized model and its feed.
 
-    ``whole``: every output by name, ``repeats`` profiled runs for per-node times (compare's model runs);
+    ``whole``: every output by name, ``repeats`` runs timed for per-node times after the run that gives the
+    outputs, which warms the kernels up (compare's model runs);
     else the first output alone, on one thread (a fuzz case; ``index`` and ``tag`` name it for the test
     hook: tag 'case' for a campaign run, 'triage' for reruns). ``limit``: most bytes of outputs sent back."""
 
@@ -95,6 +97,8 @@ class Reply:
     tail: str = ""
     placement: dict[str, str] = field(default_factory=dict)
     """The execution provider that ran each node (profiled runs), by node name."""
+    timed_runs: int = 0
+    """The runs ``times`` come from: the profiled runs after the first, untimed one."""
 
 
 class Failed(Exception):
@@ -129,15 +133,21 @@ class Runner:
         import warnings
 
         import numpy as np
-        import onnxruntime as ort
 
         warnings.simplefilter("ignore")
         np.seterr(all="ignore")
-        ort.set_default_logger_severity(ort_log_level())
+        self.side = side
+        self.ort: Any = None
         if side == "reference":  # imported before the child's memory is bound (customops.eval.worker docs)
             import onnx.reference  # noqa: F401
-        self.side = side
+
+            return
+        import onnxruntime as ort
+
+        ort.set_default_logger_severity(ort_log_level())
         self.ort = ort
+        if side == "custom":  # what its first request needs (onnx, the kernels), imported while the
+            import customops.bridge.runtime  # noqa: F401 - parent prepares the model, not then
 
     def options(self, request: Request, profile_dir: str | None) -> Any:
         opts = self.ort.SessionOptions()
@@ -152,19 +162,22 @@ class Runner:
         return opts
 
     def session(self, request: Request, profile_dir: str | None) -> Any:
-        """A session (or onnx.reference's evaluator) of the request's model on this side."""
-        import onnx
-
-        opts = self.options(request, profile_dir)
-        if self.side == "builtin":
-            providers = request.providers or ["CPUExecutionProvider"]
-            return staged("load", self.ort.InferenceSession, request.model, opts, providers)
+        """A session (or onnx.reference's evaluator) of the request's model on this side. The built-in
+        side never imports onnx (ORT reads the model's bytes itself): onnx's import takes longer than
+        ORT's."""
         if self.side == "reference":
+            import onnx
             from onnx.reference import ReferenceEvaluator
 
             return staged(
                 "load", ReferenceEvaluator, reference_model(onnx.ModelProto.FromString(request.model))
             )
+        opts = self.options(request, profile_dir)
+        if self.side == "builtin":
+            providers = request.providers or ["CPUExecutionProvider"]
+            return staged("load", self.ort.InferenceSession, request.model, opts, providers)
+        import onnx
+
         from customops.bridge.runtime import InferenceSession
 
         model = request.model
@@ -188,11 +201,11 @@ class Runner:
             values = staged("run", tensors, names, values)
             if not request.whole:
                 return Reply("ok", values[0])
-            for _ in range(max(request.repeats - 1, 0)):
+            for _ in range(request.repeats):  # the first run above warmed the kernels up: untimed
                 staged("run", sess.run, None, request.feed)
             reply = Reply("ok", dict(zip(names, values, strict=True)))
             if request.repeats:
-                reply.times, reply.placement = kernel_times(sess)
+                reply.times, reply.placement, reply.timed_runs = kernel_times(sess)
         return reply
 
 
@@ -249,8 +262,9 @@ def tensors(names: list[str], values: list[Any]) -> list[Any]:
     return [np.asarray(v) for v in values[: len(names)]]
 
 
-def kernel_times(sess: Any) -> tuple[dict[str, float], dict[str, str]]:
-    """Median kernel time (µs) and the execution provider per node name, from the session's profile
+def kernel_times(sess: Any) -> tuple[dict[str, float], dict[str, str], int]:
+    """Median steady-state kernel time (µs) and the execution provider per node name, from the session's
+    profile, and the number of runs timed: every run but the first, whose calls compile and build plans
     (informative only: empty when the profile cannot be read)."""
     import numpy as np
 
@@ -258,17 +272,28 @@ def kernel_times(sess: Any) -> tuple[dict[str, float], dict[str, str]]:
         with open(sess.end_profiling()) as f:
             events = json.load(f)
     except Exception:
-        return {}, {}
+        return {}, {}, 0
+    ends = sorted(_end(e) for e in events if e.get("cat") == "Session" and e.get("name") == "model_run")
+    warm_up = ends[0] if len(ends) > 1 else -math.inf
     samples: dict[str, list[float]] = {}
     placement: dict[str, str] = {}
     for e in events:
-        if e.get("cat") == "Node" and str(e.get("name", "")).endswith("_kernel_time"):
+        if e.get("cat") == "Node" and str(e.get("name", "")).endswith("_kernel_time") and _end(e) > warm_up:
             name = e["name"][: -len("_kernel_time")]
             samples.setdefault(name, []).append(float(e.get("dur", 0)))
             provider = (e.get("args") or {}).get("provider")
             if isinstance(provider, str):
                 placement[name] = provider
-    return {k: float(np.median(v)) for k, v in samples.items()}, placement
+    timed = len(ends) - 1 if len(ends) > 1 else len(ends)  # a single run is timed as it is
+    return {k: float(np.median(v)) for k, v in samples.items()}, placement, timed
+
+
+def _end(event: dict[str, Any]) -> float:
+    """When a profile event ended (µs since the session started)."""
+    try:
+        return float(event.get("ts", 0)) + float(event.get("dur", 0))
+    except (TypeError, ValueError):
+        return 0.0
 
 
 def bounded(reply: Reply, limit: int) -> Reply:

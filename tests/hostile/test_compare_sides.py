@@ -297,9 +297,10 @@ def test_metrics_chunk_by_chunk_are_those_of_one_pass(monkeypatch, chunk):
 
 HARNESS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "interrupt_import.py")
 
-START_POINTS = ["customops.extensions", "customops.model.rewriter", "customops.kernels.work"]
-"""Modules whose first import marks a point of compare's start: the last native package, the rewrite of
-the model (the sides' children are starting), the work estimate of a node isolated on three sides."""
+START_POINTS = ["onnxruntime", "customops.model.rewriter", "customops.kernels.work"]
+"""Modules whose first import marks a point of compare's start: the last native package its own process
+imports (the sides' children are starting), the rewrite of the model, the work estimate of a node
+isolated on three sides."""
 
 
 @pytest.mark.parametrize("point", START_POINTS)
