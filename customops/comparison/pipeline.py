@@ -1053,6 +1053,19 @@ def compare_model(
     clock.lap("prepare")
     if loaded is not None:
         return compare_loaded(p, feed, settings, loaded, (model_name, seed, say, clock, plan))
+    return run_and_judge(p, feed, settings, plan, (model_name, seed, say, clock))
+
+
+def run_and_judge(
+    p: Prepared,
+    feed: dict[str, np.ndarray],
+    settings: Settings,
+    plan: InputPlan | None,
+    meta: tuple[str, int, Callable[[str], None], Phases],
+) -> Comparison:
+    """The steps of :func:`compare_model` after the rewrite: the whole runs, the outputs and the nodes
+    judged, why outputs differ, the typed report. ``meta``: model name, seed, progress, phase clock."""
+    model_name, seed, say, clock = meta
     runs, feed, used = runs_that_fit(p, feed, settings, plan, say)
     clock.lap("whole runs")
     tensors: dict[str, tuple[np.ndarray | None, np.ndarray | None]] = {}
