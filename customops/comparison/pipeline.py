@@ -743,6 +743,15 @@ def explained_alone(nodes: list[NodeResult]) -> bool:
     return any(n.origin in ("starts-here", "rounding") for n in nodes)
 
 
+def unexplained(runs: WholeRuns, judged: tuple[list[OutputResult], list[NodeResult]]) -> bool:
+    """Whether both sides ran, an output differs and no swapped node alone explains it
+    (:func:`explained_alone`): only then do the reruns and the search run."""
+    outputs, nodes = judged
+    if runs.a.error or runs.b.error or explained_alone(nodes):
+        return False
+    return not all(o.verdict == "agree" for o in outputs)
+
+
 def find_amplified(
     p: Prepared,
     feed: dict[str, np.ndarray],
@@ -753,10 +762,8 @@ def find_amplified(
 ) -> list[Effect]:
     """When an output differs but no swapped node differs alone: the swaps that move the outputs
     (customops.comparison.amplify), largest effect first; else nothing (and no extra run)."""
-    outputs, nodes = judged
-    if runs.a.error or runs.b.error or explained_alone(nodes):
-        return []
-    if all(o.verdict == "agree" for o in outputs):
+    outputs, _ = judged
+    if not unexplained(runs, judged):
         return []
     say("no swapped node differs alone: running the model with one swap at a time")
     builtin = {o.name: runs.a.values[o.name] for o in outputs if o.name in runs.a.values}
@@ -777,11 +784,9 @@ def check_optimizer(
 ) -> Optimization:
     """When an output differs but no swapped node differs alone: both sides rerun at lower graph
     optimization levels until the outputs pass (customops.comparison.optimizer); else no rerun."""
-    outputs, nodes = judged
+    outputs, _ = judged
     found = Optimization(s.optimization)
-    if runs.a.error or runs.b.error or explained_alone(nodes):
-        return found
-    if all(o.verdict == "agree" for o in outputs):
+    if not unexplained(runs, judged):
         return found
     names = [o.name for o in outputs]
     rerun = Rerun(p.model, p.rewritten, feed, names, s.tol, s.stat, s.providers, say)
