@@ -192,13 +192,7 @@ def add_yardstick(iso: Isolated, rtol: float | None, atol: float | None, stat: s
 
 def within_of(iso: Isolated) -> Within | None:
     """Whether each side is within its bound of the yardstick, where it was measured."""
-    y = iso.yardstick
-    if y is None or not y.usable:
-        return None
-    b, c = y.within.get("builtin"), y.within.get("custom")
-    if b is None or c is None:
-        return None
-    return Within(b, c, y.within.get("reference"))
+    return None if iso.yardstick is None else iso.yardstick.sides_within()
 
 
 def attribute(

@@ -25,6 +25,7 @@ import numpy as np
 from onnx import ModelProto, helper
 
 from customops import dtypes
+from customops.eval.attribution import Within
 from customops.eval.metrics import compare_arrays
 
 Inputs = Sequence[np.ndarray | None]
@@ -358,6 +359,14 @@ class Measured:
     @property
     def usable(self) -> bool:
         return self.value is not None and self.bound is not None and self.error is None
+
+    def sides_within(self) -> Within | None:
+        """Whether each kernel is within its bound (customops.eval.attribution.odd_one_out's ``within``);
+        None where the yardstick is not usable or a kernel gave no output."""
+        b, c = self.within.get("builtin"), self.within.get("custom")
+        if not self.usable or b is None or c is None:
+            return None
+        return Within(b, c, self.within.get("reference"))
 
     def to_json(self) -> dict[str, Any]:
         row = YARDSTICKS.get(self.op)

@@ -297,12 +297,7 @@ def yardstick_within(
     r = outcomes["reference"]
     values = {"builtin": b.value, "custom": c.value, "reference": r.value if r.status == "ok" else None}
     measured = judge(model, feed, {k: None if v is None else np.asarray(v) for k, v in values.items()}, run64)
-    if measured is None or not measured.usable:
-        return None
-    wb, wc = measured.within.get("builtin"), measured.within.get("custom")
-    if wb is None or wc is None:
-        return None
-    return Within(wb, wc, measured.within.get("reference"))
+    return None if measured is None else measured.sides_within()
 
 
 # ---------------------------------------------------------------------------------------------
