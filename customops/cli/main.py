@@ -19,7 +19,7 @@ from typing import Any, NoReturn
 from customops.cli import bench, compare, conformance, fuzz, inspect, ops, rewrite
 from customops.errors import CustomOpsError
 from customops.safeio import printable
-from customops.signals import NATIVE_PACKAGES, import_held
+from customops.signals import NATIVE_PACKAGES, import_held, signals_held
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -198,17 +198,19 @@ def _run(args: argparse.Namespace) -> int:
 
 def _start_sides(args: argparse.Namespace) -> None:
     """For compare, start its sides' children first (customops.eval.sides.start_all), so that their
-    imports overlap with this process's own instead of following them."""
+    imports overlap with this process's own instead of following them. Held as the imports after it
+    are: the modules that start the children import numpy, whose start a signal must not cut."""
     if args.command != "compare":
         return
-    from customops.accel import jit
-    from customops.eval import sides
+    with signals_held():
+        from customops.accel import jit
+        from customops.eval import sides
 
-    if not getattr(args, "quiet", False):  # the children get this stderr for the note of a compilation
-        jit.announce_compilation(sys.stderr)
-    if getattr(args, "verbose", False):
-        os.environ[sides.VERBOSE_ENV] = "1"
-    sides.start_all()
+        if not getattr(args, "quiet", False):  # the children get this stderr for the note of a compilation
+            jit.announce_compilation(sys.stderr)
+        if getattr(args, "verbose", False):
+            os.environ[sides.VERBOSE_ENV] = "1"
+        sides.start_all()
 
 
 def _command(args: argparse.Namespace) -> int:

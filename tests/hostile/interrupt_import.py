@@ -1,9 +1,12 @@
 """``python interrupt_import.py MODULE DELAY SIGNAL ARGS...``: run ``customops ARGS...`` and have another
-process send it SIGNAL (a name: SIGINT, SIGTERM) DELAY seconds after MODULE starts being imported (from outside: a thread of this process
-could not, as a compiled module holds the interpreter while it starts). Used by test_interrupts.py."""
+process send it SIGNAL (a name: SIGINT, SIGTERM) DELAY seconds after MODULE starts being imported (from
+outside: a thread of this process could not, as a compiled module holds the interpreter while it starts).
+DELAY ``now``: this process sends it to itself as the import of MODULE starts, at a known moment (a
+compiled module that imports MODULE while it starts gets the interrupt there). Used by test_interrupts.py."""
 
 import os
 import runpy
+import signal
 import subprocess
 import sys
 
@@ -16,7 +19,8 @@ if sys.stdin.read(1) == "x":
 
 target, delay, signame = sys.argv[1:4]
 killer = subprocess.Popen(
-    [sys.executable, "-c", KILLER, delay, str(os.getpid()), signame], stdin=subprocess.PIPE
+    [sys.executable, "-c", KILLER, "0" if delay == "now" else delay, str(os.getpid()), signame],
+    stdin=subprocess.PIPE,
 )
 
 
@@ -25,8 +29,12 @@ class Trigger:
 
     def find_spec(self, name, path=None, target_module=None):
         if name == target and killer.stdin is not None and not killer.stdin.closed:
-            killer.stdin.write(b"x")
-            killer.stdin.close()
+            if delay == "now":
+                killer.stdin.close()
+                os.kill(os.getpid(), signal.Signals[signame])
+            else:
+                killer.stdin.write(b"x")
+                killer.stdin.close()
         return None
 
 

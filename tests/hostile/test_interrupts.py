@@ -204,6 +204,22 @@ def test_a_signal_while_a_compiled_module_starts_stops_the_command(module, delay
     assert (proc.returncode, proc.stderr) == (status, f"customops compare: {word}\n")
 
 
+INSIDE_NUMPY = "datetime"
+"""A module numpy's compiled core imports while it starts (``PyCapsule_Import``): a signal raised as that
+import begins lands inside numpy's start, the moment that once ended compare with ``ImportError:
+PyCapsule_Import could not import module "datetime"`` (its side processes were started, and numpy
+imported for them, before the hold)."""
+
+
+@pytest.mark.parametrize(
+    ("signame", "status", "word"), [("SIGINT", 130, "interrupted"), ("SIGTERM", 143, "terminated")]
+)
+def test_a_signal_inside_numpy_s_start_stops_compare_as_anywhere_else(signame, status, word):
+    """The signal is sent by the process itself as numpy's core imports ``datetime``: no timing."""
+    proc = run_python(HARNESS, INSIDE_NUMPY, "now", signame, "compare", DEVIATION)
+    assert (proc.returncode, proc.stderr) == (status, f"customops compare: {word}\n")
+
+
 @pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
 def test_a_signal_once_the_command_has_finished_changes_nothing(signame):
     """A Ctrl-C or SIGTERM while Python shuts down, after the command's work (here from an exit
