@@ -146,6 +146,17 @@ def run_builtin(model: onnx.ModelProto, feed: dict[str, np.ndarray]) -> list[np.
     return sess.run(None, feed)
 
 
+def sides_differ_at_level_all(model: onnx.ModelProto, feed: dict[str, np.ndarray]) -> bool:
+    """Whether ``model`` run by ORT's built-in kernels and, rewritten, by ours (both at ORT's default
+    optimization level, all) gives other bits on this machine. Tests about a difference ORT's optimizer
+    makes around a swapped node start from it: its usual source, ORT's blocked NCHWc layout, exists only
+    on CPUs with AVX2 or AVX-512, and its block (8 or 16 channels) decides which nodes it takes."""
+    return any(
+        not np.array_equal(a, b)
+        for a, b in zip(run_builtin(model, feed), run_custom(model, feed), strict=True)
+    )
+
+
 def strict_json(text: str):
     """``json.loads`` that rejects Python's ``Infinity``, ``-Infinity`` and ``NaN``, which are not JSON:
     every JSON customops writes must parse here (customops.jsonout)."""
