@@ -123,3 +123,62 @@ def test_an_error_statistic_decides_instead_of_each_element(stat, passes):
         assert "stat" not in m.to_json()  # the default report keeps its keys
     a[5], b[6] = np.nan, np.nan
     assert not compare_arrays(a, b, 1.0, 1.0, stat).passed
+
+
+def _specimens() -> list[np.ndarray]:
+    """Tensors of every kind compare meets, with the values that take special branches."""
+    import ml_dtypes
+
+    rng = np.random.default_rng(7)
+    floats = rng.standard_normal((3, 5)).astype(np.float32)
+    floats[0, :4] = [np.nan, np.inf, -np.inf, -0.0]
+    floats[1, 0] = np.finfo(np.float32).tiny / 4  # subnormal
+    with np.errstate(invalid="ignore"):  # inf x 1j: a NaN real part, wanted
+        mixed = (floats + 1j * floats[::-1]).astype(np.complex64)
+    return [
+        floats,
+        floats.astype(np.float64),
+        floats.astype(np.float16),
+        floats.astype(ml_dtypes.bfloat16),
+        np.full((2, 3), np.nan, np.float32),  # no finite element
+        np.zeros((0, 4), np.float32),
+        np.array(2.5, np.float32),  # a scalar
+        floats[:, ::2],  # not contiguous
+        mixed,
+        rng.integers(-5, 5, (4, 4)).astype(np.int8),
+        rng.integers(0, 2**40, (4,), dtype=np.int64),
+        np.array([True, False]),
+        np.zeros((3,), np.uint16),
+    ]
+
+
+@pytest.mark.parametrize("stat", ["elemwise", "max", "mean", "median"])
+@pytest.mark.parametrize("index", range(13))
+def test_bitwise_equal_tensors_skip_the_pass_with_the_figures_the_pass_gives(index, stat):
+    a = _specimens()[index]
+    b = a.copy()
+    for rtol, atol in ((0.0, 0.0), (1e-5, 1e-5)):
+        fast = compare_arrays(a, b, rtol, atol, stat)
+        slow = compare_arrays(a, b, rtol, atol, stat, shortcut=False)
+        assert fast.to_json() == slow.to_json() and fast.passed, (fast.to_json(), slow.to_json())
+
+
+def test_a_complex_tensor_with_an_inf_and_a_nan_part_matches_itself():
+    a = np.array([complex(np.inf, np.nan), 1 + 2j], np.complex64)
+    m = compare_arrays(a, a.copy(), 0.0, 0.0, shortcut=False)
+    assert m.inf_match and m.nan_match and m.passed
+    b = np.array([1 + 2j], np.complex64)
+    stats = compare_arrays(b + 1j, b, 0.0, 0.0).errors  # the imaginary part differs by 1: counted
+    assert stats is not None and stats.abs["mean"] == 1.0
+
+
+def test_tensors_equal_in_value_but_not_in_bits_take_the_pass():
+    # -0 and +0, and two NaNs of other payloads, are equal for the comparison, not bit for bit
+    a = np.array([0.0, np.nan, 1.0], np.float32)
+    b = np.array([-0.0, np.nan, 1.0], np.float32)
+    b.view(np.uint32)[1] |= 1
+    m = compare_arrays(a, b, 0.0, 0.0)
+    assert m.to_json() == compare_arrays(a, b, 0.0, 0.0, shortcut=False).to_json() and m.passed
+    c = a.copy()
+    c[2] = np.nextafter(np.float32(1), np.float32(2))  # one ulp off: found by the pass, not skipped
+    assert compare_arrays(a, c, 0.0, 0.0).mismatches == 1 and compare_arrays(a, c, 0.0, 0.0).max_ulp == 1

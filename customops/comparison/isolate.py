@@ -86,6 +86,22 @@ def reference_work_of(rewritten: ModelProto, feed: dict[str, np.ndarray]) -> flo
     return reference_work(*call)
 
 
+def _reference_refusal(
+    op: str, one: ModelProto, rewritten: Any, feed: dict[str, np.ndarray], limit: int | None
+) -> str | None:
+    """Why onnx.reference is not asked to run the one-node model ``one`` (None: it is): the work the node
+    asks of it (from ``rewritten``, our form of it) over the op's reference limit (``limit`` overrides)."""
+    work = float(sum(int(v.size) for v in feed.values())) if rewritten.skipped else None
+    work = reference_work_of(rewritten.model, feed) if work is None else work
+    most = reference_limit_of(op, limit)
+    if work <= most:
+        return None
+    return (
+        f"not run: the node asks onnx.reference for about {work:.3g} steps (elements, samples, taps), "
+        f"over the reference limit {most}"
+    )
+
+
 @dataclass
 class Isolated:
     """The node alone on A's inputs: each side's output or error."""
@@ -108,41 +124,38 @@ def run_isolated(
     optimization: str = "all",
 ) -> Isolated:
     """Run ``node`` alone on the built-in side (on ``providers``; None: CPU), on ours and with
-    onnx.reference: each in its side's child process, ORT's two at the graph optimization level
-    ``optimization``; the reference only when the work the node asks of it is within ``reference_limit``
+    onnx.reference, the three at once, each in its side's child process; ORT's two at the graph
+    optimization level ``optimization``; the reference only when the work the node asks of it is within ``reference_limit``
     (None: the op's, customops.registry), and for ``reference_timeout`` seconds at most. A reference that
     does not run, or is cut by a bound, is no third vote, with its reason in ``errors``."""
     from customops.model.rewriter import rewrite_model
 
     constants = frozenset(t.name for t in model.graph.initializer)
     one, feed = _node_model(node, values, model.opset_import, model.ir_version, constants)
-    outputs: dict[str, np.ndarray | None] = {"builtin": None, "custom": None, "reference": None}
-    errors: dict[str, str | None] = {"builtin": None, "custom": None, "reference": None}
-    b = run_side(one, feed, custom=False, providers=providers, optimization=optimization)
-    if b.error:
-        errors["builtin"] = b.error
-    else:
-        outputs["builtin"] = next(iter(b.values.values()))
     rewritten = rewrite_model(one)
+    errors: dict[str, str | None] = {"builtin": None, "custom": None, "reference": None}
+    serialized = one.SerializeToString()
+    jobs = [sides.whole_request(serialized, feed, False, 0, providers, optimization)]
     if rewritten.skipped:
         errors["custom"] = f"not swapped: {rewritten.skipped[0].reason}"
     else:
-        c = run_side(rewritten.model, feed, custom=True, optimization=optimization)
-        if c.error:
-            errors["custom"] = c.error
-        else:
-            outputs["custom"] = next(iter(c.values.values()))
-    work = float(sum(int(v.size) for v in feed.values())) if rewritten.skipped else None
-    work = reference_work_of(rewritten.model, feed) if work is None else work
-    limit = reference_limit_of(node.op_type, reference_limit)
-    if work > limit:
-        errors["reference"] = (
-            f"not run: the node asks onnx.reference for about {work:.3g} steps (elements, samples, taps), "
-            f"over the reference limit {limit}"
+        jobs.append(
+            sides.whole_request(rewritten.model.SerializeToString(), feed, True, 0, None, optimization)
         )
-    else:
-        value, errors["reference"] = sides.run_reference(one.SerializeToString(), feed, reference_timeout)
-        outputs["reference"] = value
+    errors["reference"] = _reference_refusal(node.op_type, one, rewritten, feed, reference_limit)
+    if errors["reference"] is None:
+        jobs.append(sides.reference_request(serialized, feed))
+    runs = dict(
+        zip([side for side, _ in jobs], sides.run_sides(jobs, {"reference": reference_timeout}), strict=True)
+    )
+    outputs: dict[str, np.ndarray | None] = {"builtin": None, "custom": None, "reference": None}
+    for side, run in runs.items():
+        if side == "reference":
+            outputs[side], errors[side] = sides.reference_answer(run, reference_timeout)
+        elif run.error:
+            errors[side] = run.error
+        else:
+            outputs[side] = next(iter(run.values.values()))
     return Isolated(one, feed, outputs, errors)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import atexit
 import threading
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -27,6 +28,8 @@ __all__ = [
     "SideRun",
     "close_all",
     "quiet_ort_log",
+    "reference_answer",
+    "reference_request",
     "run_reference",
     "run_side",
     "run_sides",
@@ -137,28 +140,39 @@ def whole_request(
     return ("custom" if custom else "builtin"), request
 
 
-def run_sides(jobs: list[tuple[str, Request]]) -> list[SideRun]:
+def run_sides(jobs: list[tuple[str, Request]], timeouts: dict[str, float] | None = None) -> list[SideRun]:
     """Each ``(side, request)`` of ``jobs`` (each side at most once) sent to its side's child before any
-    answer is awaited, so that the sides run at once; their answers in the order of ``jobs``."""
+    answer is awaited, so that the sides run at once; their answers in the order of ``jobs``. A side
+    named in ``timeouts`` has that many seconds from the moment it was sent: past them its child is
+    killed and its run is a hang (:func:`hang_text`)."""
     sent: list[int | WorkerDied] = []
     with _LOCK:
+        deadlines = {side: time.perf_counter() + t for side, t in (timeouts or {}).items()}
         for side, request in jobs:
             try:
                 sent.append(_child(side).submit(request))
             except WorkerDied as exc:
                 _child(side).close()
                 sent.append(exc)
-        runs = []
-        for (side, _), job in zip(jobs, sent, strict=True):
-            try:
-                if isinstance(job, WorkerDied):
-                    raise job
-                runs.append(side_run(side, _child(side).result(job)))
-            except WorkerDied as exc:
-                _child(side).close()
-                runs.append(SideRun(error=_crash_text(side, exc.reason, exc.tail)))
-        return runs
+        return [_answer(side, job, deadlines.get(side)) for (side, _), job in zip(jobs, sent, strict=True)]
 
+
+def _answer(side: str, job: int | WorkerDied, deadline: float | None) -> SideRun:
+    """The run of a job sent to ``side``'s child (:func:`run_sides`); call with :data:`_LOCK` held."""
+    try:
+        if isinstance(job, WorkerDied):
+            raise job
+        reply = _child(side).result(job, deadline)
+    except WorkerDied as exc:
+        _child(side).close()
+        return SideRun(error=_crash_text(side, exc.reason, exc.tail))
+    if reply.status == "hang":
+        return SideRun(error=HANG)
+    return side_run(side, reply)
+
+
+HANG = "no answer within the time limit"
+"""The error of a run past its side's timeout (:func:`run_sides`)."""
 
 REFERENCE_TIMEOUT = 120.0
 """Seconds onnx.reference may take for one node (compare's ``--reference-timeout``): the work limit keeps
@@ -166,28 +180,29 @@ it near 5 s on the machines it was measured on; past the timeout its child is ki
 third vote."""
 
 
+def reference_request(model: bytes, feed: dict[str, np.ndarray]) -> tuple[str, Request]:
+    """The side and request of a run of the one-node ``model`` on onnx.reference, in the reference side's
+    child (the fuzzer's mechanism, customops.eval.runner; its memory bound:
+    customops.eval.worker.REFERENCE_MEMORY): its outputs by name. Give it a timeout in :func:`run_sides`."""
+    return "reference", Request(model, feed, whole=True, limit=OUTPUT_LIMIT)
+
+
+def reference_answer(run: SideRun, timeout: float) -> tuple[np.ndarray | None, str | None]:
+    """(first output, None) or (None, why) of a reference run, a hang named by ``timeout`` (the option's)."""
+    if run.error == HANG:
+        return None, f"not run: no answer within {timeout:g} s (--reference-timeout)"
+    if run.error is not None:
+        return None, run.error
+    return next(iter(run.values.values()), None), None
+
+
 def run_reference(
     model: bytes, feed: dict[str, np.ndarray], timeout: float
 ) -> tuple[np.ndarray | None, str | None]:
-    """The first output of the one-node ``model`` on onnx.reference, in the reference side's child (the
-    fuzzer's mechanism, customops.eval.runner; its memory bound: customops.eval.worker.REFERENCE_MEMORY),
-    with no answer in ``timeout`` seconds a hang (the child is killed): (output, None) or (None, why)."""
-    import time
-
-    request = Request(model, feed, limit=OUTPUT_LIMIT)
-    with _LOCK:
-        child = _child("reference")
-        try:
-            job = child.submit(request)
-            reply = child.result(job, time.perf_counter() + timeout)
-        except WorkerDied as exc:
-            child.close()
-            return None, f"the reference side crashed while starting ({exc.reason})"
-    if reply.status == "ok":
-        return reply.value, None
-    if reply.status == "hang":
-        return None, f"not run: no answer within {timeout:g} s (--reference-timeout)"
-    return None, side_run("reference", reply).error
+    """The first output of the one-node ``model`` on onnx.reference (:func:`reference_request`), with no
+    answer in ``timeout`` seconds a hang (the child is killed): (output, None) or (None, why)."""
+    (run,) = run_sides([reference_request(model, feed)], {"reference": timeout})
+    return reference_answer(run, timeout)
 
 
 @atexit.register
