@@ -166,3 +166,20 @@ def test_the_two_sides_run_the_model_at_once(tmp_path, monkeypatch):
     assert comparison.result.verdict == "agree"
     pair = [("send", "builtin"), ("send", "custom"), ("answer", "builtin"), ("answer", "custom")]
     assert events[:8] == pair + pair  # then the swapped node alone on each side
+
+
+def test_kernel_times_are_measured_only_when_asked(tmp_path):
+    """Without --kernel-times neither side is profiled (no node has a time; the table has no time
+    columns); with it each node has both sides' steady-state times and the columns are there."""
+    from tests.helpers import run_cli, strict_json
+
+    path = tmp_path / "m.onnx"
+    _resize_model(path)
+    for asked in (False, True):
+        out = tmp_path / f"r{asked}.json"
+        proc = run_cli("compare", str(path), "--json", str(out), *(["--kernel-times"] if asked else []))
+        assert proc.returncode == 0, proc.stderr
+        (node,) = strict_json(out.read_text())["nodes"]
+        times = list(node["time_us"].values())
+        assert all(t is not None and t >= 0 for t in times) if asked else times == [None, None]
+        assert ("A µs" in proc.stdout) == asked, proc.stdout

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from customops.errors import CustomOpsError
-from customops.eval.worker import OPTIMIZATION_LEVELS
+from customops.eval.worker import KERNEL_TIME_RUNS, OPTIMIZATION_LEVELS
 
 if TYPE_CHECKING:
     import numpy as np
@@ -100,6 +100,12 @@ def _add_choice_options(p: Any) -> None:
         "--fail-fast",
         action="store_true",
         help="stop at the first node where a difference starts or a side fails alone",
+    )
+    p.add_argument(
+        "--kernel-times",
+        action="store_true",
+        help="profile both sides for per-node kernel times (the A us / B us columns): "
+        f"{KERNEL_TIME_RUNS} timed runs after a warm-up; off by default, as they cost runs and profiling",
     )
 
 
@@ -319,6 +325,7 @@ def run(args: Any) -> int:
         started=getattr(args, "started", None),
         loaded=loaded,
         choices=Choices(args.nodes, args.exclude or [], args.validate, args.fail_fast),
+        repeats=KERNEL_TIME_RUNS if args.kernel_times else 0,
     )
     print(
         printable(comparison.result.summary) if args.quiet else format_table(comparison.report, args.all_rows)

@@ -14,6 +14,7 @@ from customops.comparison.inputs import InputPlan, check_inputs, load_inputs
 from customops.comparison.pipeline import Report, compare_model
 from customops.errors import CustomOpsError
 from customops.eval.sides import REFERENCE_TIMEOUT
+from customops.eval.worker import KERNEL_TIME_RUNS
 
 
 def compare(
@@ -35,6 +36,7 @@ def compare(
     exclude: Sequence[str] = (),
     validate: bool = False,
     fail_fast: bool = False,
+    kernel_times: bool = False,
 ) -> Report:
     """Run ``model`` (a ModelProto, serialized bytes or a path) with ORT's built-in kernels and with ours,
     node by node, with onnx.reference as third vote; returns the typed report (``.verdict``: 'agree',
@@ -49,7 +51,8 @@ def compare(
     ``check_error_stat``, ``reference_limit``, ``reference_timeout`` and ``graph_optimization_level``
     (disable, basic, extended or all): as ``--check-error-stat``, ``--reference-limit``,
     ``--reference-timeout`` and ``--graph-optimization-level``; ``nodes``, ``exclude``, ``validate`` and
-    ``fail_fast`` as ``--nodes``, ``--exclude``, ``--validate`` and ``--fail-fast``. Raises CustomOpsError for bad input, as the command
+    ``fail_fast`` as ``--nodes``, ``--exclude``, ``--validate`` and ``--fail-fast``; ``kernel_times``
+    as ``--kernel-times`` (each node's ``time_us``). Raises CustomOpsError for bad input, as the command
     exits 2."""
     from customops.model.rewriter import as_model
 
@@ -74,6 +77,7 @@ def compare(
         plan=plan,
         started=started,
         choices=Choices(None if nodes is None else list(nodes), list(exclude), validate, fail_fast),
+        repeats=KERNEL_TIME_RUNS if kernel_times else 0,
     )
     return comparison.result
 

@@ -848,16 +848,23 @@ def _outputs_table(outputs: list[Any]) -> str:
     return "".join(out)
 
 
+def _time_cells(times: Any) -> str:
+    """A node's kernel times (``--kernel-times``) as two table cells."""
+    return "".join(f'<td class="num">{_e(_us(_get(times, side)))}</td>' for side in ("builtin", "custom"))
+
+
 def _nodes_table(nodes: list[Any]) -> str:
     if not nodes:
         return '<h2>Nodes</h2><p class="note">No nodes compared.</p>'
+    timed = any(v is not None for item in nodes for v in (_get(item, "time_us", {}) or {}).values())
     out = [
         "<h2>Nodes</h2><table><tr><th>node</th><th>op</th>",
         _metric_head("|custom|"),
-        "<th>verdict</th><th>attribution</th><th>difference</th><th>builtin µs</th><th>custom µs</th></tr>",
+        "<th>verdict</th><th>attribution</th><th>difference</th>",
+        "<th>builtin µs</th><th>custom µs</th></tr>" if timed else "</tr>",
     ]
     for i, item in enumerate(nodes):
-        times = _get(item, "time_us", {})
+        times = _get(item, "time_us", {}) or {}
         origin = _get(item, "origin", "unknown")
         origin_text = _ORIGIN_TEXT.get(str(origin), str(origin))
         origin_html = f"<strong>{_e(origin_text)}</strong>" if origin == "starts-here" else _e(origin_text)
@@ -865,9 +872,7 @@ def _nodes_table(nodes: list[Any]) -> str:
             f'<tr><td><a href="#{_section_id("node", i)}">{_e(_get(item, "node", "?"))}</a></td>'
             f"<td>{_e(_get(item, 'op', '?'))}</td>{_metric_cells(_get(item, 'in_model'))}"
             f"<td>{_verdict(_get(item, 'verdict'))}</td><td>{_e(_get(item, 'attribution', '–'))}</td>"
-            f"<td>{origin_html}</td>"
-            f'<td class="num">{_e(_us(_get(times, "builtin")))}</td>'
-            f'<td class="num">{_e(_us(_get(times, "custom")))}</td></tr>'
+            f"<td>{origin_html}</td>{_time_cells(times) if timed else ''}</tr>"
         )
     out.append("</table>")
     return "".join(out)

@@ -82,7 +82,9 @@ class Settings:
 
     rtol: float | None = None
     atol: float | None = None
-    repeats: int = 2
+    repeats: int = 0
+    """Timed runs of each whole model for per-node kernel times (0: none; KERNEL_TIME_RUNS with
+    ``--kernel-times``)."""
     reference_limit: int | None = None
     """Work asked of onnx.reference at most (None: per op, customops.comparison.isolate)."""
     reference_timeout: float = REFERENCE_TIMEOUT
@@ -542,6 +544,15 @@ def profiled(by_name: dict[str, Any], node: NodeProto) -> Any:
     return next((by_name[f"{o}_nchwc"] for o in node.output if f"{o}_nchwc" in by_name), None)
 
 
+def placed(run: SideRun, node: NodeProto, providers: list[str]) -> str | None:
+    """The execution provider that ran ``node`` on a side: from the side's profile, else, for a side that
+    ran on the CPU alone, the CPU (no profile is needed to know it)."""
+    found = profiled(run.placement, node)
+    if found is None and not run.error and providers == ["CPUExecutionProvider"]:
+        return "CPUExecutionProvider"
+    return found
+
+
 def judge_node(
     p: Prepared, record: Any, runs: WholeRuns, known: dict[str, np.ndarray], s: Settings
 ) -> tuple[NodeResult, Isolated | None]:
@@ -557,9 +568,14 @@ def judge_node(
         out_name,
         record.scope,
         in_model,
-        {"builtin": profiled(runs.a.times, node), "custom": profiled(runs.b.times, node)},
+        {"builtin": profiled(runs.a.times, node), "custom": profiled(runs.b.times, node)}
+        if s.repeats  # else any times are a warm-up's (a profile for placements), not kernel times
+        else {"builtin": None, "custom": None},
         "builtin" if not runs.a.error else "custom",
-        {"builtin": profiled(runs.a.placement, node), "custom": profiled(runs.b.placement, node)},
+        {
+            "builtin": placed(runs.a, node, s.providers),
+            "custom": placed(runs.b, node, ["CPUExecutionProvider"]),
+        },
     )
     differs = in_model is not None and not in_model.passed
     iso = None
@@ -1015,7 +1031,7 @@ def compare_model(
     ops: Sequence[str] | None = None,
     rtol: float | None = None,
     atol: float | None = None,
-    repeats: int = 2,
+    repeats: int = 0,
     reference_limit: int | None = None,
     model_name: str = "<model>",
     seed: int = 0,

@@ -36,14 +36,17 @@ def shown(report: dict[str, Any], all_rows: bool) -> list[dict[str, Any]]:
 def format_table(report: dict[str, Any], all_rows: bool = True) -> str:
     """The human-readable report: the verdict, the table (see :func:`shown`), the errors, the verdict."""
     head = ("node / output", "op", "shape", "dtype", "max abs", "max rel /|B|", "mism.", "ulp", "verdict")
-    rows: list[tuple[str, ...]] = [(*head, "attribution", "starts", "A µs", "B µs")]
+    timed = any(v is not None for n in report["nodes"] for v in (n.get("time_us") or {}).values())
+    rows: list[tuple[str, ...]] = [(*head, "attribution", "starts", *(("A µs", "B µs") if timed else ()))]
 
     def row(name: str, op: str, m: dict[str, Any], verdict: str, more: tuple[str, ...], times: dict) -> None:
         ulp = "n/a" if m.get("ulp_note") else m.get("max_ulp")  # why: a line below the table
         stats = (m.get("max_abs"), m.get("max_rel"), m.get("mismatches"), ulp)
         shape = "x".join(map(str, m.get("shape_a", []))) or "-"
         timing = (_fmt(times.get("builtin"), ".0f"), _fmt(times.get("custom"), ".0f")) if times else ("", "")
-        rows.append((name, op, shape, m.get("dtype_a", "-"), *map(_fmt, stats), verdict, *more, *timing))
+        rows.append(
+            (name, op, shape, m.get("dtype_a", "-"), *map(_fmt, stats), verdict, *more, *timing[: 2 * timed])
+        )
 
     for o in report["outputs"]:
         row(o["name"], "(graph output)", o["metrics"] or {}, o["verdict"], ("", ""), {})

@@ -137,6 +137,7 @@ def whole_request(
     """The side and the request of a whole-model run (:func:`run_side`'s arguments)."""
     request = Request(model, feed, whole=True, repeats=repeats, limit=OUTPUT_LIMIT, providers=providers)
     request.optimization = optimization
+    request.profile = providers not in (None, ["CPUExecutionProvider"])  # where ORT placed each node
     return ("custom" if custom else "builtin"), request
 
 

@@ -51,6 +51,10 @@ OPTIMIZATION_LEVELS = ("disable", "basic", "extended", "all")
 ``--graph-optimization-level``): ORT_DISABLE_ALL, ORT_ENABLE_BASIC, ORT_ENABLE_EXTENDED, ORT_ENABLE_ALL
 (ORT's default)."""
 
+KERNEL_TIME_RUNS = 2
+"""Runs of a whole model timed for per-node kernel times (compare's ``--kernel-times``), after the
+untimed run that gives the outputs and warms the kernels up."""
+
 CASE_OUTPUT_LIMIT = 64 << 20
 """Largest output of a one-node case sent back. A campaign's valid cases have at most 720 output elements
 (customops.fuzz.spaces.base.OUT_LIMIT); a replayed case comes from a file and could ask a side for any
@@ -78,6 +82,9 @@ class Request:
     optimization: str = "all"
     """ONNX Runtime's graph optimization level (:data:`OPTIMIZATION_LEVELS`) of the built-in and custom
     sides' sessions; onnx.reference has none."""
+    profile: bool = False
+    """Profile the run even with no ``repeats``, for the execution provider of each node (its times then
+    include the first run's warm-up: not kernel times)."""
 
 
 @dataclass
@@ -194,8 +201,9 @@ class Runner:
     def run(self, request: Request) -> Reply:
         """Run ``request``; :class:`Failed` for an error of the side."""
 
+        profiled = bool(request.repeats or request.profile)
         with tempfile.TemporaryDirectory(prefix="customops-profile-") as tmp:
-            sess = self.session(request, tmp if request.repeats else None)
+            sess = self.session(request, tmp if profiled else None)
             values = staged("run", sess.run, None, request.feed)
             names = output_names(sess)[: None if request.whole else 1]
             values = staged("run", tensors, names, values)
@@ -204,7 +212,7 @@ class Runner:
             for _ in range(request.repeats):  # the first run above warmed the kernels up: untimed
                 staged("run", sess.run, None, request.feed)
             reply = Reply("ok", dict(zip(names, values, strict=True)))
-            if request.repeats:
+            if profiled:
                 reply.times, reply.placement, reply.timed_runs = kernel_times(sess)
         return reply
 
