@@ -9,7 +9,7 @@ import numpy as np
 from customops.accel import affine_grid_loops, jit, parallel
 from customops.errors import KernelError
 from customops.kernels import limits
-from customops.kernels.args import int_list
+from customops.kernels.args import flag, int_list
 
 __all__ = ["affine_grid", "base_coordinates"]
 
@@ -78,8 +78,7 @@ def _check(t: np.ndarray, size: Any, align_corners: Any) -> tuple[int, tuple[int
     """(number of spatial axes, output shape); raises KernelError for an invalid configuration."""
     if t.dtype.kind != "f":
         raise KernelError(f"theta must be a floating-point tensor, got dtype {str(t.dtype)!r}")
-    if align_corners not in (0, 1):
-        raise KernelError(f"align_corners must be 0 or 1, got {align_corners!r}")
+    flag(align_corners, "align_corners")
     shape = np.shape(size)
     if len(shape) == 1 and shape[0] > 5:  # before listing its entries: it may hold millions
         raise KernelError(f"size has {shape[0]} entries; expected 4 (N, C, H, W) or 5 (N, C, D, H, W)")

@@ -39,6 +39,7 @@ from customops.accel import grid_sample_loops, jit, parallel
 from customops.accel.plans import epoch, remember, tracked
 from customops.errors import KernelError
 from customops.kernels import limits
+from customops.kernels.args import choice, flag
 from customops.kernels.rounding import finish
 
 __all__ = ["grid_sample"]
@@ -133,17 +134,11 @@ class _Options:
 
 
 def _options(align_corners: Any, mode: Any, padding_mode: Any) -> _Options:
-    if isinstance(align_corners, bool | np.bool_) or not isinstance(align_corners, int | np.integer):
-        raise KernelError(f"align_corners must be the integer 0 or 1, got {align_corners!r}")
-    if int(align_corners) not in (0, 1):
-        raise KernelError(f"align_corners {int(align_corners)} is not allowed (allowed: 0, 1)")
-    if mode not in MODES:
-        raise KernelError(f"mode {mode!r} is not allowed (allowed: {', '.join(MODES)})")
-    if padding_mode not in PADDING_MODES:
-        raise KernelError(
-            f"padding_mode {padding_mode!r} is not allowed (allowed: {', '.join(PADDING_MODES)})"
-        )
-    return _Options(bool(align_corners), str(mode), str(padding_mode))
+    return _Options(
+        flag(align_corners, "align_corners"),
+        choice(mode, "mode", MODES),
+        choice(padding_mode, "padding_mode", PADDING_MODES),
+    )
 
 
 def _check_shapes(x: np.ndarray, g: np.ndarray, options: _Options) -> tuple[int, ...]:

@@ -26,7 +26,7 @@ import numpy as np
 from customops.accel import jit, parallel, roi_pool_loops
 from customops.errors import KernelError
 from customops.kernels import limits
-from customops.kernels.args import int_list
+from customops.kernels.args import int_values
 
 __all__ = ["bin_edges", "max_roi_pool", "round_half_away"]
 
@@ -157,7 +157,7 @@ def _check(x: np.ndarray, r: np.ndarray, pooled_shape: Any, spatial_scale: Any) 
         )
     if pooled_shape is None:
         raise KernelError("pooled_shape is required: two positive integers (height, width)")
-    pooled = int_list(pooled_shape, "pooled_shape")
+    pooled = int_values(pooled_shape, "pooled_shape")
     if len(pooled) != 2 or min(pooled) < 1:
         raise KernelError(f"pooled_shape {pooled!r} must be two positive integers (height, width)")
     if max(pooled) > MAX_BINS:

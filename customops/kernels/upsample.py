@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from customops.errors import KernelError
+from customops.kernels.args import choice
 from customops.kernels.resize import resize
 
 __all__ = ["upsample"]
@@ -29,10 +30,7 @@ def upsample(X: np.ndarray, scales: Any, *, mode: str = "nearest") -> np.ndarray
 
 def _upsample(X: Any, scales: Any, mode: Any, bound: dict[str, Any] | None) -> np.ndarray:
     """upsample(), resizing through the bound resize functions in ``bound`` when given."""
-    if isinstance(mode, bytes):
-        mode = mode.decode("utf-8", "replace")
-    if not isinstance(mode, str) or mode not in _MODES:
-        raise KernelError(f"mode {mode!r} is not one of 'nearest', 'linear'")
+    mode = choice(mode, "mode", _MODES)
     X = np.asarray(X)
     if scales is None:
         raise KernelError("scales is required")
