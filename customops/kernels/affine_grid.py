@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -11,7 +12,7 @@ from customops.errors import KernelError
 from customops.kernels import limits
 from customops.kernels.args import flag, int_list
 
-__all__ = ["affine_grid", "base_coordinates"]
+__all__ = ["affine_grid", "base_coordinates", "bind"]
 
 
 def base_coordinates(count: int, align_corners: int) -> np.ndarray:
@@ -98,3 +99,12 @@ def _check(t: np.ndarray, size: Any, align_corners: Any) -> tuple[int, tuple[int
             f"(N, {spatial}, {spatial + 1}) with the same N"
         )
     return spatial, (dims[0], *dims[2:], spatial)
+
+
+def bind(align_corners: int = 0) -> Callable[[Any, Any], np.ndarray]:
+    """``affine_grid`` with its attribute fixed (the ONNX Runtime hook calls it once per node)."""
+
+    def bound(theta: Any, size: Any) -> np.ndarray:
+        return affine_grid(theta, size, align_corners=align_corners)
+
+    return bound

@@ -16,7 +16,7 @@ from customops.errors import KernelError
 from customops.kernels import limits
 from customops.kernels.args import int_list, ints
 
-__all__ = ["col2im"]
+__all__ = ["bind", "col2im"]
 
 
 def _overlap_range(start: int, step: int, count: int, size: int) -> tuple[int, int]:
@@ -260,7 +260,7 @@ def _key(value: Any) -> Any:
     raise Uncacheable
 
 
-def _bind(
+def bind(
     dilations: Sequence[int] | None = None,
     pads: Sequence[int] | None = None,
     strides: Sequence[int] | None = None,
@@ -288,6 +288,3 @@ def _bind(
         return _execute(prepared, x)
 
     return bound
-
-
-col2im.bind = _bind  # type: ignore[attr-defined]

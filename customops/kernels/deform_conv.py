@@ -28,7 +28,7 @@ from customops.errors import KernelError
 from customops.kernels import limits
 from customops.kernels.args import int_values, integer, ints, is_absent
 
-__all__ = ["deform_conv"]
+__all__ = ["bind", "deform_conv"]
 
 COLUMN_BUDGET = 1 << 22
 """Most elements of the column buffer and the corner tables of one chunk (kernel positions x output
@@ -384,13 +384,10 @@ def _corners(
     return index, weight, nan
 
 
-def _bind(**attrs: Any) -> Any:
+def bind(**attrs: Any) -> Any:
     """``deform_conv`` with its attributes fixed (the ONNX Runtime hook)."""
 
     def bound(X: Any, W: Any, offset: Any, B: Any = None, mask: Any = None) -> np.ndarray:
         return deform_conv(X, W, offset, B, mask, **attrs)
 
     return bound
-
-
-deform_conv.bind = _bind  # type: ignore[attr-defined]

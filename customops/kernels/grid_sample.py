@@ -42,7 +42,7 @@ from customops.kernels import limits
 from customops.kernels.args import choice, flag
 from customops.kernels.rounding import finish
 
-__all__ = ["grid_sample"]
+__all__ = ["bind", "grid_sample"]
 
 MODES = ("linear", "nearest", "cubic")
 PADDING_MODES = ("zeros", "border", "reflection")
@@ -87,7 +87,7 @@ def _run(x: np.ndarray, g: np.ndarray, options: _Options) -> np.ndarray:
     return _sample(x, g, out_shape, options)
 
 
-def _bind(align_corners: int = 0, mode: str = "linear", padding_mode: str = "zeros") -> Any:
+def bind(align_corners: int = 0, mode: str = "linear", padding_mode: str = "zeros") -> Any:
     """``grid_sample`` with its attributes checked once, for repeated calls (the ONNX Runtime hook): the
     compiled path is kept per shape and dtype of X and grid (shapes are checked when it is made)."""
     options = _options(align_corners, mode, padding_mode)
@@ -121,9 +121,6 @@ def _planned(x: np.ndarray, g: np.ndarray, options: _Options) -> Any:
     direct = _direct(x.shape, x.dtype, out_shape, options)
     direct.out_shape = out_shape  # type: ignore[attr-defined]
     return direct
-
-
-grid_sample.bind = _bind  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)

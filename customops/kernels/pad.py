@@ -16,7 +16,7 @@ from customops.errors import KernelError
 from customops.kernels import limits
 from customops.kernels.args import choice, int_list, is_absent, normalize_axes
 
-__all__ = ["pad"]
+__all__ = ["bind", "pad"]
 
 MODES: tuple[str, ...] = ("constant", "reflect", "edge", "wrap")
 
@@ -491,7 +491,7 @@ def input_key(value: Any) -> Any:
     raise Uncacheable
 
 
-def _bind(mode: str = "constant") -> Any:
+def bind(mode: str = "constant") -> Any:
     """``pad`` with its mode fixed, for repeated calls (the ONNX Runtime hook): the validated copy plan
     is kept per input shape, dtype, pads, constant_value and axes. Errors are raised on every call."""
     plans: dict[Any, PreparedPad] = {}
@@ -519,6 +519,3 @@ def _bind(mode: str = "constant") -> Any:
         return execute_pad(prepared, data)
 
     return bound
-
-
-pad.bind = _bind  # type: ignore[attr-defined]

@@ -25,7 +25,7 @@ from customops.kernels.rounding import finisher, saturate
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ["resize"]
+__all__ = ["bind", "resize"]
 
 _MODES = ("nearest", "linear", "cubic")
 _COORDINATE_MODES = (
@@ -1311,7 +1311,7 @@ def _input_key(value: Any) -> Any:
     raise Uncacheable
 
 
-def _bind(**attributes: Any) -> Callable[..., np.ndarray]:
+def bind(**attributes: Any) -> Callable[..., np.ndarray]:
     """``resize`` with its attributes fixed, for repeated calls (the ONNX Runtime hook).
 
     Equivalent to ``lambda X, roi=None, scales=None, sizes=None: resize(X, roi, scales, sizes,
@@ -1409,6 +1409,3 @@ def resize(
         nearest_mode,
     )
     return _execute(prepared, X)
-
-
-resize.bind = _bind  # type: ignore[attr-defined]

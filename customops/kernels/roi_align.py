@@ -42,7 +42,7 @@ from customops.errors import KernelError
 from customops.kernels import limits
 from customops.kernels.args import choice, integer
 
-__all__ = ["roi_align"]
+__all__ = ["bind", "roi_align"]
 
 MODES = ("avg", "max")
 COORDINATE_MODES = ("half_pixel", "output_half_pixel")
@@ -575,13 +575,10 @@ def _maximum(image: np.ndarray, y: _Samples, x: _Samples) -> np.ndarray:
     return out
 
 
-def _bind(**attrs: Any) -> Callable[..., np.ndarray]:
+def bind(**attrs: Any) -> Callable[..., np.ndarray]:
     """``roi_align`` with its attributes fixed (the ONNX Runtime hook calls it once per node)."""
 
     def bound(X: Any, rois: Any, batch_indices: Any) -> np.ndarray:
         return roi_align(X, rois, batch_indices, **attrs)
 
     return bound
-
-
-roi_align.bind = _bind  # type: ignore[attr-defined]
