@@ -13,6 +13,7 @@ import pytest
 
 from customops.errors import KernelError
 from customops.kernels import args
+from customops.registry import CUSTOM_OPS
 from tests.helpers import one_node_model, run_custom
 
 F32, I64 = np.float32, np.int64
@@ -150,3 +151,11 @@ def test_a_session_passes_its_decoded_integers_to_each_kernel(op, opset, kernel,
     module = importlib.import_module(f"customops.kernels.{kernel}")
     want = getattr(module, kernel)(*inputs, **attrs)
     np.testing.assert_array_equal(run_custom(model, feed)[0], want)
+
+
+@pytest.mark.parametrize("op", sorted(CUSTOM_OPS))
+def test_every_registered_kernel_module_offers_bind(op) -> None:
+    name, _, function = CUSTOM_OPS[op].kernel.partition(":")
+    module = importlib.import_module(name)
+    assert "bind" in module.__all__ and function in module.__all__
+    assert callable(module.bind())
