@@ -109,6 +109,8 @@ class CustomOp:
 
     name: str
     kernel: str
+    """``module:function`` of the kernel; the module's ``bind(**attributes)`` is the kernel with its
+    attributes fixed, which the ONNX Runtime hook calls."""
     inputs: tuple[tuple[str, str], ...]
     attributes: tuple[tuple[str, str], ...]
     """(name, kind) of each kernel attribute, passed losslessly as strings."""

@@ -185,6 +185,7 @@ def _install(spec):
     name, _, how = spec.partition(":")
     module = importlib.import_module("customops.kernels." + name)
     original = getattr(module, name)
+    original_bind = module.bind
 
     def wrong(result):
         if how == "raise":
@@ -200,11 +201,11 @@ def _install(spec):
         return wrong(original(*args, **kwargs))
 
     def bind(**kwargs):
-        bound = original.bind(**kwargs)
+        bound = original_bind(**kwargs)
         return lambda *args: wrong(bound(*args))
 
-    kernel.bind = bind
     setattr(module, name, kernel)
+    module.bind = bind
 
 
 if os.environ.get("CUSTOMOPS_TEST_WRONG_KERNEL"):

@@ -1,4 +1,4 @@
-"""The plan caches of the bound kernels (``kernel.bind(**attributes)``, what the ONNX Runtime hook calls).
+"""The plan caches of the bound kernels (each kernel module's ``bind(**attributes)``, what the ONNX Runtime hook calls).
 
 A bound kernel keeps its validated plan per input shape, dtype and small inputs (scales, pads, ...) in a
 dict: a hit is one ``dict.get`` on the hot path; a miss validates and stores the plan with

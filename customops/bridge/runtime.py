@@ -94,12 +94,14 @@ class _Binding:
     elem_type: str
     out_dtype: np.dtype
     kernel: Callable[..., Any]
+    bind: Callable[..., Callable[..., Any]] | None
+    """The kernel module's ``bind``: ``bind(**kwargs)`` is the kernel with those attributes fixed, which
+    keeps its tables per input shape; None for a kernel put in its place (called through a partial)."""
     attr_cache: dict[tuple[str, ...], tuple[dict[str, Any], str, Callable[..., Any]]] = field(
         default_factory=dict
     )
     """Raw attribute values (in the order onnxruntime-extensions passes them) -> (kwargs, label, the kernel
-    with those attributes bound: ``kernel.bind(**kwargs)`` where the kernel offers one, which keeps its
-    tables per input shape, else a partial)."""
+    with those attributes bound: ``bind(**kwargs)``, or a partial of ``kernel`` without ``bind``)."""
 
 
 _BINDINGS: dict[int, _Binding] = {}
@@ -132,9 +134,11 @@ _THREAD = threading.local()
 _UNCLAIMED: list[str] = []
 
 
-def _load_kernel(path: str) -> Callable[..., Any]:
-    module, _, name = path.partition(":")
-    return getattr(importlib.import_module(module), name)
+def _load_kernel(path: str) -> tuple[Callable[..., Any], Callable[..., Callable[..., Any]]]:
+    """The kernel the registry names ``module:function``, and its module's ``bind``."""
+    name, _, function = path.partition(":")
+    module = importlib.import_module(name)
+    return getattr(module, function), module.bind
 
 
 def _declare() -> None:
@@ -144,7 +148,7 @@ def _declare() -> None:
         if _declared:
             return
         for op in CUSTOM_OPS.values():
-            kernel = _load_kernel(op.kernel)
+            kernel, bind = _load_kernel(op.kernel)
             attr_types = {name: PyCustomOpDef.dt_string for name, _ in op.attributes}
             attr_types.update({name: PyCustomOpDef.dt_string for name in MARKER_ATTRS})
             for t in op.types:
@@ -155,7 +159,7 @@ def _declare() -> None:
                     outputs=[_PYOP_TYPES[t]],
                     attrs=attr_types,
                 )(kernel)
-                _BINDINGS[opdef._id] = _Binding(op, t, NUMPY_TYPES[t], kernel)
+                _BINDINGS[opdef._id] = _Binding(op, t, NUMPY_TYPES[t], kernel, bind)
         PyCustomOpDef.install_hooker(_invoke)
         _declared = True
     _install_sigint()
@@ -172,7 +176,7 @@ def _decode_attributes(
         return hit
     kwargs = {name: attr_codec.decode(kind, raw[name]) for name, kind in binding.op.attributes}
     label = f"{raw.get('customops_origin') or binding.op.name} node {raw.get('customops_node', '')!r}"
-    bind = getattr(binding.kernel, "bind", None)
+    bind = binding.bind
     call = bind(**kwargs) if bind is not None else functools.partial(binding.kernel, **kwargs)
     binding.attr_cache[key] = (kwargs, label, call)
     return kwargs, label, call
@@ -710,13 +714,15 @@ def kernel_call(k_id: int, raw_attrs: dict[str, str]) -> tuple[Callable[..., Any
 def kernel_replaced(op: str, kernel: Callable[..., Any]) -> Iterator[None]:
     """Our registrations of custom op ``op`` call ``kernel`` instead of their own kernel inside the block
     (the attribute caches, which hold the kernel bound to its attributes, are emptied on entry and exit)."""
-    saved = [(binding, binding.kernel) for binding in _BINDINGS.values() if binding.op.name == op]
-    for binding, _ in saved:
-        binding.kernel = kernel
+    saved = [
+        (binding, binding.kernel, binding.bind) for binding in _BINDINGS.values() if binding.op.name == op
+    ]
+    for binding, _, _ in saved:
+        binding.kernel, binding.bind = kernel, None
         binding.attr_cache.clear()
     try:
         yield
     finally:
-        for binding, own in saved:
-            binding.kernel = own
+        for binding, own, bind in saved:
+            binding.kernel, binding.bind = own, bind
             binding.attr_cache.clear()

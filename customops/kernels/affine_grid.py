@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -9,9 +10,9 @@ import numpy as np
 from customops.accel import affine_grid_loops, jit, parallel
 from customops.errors import KernelError
 from customops.kernels import limits
-from customops.kernels.args import int_list
+from customops.kernels.args import flag, int_list
 
-__all__ = ["affine_grid", "base_coordinates"]
+__all__ = ["affine_grid", "base_coordinates", "bind"]
 
 
 def base_coordinates(count: int, align_corners: int) -> np.ndarray:
@@ -78,8 +79,7 @@ def _check(t: np.ndarray, size: Any, align_corners: Any) -> tuple[int, tuple[int
     """(number of spatial axes, output shape); raises KernelError for an invalid configuration."""
     if t.dtype.kind != "f":
         raise KernelError(f"theta must be a floating-point tensor, got dtype {str(t.dtype)!r}")
-    if align_corners not in (0, 1):
-        raise KernelError(f"align_corners must be 0 or 1, got {align_corners!r}")
+    flag(align_corners, "align_corners")
     shape = np.shape(size)
     if len(shape) == 1 and shape[0] > 5:  # before listing its entries: it may hold millions
         raise KernelError(f"size has {shape[0]} entries; expected 4 (N, C, H, W) or 5 (N, C, D, H, W)")
@@ -99,3 +99,12 @@ def _check(t: np.ndarray, size: Any, align_corners: Any) -> tuple[int, tuple[int
             f"(N, {spatial}, {spatial + 1}) with the same N"
         )
     return spatial, (dims[0], *dims[2:], spatial)
+
+
+def bind(align_corners: int = 0) -> Callable[[Any, Any], np.ndarray]:
+    """``affine_grid`` with its attribute fixed (the ONNX Runtime hook calls it once per node)."""
+
+    def bound(theta: Any, size: Any) -> np.ndarray:
+        return affine_grid(theta, size, align_corners=align_corners)
+
+    return bound

@@ -12,7 +12,7 @@ from customops.errors import KernelError
 from customops.kernels.args import int_list, normalize_axes
 from customops.kernels.pad import execute_pad, input_key, pad, prepare_pad
 
-__all__ = ["center_crop_pad"]
+__all__ = ["bind", "center_crop_pad"]
 
 
 def center_crop_pad(
@@ -59,7 +59,7 @@ def _pads(data_shape: tuple[int, ...], shape: Any, axes: Any) -> tuple[np.ndarra
     return np.array(begins + ends, dtype=np.int64), np.array(ax, dtype=np.int64)
 
 
-def _bind(axes: Sequence[int] | None = None) -> Any:
+def bind(axes: Sequence[int] | None = None) -> Any:
     """``center_crop_pad`` with its axes fixed, for repeated calls (the ONNX Runtime hook): the copy
     plan is kept per input shape, dtype and target shape. Errors are raised on every call."""
     plans: dict[Any, Any] = {}
@@ -84,6 +84,3 @@ def _bind(axes: Sequence[int] | None = None) -> Any:
         return execute_pad(prepared, data)
 
     return bound
-
-
-center_crop_pad.bind = _bind  # type: ignore[attr-defined]

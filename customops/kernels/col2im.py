@@ -14,23 +14,9 @@ from customops.accel import jit, parallel
 from customops.accel.plans import Uncacheable, flat_key, planned, tracked
 from customops.errors import KernelError
 from customops.kernels import limits
-from customops.kernels.args import int_list
+from customops.kernels.args import int_list, ints
 
-__all__ = ["col2im"]
-
-
-def _attribute(value: Any, name: str, count: int, default: int, minimum: int) -> list[int]:
-    """An INTS attribute with count entries each >= minimum; absent (None or empty) means default."""
-    if value is None or np.asarray(value).size == 0:
-        return [default] * count
-    values = int_list(value, name)
-    if len(values) != count:
-        raise KernelError(f"{name} {values!r} has {len(values)} entries; expected {count}")
-    for v in values:
-        if v < minimum:
-            what = "positive" if minimum == 1 else f">= {minimum}"
-            raise KernelError(f"{name} {values!r} contains {v!r}; every value must be {what}")
-    return values
+__all__ = ["bind", "col2im"]
 
 
 def _overlap_range(start: int, step: int, count: int, size: int) -> tuple[int, int]:
@@ -76,9 +62,9 @@ def _prepare(
         raise KernelError(f"input must be 3-D [N, C * prod(block_shape), L], got shape {x.shape!r}")
     image, block = _image_and_block(image_shape, block_shape)
     rank = len(image)
-    dil = _attribute(dilations, "dilations", rank, 1, 1)
-    stride = _attribute(strides, "strides", rank, 1, 1)
-    pad = _attribute(pads, "pads", 2 * rank, 0, 0)
+    dil = ints(dilations, "dilations", rank, 1, 1)
+    stride = ints(strides, "strides", rank, 1, 1)
+    pad = ints(pads, "pads", 2 * rank, 0, 0)
     begin, end = pad[:rank], pad[rank:]
 
     n, ck, length = x.shape
@@ -274,7 +260,7 @@ def _key(value: Any) -> Any:
     raise Uncacheable
 
 
-def _bind(
+def bind(
     dilations: Sequence[int] | None = None,
     pads: Sequence[int] | None = None,
     strides: Sequence[int] | None = None,
@@ -302,6 +288,3 @@ def _bind(
         return _execute(prepared, x)
 
     return bound
-
-
-col2im.bind = _bind  # type: ignore[attr-defined]

@@ -26,9 +26,9 @@ import numpy as np
 from customops.accel import deform_loops, jit, parallel
 from customops.errors import KernelError
 from customops.kernels import limits
-from customops.kernels.args import int_list, is_absent
+from customops.kernels.args import int_values, integer, ints, is_absent
 
-__all__ = ["deform_conv"]
+__all__ = ["bind", "deform_conv"]
 
 COLUMN_BUDGET = 1 << 22
 """Most elements of the column buffer and the corner tables of one chunk (kernel positions x output
@@ -102,28 +102,6 @@ class _Geometry:
         return math.prod(self.out)
 
 
-def _ints(value: Any, name: str, count: int, default: int, minimum: int) -> tuple[int, ...]:
-    """An INTS attribute with ``count`` entries each >= ``minimum``; absent (None or empty): default."""
-    if value is None or np.asarray(value).size == 0:
-        return (default,) * count
-    values = int_list(value, name)
-    if len(values) != count:
-        raise KernelError(
-            f"{name} {values!r} has {len(values)} entries; expected {count} for this input rank"
-        )
-    bad = [v for v in values if v < minimum]
-    if bad:
-        raise KernelError(f"{name} {values!r} contains {bad[0]!r}; every value must be >= {minimum}")
-    return tuple(values)
-
-
-def _count(value: Any, name: str) -> int:
-    v = int(value)
-    if v < 1:
-        raise KernelError(f"{name} must be a positive integer, got {v!r}")
-    return v
-
-
 def _geometry(
     x: np.ndarray,
     w: np.ndarray,
@@ -155,7 +133,7 @@ def _geometry(
         raise KernelError(f"W must have rank {x.ndim} [oC, C/group, k1..k{r}] like X, got shape {w.shape!r}")
     kernel = tuple(int(k) for k in w.shape[2:])
     if kernel_shape is not None and np.asarray(kernel_shape).size:
-        given = tuple(int_list(kernel_shape, "kernel_shape"))
+        given = tuple(int_values(kernel_shape, "kernel_shape"))
         if given != kernel:
             raise KernelError(f"kernel_shape {list(given)!r} differs from W's spatial shape {list(kernel)!r}")
     if min(kernel) < 1:
@@ -184,11 +162,11 @@ def _sizes(
 ) -> _Geometry:
     """The channel partitions and output sizes; raises KernelError."""
     r = x.ndim - 2
-    dil = _ints(dilations, "dilations", r, 1, 1)
-    stride = _ints(strides, "strides", r, 1, 1)
-    pad = _ints(pads, "pads", 2 * r, 0, 0)
-    groups = _count(group, "group")
-    offset_groups = _count(offset_group, "offset_group")
+    dil = tuple(ints(dilations, "dilations", r, 1, 1))
+    stride = tuple(ints(strides, "strides", r, 1, 1))
+    pad = tuple(ints(pads, "pads", 2 * r, 0, 0))
+    groups = integer(group, "group", 1)
+    offset_groups = integer(offset_group, "offset_group", 1)
     channels, out_channels = int(x.shape[1]), int(w.shape[0])
     if w.shape[1] * groups != channels:
         raise KernelError(
@@ -406,13 +384,10 @@ def _corners(
     return index, weight, nan
 
 
-def _bind(**attrs: Any) -> Any:
+def bind(**attrs: Any) -> Any:
     """``deform_conv`` with its attributes fixed (the ONNX Runtime hook)."""
 
     def bound(X: Any, W: Any, offset: Any, B: Any = None, mask: Any = None) -> np.ndarray:
         return deform_conv(X, W, offset, B, mask, **attrs)
 
     return bound
-
-
-deform_conv.bind = _bind  # type: ignore[attr-defined]

@@ -39,9 +39,10 @@ from customops.accel import grid_sample_loops, jit, parallel
 from customops.accel.plans import epoch, remember, tracked
 from customops.errors import KernelError
 from customops.kernels import limits
+from customops.kernels.args import choice, flag
 from customops.kernels.rounding import finish
 
-__all__ = ["grid_sample"]
+__all__ = ["bind", "grid_sample"]
 
 MODES = ("linear", "nearest", "cubic")
 PADDING_MODES = ("zeros", "border", "reflection")
@@ -86,7 +87,7 @@ def _run(x: np.ndarray, g: np.ndarray, options: _Options) -> np.ndarray:
     return _sample(x, g, out_shape, options)
 
 
-def _bind(align_corners: int = 0, mode: str = "linear", padding_mode: str = "zeros") -> Any:
+def bind(align_corners: int = 0, mode: str = "linear", padding_mode: str = "zeros") -> Any:
     """``grid_sample`` with its attributes checked once, for repeated calls (the ONNX Runtime hook): the
     compiled path is kept per shape and dtype of X and grid (shapes are checked when it is made)."""
     options = _options(align_corners, mode, padding_mode)
@@ -122,9 +123,6 @@ def _planned(x: np.ndarray, g: np.ndarray, options: _Options) -> Any:
     return direct
 
 
-grid_sample.bind = _bind  # type: ignore[attr-defined]
-
-
 @dataclass(frozen=True)
 class _Options:
     align: bool
@@ -133,17 +131,11 @@ class _Options:
 
 
 def _options(align_corners: Any, mode: Any, padding_mode: Any) -> _Options:
-    if isinstance(align_corners, bool | np.bool_) or not isinstance(align_corners, int | np.integer):
-        raise KernelError(f"align_corners must be the integer 0 or 1, got {align_corners!r}")
-    if int(align_corners) not in (0, 1):
-        raise KernelError(f"align_corners {int(align_corners)} is not allowed (allowed: 0, 1)")
-    if mode not in MODES:
-        raise KernelError(f"mode {mode!r} is not allowed (allowed: {', '.join(MODES)})")
-    if padding_mode not in PADDING_MODES:
-        raise KernelError(
-            f"padding_mode {padding_mode!r} is not allowed (allowed: {', '.join(PADDING_MODES)})"
-        )
-    return _Options(bool(align_corners), str(mode), str(padding_mode))
+    return _Options(
+        flag(align_corners, "align_corners"),
+        choice(mode, "mode", MODES),
+        choice(padding_mode, "padding_mode", PADDING_MODES),
+    )
 
 
 def _check_shapes(x: np.ndarray, g: np.ndarray, options: _Options) -> tuple[int, ...]:

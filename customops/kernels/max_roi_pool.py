@@ -17,7 +17,7 @@ with its arithmetic done exactly (docs/semantics.md, MaxRoiPool):
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import Any
 
@@ -26,9 +26,9 @@ import numpy as np
 from customops.accel import jit, parallel, roi_pool_loops
 from customops.errors import KernelError
 from customops.kernels import limits
-from customops.kernels.args import int_list
+from customops.kernels.args import int_values
 
-__all__ = ["bin_edges", "max_roi_pool", "round_half_away"]
+__all__ = ["bin_edges", "bind", "max_roi_pool", "round_half_away"]
 
 
 def round_half_away(values: np.ndarray) -> np.ndarray:
@@ -157,7 +157,7 @@ def _check(x: np.ndarray, r: np.ndarray, pooled_shape: Any, spatial_scale: Any) 
         )
     if pooled_shape is None:
         raise KernelError("pooled_shape is required: two positive integers (height, width)")
-    pooled = int_list(pooled_shape, "pooled_shape")
+    pooled = int_values(pooled_shape, "pooled_shape")
     if len(pooled) != 2 or min(pooled) < 1:
         raise KernelError(f"pooled_shape {pooled!r} must be two positive integers (height, width)")
     if max(pooled) > MAX_BINS:
@@ -200,3 +200,14 @@ def _boxes(r: np.ndarray, scale: float, batch_size: int) -> list[tuple[int, int,
         x1, y1, x2, y2 = (int(v) for v in row)
         boxes.append((int(b), x1, y1, max(x2 - x1 + 1, 1), max(y2 - y1 + 1, 1)))
     return boxes
+
+
+def bind(
+    pooled_shape: Sequence[int] | None = None, spatial_scale: float = 1.0
+) -> Callable[[Any, Any], np.ndarray]:
+    """``max_roi_pool`` with its attributes fixed (the ONNX Runtime hook calls it once per node)."""
+
+    def bound(X: Any, rois: Any) -> np.ndarray:
+        return max_roi_pool(X, rois, pooled_shape=pooled_shape, spatial_scale=spatial_scale)
+
+    return bound

@@ -14,9 +14,9 @@ from customops.accel import parallel
 from customops.accel.plans import Uncacheable, flat_key, planned, tracked
 from customops.errors import KernelError
 from customops.kernels import limits
-from customops.kernels.args import int_list, is_absent, normalize_axes
+from customops.kernels.args import choice, int_list, is_absent, normalize_axes
 
-__all__ = ["pad"]
+__all__ = ["bind", "pad"]
 
 MODES: tuple[str, ...] = ("constant", "reflect", "edge", "wrap")
 
@@ -206,7 +206,7 @@ def prepare_pad(
 ) -> PreparedPad:
     """The Pad of an input of ``shape`` and ``dtype`` (arguments as :func:`pad`'s), checked and planned
     for :func:`execute_pad`; raises KernelError. CenterCropPad is planned here too."""
-    mode = _mode(mode)
+    mode = choice(mode, "mode", MODES)
     rank = len(shape)
     begins, ends = _per_axis_pads(pads, normalize_axes(axes, rank), rank)
     out_shape = _padded_shape(shape, begins, ends)
@@ -245,14 +245,6 @@ def prepare_pad(
         loop,
         gather,
     )
-
-
-def _mode(mode: Any) -> str:
-    if isinstance(mode, bytes):
-        mode = mode.decode("utf-8", "replace")
-    if mode not in MODES:
-        raise KernelError(f"mode {mode!r} is not one of 'constant', 'reflect', 'edge', 'wrap'")
-    return mode
 
 
 def _padded_shape(shape: tuple[int, ...], begins: list[int], ends: list[int]) -> tuple[int, ...]:
@@ -499,7 +491,7 @@ def input_key(value: Any) -> Any:
     raise Uncacheable
 
 
-def _bind(mode: str = "constant") -> Any:
+def bind(mode: str = "constant") -> Any:
     """``pad`` with its mode fixed, for repeated calls (the ONNX Runtime hook): the validated copy plan
     is kept per input shape, dtype, pads, constant_value and axes. Errors are raised on every call."""
     plans: dict[Any, PreparedPad] = {}
@@ -527,6 +519,3 @@ def _bind(mode: str = "constant") -> Any:
         return execute_pad(prepared, data)
 
     return bound
-
-
-pad.bind = _bind  # type: ignore[attr-defined]

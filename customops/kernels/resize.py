@@ -19,12 +19,13 @@ from customops.accel import jit, parallel
 from customops.accel.plans import Uncacheable, flat_key, planned, tracked
 from customops.errors import KernelError
 from customops.kernels import limits
+from customops.kernels.args import choice, flag, normalize_axes
 from customops.kernels.rounding import finisher, saturate
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ["resize"]
+__all__ = ["bind", "resize"]
 
 _MODES = ("nearest", "linear", "cubic")
 _COORDINATE_MODES = (
@@ -71,21 +72,6 @@ class _Axis:
 # Argument checking
 
 
-def _choice(name: str, value: Any, allowed: tuple[str, ...]) -> str:
-    if isinstance(value, bytes):
-        value = value.decode("utf-8", "replace")
-    if not isinstance(value, str) or value not in allowed:
-        options = ", ".join(repr(a) for a in allowed)
-        raise KernelError(f"{name} {value!r} is not one of {options}")
-    return value
-
-
-def _flag(name: str, value: Any) -> bool:
-    if isinstance(value, (bool, int, np.integer, np.bool_)) and int(value) in (0, 1):
-        return bool(value)
-    raise KernelError(f"{name} {value!r} is not 0 or 1")
-
-
 def _number(name: str, value: Any, finite: bool) -> float:
     try:
         result = float(value)
@@ -106,23 +92,6 @@ def _optional_input(name: str, value: Any) -> np.ndarray | None:
     if array.ndim != 1:
         raise KernelError(f"{name} must be 1-D, got shape {array.shape!r}")
     return array
-
-
-def _normalize_axes(axes: Any, rank: int) -> list[int]:
-    if axes is None:
-        return list(range(rank))
-    array = np.asarray(axes)
-    if array.size and array.dtype.kind not in "iu":
-        raise KernelError(f"axes {axes!r} are not integers")
-    values = [int(a) for a in array.reshape(-1)]
-    result = []
-    for a in values:
-        if not -rank <= a < rank:
-            raise KernelError(f"axis {a!r} is out of range [{-rank}, {rank - 1}] for rank {rank}")
-        result.append(a % rank if rank else a)
-    if len(set(result)) != len(result):
-        raise KernelError(f"axes {values!r} repeat an axis")
-    return result
 
 
 def _plan(
@@ -700,14 +669,14 @@ def _options(
     nearest_mode: Any,
 ) -> _Options:
     """Check the attributes, and the mode against X's element type ``dtype``; raises KernelError."""
-    mode = _choice("mode", mode, _MODES)
-    coordinate_mode = _choice(
-        "coordinate_transformation_mode", coordinate_transformation_mode, _COORDINATE_MODES
+    mode = choice(mode, "mode", _MODES)
+    coordinate_mode = choice(
+        coordinate_transformation_mode, "coordinate_transformation_mode", _COORDINATE_MODES
     )
-    nearest_mode = _choice("nearest_mode", nearest_mode, _NEAREST_MODES)
-    policy = _choice("keep_aspect_ratio_policy", keep_aspect_ratio_policy, _POLICIES)
-    use_antialias = _flag("antialias", antialias)
-    exclude = _flag("exclude_outside", exclude_outside)
+    nearest_mode = choice(nearest_mode, "nearest_mode", _NEAREST_MODES)
+    policy = choice(keep_aspect_ratio_policy, "keep_aspect_ratio_policy", _POLICIES)
+    use_antialias = flag(antialias, "antialias")
+    exclude = flag(exclude_outside, "exclude_outside")
     # cubic_coeff_a "is valid only if mode is cubic": other modes ignore it, whatever its value
     a = _number("cubic_coeff_a", cubic_coeff_a, finite=mode == "cubic")
     extrapolation = _number("extrapolation_value", extrapolation_value, finite=False)
@@ -752,7 +721,7 @@ def _prepare(
         _optional_input("roi", roi) if cropping else None,
         _optional_input("scales", scales),
         _optional_input("sizes", sizes),
-        _normalize_axes(axes, len(shape)),
+        normalize_axes(axes, len(shape), empty_is_all=False),
         options.policy,
         cropping,
     )
@@ -1342,7 +1311,7 @@ def _input_key(value: Any) -> Any:
     raise Uncacheable
 
 
-def _bind(**attributes: Any) -> Callable[..., np.ndarray]:
+def bind(**attributes: Any) -> Callable[..., np.ndarray]:
     """``resize`` with its attributes fixed, for repeated calls (the ONNX Runtime hook).
 
     Equivalent to ``lambda X, roi=None, scales=None, sizes=None: resize(X, roi, scales, sizes,
@@ -1440,6 +1409,3 @@ def resize(
         nearest_mode,
     )
     return _execute(prepared, X)
-
-
-resize.bind = _bind  # type: ignore[attr-defined]

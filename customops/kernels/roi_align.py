@@ -40,8 +40,9 @@ import numpy as np
 from customops.accel import jit, parallel, roi_align_loops
 from customops.errors import KernelError
 from customops.kernels import limits
+from customops.kernels.args import choice, integer
 
-__all__ = ["roi_align"]
+__all__ = ["bind", "roi_align"]
 
 MODES = ("avg", "max")
 COORDINATE_MODES = ("half_pixel", "output_half_pixel")
@@ -91,7 +92,12 @@ def roi_align(
     """Pool each ROI of ``rois`` [R, 4] over image ``batch_indices[r]`` of ``X`` [N, C, H, W] into
     [R, C, output_height, output_width] of X's dtype (C-contiguous). Raises KernelError on an invalid
     configuration (a message naming the rule)."""
-    x, boxes, batch = _check(X, rois, batch_indices, mode, coordinate_transformation_mode)
+    mode = choice(mode, "mode", MODES)
+    half = (
+        choice(coordinate_transformation_mode, "coordinate_transformation_mode", COORDINATE_MODES)
+        == "half_pixel"
+    )
+    x, boxes, batch = _check(X, rois, batch_indices)
     oh, ow, ratio = _sizes(output_height, output_width, sampling_ratio)
     _, c, h, w = x.shape
     out_shape = (boxes.shape[0], c, oh, ow)
@@ -110,7 +116,6 @@ def roi_align(
                 f"{what} is {size}: the tables of this map and output grid would hold more than the "
                 f"{MAX_SCRATCH} elements this kernel allows"
             )
-    half = coordinate_transformation_mode == "half_pixel"
     scale = float(spatial_scale)
     ys = _axis(boxes[:, 1], boxes[:, 3], scale, half, oh, ratio, h, "height")
     xs = _axis(boxes[:, 0], boxes[:, 2], scale, half, ow, ratio, w, "width")
@@ -179,16 +184,8 @@ def _compiled(
     return out
 
 
-def _check(
-    X: Any, rois: Any, batch_indices: Any, mode: Any, coordinate_mode: Any
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _check(X: Any, rois: Any, batch_indices: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The inputs as arrays (rois in float64, indices in int64), checked against each other."""
-    if mode not in MODES:
-        raise KernelError(f"mode {mode!r} is not one of {', '.join(MODES)}")
-    if coordinate_mode not in COORDINATE_MODES:
-        raise KernelError(
-            f"coordinate_transformation_mode {coordinate_mode!r} is not one of {', '.join(COORDINATE_MODES)}"
-        )
     x = np.asarray(X)
     if x.dtype.kind != "f":
         raise KernelError(f"X has element type {x.dtype}; RoiAlign takes float16, float or double")
@@ -217,18 +214,11 @@ def _check(
 
 
 def _sizes(output_height: Any, output_width: Any, sampling_ratio: Any) -> tuple[int, int, int]:
-    values = []
-    for name, value, least in (
-        ("output_height", output_height, 1),
-        ("output_width", output_width, 1),
-        ("sampling_ratio", sampling_ratio, 0),
-    ):
-        if isinstance(value, bool | float) or not isinstance(value, int | np.integer):
-            raise KernelError(f"{name} {value!r} is not an integer")
-        if value < least:
-            raise KernelError(f"{name} is {int(value)}; it must be >= {least}")
-        values.append(int(value))
-    return values[0], values[1], values[2]
+    return (
+        integer(output_height, "output_height", 1),
+        integer(output_width, "output_width", 1),
+        integer(sampling_ratio, "sampling_ratio", 0),
+    )
 
 
 class _Samples:
@@ -585,13 +575,10 @@ def _maximum(image: np.ndarray, y: _Samples, x: _Samples) -> np.ndarray:
     return out
 
 
-def _bind(**attrs: Any) -> Callable[..., np.ndarray]:
+def bind(**attrs: Any) -> Callable[..., np.ndarray]:
     """``roi_align`` with its attributes fixed (the ONNX Runtime hook calls it once per node)."""
 
     def bound(X: Any, rois: Any, batch_indices: Any) -> np.ndarray:
         return roi_align(X, rois, batch_indices, **attrs)
 
     return bound
-
-
-roi_align.bind = _bind  # type: ignore[attr-defined]

@@ -7,9 +7,11 @@ from typing import Any
 import numpy as np
 
 from customops.errors import KernelError
+from customops.kernels.args import choice
+from customops.kernels.resize import bind as bind_resize
 from customops.kernels.resize import resize
 
-__all__ = ["upsample"]
+__all__ = ["bind", "upsample"]
 
 _MODES = ("nearest", "linear")
 
@@ -29,10 +31,7 @@ def upsample(X: np.ndarray, scales: Any, *, mode: str = "nearest") -> np.ndarray
 
 def _upsample(X: Any, scales: Any, mode: Any, bound: dict[str, Any] | None) -> np.ndarray:
     """upsample(), resizing through the bound resize functions in ``bound`` when given."""
-    if isinstance(mode, bytes):
-        mode = mode.decode("utf-8", "replace")
-    if not isinstance(mode, str) or mode not in _MODES:
-        raise KernelError(f"mode {mode!r} is not one of 'nearest', 'linear'")
+    mode = choice(mode, "mode", _MODES)
     X = np.asarray(X)
     if scales is None:
         raise KernelError("scales is required")
@@ -69,19 +68,16 @@ def _upsample(X: Any, scales: Any, mode: Any, bound: dict[str, Any] | None) -> n
     )
 
 
-def _bind(mode: str = "nearest") -> Any:
+def bind(mode: str = "nearest") -> Any:
     """``upsample`` with its mode fixed, for repeated calls (the ONNX Runtime hook): the resizes go
     through :func:`resize`'s bound form, which keeps its tables per input shape."""
     bound = {
-        name: resize.bind(mode=name, coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+        name: bind_resize(mode=name, coordinate_transformation_mode="asymmetric", nearest_mode="floor")
         for name in _MODES
     }
-    bound["shrink"] = resize.bind(coordinate_transformation_mode="asymmetric", nearest_mode="ceil")
+    bound["shrink"] = bind_resize(coordinate_transformation_mode="asymmetric", nearest_mode="ceil")
 
     def call(X: Any, scales: Any) -> np.ndarray:
         return _upsample(X, scales, mode, bound)
 
     return call
-
-
-upsample.bind = _bind  # type: ignore[attr-defined]

@@ -43,6 +43,7 @@ def _held(monkeypatch, elem_type: str) -> tuple[threading.Event, threading.Event
                 return real(*args, **kwargs)
 
             monkeypatch.setattr(binding, "kernel", waiting)
+            monkeypatch.setattr(binding, "bind", None)
             monkeypatch.setattr(binding, "attr_cache", {})
     return entered, release
 

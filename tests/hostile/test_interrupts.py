@@ -57,6 +57,7 @@ for binding in runtime._BINDINGS.values():
             time.sleep(0.3)
             return real(*args, **kwargs)
         binding.kernel = slow
+        binding.bind = None
         binding.attr_cache.clear()
 """
 
@@ -175,6 +176,7 @@ def test_system_exit_in_a_kernel_is_raised_from_run(monkeypatch):
     for binding in runtime._BINDINGS.values():
         if binding.op.name == "Resize" and binding.elem_type == "float":
             monkeypatch.setattr(binding, "kernel", lambda *a, **k: sys.exit(3))
+            monkeypatch.setattr(binding, "bind", None)
             monkeypatch.setattr(binding, "attr_cache", {})
     with pytest.raises(SystemExit) as info:
         sess.run(None, feed)

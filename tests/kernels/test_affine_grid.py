@@ -183,7 +183,7 @@ def test_compiled_loop_equals_the_numpy_path(size, dtype) -> None:
         ((1, 2, 3), [1, 1, 2, 2, 2], {}, "asks for 1x3x4"),
         ((2, 2, 3), [1, 1, 2, 2], {}, "with the same N"),
         ((2, 3), [1, 1, 2, 2], {}, r"theta has shape \(2, 3\)"),
-        ((1, 2, 3), [1, 1, 2, 2], {"align_corners": 2}, "align_corners must be 0 or 1, got 2"),
+        ((1, 2, 3), [1, 1, 2, 2], {"align_corners": 2}, "align_corners 2 is not the integer 0 or 1"),
     ],
 )
 def test_invalid_configurations(theta_shape, size, attrs, message) -> None:

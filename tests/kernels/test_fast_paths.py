@@ -25,14 +25,20 @@ import pytest
 from customops.accel import jit
 from customops.errors import KernelError
 from customops.kernels.affine_grid import affine_grid
+from customops.kernels.center_crop_pad import bind as bind_center_crop_pad
 from customops.kernels.center_crop_pad import center_crop_pad
+from customops.kernels.col2im import bind as bind_col2im
 from customops.kernels.col2im import col2im
 from customops.kernels.deform_conv import deform_conv
+from customops.kernels.grid_sample import bind as bind_grid_sample
 from customops.kernels.grid_sample import grid_sample
 from customops.kernels.max_roi_pool import max_roi_pool
+from customops.kernels.pad import bind as bind_pad
 from customops.kernels.pad import pad
+from customops.kernels.resize import bind as bind_resize
 from customops.kernels.resize import resize
 from customops.kernels.roi_align import roi_align
+from customops.kernels.upsample import bind as bind_upsample
 from customops.kernels.upsample import upsample
 
 needs_numba = pytest.mark.skipif(not jit.enabled(), reason="numba is not available")
@@ -574,9 +580,9 @@ def test_bound_resize_matches_resize() -> None:
         ({"mode": "linear"}, np.array([1, 1, 2, 2], np.float32), np.array([1, 2, 3, 4])),  # both given
         ({"mode": "linear", "antialias": 1.0}, np.array([1, 1, 2, 2], np.float32), empty_sizes),
     ):
-        _same(resize.bind(**attrs), functools.partial(resize, **attrs), x, empty_roi, scales, sizes)
+        _same(bind_resize(**attrs), functools.partial(resize, **attrs), x, empty_roi, scales, sizes)
     strings = np.array([["a", "b"], ["c", "d"]], dtype=object)
-    _same(resize.bind(mode="nearest"), resize, strings, None, np.array([2, 1.5], np.float32))
+    _same(bind_resize(mode="nearest"), resize, strings, None, np.array([2, 1.5], np.float32))
 
 
 def test_bound_pad_and_center_crop_pad_match() -> None:
@@ -587,11 +593,11 @@ def test_bound_pad_and_center_crop_pad_match() -> None:
         (None, np.array([7], np.int16), np.zeros(0, np.int16)),
         (None, np.zeros(0, np.int64)),
     ):
-        _same(pad.bind(mode=mode), functools.partial(pad, mode=mode), x, pads, value, axes)
+        _same(bind_pad(mode=mode), functools.partial(pad, mode=mode), x, pads, value, axes)
     words = np.array([["a", "b"], ["c", "d"]], dtype=object)
-    _same(pad.bind(), pad, words, np.array([1, 0, 0, 1]), np.array(["z"], dtype=object))
+    _same(bind_pad(), pad, words, np.array([1, 0, 0, 1]), np.array(["z"], dtype=object))
     for shape, axes in (([3, 6], [1, 2]), ([1, 2, 7], None), ([-1, 3], [0, 1]), ([2], [0, 0])):
-        bound = center_crop_pad.bind(axes=axes)
+        bound = bind_center_crop_pad(axes=axes)
         _same(bound, functools.partial(center_crop_pad, axes=axes), x, np.array(shape, np.int64))
 
 
@@ -602,11 +608,11 @@ def test_bound_col2im_and_upsample_match() -> None:
         ({"strides": [1, 2]}, np.array([3, 5]), np.array([2, 2])),
         ({"pads": [0, 0, 0]}, np.array([3, 4]), np.array([2, 2])),
     ):
-        _same(col2im.bind(**attrs), functools.partial(col2im, **attrs), cols, image, block)
+        _same(bind_col2im(**attrs), functools.partial(col2im, **attrs), cols, image, block)
     x = np.arange(12, dtype=np.float32).reshape(1, 1, 3, 4)
     for mode, scales in (("nearest", [1, 1, 2, 0.5]), ("linear", [1, 1, 2, 3]), ("cubic", [1, 1, 2, 2])):
         s = np.array(scales, np.float32)
-        _same(upsample.bind(mode=mode), functools.partial(upsample, mode=mode), x, s)
+        _same(bind_upsample(mode=mode), functools.partial(upsample, mode=mode), x, s)
 
 
 def test_bound_kernels_keep_one_plan_per_small_input_value() -> None:
@@ -627,7 +633,7 @@ def test_bound_kernels_keep_one_plan_per_small_input_value() -> None:
         (empty_scales, np.array([1, 2, 8, 6])),
         (empty_scales, np.array([[1, 2], [8, 6]])),  # same bytes, another shape: an error every time
     ]
-    bound = resize.bind(mode="linear")
+    bound = bind_resize(mode="linear")
     for _ in range(2):
         for scales, sizes in calls:
             try:
@@ -640,19 +646,19 @@ def test_bound_kernels_keep_one_plan_per_small_input_value() -> None:
     pads, axes = np.array([0, 0, 1, 1, 0, 0, 1, 1]), np.arange(4)
     one = np.array(1, np.float32)
     values = (np.array(0, np.float32), np.array(-0.0, np.float32), one, one.view(np.int32), None)
-    bound = pad.bind(mode="constant")
+    bound = bind_pad(mode="constant")
     for _ in range(2):
         for value in values:  # the int32 has the bits of 1.0f: only the dtype tells the two apart
             for p in (pads, pads[::-1].copy()):
                 want = pad(x, p, value, axes)
                 assert bound(x, p, value, axes).tobytes() == want.tobytes()
     cols = np.arange(2 * 4 * 6, dtype=np.float32).reshape(2, 4, 6)
-    bound = col2im.bind()
+    bound = bind_col2im()
     for _ in range(2):
         for image in (np.array([3, 4]), np.array([4, 3]), np.array([3, 4], np.int32)):
             want = col2im(cols, image, np.array([2, 2]))
             assert bound(cols, image, np.array([2, 2])).tobytes() == want.tobytes()
-    bound = center_crop_pad.bind()
+    bound = bind_center_crop_pad()
     for _ in range(2):
         for shape in (np.array([1, 2, 2, 5]), np.array([1, 2, 5, 2]), np.array([1, 2, 2, 5], np.int32)):
             assert bound(x, shape).tobytes() == center_crop_pad(x, shape).tobytes()
@@ -746,23 +752,23 @@ def _bound_calls() -> list[tuple[Callable[..., np.ndarray], Callable[..., np.nda
     cols = rng.standard_normal((2, 2 * 6, 4 * 3))
     return [
         (
-            resize.bind(mode="linear"),
+            bind_resize(mode="linear"),
             functools.partial(resize, mode="linear"),
             (image, None, np.array([1, 1, 2, 2], np.float32)),
         ),
         (
-            upsample.bind(mode="linear"),
+            bind_upsample(mode="linear"),
             functools.partial(upsample, mode="linear"),
             (image, np.array([1, 1, 2, 3], np.float32)),
         ),
         (
-            pad.bind(mode="reflect"),
+            bind_pad(mode="reflect"),
             functools.partial(pad, mode="reflect"),
             (data, np.array([0, 0, 2, 3, 0, 0, 1, 4])),
         ),
-        (center_crop_pad.bind(), center_crop_pad, (data, np.array([2, 3, 25, 17]))),
-        (col2im.bind(), col2im, (cols, np.array([5, 5]), np.array([2, 3]))),
-        (grid_sample.bind(mode="cubic"), functools.partial(grid_sample, mode="cubic"), (image, grid)),
+        (bind_center_crop_pad(), center_crop_pad, (data, np.array([2, 3, 25, 17]))),
+        (bind_col2im(), col2im, (cols, np.array([5, 5]), np.array([2, 3]))),
+        (bind_grid_sample(mode="cubic"), functools.partial(grid_sample, mode="cubic"), (image, grid)),
     ]
 
 

@@ -19,6 +19,7 @@ from customops.accel import jit, pad_loops
 from customops.errors import KernelError
 from customops.kernels.center_crop_pad import _pads as center_crop_pads
 from customops.kernels.pad import MODES, execute_pad, pad, prepare_pad
+from customops.kernels.pad import bind as bind_pad
 
 needs_numba = pytest.mark.skipif(not jit.enabled(), reason="numba is not available")
 
@@ -248,7 +249,7 @@ def test_bound_kernel_reuses_the_compiled_plan() -> None:
     data = np.random.default_rng(15).integers(0, 255, size=(2, 3, 30, 20)).astype(np.uint8)
     pads = np.array([0, 0, 2, 5, 0, 0, 4, 1], dtype=np.int64)
     for mode in MODES:
-        bound = pad.bind(mode=mode)
+        bound = bind_pad(mode=mode)
         first, second = bound(data, pads), bound(data, pads)
         expected = np.pad(data, [(0, 0), (0, 0), (2, 4), (5, 1)], mode=mode)
         np.testing.assert_array_equal(first, expected)
