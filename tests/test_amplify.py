@@ -1,6 +1,6 @@
 """customops.comparison.amplify on a model with more swapped nodes than are tried one at a time: the
 bisection keeps every node of both halves, and the culprits come largest effect first, whatever their
-place in the graph (issue 26)."""
+place in the graph."""
 
 from __future__ import annotations
 

@@ -255,8 +255,8 @@ def test_usage_mistakes_are_one_line_naming_the_subcommand(capsys, args, prog, n
     ],
 )
 def test_unwritable_output_paths_are_refused_before_any_work(capsys, tmp_path, model_file, args, needle):
-    """Each used to end, after the whole comparison or campaign, in an IsADirectoryError or
-    FileExistsError traceback (bench and rewrite already checked)."""
+    """Each is refused with one line before any work, not after the whole comparison or campaign with an
+    IsADirectoryError or FileExistsError traceback."""
     from customops.cli.main import main
 
     values = {"model": str(model_file), "tmp": str(tmp_path)}
@@ -294,7 +294,7 @@ def test_python_dash_m_customops_is_the_command():
 
 def test_a_compilation_after_a_command_in_the_same_process_does_not_write_to_its_closed_stderr(tmp_path):
     """cli.main() run in a process whose stderr is then closed (pytest's capture does that), followed by a
-    first compilation in that process: the kernel runs; the note goes nowhere (issue 17 item 9)."""
+    first compilation in that process: the kernel runs; the note goes nowhere."""
     script = (
         "import io, sys\n"
         "import numpy as np\n"

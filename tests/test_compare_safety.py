@@ -1,4 +1,4 @@
-"""compare's safety net (issue 17, items 1 and 2): who is blamed for a difference, for every outcome of the
+"""compare's safety net: who is blamed for a difference, for every outcome of the
 three votes; a deliberately wrong custom kernel is blamed on us, end to end, and its reproducer holds the
 reference's answer; node verdicts count in the overall verdict even when a difference is masked
 downstream; the isolated node is fed the built-in side's own upstream values (the custom side's when the

@@ -1,6 +1,6 @@
 """The values of swapped nodes inside If and Loop bodies are compared, not only listed: on an input with no
 symmetry, our side's graph output is the spec's (onnx.reference), and a deliberately wrong kernel of ours
-inside a body turns the verdict and is blamed on that inner node (issue 26)."""
+inside a body turns the verdict and is blamed on that inner node."""
 
 from __future__ import annotations
 

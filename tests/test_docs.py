@@ -1,7 +1,9 @@
-"""The README's example runs, its support table matches the registry, and CI runs its test line."""
+"""The README's examples run and its command block is complete, docs/support.md's table matches the
+registry, CI runs the README's test line, and the docs' links lead somewhere."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from pathlib import Path
 
@@ -11,6 +13,7 @@ from tests.helpers import NEVER
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
+SUPPORT = ROOT / "docs" / "support.md"
 
 
 def _columns(table: str, upto: int) -> list[list[str]]:
@@ -18,12 +21,36 @@ def _columns(table: str, upto: int) -> list[list[str]]:
     return [[c.strip() for c in line.strip("|").split("|")][:upto] for line in rows]
 
 
-def test_readme_support_table_matches_the_registry():
-    block = README.split("<!-- support-table -->")[1].split("<!-- /support-table -->")[0]
+def _support_page_tool():
+    spec = importlib.util.spec_from_file_location("support_page", ROOT / "tools" / "support_page.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_support_page_table_matches_the_registry():
+    """The customops columns and notes of docs/support.md are the generator's (the built-in column is
+    the installed ORT's, probed when the page is written): on a difference, run tools/support_page.py."""
+    page = SUPPORT.read_text()
+    block = page.split("<!-- support-table -->")[1].split("<!-- /support-table -->")[0]
     generated = markdown_table(support_table(probe=False), probed=False)
-    assert _columns(block, 4) == _columns(generated, 4)
+    assert _columns(block, 4) == _columns(generated, 4), "run python tools/support_page.py"
     notes = [line for line in block.splitlines() if line.startswith("(")]
     assert notes == [line for line in generated.splitlines() if line.startswith("(")]
+
+
+def test_support_page_names_its_generator_which_rewrites_only_the_table():
+    page = SUPPORT.read_text()
+    assert "`python tools/support_page.py`" in page.split("<!-- support-table -->")[0]
+    tool = _support_page_tool()
+    block = page.split("<!-- support-table -->")[1].split("<!-- /support-table -->")[0]
+    assert tool.with_table(page, block) == page
+    rewritten = tool.with_table(page, "| new |")
+    assert rewritten.split("<!-- support-table -->") == [
+        page.split("<!-- support-table -->")[0],
+        "\n| new |\n<!-- /support-table -->" + page.split("<!-- /support-table -->")[1],
+    ]
+    assert "(docs/support.md)" in README
 
 
 def test_readme_python_example_runs():

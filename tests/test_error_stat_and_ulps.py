@@ -1,4 +1,4 @@
-"""customops.eval.metrics where the audit of issue 26 found nothing holding it: --check-error-stat's relative
+"""customops.eval.metrics where no other test holds it: --check-error-stat's relative
 error near zero and its dtype check, and the ULP distance of float16."""
 
 from __future__ import annotations

@@ -228,8 +228,8 @@ def test_small_resize_campaign_rediscovers_known_deviations_with_reproducers_tha
 
 
 def test_a_col2im_campaign_labels_findings_whose_output_rank_differs(tmp_path):
-    """Col2Im's output has one axis more than its input: labelling a value finding used to end the
-    campaign in a traceback (seed 1 reaches one within 60 cases)."""
+    """Col2Im's output has one axis more than its input: labelling a value finding must not end
+    the campaign in a traceback (seed 1 reaches one within 60 cases)."""
     out = tmp_path / "col2im"
     proc = run_cli(
         "fuzz", "--op", "Col2Im", "--cases", "60", "--seed", "1", "--shrink-budget", "20", "--out", str(out)

@@ -1,7 +1,7 @@
-"""Golden reports of ``customops compare --json`` and ``customops fuzz --json`` (issue 18, first step).
+"""Golden reports of ``customops compare --json`` and ``customops fuzz --json``.
 
-Before compare and fuzz move onto one evaluation core, their JSON reports on fixed inputs are pinned
-here, field by field, so that the move can show that both commands still give the same reports:
+Their JSON reports on fixed inputs are pinned here, field by field, so that a change meant to keep
+behaviour can show that both commands give the same reports:
 
 - compare on the bundled models (models/ort_deviation.onnx, models/preprocess_pipeline.onnx) with their
   generated inputs (default seed 0), and on three tiny models built below: a difference that starts at

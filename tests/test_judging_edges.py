@@ -1,4 +1,4 @@
-"""Edges of the judging code that a mutation audit (issue 26) found unheld: the tolerance boundaries,
+"""Edges of the judging code that no other test holds: the tolerance boundaries,
 a negative reference, the smallest rtol that passes, a zero tolerance, and the attribution when one
 reference comparison is missing."""
 

@@ -1,5 +1,5 @@
 """customops.eval.metrics: every figure a comparison reports, on the cases that make tools hide a difference:
-strings, dtypes, NaN and inf placement, empty tensors, shapes (issue 17 item 7)."""
+strings, dtypes, NaN and inf placement, empty tensors, shapes."""
 
 from __future__ import annotations
 

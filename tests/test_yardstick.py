@@ -1,7 +1,7 @@
 """compare and the fuzzer judge each side against the yardstick, a float64 value of the spec formula
 (customops.eval.yardstick), on real ORT sessions: a more accurate side is never blamed for being more
 accurate, a side beyond its rounding bound still is, and onnx.reference's RoiAlign (a port of ORT's, in
-float32) no longer outvotes the yardstick."""
+float32) does not outvote the yardstick."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """compare on hostile files: inputs never unpickled, names never become paths outside the directory the user
-named, destinations checked before the work and written whole, generated inputs bounded (issue 16 items 1,
-2, 17, 18)."""
+named, destinations checked before the work and written whole, generated inputs bounded."""
 
 from __future__ import annotations
 

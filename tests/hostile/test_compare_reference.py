@@ -1,6 +1,6 @@
 """onnx.reference, compare's third vote, runs in a child of its own with a time and a memory bound, and
 only when the work a node asks of it (samples, taps, output elements) is within --reference-limit: a
-RoiAlign roi of [-1e30, 0, 1e30, 4] is no third vote with a reason, not a runaway (issue 25 item 5)."""
+RoiAlign roi of [-1e30, 0, 1e30, 4] is no third vote with a reason, not a runaway."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """compare survives a side that dies, keeps ONNX Runtime's log out of its one line, compares an
-already-rewritten model in its restored form, and stops cleanly on Ctrl-C and SIGTERM (issue 16 items 7,
-13, 19, 21, 22)."""
+already-rewritten model in its restored form, and stops cleanly on Ctrl-C and SIGTERM."""
 
 from __future__ import annotations
 

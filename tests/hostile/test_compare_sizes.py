@@ -1,7 +1,7 @@
 """compare's bounds count what an array really takes: every element of an input, whatever its element
 type's size (``<U0`` holds no bytes but 3e8 elements), strings by their encoded bytes in a side's outputs;
 values that are not tensors are refused with one line; --val-range, --dim and --input-shape values that
-are finite but make generation overflow are refused at parse time (issue 25 items 6, 8, 9 and 10)."""
+are finite but make generation overflow are refused at parse time."""
 
 from __future__ import annotations
 
@@ -43,13 +43,13 @@ def _npy_header_only(dtype: str, shape: tuple[int, ...]) -> bytes:
 
 @pytest.fixture
 def small_limit(monkeypatch):
-    """The inputs' limit at 1000 bytes: a case over it stays cheap on the code before the fix."""
+    """The inputs' limit at 1000 bytes: a case over it stays cheap even where the limit would not hold."""
     import customops.comparison.inputs as inputs
 
     monkeypatch.setattr(inputs, "INPUT_LIMIT", 1000)
 
 
-# --- item 6: zero-size element types and strings count their elements --------------------------------
+# --- zero-size element types and strings count their elements --------------------------------
 
 
 def test_an_npz_of_a_zero_size_string_type_counts_its_elements(tmp_path, capsys, small_limit):
@@ -63,7 +63,8 @@ def test_an_npz_of_a_zero_size_string_type_counts_its_elements(tmp_path, capsys,
 
 
 def test_the_real_limit_refuses_3e8_zero_size_strings_at_once(tmp_path):
-    """The issue's case, unpatched: refused from the header, before any array is made."""
+    """3e8 zero-size strings against the real limit, not a lowered one: refused from the header, before
+    any array is made."""
     inputs = tmp_path / "u0.npz"
     with zipfile.ZipFile(inputs, "w") as z:
         z.writestr("x.npy", _npy_header_only("<U0", (300_000_000,)))
@@ -117,7 +118,7 @@ def test_arrays_handed_to_the_api_are_bounded_by_their_elements(tmp_path, small_
         customops.compare(str(model), {"x": np.empty(2000, "<U0")})
 
 
-# --- item 9: strings count their encoded bytes --------------------------------------------------------
+# --- strings count their encoded bytes --------------------------------------------------------
 
 
 def test_a_bound_on_outputs_counts_the_bytes_of_each_string():
@@ -159,7 +160,7 @@ def test_inputs_handed_to_the_api_count_the_bytes_of_each_string(tmp_path, small
         customops.compare(str(model), {"x": np.array(["x" * 2000], dtype=object)})
 
 
-# --- item 10: values that overflow generation are refused at parse time -------------------------------
+# --- values that overflow generation are refused at parse time -------------------------------
 
 
 def _symbolic_float_model(path: Path) -> Path:
@@ -192,7 +193,7 @@ def test_the_widest_range_whose_width_is_finite_still_draws(tmp_path):
     assert proc.returncode == 0, proc.stderr
 
 
-# --- item 8: values that are not tensors ----------------------------------------------------------------
+# --- values that are not tensors ----------------------------------------------------------------
 
 
 def _sequence_model(path: Path, declared: bool = True) -> Path:

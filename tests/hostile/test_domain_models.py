@@ -1,4 +1,4 @@
-"""Models already in our domain are untrusted input too (issue 25, item 4).
+"""Models already in our domain are untrusted input too.
 
 onnxruntime-extensions' Python-op layer decodes every attribute we declared for a registration as UTF-8
 on each run, before our hook is called; bytes that are not UTF-8 raise inside its C++ code and abort the

@@ -1,4 +1,4 @@
-"""A kernel error reaches exactly the run that caused it (issue 16, items 10 to 12).
+"""A kernel error reaches exactly the run that caused it.
 
 Runs of customops.InferenceSession are routed by thread identity alone: ONNX Runtime calls our kernels
 on the thread that called run when execution is sequential, and the session always is. The tests hold
@@ -123,7 +123,7 @@ def test_every_run_entry_point_raises_its_kernel_error():
 
 
 def test_a_plain_session_failure_is_documented_as_invalidating_the_run(capfd):
-    """Item 12: a plain session has no handle on its run, so downstream nodes may make a plausible number
+    """A plain session has no handle on its run, so downstream nodes may make a plausible number
     of the empty output (ReduceMean of it is 0): the decision is to say so, loudly, not to promise
     otherwise. The run's results are declared meaningless on stderr and in docs/semantics.md."""
     from onnx import TensorProto, helper
@@ -203,7 +203,7 @@ def _resize_then_neg():
 
 
 def test_a_kernel_error_never_touches_the_callers_shared_run_options(monkeypatch):
-    """Issue 25, item 7: two sessions on two threads share one RunOptions (ONNX Runtime allows it). A
+    """Two sessions on two threads share one RunOptions (ONNX Runtime allows it). A
     failing kernel of thread A must stop A's run through options of our own, never by setting
     ``terminate`` on the caller's: thread B, inside its run meanwhile, would stop too, and A's reset
     would undo a ``terminate`` the caller set to cancel its own runs."""

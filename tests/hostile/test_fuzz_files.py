@@ -114,12 +114,12 @@ def first_group(camp: Path) -> Path:
 
 
 # ---------------------------------------------------------------------------------------------
-# item 3 and 2: names from summary.json become paths only as one safe component inside their root
+# Names from summary.json become paths only as one safe component inside their root
 
 
 @pytest.mark.parametrize("name", ["../victim", "../../victim", "a/b", ".hidden", "", 7, "x" * 300, "v\nx"])
 def test_merge_refuses_a_group_dir_that_is_not_one_safe_component(camp, tmp_path, capsys, name):
-    # a source-side decoy, so that the old code had a directory to copy over the victim
+    # a source-side decoy: a merge that followed the name would have a directory to copy over the victim
     shutil.copytree(first_group(camp), tmp_path / "runs" / "victim")
     edit(camp / "summary.json", lambda s: s["groups"][0].update(dir=name))
     out = tmp_path / "out"
@@ -197,7 +197,7 @@ def test_a_campaign_removes_no_stale_group_outside_its_out(tmp_path, capsys):
 
 
 # ---------------------------------------------------------------------------------------------
-# item 16: malformed summary.json and finding.json exit 2 with one line
+# Malformed summary.json and finding.json exit 2 with one line
 
 
 def _set(path: list[Any], value: Any) -> Callable[[Any], None]:
@@ -303,7 +303,7 @@ def test_merge_of_a_malformed_finding_exits_2_before_writing(camp, tmp_path, cap
 
 
 # ---------------------------------------------------------------------------------------------
-# item 5: every read and every decompression is bounded, shapes are checked before arrays are made
+# Every read and every decompression is bounded, shapes are checked before arrays are made
 
 
 def _bomb(size: int) -> str:
@@ -397,7 +397,7 @@ def test_a_path_repeated_in_commands_cannot_blow_up_a_merge(camp, tmp_path, caps
 
 
 # ---------------------------------------------------------------------------------------------
-# item 16: a campaign counts once; inputs are never modified
+# A campaign counts once; inputs are never modified
 
 
 def test_merging_one_directory_twice_is_refused(camp, tmp_path, capsys):
@@ -485,7 +485,7 @@ def test_merge_never_replaces_what_is_in_out_unless_it_is_a_reproducer(camp, tmp
 
 
 # ---------------------------------------------------------------------------------------------
-# item 17: destinations checked before any work; writes atomic; no temporary directory left
+# Destinations checked before any work; writes atomic; no temporary directory left
 
 
 def test_a_campaign_checks_its_summary_destination_before_any_work(tmp_path, capsys):
@@ -559,7 +559,7 @@ def test_merge_writes_repro_py_itself_and_never_copies_one_from_a_campaign(camp,
 
 
 # ---------------------------------------------------------------------------------------------
-# issue 25, item 2: a test case's files point at no other file (external data)
+# A test case's files point at no other file (external data)
 
 
 def _point_outside(path: Path, location: str) -> int:
@@ -643,7 +643,7 @@ def test_repro_py_still_runs_a_group_as_the_campaign_wrote_it(camp, tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------
-# issue 25, item 3: no component of a path inside a campaign is a symbolic link
+# No component of a path inside a campaign is a symbolic link
 
 
 def _replace_by_link(path: Path, outside: Path) -> None:
@@ -708,7 +708,7 @@ def test_the_directories_the_user_names_may_be_links(camp, tmp_path, capsys):
 
 
 # ---------------------------------------------------------------------------------------------
-# issue 25, item 12: the command line takes the seeds and indices its readers take
+# The command line takes the seeds and indices its readers take
 
 
 @pytest.mark.parametrize(
@@ -753,7 +753,7 @@ def test_the_largest_seed_and_index_are_read_back(tmp_path, capsys):
 
 
 # ---------------------------------------------------------------------------------------------
-# issue 25, item 14: text from a campaign reaches no page as markup and no shell as a command
+# Text from a campaign reaches no page as markup and no shell as a command
 
 
 HOSTILE = "<script>alert(1)</script> [click](http://evil.example) <img src=x onerror=alert(2)> a|b \\| &lt;"
@@ -838,7 +838,7 @@ def test_a_campaign_command_reaches_the_page_only_as_a_customops_fuzz_command(
 
 
 # ---------------------------------------------------------------------------------------------
-# issue 25, item 11: fuzz's lines carry no control character from a campaign file
+# fuzz's lines carry no control character from a campaign file
 
 
 def test_replay_prints_a_crafted_signature_as_one_printable_line(camp, capsys):

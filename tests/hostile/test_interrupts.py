@@ -1,4 +1,4 @@
-"""Ctrl-C and SystemExit during a run are not kernel failures (issue 16, item 13).
+"""Ctrl-C and SystemExit during a run are not kernel failures.
 
 The runs happen in child processes (an exception escaping the hook aborts the process). The model is a
 chain of Resize nodes whose kernel also sleeps, so that a run lasts several seconds and a prompt stop
@@ -189,7 +189,7 @@ def test_system_exit_in_a_kernel_is_raised_from_run(monkeypatch):
 
 HARNESS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "interrupt_import.py")
 COMPILED_STARTS = ["onnxruntime.capi.onnxruntime_pybind11_state", "onnx.onnx_cpp2py_export", "numpy"]
-"""Compiled modules started under the hold: cut by a KeyboardInterrupt, ONNX Runtime's used to end the
+"""Compiled modules started under the hold: cut by a KeyboardInterrupt, ONNX Runtime's ends the
 command line with ``ImportError: initialization failed``, onnx's with a segmentation fault; numpy's is the
 first of them."""
 

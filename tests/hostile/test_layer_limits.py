@@ -1,4 +1,4 @@
-"""Outputs the ONNX Runtime layer cannot take (issue 16, item 8).
+"""Outputs the ONNX Runtime layer cannot take.
 
 onnxruntime-extensions copies each of our outputs into a tensor it asks ONNX Runtime for after our
 kernel returned; when that allocation fails the C++ exception aborts the process. Every kernel checks

@@ -131,7 +131,7 @@ def test_external_data_inside_the_directory_still_loads(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------
-# Item 4: outputs that are not regular files
+# Outputs that are not regular files
 
 
 def _special_outputs(tmp_path: Path, kind: str) -> Path:
@@ -178,7 +178,7 @@ def test_save_model_refuses_a_fifo(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------
-# Item 21: an interruption at any point of save_model leaves no hidden directory
+# An interruption at any point of save_model leaves no hidden directory
 
 
 def _work_lines(modelio) -> tuple[int, int]:

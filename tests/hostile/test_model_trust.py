@@ -1,8 +1,7 @@
-"""Models that lie about where their data is, what their text is and what they hold (issue 25 items 1, 10,
-11 and 13): external data reached through sparse tensors and attributes the loader did not look at, models
-in memory that point at external data, text that is not UTF-8, names that drive the terminal, and nodes
-of our domain that restore cannot put back. Commands run in a child process whose working directory is
-the model's."""
+"""Models that lie about where their data is, what their text is and what they hold: external data reached
+through sparse tensors and attributes the loader did not look at, models in memory that point at external
+data, text that is not UTF-8, names that drive the terminal, and nodes of our domain that restore cannot
+put back. Commands run in a child process whose working directory is the model's."""
 
 from __future__ import annotations
 
@@ -198,7 +197,7 @@ def test_a_model_in_memory_that_points_at_external_data_is_refused(tmp_path, mon
 
 
 # ---------------------------------------------------------------------------------------------
-# Item 10: text that is not UTF-8
+# Text that is not UTF-8
 
 MARK = "QQMARKQQ"
 
@@ -276,7 +275,7 @@ def test_the_commands_refuse_text_that_is_not_utf8_with_one_line(tmp_path, comma
 
 
 # ---------------------------------------------------------------------------------------------
-# Item 11: names that would drive the terminal
+# Names that would drive the terminal
 
 NASTY = "pad\x1b[2J\x1b]0;owned\x07\nfake line\r"
 
@@ -311,7 +310,7 @@ def test_compare_s_progress_and_report_escape_names_from_the_model(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------
-# Item 13: nodes of our domain that restore cannot put back
+# Nodes of our domain that restore cannot put back
 
 
 def _with_orphans(count: int = 1) -> onnx.ModelProto:

@@ -23,7 +23,7 @@ ABORTS = (134, 139, -6, -11)
 
 
 # ---------------------------------------------------------------------------------------------
-# Item 7: value_info of our outputs must not reach ORT's buffer planner
+# value_info of our outputs must not reach ORT's buffer planner
 
 
 def _fpn_nodes(prefix: str = "") -> list[onnx.NodeProto]:
@@ -198,7 +198,7 @@ def test_a_bridged_output_keeps_its_type_for_the_built_in_nodes_after_it(tmp_pat
 
 
 # ---------------------------------------------------------------------------------------------
-# Item 15: corrupt restore information
+# Corrupt restore information
 
 
 def _rewritten_pad():
@@ -266,7 +266,7 @@ def test_the_restore_command_exits_2_with_one_line_and_writes_nothing(tmp_path, 
 
 
 # ---------------------------------------------------------------------------------------------
-# Item 20: Pad-2 float16 needs a Cast bridge, and ORT has no Cast kernel before opset 6
+# Pad-2 float16 needs a Cast bridge, and ORT has no Cast kernel before opset 6
 
 
 def _pad2_float16(opset):
@@ -317,7 +317,7 @@ def test_the_registry_and_support_table_say_where_the_bridge_stops():
 
 
 # ---------------------------------------------------------------------------------------------
-# Item 22: an already-rewritten model
+# An already-rewritten model
 
 
 def test_rewrite_refuses_a_rewritten_model_and_counts_its_nodes():
@@ -344,7 +344,7 @@ def test_the_rewrite_command_says_to_restore_first(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------
-# Item 9: constant strings onnxruntime-extensions' Python layer cannot carry exactly
+# Constant strings onnxruntime-extensions' Python layer cannot carry exactly
 
 
 def _string_model(value: bytes, as_constant: bool):

@@ -1,4 +1,4 @@
-"""Strings the ONNX Runtime layer cannot carry exactly (issue 16, item 9).
+"""Strings the ONNX Runtime layer cannot carry exactly.
 
 onnxruntime-extensions hands a string tensor to a Python op as NUL-terminated UTF-8 (``a\\x00b`` arrives
 as ``a``) and decodes it strictly (invalid UTF-8 aborts the process); it takes our string outputs back

@@ -1,7 +1,8 @@
-"""AffineGrid, MaxRoiPool, RoiAlign and DeformConv on hostile inputs (issue 20's review): tiny inputs
-with huge attributes or sizes, non-finite and huge coordinates, wrong element types. Each must give a
-clean KernelError (or the right answer) quickly, with bounded memory, and never take the process down:
-cases that could crash or exhaust memory run in a child process whose address space is limited."""
+"""The spatial-sampling kernels AffineGrid, MaxRoiPool, RoiAlign and DeformConv, and their translators,
+on hostile inputs: tiny inputs with huge attributes or sizes, non-finite and huge coordinates, wrong
+element types. Each must give a clean KernelError (or the right answer) quickly, with bounded memory, and
+never take the process down: cases that could crash or exhaust memory run in a child process whose
+address space is limited."""
 
 from __future__ import annotations
 
