@@ -45,14 +45,11 @@ def compare(
     of ``customops compare --json``). ``inputs``: arrays by graph input name, an .npz file or an ONNX
     test-case directory; None draws them from the declared types and shapes (``seed``; symbolic
     dimensions from ``dims``, else 4, then 32, 64 and 320 while both sides fail alike: docs/compare.md,
-    Inputs). ``providers``: the built-in side's execution providers (ORT names or
-    aliases: cpu, cuda, tensorrt, dml, openvino, coreml; default CPU); ours run on CPU. ``tolerances``:
-    (rtol, atol) by tensor name (graph outputs, swapped nodes' outputs; None: the global one).
-    ``check_error_stat``, ``reference_limit``, ``reference_timeout`` and ``graph_optimization_level``
-    (disable, basic, extended or all): as ``--check-error-stat``, ``--reference-limit``,
-    ``--reference-timeout`` and ``--graph-optimization-level``; ``nodes``, ``exclude``, ``validate`` and
-    ``fail_fast`` as ``--nodes``, ``--exclude``, ``--validate`` and ``--fail-fast``; ``kernel_times``
-    as ``--kernel-times`` (each node's ``time_us``). Raises CustomOpsError for bad input, as the command
+    Inputs). ``providers``: the built-in side's execution providers (ORT names or aliases: cpu, cuda,
+    tensorrt, dml, openvino, coreml; default CPU); ours run on CPU. ``tolerances``: (rtol, atol) by
+    tensor name (graph outputs, swapped nodes' outputs; None: the global one). Every other keyword is
+    the option of the same name (``check_error_stat`` is ``--check-error-stat``, ``kernel_times``
+    ``--kernel-times``: each node's ``time_us``). Raises CustomOpsError for bad input, as the command
     exits 2."""
     from customops.model.rewriter import as_model
 
