@@ -86,9 +86,12 @@ def test_the_custom_side_imports_its_runtime_before_it_says_ready(tmp_path):
     assert "onnxruntime" not in reference["ran"]
 
 
-def test_compare_starts_its_sides_before_importing_onnx(tmp_path):
-    """The command starts the three sides' children first, so that their imports overlap with its own,
-    and its own process imports neither onnxruntime-extensions nor numba (the children run the sessions)."""
+def test_compare_starts_its_sides_first_and_forks_those_that_need_onnx(tmp_path):
+    """The command starts the three sides' children first, so that their imports overlap with its own:
+    the built-in side's (no onnx) as a fresh interpreter before anything else, the custom and reference
+    sides' forked from the command once it has imported onnx, so that onnx is imported once, not three
+    times. Its own process imports neither onnxruntime-extensions nor numba (the children run the
+    sessions)."""
     path = tmp_path / "m.onnx"
     _resize_model(path)
     script = textwrap.dedent(
@@ -97,9 +100,10 @@ def test_compare_starts_its_sides_before_importing_onnx(tmp_path):
         from customops.eval import runner
         starts = []
         original = runner.SideProcess.start
-        def start(self):
-            starts.append([self.side, "onnx" in sys.modules])
-            original(self)
+        def start(self, fork=False):
+            before = "onnx" in sys.modules
+            original(self, fork)
+            starts.append([self.side, before, type(self.proc).__name__])
         runner.SideProcess.start = start
         from customops.cli.main import main
         status = main(["compare", {str(path)!r}, "-q"])
@@ -111,8 +115,11 @@ def test_compare_starts_its_sides_before_importing_onnx(tmp_path):
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout.splitlines()[-1])
     assert seen["status"] == 0
-    assert sorted(side for side, _ in seen["starts"]) == ["builtin", "custom", "reference"]
-    assert not any(onnx_loaded for _, onnx_loaded in seen["starts"])
+    assert seen["starts"] == [
+        ["builtin", False, "Popen"],
+        ["custom", True, "ForkedChild"],
+        ["reference", True, "ForkedChild"],
+    ]
     assert seen["late"] == []
 
 

@@ -210,7 +210,7 @@ def _start_sides(args: argparse.Namespace) -> None:
             jit.announce_compilation(sys.stderr)
         if getattr(args, "verbose", False):
             os.environ[sides.VERBOSE_ENV] = "1"
-        sides.start_all()
+        sides.start_all(fork=True)  # this process has no thread yet: customops.eval.forked
 
 
 def _command(args: argparse.Namespace) -> int:

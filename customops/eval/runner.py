@@ -24,6 +24,7 @@ from typing import Any
 
 from customops.accel import jit
 from customops.errors import CustomOpsError
+from customops.eval import forked
 from customops.eval.worker import SIDES, Reply, Request, verbose
 
 STARTUP_TIMEOUT = 300.0
@@ -93,29 +94,34 @@ class SideProcess:
         self.side = side
         self.note = note
         self.log = tempfile.TemporaryFile()  # noqa: SIM115 - the child's stdout and stderr while this lives
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.proc: subprocess.Popen[bytes] | forked.ForkedChild | None = None
         self.conn: Any = None
         self.ready = False
         self.noting = False
         self.restarts = 0
         self._job = 0
 
-    def start(self) -> None:
-        """Start the child (``python -m customops.eval.child``), connected by a socket pair."""
+    def start(self, fork: bool = False) -> None:
+        """Start the child (``python -m customops.eval.child``), connected by a socket pair; with ``fork``,
+        forked from this process where it may be (customops.eval.forked.possible)."""
         parent, child = socket.socketpair()
         self.log.seek(0)
         self.log.truncate()
         self.noting = self.note and jit.announcing()
         fds = [child.fileno(), *(_stderr_fd() if self.noting else [])]
         try:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "customops.eval.child", self.side, *map(str, fds)],
-                pass_fds=fds,
-                stdin=subprocess.DEVNULL,
-                stdout=self.log,
-                stderr=None if verbose() else self.log,
-                cwd=PACKAGE_ROOT,
-            )
+            if fork and forked.possible():
+                note = fds[1] if len(fds) > 1 else None
+                self.proc = forked.fork_side(self.side, fds[0], note, self.log.fileno(), verbose())
+            else:
+                self.proc = subprocess.Popen(
+                    [sys.executable, "-m", "customops.eval.child", self.side, *map(str, fds)],
+                    pass_fds=fds,
+                    stdin=subprocess.DEVNULL,
+                    stdout=self.log,
+                    stderr=None if verbose() else self.log,
+                    cwd=PACKAGE_ROOT,
+                )
         finally:
             child.close()
             for fd in fds[1:]:

@@ -99,15 +99,21 @@ def _child(side: str) -> SideProcess:
     return child
 
 
-def start_all() -> None:
+def start_all(fork: bool = False) -> None:
     """Start the children of the three sides now without waiting for them: each imports onnxruntime (the
     reference's onnx.reference too), about a second, which then overlaps with this process's own work
-    and with each other's instead of coming one after another on first use."""
+    and with each other's instead of coming one after another on first use. With ``fork`` (the command
+    line, customops.eval.forked), the built-in side's child starts first, then this process imports
+    onnx and forks the custom and reference sides' children, which need it, from itself."""
     with _LOCK:
         for side in _NOTES:
             child = _child(side)
-            if child.proc is None:
-                child.start()
+            if child.proc is not None:
+                continue
+            if fork and side != "builtin":
+                import onnx  # noqa: F401 - imported once, here, for the children forked next
+
+            child.start(fork=fork and side != "builtin")
 
 
 def run_side(

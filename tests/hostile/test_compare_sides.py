@@ -3,6 +3,7 @@ already-rewritten model in its restored form, and stops cleanly on Ctrl-C and SI
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -365,3 +366,51 @@ def test_a_child_killed_by_ctrl_c_while_starting_is_the_users_interrupt(
     finally:
         side.close()
     assert type(info.value).__name__ == expected
+
+
+def _children(pid: int) -> list[int]:
+    with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as f:
+        return [int(p) for p in f.read().split()]
+
+
+def _gone(pid: int) -> bool:
+    """Whether ``pid`` has ended (a zombie left to init counts as ended)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] == b"Z"
+    except FileNotFoundError:
+        return True
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="reads children from /proc (Linux)")
+def test_sides_whose_command_is_killed_outright_end_on_their_own():
+    """The command is SIGKILLed once the node alone is being run, while the reference side's child sleeps
+    in an injected hang: the other two children see their connection close and end. Each child holds only
+    its own end: a forked child keeping a copy of another's would keep that one waiting for ever."""
+    env = {**os.environ, INJECT_ENV: "hang:reference"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "customops.cli.main", "compare", str(DEVIATION)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    children: list[int] = []
+    try:
+        assert proc.stderr is not None
+        for line in proc.stderr:  # the three sides are asked for the node alone right after this line
+            if "alone on three sides" in line:
+                break
+        children = _children(proc.pid)
+        assert len(children) == 3, children
+        proc.kill()
+        proc.wait()
+        deadline = time.monotonic() + NEVER
+        while time.monotonic() < deadline and sum(map(_gone, children)) < 2:
+            time.sleep(0.05)
+        assert sum(map(_gone, children)) >= 2  # the reference's child may still sleep in its hang
+    finally:
+        proc.kill()
+        for pid in children:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
