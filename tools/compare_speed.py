@@ -1,6 +1,6 @@
 """compare's cost against a Polygraphy comparison of the same two sides (docs/performance.md).
 
-    python tools/compare_speed.py MODEL.onnx [MODEL.onnx ...] [--rounds N] [--markdown]
+    python tools/compare_speed.py MODEL.onnx [MODEL.onnx ...] [--rounds N]
 
 Needs Polygraphy in the same environment (``pip install polygraphy``; it is no dependency of customops).
 For each model and round, in turns:
