@@ -190,3 +190,33 @@ def test_kernel_times_are_measured_only_when_asked(tmp_path):
         times = list(node["time_us"].values())
         assert all(t is not None and t >= 0 for t in times) if asked else times == [None, None]
         assert ("A µs" in proc.stdout) == asked, proc.stdout
+
+
+def test_outputs_loaded_in_place_of_the_built_in_side_start_only_the_custom_side(tmp_path):
+    """With --load-outputs neither the built-in side's model nor any node alone runs: only the custom
+    side's child is started."""
+    path = tmp_path / "m.onnx"
+    _resize_model(path)
+    saved = tmp_path / "saved.npz"
+    from tests.helpers import run_cli
+
+    made = run_cli("compare", str(path), "-q", "--save-outputs", str(saved))
+    assert made.returncode == 0, made.stderr
+    script = textwrap.dedent(
+        f"""
+        import json
+        from customops.eval import runner
+        started = []
+        original = runner.SideProcess.start
+        def start(self, fork=False):
+            started.append(self.side)
+            original(self, fork)
+        runner.SideProcess.start = start
+        from customops.cli.main import main
+        status = main(["compare", {str(path)!r}, "-q", "--load-outputs", {str(saved)!r}])
+        print(json.dumps({{"status": status, "started": started}}))
+        """
+    )
+    done = run_python("-c", script)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1]) == {"status": 0, "started": ["custom"]}

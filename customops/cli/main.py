@@ -210,7 +210,10 @@ def _start_sides(args: argparse.Namespace) -> None:
             jit.announce_compilation(sys.stderr)
         if getattr(args, "verbose", False):
             os.environ[sides.VERBOSE_ENV] = "1"
-        sides.start_all(fork=True)  # this process has no thread yet: customops.eval.forked
+        unused = (
+            ("builtin", "reference") if getattr(args, "load_outputs", None) else ()
+        )  # saved outputs: no A
+        sides.start_all(fork=True, without=unused)  # this process has no thread yet: customops.eval.forked
 
 
 def _command(args: argparse.Namespace) -> int:

@@ -1068,7 +1068,9 @@ def compare_model(
     check_in_memory(model, model_name)  # the sides' children get bytes: nothing may point at other files
     say = progress or (lambda _m: None)
     clock = Phases(started)
-    sides.start_all()  # the children start while this process rewrites the model
+    sides.start_all(
+        without=("builtin", "reference") if loaded is not None else ()
+    )  # start during the rewrite
     p = prepare(model, feed, ops, say, settings.choices)
     _check_tolerance_names(p, settings)
     clock.lap("prepare")

@@ -99,14 +99,16 @@ def _child(side: str) -> SideProcess:
     return child
 
 
-def start_all(fork: bool = False) -> None:
+def start_all(fork: bool = False, without: tuple[str, ...] = ()) -> None:
     """Start the children of the three sides now without waiting for them: each imports onnxruntime (the
     reference's onnx.reference too), about a second, which then overlaps with this process's own work
     and with each other's instead of coming one after another on first use. With ``fork`` (the command
     line, customops.eval.forked), the built-in side's child starts first, then this process imports
-    onnx and forks the custom and reference sides' children, which need it, from itself."""
+    onnx and forks the custom and reference sides' children, which need it, from itself. ``without``:
+    sides not started now (outputs loaded in place of the built-in side's: neither it nor a node alone
+    runs; a side asked for later starts then)."""
     with _LOCK:
-        for side in _NOTES:
+        for side in (s for s in _NOTES if s not in without):
             child = _child(side)
             if child.proc is not None:
                 continue
