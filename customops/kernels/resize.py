@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from customops.accel import jit, parallel
+from customops.accel import jit, parallel, resize_loops
 from customops.accel.plans import Uncacheable, flat_key, planned, tracked
 from customops.errors import KernelError
 from customops.kernels import limits
@@ -872,7 +872,7 @@ def _weight_bits(weights: np.ndarray) -> np.ndarray:
 
 
 def _x2_run(indices: np.ndarray, weights: np.ndarray, width: int) -> np.ndarray:
-    """(lo, hi) for jit._h_row_x2: the longest run of m around the middle where outputs 2m and 2m + 1 of
+    """(lo, hi) for resize_loops._h_row_x2: the longest run of m around the middle where outputs 2m and 2m + 1 of
     a 2- or 4-tap table (L, T) over an axis of ``width`` upsampled to 2 * width read the same taps
     relative to m with the same weights; (0, 0) when there is none worth it."""
     length, taps = indices.shape
@@ -889,7 +889,7 @@ def _x2_run(indices: np.ndarray, weights: np.ndarray, width: int) -> np.ndarray:
 
 
 def _down_run(indices: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """(k, lo, hi) for jit._h_row_down: the longest run of outputs j around the middle of a table (L, T)
+    """(k, lo, hi) for resize_loops._h_row_down: the longest run of outputs j around the middle of a table (L, T)
     that read taps k * j + c_t with weights w_t, for one k > 1 (a downsampled axis); (0, 0, 0) when there
     is none worth it. Splitting a row into its phases reads all of it once, so it pays only when the
     gathers would read each element twice or more (T >= 2k: the antialiased filters, cubic /2; measured,
@@ -1035,7 +1035,7 @@ def _gather2_applies(job: _Job) -> bool:
 
 
 def _short_loop_applies(job: _Job) -> bool:
-    """The short loop (jit.resize_small_rows_first) of last2_small and last2_small_any: rows first, a
+    """The short loop (resize_loops.resize_small_rows_first) of last2_small and last2_small_any: rows first, a
     scratch of input rows x output width up to _SMALL_SCRATCH, and work for one call on this thread."""
     return (
         not _columns_first(job)
@@ -1079,13 +1079,13 @@ def _build_tiny(job: _Job) -> Callable[[np.ndarray], np.ndarray]:
 
 
 def _build_gather2(job: _Job) -> Callable[[np.ndarray], np.ndarray]:
-    """jit.repeat2_last2: every element twice along the last axis, both copies in one store."""
+    """resize_loops.repeat2_last2: every element twice along the last axis, both copies in one store."""
     iy, _ = job.gather_indices
     dtype, out_shape = job.dtype, job.out_shape
     view, wide = _copy_view(dtype), jit.BITS[2 * dtype.itemsize]
     in3, out3 = _planes(job.shape), _planes(out_shape)
     work = _gather_work(job)
-    repeat2 = jit.get("repeat2_last2")
+    repeat2 = jit.get("repeat2_last2", resize_loops)
     pair = np.uint64(1 + (1 << (8 * dtype.itemsize)))
 
     def gather2(X: np.ndarray) -> np.ndarray:
@@ -1098,13 +1098,13 @@ def _build_gather2(job: _Job) -> Callable[[np.ndarray], np.ndarray]:
 
 
 def _build_gather(job: _Job) -> Callable[[np.ndarray], np.ndarray]:
-    """jit.gather_last2: a gather of the last two axes, the elements copied as unsigned integers."""
+    """resize_loops.gather_last2: a gather of the last two axes, the elements copied as unsigned integers."""
     iy, ix = job.gather_indices
     dtype, out_shape = job.dtype, job.out_shape
     view = _copy_view(dtype)
     in3, out3 = _planes(job.shape), _planes(out_shape)
     work = _gather_work(job)
-    kernel = jit.get("gather_last2")
+    kernel = jit.get("gather_last2", resize_loops)
 
     def gather(X: np.ndarray) -> np.ndarray:
         out = np.empty(out_shape, dtype=dtype)
@@ -1116,7 +1116,7 @@ def _build_gather(job: _Job) -> Callable[[np.ndarray], np.ndarray]:
 
 
 class _Last2(NamedTuple):
-    """The arguments of a last-two-axes loop (jit.resize_rows_first or resize_columns_first): X and the
+    """The arguments of a last-two-axes loop (resize_loops.resize_rows_first or resize_columns_first): X and the
     output viewed as ``in3`` and ``out3`` (planes, rows, columns), the ``tables`` after them, and the
     ``units`` (output rows or blocks of rows, across planes) the loop's range covers."""
 
@@ -1134,11 +1134,11 @@ def _last2_loop(job: _Job) -> _Last2:
     in3, out3 = _planes(job.shape), _planes(job.out_shape)
     (tyi, tyw), (txi, txw) = _tap_tables(ty, wy), _tap_tables(tx, wx)
     if _columns_first(job):
-        kernel = jit.get("resize_columns_first")
+        kernel = jit.get("resize_columns_first", resize_loops)
         tables: tuple[Any, ...] = (tyi, tyw, txi, txw, _down_run(tx, wx))
         units = in3[0] * out3[1]
     else:
-        kernel = jit.get("resize_rows_first")
+        kernel = jit.get("resize_rows_first", resize_loops)
         block, rows = _block_rows(ty, out3[2])
         tables = (tyi, tyw, txi, txw, block, rows, _x2_run(tx, wx, in3[2]))
         units = in3[0] * -(-out3[1] // block)
@@ -1146,7 +1146,7 @@ def _last2_loop(job: _Job) -> _Last2:
 
 
 def _short_loop(plan: _Last2) -> tuple[Callable[..., bool], np.ndarray, np.ndarray, Callable[..., None]]:
-    """jit.resize_small_rows_first with its two packed tables (ints, weights), and ``redo(X, out)``: the
+    """resize_loops.resize_small_rows_first with its two packed tables (ints, weights), and ``redo(X, out)``: the
     rows-first loop over the whole image, for when the short loop meets a row that is not finite."""
     kernel, in3, out3, tables, units, _ = plan
     tyi, tyw, txi, txw = tables[:4]
@@ -1157,7 +1157,7 @@ def _short_loop(plan: _Last2) -> tuple[Callable[..., bool], np.ndarray, np.ndarr
     def redo(X: np.ndarray, out: np.ndarray) -> None:
         kernel(X.reshape(in3), out.reshape(out3), *tables, 0, units)  # a row that is not finite
 
-    return jit.get("resize_small_rows_first"), ints, weights, redo
+    return jit.get("resize_small_rows_first", resize_loops), ints, weights, redo
 
 
 def _build_last2_small(job: _Job) -> Callable[[np.ndarray], np.ndarray]:
@@ -1218,7 +1218,7 @@ def _build_last2(job: _Job) -> Callable[[np.ndarray], np.ndarray]:
 
 def _build_passes(job: _Job) -> Callable[[np.ndarray], np.ndarray]:
     """One pass per axis, in the numpy order (the axis that shrinks most first); float64 in between.
-    The last axis takes jit.resize_rows (with its x2 and downsampling runs), others jit.resize_middle."""
+    The last axis takes resize_loops.resize_rows (with its x2 and downsampling runs), others resize_loops.resize_middle."""
     ops, shape = job.ops, job.shape
     order = sorted(ops, key=lambda ax: (ops[ax][0].shape[0] / shape[ax], -ax))
     steps = []
@@ -1229,8 +1229,8 @@ def _build_passes(job: _Job) -> Callable[[np.ndarray], np.ndarray]:
         step_dtype = job.dtype if i == len(order) - 1 else np.dtype(np.float64)
         runs = (_x2_run(*ops[ax], n), _down_run(*ops[ax])) if post == 1 else ()
         steps.append((ax, pre, n, post, tuple(current), step_dtype, *_tap_tables(*ops[ax]), runs))
-    rows_kernel = jit.get("resize_rows")
-    middle_kernel = jit.get("resize_middle")
+    rows_kernel = jit.get("resize_rows", resize_loops)
+    middle_kernel = jit.get("resize_middle", resize_loops)
 
     def passes(X: np.ndarray) -> np.ndarray:
         y = X

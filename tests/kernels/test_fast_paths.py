@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from customops.accel import jit
+from customops.accel import col2im_loops, jit
 from customops.errors import KernelError
 from customops.kernels.affine_grid import affine_grid
 from customops.kernels.center_crop_pad import bind as bind_center_crop_pad
@@ -425,7 +425,7 @@ def _attrs(coord: str, mode: str) -> tuple:
 
 @needs_numba
 def test_x2_pairs_give_the_table_loop_bits(monkeypatch) -> None:
-    """The rows-first loop with its x2 pairs (jit._h_row_x2) against the same loop through the tables
+    """The rows-first loop with its x2 pairs (resize_loops._h_row_x2) against the same loop through the tables
     only: the same bits, non-finite rows and float64 included."""
     from customops.kernels import resize as resize_module
 
@@ -455,7 +455,7 @@ def test_x2_pairs_give_the_table_loop_bits(monkeypatch) -> None:
 
 @needs_numba
 def test_the_short_loop_of_small_images_gives_the_general_loops_bits(monkeypatch) -> None:
-    """jit.resize_small_rows_first against resize_rows_first: the same bits, signed zeros included;
+    """resize_loops.resize_small_rows_first against resize_rows_first: the same bits, signed zeros included;
     an image with inf, NaN or float64 sums that overflow falls back to the general loop."""
     from customops.kernels import resize as resize_module
 
@@ -497,7 +497,7 @@ def test_the_short_loop_of_small_images_gives_the_general_loops_bits(monkeypatch
 
 @needs_numba
 def test_downsampling_phases_give_the_table_loop_bits(monkeypatch) -> None:
-    """The columns-first loop with its phase split (jit._h_row_down) against the same loop through the
+    """The columns-first loop with its phase split (resize_loops._h_row_down) against the same loop through the
     tables only: the same bits, non-finite rows and float64 included."""
     from customops.kernels import resize as resize_module
 
@@ -803,9 +803,11 @@ def test_numpy_only_holds_on_every_thread_and_nests(compiled_calls) -> None:
         worker.join()
         with jit.numpy_only():
             assert not jit.enabled()
-        assert not jit.enabled() and jit.get("col2im_2d") is None  # the inner block's end left it on
+        assert (
+            not jit.enabled() and jit.get("col2im_2d", col2im_loops) is None
+        )  # the inner block's end left it on
         assert jit.describe()["jit"].startswith("numpy only")
     assert results and not compiled_calls
-    assert jit.enabled() and jit.get("col2im_2d") is not None
+    assert jit.enabled() and jit.get("col2im_2d", col2im_loops) is not None
     resize(x, scales=scales, mode="cubic")
     assert compiled_calls
