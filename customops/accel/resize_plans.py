@@ -385,10 +385,13 @@ def _short_loop(plan: _Last2) -> tuple[Callable[..., bool], np.ndarray, np.ndarr
     return jit.get("resize_small_rows_first", resize_loops), ints, weights, redo
 
 
-def _build_last2_small(job: Job) -> Callable[[np.ndarray], np.ndarray]:
-    """The short loop on a 4-D (NCHW) X, as it comes."""
-    small, ints, weights, redo = _short_loop(_last2_loop(job))
+def _build_last2_small(job: Job, four_d: bool) -> Callable[[np.ndarray], np.ndarray]:
+    """The short loop: on a 4-D (NCHW) X as it comes (``four_d``), else on X of another rank through a
+    4-D view (1, planes, rows, columns)."""
+    plan = _last2_loop(job)
+    small, ints, weights, redo = _short_loop(plan)
     dtype, out_shape = job.dtype, job.out_shape
+    in4, out4 = (1, *plan.in3), (1, *plan.out3)
 
     def last2_small(X: np.ndarray) -> np.ndarray:
         out = np.empty(out_shape, dtype=dtype)
@@ -396,28 +399,19 @@ def _build_last2_small(job: Job) -> Callable[[np.ndarray], np.ndarray]:
             redo(X, out)
         return out
 
-    return last2_small
-
-
-def _build_last2_small_any(job: Job) -> Callable[[np.ndarray], np.ndarray]:
-    """The short loop on X of another rank, through a 4-D view (1, planes, rows, columns)."""
-    plan = _last2_loop(job)
-    small, ints, weights, redo = _short_loop(plan)
-    dtype, out_shape = job.dtype, job.out_shape
-    in4, out4 = (1, *plan.in3), (1, *plan.out3)
-
     def last2_small_any(X: np.ndarray) -> np.ndarray:
         out = np.empty(out_shape, dtype=dtype)
         if not small(X.reshape(in4), out.reshape(out4), ints, weights):
             redo(X, out)
         return out
 
-    return last2_small_any
+    return last2_small if four_d else last2_small_any
 
 
-def _build_last2_serial(job: Job) -> Callable[[np.ndarray], np.ndarray]:
-    """The last-two-axes loop called once on this thread (parallel.run would not split it)."""
-    kernel, in3, out3, tables, units, _ = _last2_loop(job)
+def _build_last2(job: Job, serial: bool) -> Callable[[np.ndarray], np.ndarray]:
+    """The last-two-axes loop: called once on this thread (``serial``: parallel.run would not split it),
+    else through parallel.run, split over threads."""
+    kernel, in3, out3, tables, units, work = _last2_loop(job)
     dtype, out_shape = job.dtype, job.out_shape
 
     def last2_serial(X: np.ndarray) -> np.ndarray:
@@ -425,20 +419,12 @@ def _build_last2_serial(job: Job) -> Callable[[np.ndarray], np.ndarray]:
         kernel(X.reshape(in3), out.reshape(out3), *tables, 0, units)
         return out
 
-    return last2_serial
-
-
-def _build_last2(job: Job) -> Callable[[np.ndarray], np.ndarray]:
-    """The last-two-axes loop through parallel.run, split over threads."""
-    kernel, in3, out3, tables, units, work = _last2_loop(job)
-    dtype, out_shape = job.dtype, job.out_shape
-
     def last2(X: np.ndarray) -> np.ndarray:
         out = np.empty(out_shape, dtype=dtype)
         parallel.run(kernel, units, work, X.reshape(in3), out.reshape(out3), *tables)
         return out
 
-    return last2
+    return last2_serial if serial else last2
 
 
 def _build_passes(job: Job) -> Callable[[np.ndarray], np.ndarray]:
@@ -492,10 +478,12 @@ FAST_PATHS: dict[str, tuple[Candidate, ...]] = {
     ),
     # float32 / float64 filters of both last axes: one loop over both
     "last2": (
-        Candidate("last2_small", _last2_small_applies, _build_last2_small),
-        Candidate("last2_small_any", _last2_small_any_applies, _build_last2_small_any),
-        Candidate("last2_serial", _last2_serial_applies, _build_last2_serial),
-        Candidate("last2", _always, _build_last2),
+        Candidate("last2_small", _last2_small_applies, functools.partial(_build_last2_small, four_d=True)),
+        Candidate(
+            "last2_small_any", _last2_small_any_applies, functools.partial(_build_last2_small, four_d=False)
+        ),
+        Candidate("last2_serial", _last2_serial_applies, functools.partial(_build_last2, serial=True)),
+        Candidate("last2", _always, functools.partial(_build_last2, serial=False)),
     ),
     # float32 / float64 filters of other axes: one loop per axis
     "axes": (Candidate("passes", _always, _build_passes),),

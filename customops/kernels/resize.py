@@ -188,28 +188,37 @@ def _lengths_from_sizes(
 
 
 def _source_coordinates(ax: _Axis, mode: str) -> np.ndarray:
-    """x_original for every output index, computed from the exact scale with as few roundings as possible."""
+    """x_original for every output index x_resized (o below), computed from the exact scale a / b with as
+    few roundings as possible: each mode's spec formula, then its rational form (one division where the
+    terms are exact in float64). length_resized is the exact scale times length_original (n)."""
     n, length = ax.in_len, ax.out_len
     a, b = float(ax.scale.numerator), float(ax.scale.denominator)  # scale = a / b
     o = np.arange(length, dtype=np.float64)
     if mode in ("half_pixel", "pytorch_half_pixel"):
+        # spec: (x_resized + 0.5) / scale - 0.5 (pytorch_half_pixel: 0 when the output length is <= 1)
         if mode == "pytorch_half_pixel" and length <= 1:
             return np.zeros(length)
-        return ((2 * o + 1) * b - a) / (2 * a)
+        return ((2 * o + 1) * b - a) / (2 * a)  # ((2o + 1) b - a) / 2a
     if mode == "half_pixel_symmetric":
-        # offset + (x + 0.5) / scale - 0.5 with offset = n / 2 * (1 - length / (scale * n))
-        return (a * (n - 1) + b * (2 * o + 1 - length)) / (2 * a)
+        # spec: offset + (x_resized + 0.5) / scale - 0.5, offset = n / 2 * (1 - length / (scale * n))
+        return (a * (n - 1) + b * (2 * o + 1 - length)) / (2 * a)  # (a (n - 1) + b (2o + 1 - length)) / 2a
     if mode == "asymmetric":
-        return o * b / a
+        # spec: x_resized / scale
+        return o * b / a  # o b / a
     if mode == "tf_half_pixel_for_nn":
-        return (2 * o + 1) * b / (2 * a)
+        # spec: (x_resized + 0.5) / scale
+        return (2 * o + 1) * b / (2 * a)  # (2o + 1) b / 2a
     width = ax.scale * n  # length_resized: the exact scale times the input length
     if mode == "align_corners":
+        # spec: x_resized * (length_original - 1) / (length_resized - 1), 0 when the output length is <= 1
         if length <= 1:
             return np.zeros(length)
         ratio = (n - 1) / (width - 1)
-        return o * float(ratio.numerator) / float(ratio.denominator)
-    # tf_crop_and_resize: x = (start (n-1) (width-1) + o (end-start) (n-1)) / (width-1), one rounding
+        return o * float(ratio.numerator) / float(ratio.denominator)  # o p / q, p / q = (n - 1) / (width - 1)
+    # tf_crop_and_resize, spec: start_x * (length_original - 1) + x_resized * (end_x - start_x) *
+    # (length_original - 1) / (length_resized - 1); 0.5 * (start_x + end_x) * (length_original - 1) when
+    # the output length is <= 1. Rational: (start (n-1) (width-1) + o (end-start) (n-1)) / (width-1), one
+    # rounding, where the numerator stays exact in float64; else the spec's formula in float64.
     start, end = ax.roi
     if length <= 1:
         return np.full(length, 0.5 * (start + end) * (n - 1))
