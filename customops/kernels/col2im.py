@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from customops.accel import jit, parallel
+from customops.accel import col2im_loops, jit, parallel
 from customops.accel.plans import Uncacheable, flat_key, planned, tracked
 from customops.errors import KernelError
 from customops.kernels import limits
@@ -208,7 +208,7 @@ def _direct(
     images = out_shape[0] * out_shape[1]
     if geometry is None or not images:
         return None
-    loop = jit.get("col2im_2d")
+    loop = jit.get("col2im_2d", col2im_loops)
     if parallel.serial(work):
 
         def small(x: np.ndarray) -> np.ndarray:

@@ -20,7 +20,7 @@ def compiled_calls(monkeypatch) -> Counter[str]:
     calls: Counter[str] = Counter()
     real = jit.get
 
-    def counting_get(name: str, module: Any = None) -> Callable[..., Any] | None:
+    def counting_get(name: str, module: Any) -> Callable[..., Any] | None:
         loop = real(name, module)
         if loop is None:
             return None

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from customops.accel import jit
+from customops.accel import col2im_loops, jit, resize_plans
 from customops.errors import KernelError
 from customops.kernels.affine_grid import affine_grid
 from customops.kernels.center_crop_pad import bind as bind_center_crop_pad
@@ -384,13 +384,13 @@ def test_float32_filters_round_once_from_float64() -> None:
 
 
 def test_x2_runs_of_the_last_axis() -> None:
-    from customops.kernels.resize import _prepare, _x2_run
+    from customops.kernels.resize import _prepare
 
     def run(mode: str, coord: str, width: int, scale: float = 2.0) -> list[int]:
         scales = np.array([1, 1, 1, scale], np.float32)
         prepared = _prepare((1, 1, 3, width), np.dtype(np.float32), None, scales, None, *_attrs(coord, mode))
         ((_, indices, weights),) = prepared.filters
-        return _x2_run(indices, weights, width).tolist()
+        return resize_plans.x2_run(indices, weights, width).tolist()
 
     assert run("linear", "half_pixel", 50) == [1, 49]  # the first and last pairs read a clamped edge
     assert run("linear", "asymmetric", 50) == [0, 49]
@@ -401,14 +401,14 @@ def test_x2_runs_of_the_last_axis() -> None:
 
 
 def test_downsampling_runs_of_the_last_axis() -> None:
-    from customops.kernels.resize import _down_run, _prepare
+    from customops.kernels.resize import _prepare
 
     def run(mode: str, scale: float, antialias: int = 1, width: int = 64) -> list[int]:
         scales = np.array([1, 1, 1, scale], np.float32)
         prepared = _prepare((1, 1, 3, width), np.dtype(np.float32), None, scales, None, antialias, None,
                             "half_pixel", -0.75, 0, 0.0, "stretch", mode, "round_prefer_floor")  # fmt: skip
         (_, indices, weights) = prepared.filters[-1]
-        return _down_run(indices, weights).tolist()
+        return resize_plans.down_run(indices, weights).tolist()
 
     assert run("linear", 0.25, width=1024) == [4, 1, 255]  # 8 taps; the first and last outputs clamp
     assert run("cubic", 0.25, width=1024) == [4, 2, 254]
@@ -418,6 +418,13 @@ def test_downsampling_runs_of_the_last_axis() -> None:
     assert run("linear", 0.25, width=40) == [0, 0, 0]  # too short to be worth it
 
 
+def _fast(prepared: Any) -> Callable[[np.ndarray], np.ndarray] | None:
+    """The compiled path resize_plans chooses for a resize prepared by the kernel (None: numpy)."""
+    return resize_plans.fast_path(
+        prepared.shape, prepared.out_shape, prepared.dtype, prepared.gathers, prepared.filters
+    )
+
+
 def _attrs(coord: str, mode: str) -> tuple:
     """_prepare's attribute arguments after roi/scales/sizes, spec defaults but these two."""
     return (0, None, coord, -0.75, 0, 0.0, "stretch", mode, "round_prefer_floor")
@@ -425,7 +432,7 @@ def _attrs(coord: str, mode: str) -> tuple:
 
 @needs_numba
 def test_x2_pairs_give_the_table_loop_bits(monkeypatch) -> None:
-    """The rows-first loop with its x2 pairs (jit._h_row_x2) against the same loop through the tables
+    """The rows-first loop with its x2 pairs (resize_loops._h_row_x2) against the same loop through the tables
     only: the same bits, non-finite rows and float64 included."""
     from customops.kernels import resize as resize_module
 
@@ -444,18 +451,18 @@ def test_x2_pairs_give_the_table_loop_bits(monkeypatch) -> None:
         scales = np.array([1, 1, 2, 2], np.float32)
         prepared = resize_module._prepare(x.shape, x.dtype, None, scales, None, *_attrs(coord, mode))
         (_, indices, weights) = prepared.filters[-1]
-        used += resize_module._x2_run(indices, weights, shape[-1])[1] > 0
-        paired = resize_module._fast_path(prepared)(x)
+        used += resize_plans.x2_run(indices, weights, shape[-1])[1] > 0
+        paired = _fast(prepared)(x)
         with monkeypatch.context() as m:
-            m.setattr(resize_module, "_x2_run", lambda *a: np.zeros(2, np.int64))
-            tables = resize_module._fast_path(prepared)(x)
+            m.setattr(resize_plans, "x2_run", lambda *a: np.zeros(2, np.int64))
+            tables = _fast(prepared)(x)
         assert paired.tobytes() == tables.tobytes(), (dtype, mode, coord, shape)
     assert used >= 24  # every config but align_corners has a run
 
 
 @needs_numba
 def test_the_short_loop_of_small_images_gives_the_general_loops_bits(monkeypatch) -> None:
-    """jit.resize_small_rows_first against resize_rows_first: the same bits, signed zeros included;
+    """resize_loops.resize_small_rows_first against resize_rows_first: the same bits, signed zeros included;
     an image with inf, NaN or float64 sums that overflow falls back to the general loop."""
     from customops.kernels import resize as resize_module
 
@@ -481,13 +488,13 @@ def test_the_short_loop_of_small_images_gives_the_general_loops_bits(monkeypatch
             x[..., ::3] = 1e308
         scales = np.array([1] * (len(shape) - 2) + scales, np.float32)  # the last two axes
         prepared = resize_module._prepare(x.shape, x.dtype, None, scales, None, *_attrs(coord, mode))
-        short = resize_module._fast_path(prepared)
+        short = _fast(prepared)
         if short is None:  # an axis whose filter is a copy: a gather
             continue
         paths.append(short.__name__)
         with monkeypatch.context() as m:
-            m.setattr(resize_module, "_SMALL_SCRATCH", 0)
-            general = resize_module._fast_path(prepared)
+            m.setattr(resize_plans, "SMALL_SCRATCH", 0)
+            general = _fast(prepared)
         assert not general.__name__.startswith("last2_small")
         assert short(x).tobytes() == general(x).tobytes(), (dtype, mode, coord, shape, scales, special)
     # every upsampling of both axes (downsampling goes columns first); 4-D arrays as they come, other
@@ -497,7 +504,7 @@ def test_the_short_loop_of_small_images_gives_the_general_loops_bits(monkeypatch
 
 @needs_numba
 def test_downsampling_phases_give_the_table_loop_bits(monkeypatch) -> None:
-    """The columns-first loop with its phase split (jit._h_row_down) against the same loop through the
+    """The columns-first loop with its phase split (resize_loops._h_row_down) against the same loop through the
     tables only: the same bits, non-finite rows and float64 included."""
     from customops.kernels import resize as resize_module
 
@@ -514,11 +521,11 @@ def test_downsampling_phases_give_the_table_loop_bits(monkeypatch) -> None:
         prepared = resize_module._prepare(x.shape, x.dtype, None, scales, None, antialias, None,
                                           "half_pixel", -0.75, 0, 0.0, "stretch", mode, "round_prefer_floor")  # fmt: skip
         (_, indices, weights) = prepared.filters[-1]
-        used += resize_module._down_run(indices, weights)[0] > 0
-        phased = resize_module._fast_path(prepared)(x)
+        used += resize_plans.down_run(indices, weights)[0] > 0
+        phased = _fast(prepared)(x)
         with monkeypatch.context() as m:
-            m.setattr(resize_module, "_down_run", lambda *a: np.zeros(3, np.int64))
-            tables = resize_module._fast_path(prepared)(x)
+            m.setattr(resize_plans, "down_run", lambda *a: np.zeros(3, np.int64))
+            tables = _fast(prepared)(x)
         assert phased.tobytes() == tables.tobytes(), (dtype, mode, antialias, scale, shape)
     assert used >= 20  # every config with at least 2k taps (two-tap linear and cubic /4 gather)
 
@@ -542,13 +549,13 @@ def test_last_axis_runs_give_the_table_loop_bits(monkeypatch) -> None:
         prepared = resize_module._prepare(x.shape, x.dtype, None, scales, None, antialias, None,
                                           "half_pixel", -0.75, 0, 0.0, "stretch", mode, "round_prefer_floor")  # fmt: skip
         (_, indices, weights) = prepared.filters[-1]
-        used += resize_module._x2_run(indices, weights, shape[-1])[1] > 0
-        used += resize_module._down_run(indices, weights)[0] > 0
-        fast = resize_module._fast_path(prepared)(x)
+        used += resize_plans.x2_run(indices, weights, shape[-1])[1] > 0
+        used += resize_plans.down_run(indices, weights)[0] > 0
+        fast = _fast(prepared)(x)
         with monkeypatch.context() as m:
-            m.setattr(resize_module, "_x2_run", lambda *a: np.zeros(2, np.int64))
-            m.setattr(resize_module, "_down_run", lambda *a: np.zeros(3, np.int64))
-            tables = resize_module._fast_path(prepared)(x)
+            m.setattr(resize_plans, "x2_run", lambda *a: np.zeros(2, np.int64))
+            m.setattr(resize_plans, "down_run", lambda *a: np.zeros(3, np.int64))
+            tables = _fast(prepared)(x)
         assert fast.tobytes() == tables.tobytes(), (dtype, mode, antialias, scale, shape)
     assert used >= 30
 
@@ -725,17 +732,19 @@ def test_a_non_finite_value_reaches_only_the_outputs_that_weigh_it(
     ],
 )
 def test_each_fast_path_is_chosen_for_its_inputs(path, shape, dtype, scales, mode) -> None:
-    """_fast_path picks the compiled implementation named ``path`` (None: the numpy passes) for these
+    """resize_plans.fast_path picks the compiled implementation named ``path`` (None: the numpy passes) for these
     inputs, and what it computes is what the numpy kernel computes."""
     from customops.kernels import resize as resize_module
 
     x = (np.arange(np.prod(shape)).reshape(shape) % 7).astype(dtype)
     s = np.array(scales, np.float32)
     prepared = resize_module._prepare(shape, x.dtype, None, s, None, *_attrs("half_pixel", mode))
-    fast = resize_module._fast_path(prepared)
+    fast = _fast(prepared)
     assert (None if fast is None else fast.__name__) == path
-    job = resize_module._job(prepared)
-    candidate = None if job is None else resize_module._choose(job)
+    job = resize_plans.plan_job(
+        prepared.shape, prepared.out_shape, prepared.dtype, prepared.gathers, prepared.filters
+    )
+    candidate = None if job is None else resize_plans.choose(job)
     assert (None if candidate is None else candidate.name) == path  # the table names its closures
     if fast is not None:
         prepared.fast = None
@@ -803,9 +812,11 @@ def test_numpy_only_holds_on_every_thread_and_nests(compiled_calls) -> None:
         worker.join()
         with jit.numpy_only():
             assert not jit.enabled()
-        assert not jit.enabled() and jit.get("col2im_2d") is None  # the inner block's end left it on
+        assert (
+            not jit.enabled() and jit.get("col2im_2d", col2im_loops) is None
+        )  # the inner block's end left it on
         assert jit.describe()["jit"].startswith("numpy only")
     assert results and not compiled_calls
-    assert jit.enabled() and jit.get("col2im_2d") is not None
+    assert jit.enabled() and jit.get("col2im_2d", col2im_loops) is not None
     resize(x, scales=scales, mode="cubic")
     assert compiled_calls
