@@ -8,7 +8,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
-from customops.comparison.amplify import SINGLE_LIMIT, Search, culprits
+from customops.comparison.amplify import SINGLE_LIMIT, CulpritSearch, culprits
 from customops.comparison.inputs import generate_inputs
 from customops.comparison.isolate import run_side
 from customops.eval.metrics import tolerance_for
@@ -69,7 +69,7 @@ def test_culprits_on_either_side_of_the_split_are_both_found_largest_effect_firs
     def tol(name: str) -> tuple[float | None, float | None]:
         return tolerance_for(np.dtype(np.float32))
 
-    search = Search(model, feed, builtin.values, tol, lambda _m: None)
+    search = CulpritSearch(model, feed, builtin.values, tol, lambda _m: None)
     found = culprits(search, swaps)
     assert [e.nodes for e in found] == [["large"], ["small"]], [(e.nodes, e.size) for e in found]
     assert [e.ops for e in found] == [["Resize"], ["Resize"]]

@@ -11,7 +11,7 @@ from html.parser import HTMLParser
 import numpy as np
 import pytest
 
-from customops.comparison.html import (
+from customops.comparison.heatmap import (
     DIFF_NEGINF_RGB,
     DIFF_POSINF_RGB,
     DIFF_STOPS,
@@ -25,8 +25,8 @@ from customops.comparison.html import (
     colormap,
     encode_png,
     heatmaps,
-    render,
 )
+from customops.comparison.html import render
 
 WHITE = np.array([255, 255, 255], dtype=np.uint8)
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}

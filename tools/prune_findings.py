@@ -42,15 +42,9 @@ from pathlib import Path
 from customops.errors import CustomOpsError
 from customops.eval.known import FOUND, OURS, documented_ids
 from customops.fuzz.files import SUMMARY, read_summary
-from customops.fuzz.output import (
-    Copy,
-    check_reproducer,
-    copy_reproducer,
-    is_reproducer,
-    markdown,
-    rerun_at,
-    write_json,
-)
+from customops.fuzz.groups import is_reproducer, rerun_at, write_json
+from customops.fuzz.merge import Copy, check_reproducer, copy_reproducer
+from customops.fuzz.report import markdown
 from customops.fuzz.summary import CampaignSummary, GroupSummary
 from customops.safeio import atomic_dir, write_atomic
 
@@ -140,7 +134,7 @@ REGENERATE = (
 
 
 def page(summary: CampaignSummary, kept: set[str], root: str, merged: str, merge: str, prune: str) -> str:
-    """docs/findings.md: :func:`customops.fuzz.output.markdown` of the whole summary, with the paragraph
+    """docs/findings.md: :func:`customops.fuzz.report.markdown` of the whole summary, with the paragraph
     on reproducers, the regenerate block and the links of groups not kept edited as the module says."""
     text = markdown(summary, root, merge)
     lines = text.split("\n")

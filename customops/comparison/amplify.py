@@ -1,4 +1,4 @@
-"""Blame when no node differs alone: which swap moves the outputs.
+"""The culprits when no node differs alone: the swaps that move the outputs.
 
 A graph output can differ although every swapped node agrees with ORT's node within tolerance: a
 difference of a few ulp at one node is amplified downstream (a large gain before a sin, a threshold, an
@@ -45,8 +45,8 @@ class Effect:
 
 
 @dataclass
-class Search:
-    """What the search needs: the model, its feed, the built-in outputs and the tolerances."""
+class CulpritSearch:
+    """What the culprit search needs: the model, its feed, the built-in outputs and the tolerances."""
 
     model: ModelProto
     feed: dict[str, np.ndarray]
@@ -60,7 +60,7 @@ class Search:
     """ORT's graph optimization level of the runs (customops.eval.worker.OPTIMIZATION_LEVELS)."""
 
 
-def effect_of(search: Search, nodes: Sequence[tuple[str, str]]) -> Effect:
+def effect_of(search: CulpritSearch, nodes: Sequence[tuple[str, str]]) -> Effect:
     """Run the model with only ``nodes`` (name, op) swapped, and measure its outputs against the
     built-in run."""
     from customops.model.rewriter import rewrite_model
@@ -78,14 +78,14 @@ def effect_of(search: Search, nodes: Sequence[tuple[str, str]]) -> Effect:
     return Effect(names, [op for _, op in nodes], max_abs, passes)
 
 
-def culprits(search: Search, nodes: Sequence[tuple[str, str]]) -> list[Effect]:
+def culprits(search: CulpritSearch, nodes: Sequence[tuple[str, str]]) -> list[Effect]:
     """The swaps (single nodes where they can be told apart, else the smallest group found) that move
     an output past its tolerance, largest effect first."""
     found = _search(search, list(nodes))
     return sorted(found, key=lambda e: -e.size)
 
 
-def _search(search: Search, nodes: list[tuple[str, str]], whole: Effect | None = None) -> list[Effect]:
+def _search(search: CulpritSearch, nodes: list[tuple[str, str]], whole: Effect | None = None) -> list[Effect]:
     """The culprits among ``nodes``; ``whole``: their effect swapped together, when already measured."""
     if len(nodes) <= SINGLE_LIMIT:
         singles = [effect_of(search, [n]) for n in nodes]

@@ -22,7 +22,7 @@ import numpy as np
 from onnx import ModelProto, NodeProto, helper
 
 from customops.comparison import optimizer
-from customops.comparison.amplify import Effect, Search, culprits
+from customops.comparison.amplify import CulpritSearch, Effect, culprits
 from customops.comparison.carried import FROM_ORT, CarriedIn, sources
 from customops.comparison.choices import Choices, NonFinite, Stopped, non_finite, stops_here
 from customops.comparison.failures import FailPoint, before_failure, fail_point, parted
@@ -188,7 +188,8 @@ class Report:
     inner_nodes: list[dict[str, str]] = field(default_factory=list)
     skipped: list[dict[str, str]] = field(default_factory=list)
     amplified: list[Effect] = field(default_factory=list)
-    """When outputs differ but no swapped node differs alone: the swaps that move them (compare.amplify)."""
+    """When outputs differ but no swapped node differs alone: the swaps that move them (the culprits of
+    customops.comparison.amplify)."""
     phase_seconds: dict[str, float] = field(default_factory=dict)
     """Wall time of each phase: prepare, whole runs, nodes alone, graph optimization (only when rerun),
     amplification."""
@@ -768,7 +769,7 @@ def unexplained(runs: WholeRuns, judged: tuple[list[OutputResult], list[NodeResu
     return not all(o.verdict == "agree" for o in outputs)
 
 
-def find_amplified(
+def find_culprits(
     p: Prepared,
     feed: dict[str, np.ndarray],
     runs: WholeRuns,
@@ -783,7 +784,7 @@ def find_amplified(
         return []
     say("no swapped node differs alone: running the model with one swap at a time")
     builtin = {o.name: runs.a.values[o.name] for o in outputs if o.name in runs.a.values}
-    search = Search(p.model, feed, builtin, s.tol, say, s.stat, optimization=s.optimization)
+    search = CulpritSearch(p.model, feed, builtin, s.tol, say, s.stat, optimization=s.optimization)
     swaps = list(dict.fromkeys((r.node, r.op) for r in p.all_swapped))
     found = culprits(search, swaps)
     say(f"{search.runs} model run(s) to find {len(found)} swap(s) that move the outputs")
@@ -819,13 +820,13 @@ def _why_outputs_differ(
 ) -> tuple[Optimization, list[Effect]]:
     """When outputs differ and no swapped node differs alone: the reruns at lower graph optimization
     levels (:func:`check_optimizer`), then, unless the difference vanishes there (the optimizer's, no
-    kernel to search for), the swaps that move the outputs (:func:`find_amplified`)."""
+    kernel to search for), the swaps that move the outputs (:func:`find_culprits`)."""
     say, clock = out
     optimization = check_optimizer(p, feed, runs, judged, s, say)
     if optimization.reruns:
         clock.lap("graph optimization")
     explained = optimization.vanishes_at is not None
-    amplified = [] if explained else find_amplified(p, feed, runs, judged, s, say)
+    amplified = [] if explained else find_culprits(p, feed, runs, judged, s, say)
     clock.lap("amplification")
     return optimization, amplified
 

@@ -246,7 +246,7 @@ def campaign(
     from customops.eval.runner import Pool
     from customops.fuzz.campaign import case_counts, group_summary, log, run_cases, triage
     from customops.fuzz.files import SUMMARY
-    from customops.fuzz.output import remove_stale, write_json
+    from customops.fuzz.groups import remove_stale, write_json
     from customops.fuzz.summary import CampaignSummary
 
     started = time.monotonic()
@@ -312,7 +312,7 @@ def _write_groups(groups: list[Any], seed: int, out: Path) -> list[GroupSummary]
     of the summary."""
     from customops.eval.known import known_labels
     from customops.fuzz.campaign import group_summary
-    from customops.fuzz.output import compare_exits_1, group_dirname, rerun_commands, taken_names, write_group
+    from customops.fuzz.groups import compare_exits_1, group_dirname, rerun_commands, taken_names, write_group
 
     entries = []
     used = taken_names(out)
@@ -331,7 +331,7 @@ def _write_groups(groups: list[Any], seed: int, out: Path) -> list[GroupSummary]
 
 
 def _report(summary: CampaignSummary, out: Path, as_json: bool, md: Path | None, command: str) -> None:
-    from customops.fuzz.output import format_table, markdown
+    from customops.fuzz.report import format_table, markdown
 
     if as_json:
         from customops import jsonout
@@ -349,7 +349,8 @@ def _report(summary: CampaignSummary, out: Path, as_json: bool, md: Path | None,
 def run_merge(args: argparse.Namespace) -> int:
     """``customops fuzz merge DIR...``."""
     from customops.fuzz.files import SUMMARY, read_summary
-    from customops.fuzz.output import check_campaigns_once, merge, write_json
+    from customops.fuzz.groups import write_json
+    from customops.fuzz.merge import check_campaigns_once, merge
 
     dirs = _merge_inputs(args.dirs)
     out = _out_dir(args.merge_out)

@@ -1,8 +1,8 @@
 """A campaign's results as typed data: what summary.json holds (:class:`CampaignSummary`).
 
 A campaign builds these (customops.fuzz.campaign, customops.fuzz.actions), the table, the Markdown page
-and the merge read them (customops.fuzz.output), and each ``to_json()`` gives the summary.json form,
-key for key and in the order the fuzzer has always written it. ``from_json()`` takes only what
+(customops.fuzz.report) and the merge (customops.fuzz.merge) read them, and each ``to_json()`` gives the
+summary.json form, key for key and in the order the fuzzer has always written it. ``from_json()`` takes only what
 :func:`customops.fuzz.files.read_summary` has checked against its schema (it does not check again):
 summary.json is untrusted data, and files.py is the one place that checks it. Optional fields the file
 may lack are None here and left out of ``to_json()`` (but a group's ``dir`` and a campaign's

@@ -509,12 +509,12 @@ def test_markdown_may_not_be_the_summary(tmp_path, capsys):
 
 
 def test_an_interrupted_campaign_leaves_no_temporary_directory(tmp_path, capsys, monkeypatch):
-    import customops.fuzz.output as output
+    import customops.fuzz.groups as groups
 
     def interrupt(*args: Any, **kwargs: Any) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(output, "build_model", interrupt)  # while the first reproducer is being written
+    monkeypatch.setattr(groups, "build_model", interrupt)  # while the first reproducer is being written
     out = tmp_path / "out"
     status = run_main(
         ["fuzz", "--op", "Pad", "--cases", "30", "--seed", "3", "--shrink-budget", "2", "--out", str(out)]
