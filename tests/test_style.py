@@ -1,6 +1,7 @@
 """The code base stays ruff-clean (lint rules and formatting configured in pyproject.toml), every
-package it imports is declared there, no module of customops imports another's private names, and the
-modules of customops import one another without a cycle."""
+package it imports is declared there, no module of customops imports another's private names, the
+modules of customops import one another without a cycle, and every import follows the layer order of
+docs/architecture.md."""
 
 from __future__ import annotations
 
@@ -188,3 +189,91 @@ def test_customops_imports_have_no_cycle():
     assert "customops.fuzz.spaces.base" in graph["customops.fuzz.spaces.pad"]  # the graph is read at all
     cycle = _cycle(graph)
     assert cycle is None, "import cycle among customops modules (module-level imports): " + " -> ".join(cycle)
+
+
+# The layer order of docs/architecture.md ("The import rule"), every import counted: module level,
+# inside functions and under TYPE_CHECKING alike. A module imports its own layer and the layers below;
+# the base modules import only one another; the tools do not import one another; only __main__.py
+# imports cli/.
+BASE = ("errors", "registry", "dtypes", "signals", "safeio", "jsonout", "support", "graphs", "extensions")
+LAYERS = ("base", "accel", "kernels", "bridge", "model", "eval", "tools", "cli")
+"""The layers from the bottom up (accel/ sits below kernels/: the kernels call its loops)."""
+TOOLS = ("comparison", "fuzz", "bench", "conformance")
+LAZY_LOADS = {
+    "customops.registry",
+    "customops.bridge.runtime",
+    "customops.model.rewriter",
+    "customops.comparison.api",
+}
+"""What customops/__init__.py loads on first use (docs/architecture.md): a name imported from the package
+counts as an import of the module that defines it."""
+
+
+def _layer(module: str) -> tuple[str, str]:
+    """(layer, unit) of a customops module: the unit is the tool for the tools, else the layer."""
+    parts = module.split(".")
+    top = parts[1] if len(parts) > 1 else ""
+    if top in ("", *BASE):
+        return "base", "base"
+    if top in TOOLS:
+        return "tools", top
+    if top == "__main__":
+        return "cli", "cli"
+    assert top in LAYERS, f"{module} is in no layer of docs/architecture.md: add it to the picture and here"
+    return top, top
+
+
+def _lazy(modules: dict[str, Path]) -> dict[str, str]:
+    """customops/__init__.py's ``_LAZY``: public name -> the module it is loaded from."""
+    tree = ast.parse(modules["customops"].read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "_LAZY" for t in node.targets):
+            return ast.literal_eval(node.value)
+    raise AssertionError("customops/__init__.py has no _LAZY table")
+
+
+def _layer_violations(modules: dict[str, Path], sources: dict[str, str]) -> list[str]:
+    """Every import among ``sources`` (module -> its text) that breaks the layer order."""
+    lazy = _lazy(modules)
+    bad = []
+    for module, text in sorted(sources.items()):
+        layer, unit = _layer(module)
+        for source, name in _imports(modules, module, ast.walk(ast.parse(text, module))):
+            if source == "customops" and name in lazy:
+                source = lazy[name]
+            if not source.startswith("customops.") or source.split(".")[1] == "__main__":
+                continue
+            to_layer, to_unit = _layer(source)
+            if to_layer == "cli" and unit != "cli":
+                bad.append(f"{module} imports {source}: only __main__.py imports cli/")
+            elif LAYERS.index(to_layer) > LAYERS.index(layer):
+                bad.append(f"{module} ({layer}) imports {source} ({to_layer}), a layer above it")
+            elif layer == "tools" and to_layer == "tools" and unit != to_unit:
+                bad.append(f"{module} imports {source}: the tools do not import one another")
+    return bad
+
+
+def test_layer_checker_finds_each_kind_of_violation():
+    modules = _modules()
+    sources = {
+        "customops.errors": "from customops.kernels import resize\n",
+        "customops.accel.jit": "def f():\n    from customops.kernels.pad import pad\n",
+        "customops.fuzz.case": "if True:\n    import customops.comparison.inputs\n",
+        "customops.eval.sides": "from customops.cli import compare\n",
+        "customops.kernels.pad": "from customops import rewrite\n",
+        "customops.cli.main": "from customops.fuzz import campaign\nfrom customops import compare\n",
+    }
+    bad = _layer_violations(modules, sources)
+    assert len(bad) == 5, bad
+    assert all(module in " ".join(bad) for module in sources if module != "customops.cli.main")
+
+
+def test_customops_imports_follow_the_layer_order():
+    modules = _modules()
+    lazy = set(_lazy(modules).values())
+    assert lazy <= LAZY_LOADS, (
+        f"customops/__init__.py loads {lazy - LAZY_LOADS}: document it and list it here"
+    )
+    sources = {module: path.read_text() for module, path in modules.items()}
+    bad = _layer_violations(modules, sources)
+    assert not bad, "imports against the layer order (docs/architecture.md):\n" + "\n".join(bad)
