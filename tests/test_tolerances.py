@@ -7,7 +7,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
-from customops.cli.compare import tolerances
+from customops.comparison.command import tolerances
 from customops.comparison.inputs import generate_inputs
 from customops.comparison.pipeline import compare_model
 

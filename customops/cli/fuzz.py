@@ -1,5 +1,5 @@
 """``customops fuzz``: the arguments of a campaign and of its ``merge`` and ``replay`` actions (the work
-is customops.fuzz.actions)."""
+is customops.fuzz.command)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import argparse
 from typing import Any
 
 from customops.cli import loudness
-from customops.fuzz.actions import DEFAULT_CASE_TIMEOUT, DEFAULT_CASES, DEFAULT_OUT, DEFAULT_SHRINK_BUDGET
+from customops.fuzz.command import DEFAULT_CASE_TIMEOUT, DEFAULT_CASES, DEFAULT_OUT, DEFAULT_SHRINK_BUDGET
 
 
 def add_parser(sub: Any) -> None:
@@ -116,6 +116,6 @@ def _add_replay_parser(actions: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the campaign, merge or replay (imported here: the parser stays cheap)."""
-    from customops.fuzz.actions import run as run_action
+    from customops.fuzz import command
 
-    return run_action(args)
+    return command.run(args)

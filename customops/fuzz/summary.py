@@ -1,6 +1,6 @@
 """A campaign's results as typed data: what summary.json holds (:class:`CampaignSummary`).
 
-A campaign builds these (customops.fuzz.campaign, customops.fuzz.actions), the table, the Markdown page
+A campaign builds these (customops.fuzz.campaign, customops.fuzz.command), the table, the Markdown page
 (customops.fuzz.report) and the merge (customops.fuzz.merge) read them, and each ``to_json()`` gives the
 summary.json form, key for key and in the order the fuzzer has always written it. ``from_json()`` takes only what
 :func:`customops.fuzz.files.read_summary` has checked against its schema (it does not check again):

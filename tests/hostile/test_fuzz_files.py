@@ -729,7 +729,7 @@ def test_fuzz_refuses_numbers_its_own_readers_would_refuse(tmp_path, capsys, opt
 
 def test_a_campaign_s_cases_are_bounded_by_the_memory_its_records_take(tmp_path, capsys):
     """Each case keeps a record in memory, a time budget or not: ``--cases 10**12`` asked for terabytes."""
-    from customops.fuzz.actions import MAX_CASES
+    from customops.fuzz.command import MAX_CASES
 
     out = tmp_path / "out"
     args = ["fuzz", "--op", "Pad", "--cases", str(MAX_CASES + 1), "--time-budget", "1", "--out", str(out)]
