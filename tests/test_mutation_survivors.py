@@ -56,3 +56,27 @@ def test_no_finite_element_and_a_mismatch_gives_no_max_abs():
     assert m.max_abs is None and m.mismatches == 1 and not m.passed
     same = compare_arrays(np.array([np.nan], F32), np.array([np.nan], F32), 0.0, 0.0, shortcut=False)
     assert same.max_abs == 0.0 and same.passed
+
+
+def test_a_voting_reference_beyond_the_bound_hands_the_case_back_to_the_votes():
+    """Built-in within its bound, ours beyond it, and the reference (a vote) beyond it too: the formula
+    is in question, so the three votes decide (here the reference agrees with ours: the built-in kernel
+    is the odd one out), not the yardstick alone."""
+    from customops.eval.attribution import Within, attribution, odd_one_out
+
+    within = Within(builtin=True, custom=False, reference=False)
+    assert odd_one_out(False, False, True, within) == "builtin"
+    assert (
+        attribution({"builtin": False, "custom": False}, False, False, True, within) == "builtin-leaves-spec"
+    )
+    assert odd_one_out(False, False, True, Within(True, False, None)) == "custom"  # no vote: the yardstick
+
+
+@pytest.mark.parametrize("missing", ["builtin", "custom"])
+def test_a_kernel_with_no_output_has_no_within(missing):
+    """The yardstick says nothing of a pair when either kernel gave no output (its within is None)."""
+    from customops.eval.yardstick import Measured
+
+    m = Measured("Resize", np.zeros(2), 1e-6)
+    m.within = {"builtin": True, "custom": True, "reference": None, missing: None}
+    assert m.usable and m.sides_within() is None
