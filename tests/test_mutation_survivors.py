@@ -80,3 +80,43 @@ def test_a_kernel_with_no_output_has_no_within(missing):
     m = Measured("Resize", np.zeros(2), 1e-6)
     m.within = {"builtin": True, "custom": True, "reference": None, missing: None}
     assert m.usable and m.sides_within() is None
+
+
+def _roi_bound(x: np.ndarray, rois: list[list[float]], batch: list[int]) -> np.ndarray:
+    from customops.eval.yardstick import bound
+
+    attrs = {"mode": "avg", "output_height": 1, "output_width": 1, "sampling_ratio": 2, "spatial_scale": 1.0}
+    inputs = [x, np.array(rois, F32), np.array(batch, np.int64)]
+    found = bound("RoiAlign", inputs, attrs, (len(rois), x.shape[1], 1, 1), "float32")
+    assert isinstance(found, np.ndarray)
+    return found.reshape(-1)
+
+
+def test_roi_align_s_bound_per_roi_reads_the_roi_s_own_rows_and_columns():
+    """On a wide map (4 rows, 32 columns) a large pixel near the right edge loosens the bound of the roi
+    around it, not of the one at the left: each roi's magnitude is read from its own box, rows by y and
+    columns by x."""
+    x = np.ones((1, 1, 4, 32), F32)
+    x[0, 0, 1, 30] = 1000.0
+    left, right = _roi_bound(x, [[0, 0, 2, 2], [28, 0, 30, 2]], [0, 0])
+    assert right == pytest.approx(1000.0 * left)
+
+
+def test_roi_align_s_bound_with_a_batch_index_past_the_batch_uses_the_largest_value():
+    """A batch index equal to the batch size reads no image: every roi takes the largest |X| (and
+    nothing raises)."""
+    x = np.ones((1, 1, 4, 32), F32)
+    x[0, 0, 1, 30] = 1000.0
+    assert (
+        _roi_bound(x, [[0, 0, 2, 2], [28, 0, 30, 2]], [0, 1]) == _roi_bound(x, [[28, 0, 30, 2]] * 2, [0, 0])
+    ).all()
+
+
+def test_a_side_equal_to_the_yardstick_rounded_to_its_type_is_within_any_bound():
+    """The last rounding, to the output's type, is allowed: a float32 side holding the float64 value
+    rounded once is at distance 0, however small the bound."""
+    from customops.eval.yardstick import measure
+
+    value = np.array([0.1, 1 / 3], np.float64)
+    m = measure("Resize", value, 1e-30, {"builtin": value.astype(F32), "custom": value.astype(F32)})
+    assert m.distance == {"builtin": 0.0, "custom": 0.0} and m.within == {"builtin": True, "custom": True}
