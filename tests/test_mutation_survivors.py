@@ -120,3 +120,50 @@ def test_a_side_equal_to_the_yardstick_rounded_to_its_type_is_within_any_bound()
     value = np.array([0.1, 1 / 3], np.float64)
     m = measure("Resize", value, 1e-30, {"builtin": value.astype(F32), "custom": value.astype(F32)})
     assert m.distance == {"builtin": 0.0, "custom": 0.0} and m.within == {"builtin": True, "custom": True}
+
+
+def _pads_model(count: int):
+    import onnx
+    from onnx import TensorProto, helper
+
+    names = ["x"] + [f"p{i + 1}" for i in range(count)]
+    nodes = [
+        helper.make_node("Pad", [names[i], "pads"], [names[i + 1]], name=f"pad{i}", mode="edge")
+        for i in range(count)
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "pads",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 3, 3])],
+        [helper.make_tensor_value_info(names[-1], TensorProto.FLOAT, None)],
+        [onnx.numpy_helper.from_array(np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64), "pads")],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+
+
+@pytest.mark.parametrize("count", [1, "limit"])
+def test_up_to_single_limit_swaps_are_tried_one_at_a_time(count):
+    """Swaps that agree exactly (Pads): up to SINGLE_LIMIT of them are each run alone, then together
+    once (a single swap is not run again as a group); none is a culprit."""
+    from customops.comparison.amplify import SINGLE_LIMIT, Search, culprits
+    from customops.comparison.inputs import generate_inputs
+    from customops.comparison.isolate import run_side
+    from customops.eval.metrics import tolerance_for
+
+    n = SINGLE_LIMIT if count == "limit" else count
+    model = _pads_model(n)
+    feed = generate_inputs(model)
+    builtin = run_side(model, feed, custom=False)
+    assert builtin.error is None, builtin.error
+    search = Search(model, feed, builtin.values, lambda _n: tolerance_for(np.dtype(F32)), lambda _m: None)
+    assert culprits(search, [(node.name, "Pad") for node in model.graph.node]) == []
+    assert search.runs == (1 if n == 1 else n + 1)
+
+
+def test_roi_align_s_bound_per_roi_reads_two_pixels_beyond_the_box():
+    """A sample coordinate rounded by a pixel weighs the pixels next to the box: a roi's magnitude takes
+    those within two of it (column 8 for a box from column 10), not those further (column 7)."""
+    near, far = np.ones((1, 1, 4, 32), F32), np.ones((1, 1, 4, 32), F32)
+    near[0, 0, 1, 8] = far[0, 0, 1, 7] = 1000.0
+    roi = [[10, 0, 12, 2]]
+    assert _roi_bound(near, roi, [0])[0] == pytest.approx(1000.0 * _roi_bound(far, roi, [0])[0])
