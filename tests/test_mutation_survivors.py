@@ -167,3 +167,45 @@ def test_roi_align_s_bound_per_roi_reads_two_pixels_beyond_the_box():
     near[0, 0, 1, 8] = far[0, 0, 1, 7] = 1000.0
     roi = [[10, 0, 12, 2]]
     assert _roi_bound(near, roi, [0])[0] == pytest.approx(1000.0 * _roi_bound(far, roi, [0])[0])
+
+
+def _chain(*nodes: tuple[str, str, str, str]):
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node(op, [i], [o], name=name) for name, op, i, o in nodes],
+        "chain",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info(nodes[-1][3], TensorProto.FLOAT, None)],
+    )
+    return helper.make_model(graph)
+
+
+def _sides(*names: str, missing: str = "") -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Values of both sides: x equal, each of ``names`` different (``missing`` on the built-in side only)."""
+    a = {"x": np.zeros(4, F32), **{n: np.zeros(4, F32) for n in names}}
+    b = {"x": np.zeros(4, F32), **{n: np.ones(4, F32) for n in names if n != missing}}
+    return a, b
+
+
+def test_a_swapped_node_that_agrees_alone_passes_on_a_difference_it_reads():
+    """s1 differs alone; s2 agrees alone but reads s1's difference and its output differs: the difference
+    reaching s3 still comes from a swapped node upstream, not from ORT's nodes."""
+    from customops.comparison.carried import FROM_SWAPPED, sources
+
+    model = _chain(("s1", "Relu", "x", "a"), ("s2", "Relu", "a", "b"), ("s3", "Relu", "b", "c"))
+    found = sources(model, {"s1": True, "s2": False, "s3": False}, frozenset(), _sides("a", "b", "c"))
+    assert [(s.node, s.values, s.source) for s in found] == [
+        ("s2", ("a",), FROM_SWAPPED),
+        ("s3", ("b",), FROM_SWAPPED),
+    ]
+
+
+def test_a_swapped_node_s_output_missing_on_one_side_counts_as_differing():
+    """s1's output is missing on one side (not compared, may differ): what ORT's node computes from it
+    and s3 then reads comes from a swapped node upstream."""
+    from customops.comparison.carried import FROM_SWAPPED, sources
+
+    model = _chain(("s1", "Relu", "x", "a"), ("ort", "Relu", "a", "b"), ("s3", "Relu", "b", "c"))
+    found = sources(model, {"s1": True, "s3": False}, frozenset(), _sides("a", "b", "c", missing="a"))
+    assert [(s.node, s.source) for s in found] == [("s3", FROM_SWAPPED)]
