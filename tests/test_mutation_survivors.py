@@ -209,3 +209,49 @@ def test_a_swapped_node_s_output_missing_on_one_side_counts_as_differing():
     model = _chain(("s1", "Relu", "x", "a"), ("ort", "Relu", "a", "b"), ("s3", "Relu", "b", "c"))
     found = sources(model, {"s1": True, "s3": False}, frozenset(), _sides("a", "b", "c", missing="a"))
     assert [(s.node, s.source) for s in found] == [("s3", FROM_SWAPPED)]
+
+
+def test_the_difference_vanishes_at_the_first_level_that_passes_within_tolerance():
+    """A rerun whose outputs pass their tolerances without matching bit for bit is where the difference
+    vanishes (the summary then says 'within tolerance')."""
+    from customops.comparison.optimizer import LevelRun, Optimization, summary
+
+    found = Optimization("all", [LevelRun("extended", True, False, {"y": 1e-7})])
+    assert found.vanishes_at == "extended" and found.to_json()["vanishes_at"] == "extended"
+    assert "level extended the outputs match within tolerance" in summary(
+        "DISAGREE: 1 output(s) differ", found
+    )
+    assert Optimization("all", [LevelRun("extended", False, False, {"y": 1.0})]).vanishes_at is None
+
+
+def _resize_rerun(tol):
+    """A linear Resize (ORT's kernel and ours differ by a few ulp at every level) ready to rerun."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    from customops.comparison.inputs import generate_inputs
+    from customops.comparison.optimizer import Rerun
+    from customops.model.rewriter import rewrite_model
+
+    graph = helper.make_graph(
+        [helper.make_node("Resize", ["x", "", "scales"], ["y"], name="r", mode="linear")],
+        "resize",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 16, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [onnx.numpy_helper.from_array(np.array([1, 1, 2, 2], F32), "scales")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+    feed = generate_inputs(model)
+    rewritten = rewrite_model(model).model
+    return Rerun(model, rewritten, feed, ["y"], tol, "elemwise", ["CPUExecutionProvider"], lambda _m: None)
+
+
+def test_the_reruns_stop_at_the_first_level_that_passes_within_tolerance():
+    """Outputs that pass within tolerance at the first lower level, without matching bit for bit: no
+    further level is run."""
+    from customops.comparison.optimizer import check, lower_levels
+
+    r = _resize_rerun(lambda _n: (1e-3, 1e-3))
+    found = check(r, "all")
+    assert len(lower_levels("all")) > 1
+    assert [(x.level, x.passes, x.identical) for x in found.reruns] == [(lower_levels("all")[0], True, False)]
