@@ -255,3 +255,22 @@ def test_the_reruns_stop_at_the_first_level_that_passes_within_tolerance():
     found = check(r, "all")
     assert len(lower_levels("all")) > 1
     assert [(x.level, x.passes, x.identical) for x in found.reruns] == [(lower_levels("all")[0], True, False)]
+
+
+def test_a_rerun_judges_its_outputs_as_the_comparison_does_relative_to_ours():
+    """At a lower level the outputs are judged as compare judges them (judge_outputs: built-in against
+    ours, the relative error divided by ours): with an rtol between the two ways of dividing, the
+    rerun's verdict is the one the comparison would give."""
+    from customops.comparison.isolate import run_side
+    from customops.comparison.optimizer import rerun_at
+
+    probe = _resize_rerun(lambda _n: (None, None))
+    va = run_side(probe.model, probe.feed, custom=False, optimization="basic").values["y"]
+    vb = run_side(probe.rewritten, probe.feed, custom=True, optimization="basic").values["y"]
+    d = np.abs(va.astype(np.float64) - vb)
+    by_ours, by_builtin = float((d / np.abs(vb)).max()), float((d / np.abs(va)).max())
+    assert by_ours != by_builtin, "the sides differ where the two divisions differ"
+    rtol = (by_ours + by_builtin) / 2
+    expected = compare_arrays(va, vb, rtol, 0.0).passed
+    assert expected != compare_arrays(vb, va, rtol, 0.0).passed
+    assert rerun_at(_resize_rerun(lambda _n: (rtol, 0.0)), "basic").passes == expected
