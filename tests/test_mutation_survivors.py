@@ -274,3 +274,23 @@ def test_a_rerun_judges_its_outputs_as_the_comparison_does_relative_to_ours():
     expected = compare_arrays(va, vb, rtol, 0.0).passed
     assert expected != compare_arrays(vb, va, rtol, 0.0).passed
     assert rerun_at(_resize_rerun(lambda _n: (rtol, 0.0)), "basic").passes == expected
+
+
+def test_without_repeats_a_provider_s_placement_profile_gives_no_kernel_times():
+    """A provider besides the CPU makes the built-in side profile its run (for where each node ran); with
+    no --repeats that run is a warm-up, so no node gets a kernel time from it."""
+    import onnxruntime as ort
+
+    from customops.comparison.pipeline import compare_model
+    from tests.helpers import one_node_model
+
+    if "AzureExecutionProvider" not in ort.get_available_providers():
+        pytest.skip("needs a second provider")
+    x = np.arange(16, dtype=F32).reshape(1, 1, 4, 4)
+    model, feed = one_node_model(
+        "Resize", {"X": x, "roi": None, "scales": np.array([1, 1, 2, 2], F32)}, 19, initializers=("scales",)
+    )
+    comparison = compare_model(model, feed, providers=["AzureExecutionProvider", "CPUExecutionProvider"])
+    (node,) = comparison.report["nodes"]
+    assert node["provider"]["builtin"] == "CPUExecutionProvider"  # the profile was taken
+    assert node["time_us"] == {"builtin": None, "custom": None}
