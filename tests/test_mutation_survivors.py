@@ -294,3 +294,36 @@ def test_without_repeats_a_provider_s_placement_profile_gives_no_kernel_times():
     (node,) = comparison.report["nodes"]
     assert node["provider"]["builtin"] == "CPUExecutionProvider"  # the profile was taken
     assert node["time_us"] == {"builtin": None, "custom": None}
+
+
+def test_the_fuzzer_names_the_kind_of_the_reference_s_own_departure_from_its_pair_with_ours():
+    """ORT's kernel and ours agree, the reference gives another shape: the reference is the odd one out
+    and the difference is one of shape (from ours against the reference, not from the agreeing pair)."""
+    from customops.eval.runner import Outcome
+    from customops.fuzz.spaces.base import Verdict
+    from customops.fuzz.triage import Finding, classify
+
+    x = np.arange(4, dtype=F32)
+    outcomes = {
+        "builtin": Outcome("ok", x),
+        "custom": Outcome("ok", x.copy()),
+        "reference": Outcome("ok", x[:3]),
+    }
+    assert classify("float", Verdict(None), outcomes) == [Finding("reference", "shape")]
+
+
+def test_a_reference_crash_keeps_the_finding_of_ort_s_kernel_against_ours():
+    """The reference alone crashed: it cannot vote, but ORT's kernel and ours still compare, and their
+    difference is a finding beside the crash."""
+    from customops.eval.runner import Outcome
+    from customops.fuzz.spaces.base import Verdict
+    from customops.fuzz.triage import classify
+
+    x = np.arange(4, dtype=F32)
+    outcomes = {
+        "builtin": Outcome("ok", x),
+        "custom": Outcome("ok", x + 1),
+        "reference": Outcome("crash", None, "signal 11"),
+    }
+    found = classify("float", Verdict(None), outcomes)
+    assert [(f.side, f.kind) for f in found] == [("reference", "crash"), ("unknown", "value")]
