@@ -327,3 +327,48 @@ def test_a_reference_crash_keeps_the_finding_of_ort_s_kernel_against_ours():
     }
     found = classify("float", Verdict(None), outcomes)
     assert [(f.side, f.kind) for f in found] == [("reference", "crash"), ("unknown", "value")]
+
+
+def _pad_node():
+    from tests.helpers import one_node_model
+
+    model, feed = one_node_model(
+        "Pad", {"data": np.zeros((1, 1, 4, 4), F32), "pads": np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64)}, 19
+    )
+    return model.graph.node[0], feed, model
+
+
+def test_a_node_whose_reference_work_equals_the_limit_gets_its_third_vote():
+    """The reference limit is the most work the reference is asked: at exactly the limit it runs, one
+    step below it is refused."""
+    from customops.comparison.isolate import reference_work_of, run_isolated
+    from customops.model.rewriter import rewrite_model
+
+    node, feed, model = _pad_node()
+    work = reference_work_of(rewrite_model(model).model, feed)
+    assert work == int(work) > 1
+    at = run_isolated(node, feed, model, reference_limit=int(work))
+    assert at.errors["reference"] is None and at.outputs["reference"] is not None
+    below = run_isolated(node, feed, model, reference_limit=int(work) - 1)
+    assert below.outputs["reference"] is None and "over the reference limit" in below.errors["reference"]
+
+
+def test_the_reference_timeout_applies_to_the_reference_alone():
+    """A reference timeout far shorter than any run, on a node that upsamples 64x64 to 2048x2048 by cubic
+    interpolation (seconds of onnx.reference, tens of milliseconds of ORT's kernel): the built-in and
+    custom sides, sent at the same moment, have no deadline and answer; the reference is cut, no vote,
+    its reason naming the option's value."""
+    from customops.comparison.isolate import run_isolated
+    from tests.helpers import one_node_model
+
+    node, feed, model = _pad_node()
+    run_isolated(node, feed, model)  # the three sides' children started
+    x = np.random.default_rng(0).standard_normal((1, 1, 64, 64)).astype(F32)
+    model, feed = one_node_model(
+        "Resize", {"X": x, "roi": None, "scales": np.array([1, 1, 32, 32], F32)}, 19, mode="cubic"
+    )
+    iso = run_isolated(model.graph.node[0], feed, model, reference_limit=10**12, reference_timeout=1e-6)
+    assert iso.errors["builtin"] is None and iso.errors["custom"] is None
+    assert iso.outputs["builtin"] is not None and iso.outputs["custom"] is not None
+    assert iso.errors["reference"] == "not run: no answer within 1e-06 s (--reference-timeout)"
+    assert iso.outputs["reference"] is None
