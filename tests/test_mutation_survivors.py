@@ -372,3 +372,29 @@ def test_the_reference_timeout_applies_to_the_reference_alone():
     assert iso.outputs["builtin"] is not None and iso.outputs["custom"] is not None
     assert iso.errors["reference"] == "not run: no answer within 1e-06 s (--reference-timeout)"
     assert iso.outputs["reference"] is None
+
+
+def test_a_side_whose_child_dies_while_starting_is_a_crash_not_a_hang(tmp_path):
+    """A side's child killed before it is ready: the run is a crash naming how it ended, not a run past
+    a time limit."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    (tmp_path / "sitecustomize.py").write_text(
+        "import os, signal\nif os.environ.get('CUSTOMOPS_TEST_DIE'):\n    os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    script = (
+        "import os\nos.environ['CUSTOMOPS_TEST_DIE'] = '1'\n"
+        "from customops.eval import sides\n"
+        "run = sides.run_side(b'', {}, custom=False)\n"
+        "print(repr(run.error))\n"
+    )
+    root = str(Path(__file__).resolve().parent.parent)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), root])}
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == repr("the built-in side crashed (killed by SIGKILL)"), proc.stdout
