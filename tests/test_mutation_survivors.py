@@ -398,3 +398,12 @@ def test_a_side_whose_child_dies_while_starting_is_a_crash_not_a_hang(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == repr("the built-in side crashed (killed by SIGKILL)"), proc.stdout
+
+
+def test_a_pair_of_two_dtypes_takes_the_default_tolerances_of_the_spec_side():
+    """metrics_of divides by ``b``, the spec side, and takes its dtype's default tolerances (a float16
+    output against a float32 one is judged at float32's)."""
+    from customops.comparison.isolate import metrics_of
+
+    m = metrics_of(np.zeros(2, np.float16), np.zeros(2, F32), None, None)
+    assert m is not None and (m.rtol, m.atol) == (1e-5, 1e-5) and not m.passed
