@@ -407,3 +407,15 @@ def test_a_pair_of_two_dtypes_takes_the_default_tolerances_of_the_spec_side():
 
     m = metrics_of(np.zeros(2, np.float16), np.zeros(2, F32), None, None)
     assert m is not None and (m.rtol, m.atol) == (1e-5, 1e-5) and not m.passed
+
+
+def test_a_reference_that_crashed_is_not_said_to_have_timed_out():
+    """Only a run past the reference's deadline is worded as the timeout; a crash keeps its own text."""
+    from customops.eval.sides import HANG, SideRun, reference_answer
+
+    crashed = "the reference side crashed (killed by SIGKILL)"
+    assert reference_answer(SideRun(error=crashed), 5.0) == (None, crashed)
+    assert reference_answer(SideRun(error=HANG), 5.0) == (
+        None,
+        "not run: no answer within 5 s (--reference-timeout)",
+    )
