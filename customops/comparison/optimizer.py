@@ -119,7 +119,8 @@ def same_bits(a: np.ndarray | None, b: np.ndarray | None) -> bool:
 
 
 def rerun_at(r: Rerun, level: str) -> LevelRun:
-    """Both sides' graph outputs at ``level``, the custom side's judged against the built-in one."""
+    """Both sides' graph outputs at ``level``, judged as compare judges them: the built-in side's against
+    ours (the relative error divided by ours)."""
     a = run_side(r.model, r.feed, custom=False, providers=r.providers, optimization=level)
     b = run_side(r.rewritten, r.feed, custom=True, optimization=level)
     if a.error or b.error:
@@ -127,7 +128,7 @@ def rerun_at(r: Rerun, level: str) -> LevelRun:
     passes, identical, max_abs = True, True, {}
     for name in r.outputs:
         va, vb = a.values.get(name), b.values.get(name)
-        m = metrics_of(vb, va, *r.tol(name), r.stat)
+        m = metrics_of(va, vb, *r.tol(name), r.stat)  # as judge_outputs
         max_abs[name] = None if m is None else m.max_abs
         passes = passes and m is not None and m.passed
         identical = identical and same_bits(va, vb)
