@@ -145,7 +145,7 @@ def _pads_model(count: int):
 def test_up_to_single_limit_swaps_are_tried_one_at_a_time(count):
     """Swaps that agree exactly (Pads): up to SINGLE_LIMIT of them are each run alone, then together
     once (a single swap is not run again as a group); none is a culprit."""
-    from customops.comparison.amplify import SINGLE_LIMIT, Search, culprits
+    from customops.comparison.amplify import SINGLE_LIMIT, CulpritSearch, culprits
     from customops.comparison.inputs import generate_inputs
     from customops.comparison.isolate import run_side
     from customops.eval.metrics import tolerance_for
@@ -155,7 +155,9 @@ def test_up_to_single_limit_swaps_are_tried_one_at_a_time(count):
     feed = generate_inputs(model)
     builtin = run_side(model, feed, custom=False)
     assert builtin.error is None, builtin.error
-    search = Search(model, feed, builtin.values, lambda _n: tolerance_for(np.dtype(F32)), lambda _m: None)
+    search = CulpritSearch(
+        model, feed, builtin.values, lambda _n: tolerance_for(np.dtype(F32)), lambda _m: None
+    )
     assert culprits(search, [(node.name, "Pad") for node in model.graph.node]) == []
     assert search.runs == (1 if n == 1 else n + 1)
 
