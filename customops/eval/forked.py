@@ -28,9 +28,10 @@ and never runs it in the child before the child has set its own."""
 
 
 def possible() -> bool:
-    """Whether a child may be forked from here now: on a platform with fork, and this process runs one
-    thread (a fork copies no other thread, nor the lock one of them may hold)."""
-    return hasattr(os, "fork") and threading.active_count() == 1
+    """Whether a child may be forked from here now: on Linux (macOS's system libraries are not safe to use
+    in a forked child, which is why Python spawns there too), and this process runs one thread (a fork
+    copies no other thread, nor the lock one of them may hold)."""
+    return sys.platform.startswith("linux") and threading.active_count() == 1
 
 
 class ForkedChild:
