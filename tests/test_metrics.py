@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from customops.eval.metrics import compare_arrays, tolerance_for
+from customops.eval.metrics import bitwise_equal, compare_arrays, tolerance_for
 
 F32 = np.float32
 
@@ -149,11 +149,16 @@ def _specimens() -> list[np.ndarray]:
         rng.integers(0, 2**40, (4,), dtype=np.int64),
         np.array([True, False]),
         np.zeros((3,), np.uint16),
+        np.full((2,), np.nan, ml_dtypes.bfloat16),  # ml_dtypes' kind is V: no finite element either
+        np.array([np.inf, -np.inf], ml_dtypes.bfloat16),
+        np.full((3,), np.nan, ml_dtypes.float8_e4m3fn),
+        np.array([1.5, -2.0], ml_dtypes.float8_e5m2),
+        np.array([1, -2], ml_dtypes.int4),
     ]
 
 
 @pytest.mark.parametrize("stat", ["elemwise", "max", "mean", "median"])
-@pytest.mark.parametrize("index", range(13))
+@pytest.mark.parametrize("index", range(18))
 def test_bitwise_equal_tensors_skip_the_pass_with_the_figures_the_pass_gives(index, stat):
     a = _specimens()[index]
     b = a.copy()
@@ -161,6 +166,20 @@ def test_bitwise_equal_tensors_skip_the_pass_with_the_figures_the_pass_gives(ind
         fast = compare_arrays(a, b, rtol, atol, stat)
         slow = compare_arrays(a, b, rtol, atol, stat, shortcut=False)
         assert fast.to_json() == slow.to_json() and fast.passed, (fast.to_json(), slow.to_json())
+
+
+@pytest.mark.parametrize(("rtol", "atol"), [(0.0, -1.0), (float("nan"), 0.0), (float("inf"), 0.0)])
+def test_tolerances_outside_the_rules_take_the_element_pass(rtol, atol):
+    # the command refuses them; a direct call gets what the pass says, equal bits or not
+    a = np.zeros(3, np.float32)
+    fast = compare_arrays(a, a.copy(), rtol, atol)
+    slow = compare_arrays(a, a.copy(), rtol, atol, shortcut=False)
+    assert repr(fast.to_json()) == repr(slow.to_json())  # repr: NaN figures compare as text
+
+
+def test_dates_and_raw_bytes_are_never_taken_as_bit_equal_numbers():
+    for a in (np.array(["2020-01-01", "NaT"], "datetime64[D]"), np.zeros(2, "V2")):
+        assert not bitwise_equal(a, a.copy())
 
 
 def test_a_complex_tensor_with_an_inf_and_a_nan_part_matches_itself():

@@ -152,17 +152,20 @@ def whole_request(
 def run_sides(jobs: list[tuple[str, Request]], timeouts: dict[str, float] | None = None) -> list[SideRun]:
     """Each ``(side, request)`` of ``jobs`` (each side at most once) sent to its side's child before any
     answer is awaited, so that the sides run at once; their answers in the order of ``jobs``. A side
-    named in ``timeouts`` has that many seconds from the moment it was sent: past them its child is
-    killed and its run is a hang (:func:`hang_text`)."""
+    named in ``timeouts`` has that many seconds from the moment its ready child was sent the request
+    (its own start, or another side's, is not counted): past them its child is killed and its run is a
+    hang (:data:`HANG`)."""
     sent: list[int | WorkerDied] = []
+    deadlines: dict[str, float] = {}
     with _LOCK:
-        deadlines = {side: time.perf_counter() + t for side, t in (timeouts or {}).items()}
         for side, request in jobs:
             try:
                 sent.append(_child(side).submit(request))
             except WorkerDied as exc:
                 _child(side).close()
                 sent.append(exc)
+            if timeouts and side in timeouts:
+                deadlines[side] = time.perf_counter() + timeouts[side]
         return [_answer(side, job, deadlines.get(side)) for (side, _), job in zip(jobs, sent, strict=True)]
 
 

@@ -137,3 +137,39 @@ def test_the_reference_child_runs_under_a_memory_bound(tmp_path):
     line = next(line for line in text.splitlines() if line.startswith("Max address space"))
     bound = line.split()[3]
     assert bound != "unlimited" and int(bound) <= pages * os.sysconf("SC_PAGE_SIZE") + REFERENCE_MEMORY
+
+
+def test_the_reference_timeout_counts_from_its_request_not_from_the_children_starting(monkeypatch):
+    """A fake clock jumps 1000 s whenever a side's child (re)starts, as a slow start on a loaded machine
+    would: the reference's 60 s still hold for its run, so it answers. Its start, or another side's
+    before it, is not its run's time (a timed-out reference restarts, and every later node would lose its
+    vote the same way)."""
+    import time
+
+    from customops.eval import runner, sides
+    from customops.eval.worker import Request
+
+    real = time.perf_counter
+    jumped = [0.0]
+    monkeypatch.setattr(time, "perf_counter", lambda: real() + jumped[0])
+    start = runner.SideProcess.start
+
+    def slow_start(self, fork=False):
+        jumped[0] += 1000.0
+        start(self, fork)
+
+    monkeypatch.setattr(runner.SideProcess, "start", slow_start)
+    sides.close_all()  # every side's child must start again
+    node = helper.make_node("Relu", ["x"], ["y"])
+    graph = helper.make_graph(
+        [node],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+    feed = {"x": np.array([-1.0, 0.0, 2.0], np.float32)}
+    jobs = [("builtin", Request(model, feed, whole=True)), sides.reference_request(model, feed)]
+    builtin, reference = sides.run_sides(jobs, {"reference": 60.0})
+    assert builtin.error is None and reference.error is None, reference.error
+    assert sides.reference_answer(reference, 60.0)[0].tolist() == [0.0, 0.0, 2.0]
