@@ -2,8 +2,10 @@
 reference sides then start without importing it again (about 0.6 s of CPU each, most of it ml_dtypes).
 
 Only the command line forks, once, at its start (customops.eval.sides.start_all with ``fork``): its
-process has then started no thread, no ONNX Runtime session and no compiled loop, so the child inherits
-nothing that a fork would break. Any other caller (``customops.compare`` in a user's process, a restart
+process has then started no Python thread, no ONNX Runtime session and no compiled loop, so the child
+inherits nothing that a fork would break (numpy's OpenBLAS pool, started on import, is rebuilt by
+OpenBLAS's own fork handler). The Python objects that held the descriptors the child closes stay
+referenced until it ends by ``os._exit``: none is collected and closes a number reused meanwhile. Any other caller (``customops.compare`` in a user's process, a restart
 after a crash) starts a fresh interpreter (customops.eval.runner.SideProcess).
 
 The child is what ``python -m customops.eval.child`` would be: SIGINT ignored from its first step (the
