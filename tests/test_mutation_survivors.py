@@ -355,25 +355,26 @@ def test_a_node_whose_reference_work_equals_the_limit_gets_its_third_vote():
     assert below.outputs["reference"] is None and "over the reference limit" in below.errors["reference"]
 
 
-def test_the_reference_timeout_applies_to_the_reference_alone():
-    """A reference timeout far shorter than any run, on a node that upsamples 64x64 to 2048x2048 by cubic
-    interpolation (seconds of onnx.reference, tens of milliseconds of ORT's kernel): the built-in and
-    custom sides, sent at the same moment, have no deadline and answer; the reference is cut, no vote,
-    its reason naming the option's value."""
+def test_the_reference_timeout_applies_to_the_reference_alone(monkeypatch):
+    """The reference side's child sleeps on every request (the side hook): with a reference timeout far
+    shorter than any run, the built-in and custom sides, sent at the same moment, have no deadline and
+    answer; the reference is cut, no vote, its reason naming the option's value. (A reference that could
+    answer would race the check: an answer already there when the deadline is looked at is taken.)"""
     from customops.comparison.isolate import run_isolated
-    from tests.helpers import one_node_model
+    from customops.eval import sides
 
-    node, feed, model = _pad_node()
-    run_isolated(node, feed, model)  # the three sides' children started
-    x = np.random.default_rng(0).standard_normal((1, 1, 64, 64)).astype(F32)
-    model, feed = one_node_model(
-        "Resize", {"X": x, "roi": None, "scales": np.array([1, 1, 32, 32], F32)}, 19, mode="cubic"
-    )
-    iso = run_isolated(model.graph.node[0], feed, model, reference_limit=10**12, reference_timeout=1e-6)
-    assert iso.errors["builtin"] is None and iso.errors["custom"] is None
-    assert iso.outputs["builtin"] is not None and iso.outputs["custom"] is not None
-    assert iso.errors["reference"] == "not run: no answer within 1e-06 s (--reference-timeout)"
-    assert iso.outputs["reference"] is None
+    monkeypatch.setenv(sides.INJECT_ENV, "hang:reference")
+    sides.close_all()  # the children start again, the reference's with the hook
+    try:
+        node, feed, model = _pad_node()
+        iso = run_isolated(node, feed, model, reference_timeout=1e-6)
+        assert iso.errors["builtin"] is None and iso.errors["custom"] is None
+        assert iso.outputs["builtin"] is not None and iso.outputs["custom"] is not None
+        assert iso.errors["reference"] == "not run: no answer within 1e-06 s (--reference-timeout)"
+        assert iso.outputs["reference"] is None
+    finally:
+        monkeypatch.delenv(sides.INJECT_ENV)
+        sides.close_all()  # no child keeps the hook for the tests after this one
 
 
 def test_a_side_whose_child_dies_while_starting_is_a_crash_not_a_hang(tmp_path):
