@@ -86,11 +86,9 @@ def reference_work_of(rewritten: ModelProto, feed: dict[str, np.ndarray]) -> flo
     return reference_work(*call)
 
 
-def _reference_refusal(
-    op: str, one: ModelProto, rewritten: Any, feed: dict[str, np.ndarray], limit: int | None
-) -> str | None:
-    """Why onnx.reference is not asked to run the one-node model ``one`` (None: it is): the work the node
-    asks of it (from ``rewritten``, our form of it) over the op's reference limit (``limit`` overrides)."""
+def _reference_refusal(op: str, rewritten: Any, feed: dict[str, np.ndarray], limit: int | None) -> str | None:
+    """Why onnx.reference is not asked to run the one-node model (None: it is): the work the node asks of
+    it (from ``rewritten``, our form of it) over the op's reference limit (``limit`` overrides)."""
     work = float(sum(int(v.size) for v in feed.values())) if rewritten.skipped else None
     work = reference_work_of(rewritten.model, feed) if work is None else work
     most = reference_limit_of(op, limit)
@@ -142,7 +140,7 @@ def run_isolated(
         jobs.append(
             sides.whole_request(rewritten.model.SerializeToString(), feed, True, 0, None, optimization)
         )
-    errors["reference"] = _reference_refusal(node.op_type, one, rewritten, feed, reference_limit)
+    errors["reference"] = _reference_refusal(node.op_type, rewritten, feed, reference_limit)
     if errors["reference"] is None:
         jobs.append(sides.reference_request(serialized, feed))
     runs = dict(

@@ -57,6 +57,8 @@ class SideRun:
     """The execution provider that ran each node (profiled runs only)."""
     timed_runs: int = 0
     """The runs ``times`` come from (the first run of a session, which warms the kernels up, is not one)."""
+    hung: bool = False
+    """No answer came before the side's timeout (:func:`run_sides`); ``error`` is then :data:`HANG`."""
 
 
 def quiet_ort_log() -> None:
@@ -179,7 +181,7 @@ def _answer(side: str, job: int | WorkerDied, deadline: float | None) -> SideRun
         _child(side).close()
         return SideRun(error=_crash_text(side, exc.reason, exc.tail))
     if reply.status == "hang":
-        return SideRun(error=HANG)
+        return SideRun(error=HANG, hung=True)
     return side_run(side, reply)
 
 
@@ -201,7 +203,7 @@ def reference_request(model: bytes, feed: dict[str, np.ndarray]) -> tuple[str, R
 
 def reference_answer(run: SideRun, timeout: float) -> tuple[np.ndarray | None, str | None]:
     """(first output, None) or (None, why) of a reference run, a hang named by ``timeout`` (the option's)."""
-    if run.error == HANG:
+    if run.hung:  # the status, not the text: a side's own error could read the same
         return None, f"not run: no answer within {timeout:g} s (--reference-timeout)"
     if run.error is not None:
         return None, run.error
