@@ -46,17 +46,17 @@ def col2im(
     C-contiguous array of the input's dtype.
     """
     x = np.asarray(input)
-    return _execute(_prepare(x, image_shape, block_shape, dilations, pads, strides), x)
+    return execute(prepare(x, image_shape, block_shape, dilations, pads, strides), x)
 
 
-def _prepare(
+def prepare(
     x: np.ndarray,
     image_shape: Any,
     block_shape: Any,
     dilations: Any,
     pads: Any,
     strides: Any,
-) -> _Prepared:
+) -> Prepared:
     """Check the arguments against x's shape; raises KernelError."""
     if x.ndim != 3:
         raise KernelError(f"input must be 3-D [N, C * prod(block_shape), L], got shape {x.shape!r}")
@@ -85,7 +85,7 @@ def _prepare(
     out_shape = (n, channels, *image)
     limits.check_output(out_shape, x.dtype)
     geometry = _geometry(x.dtype, block, blocks, dil, stride, begin)
-    return _Prepared(
+    return Prepared(
         x.shape,
         x.dtype,
         out_shape,
@@ -135,7 +135,7 @@ def _block_counts(
 
 
 @dataclass(frozen=True)
-class _Prepared:
+class Prepared:
     """A validated Col2Im of one input shape and dtype: the slice-adds, or the compiled loop's geometry."""
 
     shape: tuple[int, ...]
@@ -226,7 +226,8 @@ def _direct(
     return split
 
 
-def _execute(prepared: _Prepared, x: np.ndarray) -> np.ndarray:
+def execute(prepared: Prepared, x: np.ndarray) -> np.ndarray:
+    """Col2Im of x (of the prepared shape and dtype) by the prepared geometry."""
     if prepared.direct is not None:
         return prepared.direct(np.ascontiguousarray(x))
     dtype = prepared.dtype
@@ -267,7 +268,7 @@ def bind(
 ) -> Any:
     """``col2im`` with its attributes fixed, for repeated calls (the ONNX Runtime hook): the validated
     geometry is kept per input shape, dtype, image_shape and block_shape. Errors are raised on every call."""
-    plans: dict[Any, _Prepared] = {}
+    plans: dict[Any, Prepared] = {}
 
     @tracked(plans)
     def bound(input: Any, image_shape: Any, block_shape: Any) -> np.ndarray:
@@ -280,11 +281,11 @@ def bind(
                 key,
                 (image_shape, block_shape),
                 lambda: (x.shape, x.dtype, _key(image_shape), _key(block_shape)),
-                lambda: _prepare(x, image_shape, block_shape, dilations, pads, strides),
+                lambda: prepare(x, image_shape, block_shape, dilations, pads, strides),
             )
         direct = prepared.direct
         if direct is not None and x.flags.c_contiguous:
             return direct(x)
-        return _execute(prepared, x)
+        return execute(prepared, x)
 
     return bound

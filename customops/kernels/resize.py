@@ -636,7 +636,7 @@ def _extrapolation_scalar(value: float, dtype: np.dtype) -> Any:
 
 
 @dataclass
-class _Prepared:
+class Prepared:
     """Everything about one resize that does not depend on the values of X: validated once, reused."""
 
     shape: tuple[int, ...]
@@ -649,7 +649,7 @@ class _Prepared:
     fast: Callable[[np.ndarray], np.ndarray] | None = None
     direct: Callable[[np.ndarray], np.ndarray] | None = None
     """``fast`` when it alone makes the whole result (no empty output, no extrapolated positions): the
-    bound kernel calls it on a C-contiguous X without going through :func:`_execute`."""
+    bound kernel calls it on a C-contiguous X without going through :func:`execute`."""
 
 
 class _Options(NamedTuple):
@@ -695,7 +695,7 @@ def _options(
     return _Options(mode, coordinate_mode, nearest_mode, policy, use_antialias, exclude, a, extrapolation)
 
 
-def _prepare(
+def prepare(
     shape: tuple[int, ...],
     dtype: np.dtype,
     roi: Any,
@@ -710,7 +710,7 @@ def _prepare(
     keep_aspect_ratio_policy: Any,
     mode: Any,
     nearest_mode: Any,
-) -> _Prepared:
+) -> Prepared:
     """Check the arguments and compute the index and weight tables; raises KernelError."""
     options = _options(
         dtype,
@@ -737,7 +737,7 @@ def _prepare(
     for ax in plan:
         out_shape[ax.axis] = ax.out_len
     limits.check_output(tuple(out_shape), dtype)
-    prepared = _Prepared(tuple(shape), dtype, tuple(out_shape), {}, [], {}, None)
+    prepared = Prepared(tuple(shape), dtype, tuple(out_shape), {}, [], {}, None)
     if math.prod(out_shape) == 0:
         return prepared
     for ax in plan:
@@ -753,7 +753,7 @@ def _prepare(
     return prepared
 
 
-def _axis_tables(prepared: _Prepared, plan: list[_Axis], options: _Options) -> None:
+def _axis_tables(prepared: Prepared, plan: list[_Axis], options: _Options) -> None:
     """Fill ``prepared``'s tables for each resized axis: its gather (nearest, or a filter that copies one
     input per output) or its filter, and for tf_crop_and_resize the mask of outputs outside the input."""
     mode = options.mode
@@ -775,7 +775,7 @@ def _axis_tables(prepared: _Prepared, plan: list[_Axis], options: _Options) -> N
             prepared.filters.append((ax.axis, indices, weights))
 
 
-def _execute(prepared: _Prepared, X: np.ndarray) -> np.ndarray:
+def execute(prepared: Prepared, X: np.ndarray) -> np.ndarray:
     """Resize X (of the prepared shape and dtype) with the prepared tables."""
     dtype = prepared.dtype
     if math.prod(prepared.out_shape) == 0:
@@ -844,7 +844,7 @@ def bind(**attributes: Any) -> Callable[..., np.ndarray]:
         raise TypeError(f"resize() got unexpected keyword arguments {sorted(unknown)!r}")
     values = {**_ATTRIBUTE_DEFAULTS, **attributes}
     ordered = tuple(values[name] for name in _ATTRIBUTE_DEFAULTS)
-    plans: dict[Any, _Prepared] = {}
+    plans: dict[Any, Prepared] = {}
 
     @tracked(plans)
     def bound(X: Any, roi: Any = None, scales: Any = None, sizes: Any = None) -> np.ndarray:
@@ -858,12 +858,12 @@ def bind(**attributes: Any) -> Callable[..., np.ndarray]:
                 key,
                 (roi, scales, sizes),
                 lambda: (X.shape, X.dtype, _input_key(roi), _input_key(scales), _input_key(sizes)),
-                lambda: _prepare(X.shape, X.dtype, roi, scales, sizes, *ordered),
+                lambda: prepare(X.shape, X.dtype, roi, scales, sizes, *ordered),
             )
         direct = prepared.direct
         if direct is not None and X.flags.c_contiguous:
             return direct(X)
-        return _execute(prepared, X)
+        return execute(prepared, X)
 
     return bound
 
@@ -912,7 +912,7 @@ def resize(
     type's range (bool as 0/1). Invalid configurations raise :class:`KernelError`.
     """
     X = np.asarray(X)
-    prepared = _prepare(
+    prepared = prepare(
         X.shape,
         X.dtype,
         roi,
@@ -928,4 +928,4 @@ def resize(
         mode,
         nearest_mode,
     )
-    return _execute(prepared, X)
+    return execute(prepared, X)

@@ -384,11 +384,11 @@ def test_float32_filters_round_once_from_float64() -> None:
 
 
 def test_x2_runs_of_the_last_axis() -> None:
-    from customops.kernels.resize import _prepare
+    from customops.kernels.resize import prepare
 
     def run(mode: str, coord: str, width: int, scale: float = 2.0) -> list[int]:
         scales = np.array([1, 1, 1, scale], np.float32)
-        prepared = _prepare((1, 1, 3, width), np.dtype(np.float32), None, scales, None, *_attrs(coord, mode))
+        prepared = prepare((1, 1, 3, width), np.dtype(np.float32), None, scales, None, *_attrs(coord, mode))
         ((_, indices, weights),) = prepared.filters
         return resize_plans.x2_run(indices, weights, width).tolist()
 
@@ -401,11 +401,11 @@ def test_x2_runs_of_the_last_axis() -> None:
 
 
 def test_downsampling_runs_of_the_last_axis() -> None:
-    from customops.kernels.resize import _prepare
+    from customops.kernels.resize import prepare
 
     def run(mode: str, scale: float, antialias: int = 1, width: int = 64) -> list[int]:
         scales = np.array([1, 1, 1, scale], np.float32)
-        prepared = _prepare((1, 1, 3, width), np.dtype(np.float32), None, scales, None, antialias, None,
+        prepared = prepare((1, 1, 3, width), np.dtype(np.float32), None, scales, None, antialias, None,
                             "half_pixel", -0.75, 0, 0.0, "stretch", mode, "round_prefer_floor")  # fmt: skip
         (_, indices, weights) = prepared.filters[-1]
         return resize_plans.down_run(indices, weights).tolist()
@@ -426,7 +426,7 @@ def _fast(prepared: Any) -> Callable[[np.ndarray], np.ndarray] | None:
 
 
 def _attrs(coord: str, mode: str) -> tuple:
-    """_prepare's attribute arguments after roi/scales/sizes, spec defaults but these two."""
+    """prepare's attribute arguments after roi/scales/sizes, spec defaults but these two."""
     return (0, None, coord, -0.75, 0, 0.0, "stretch", mode, "round_prefer_floor")
 
 
@@ -449,7 +449,7 @@ def test_x2_pairs_give_the_table_loop_bits(monkeypatch) -> None:
         x[-1, -1, 5, :] = -np.inf
         x[0, -1, 7, 0] = np.inf
         scales = np.array([1, 1, 2, 2], np.float32)
-        prepared = resize_module._prepare(x.shape, x.dtype, None, scales, None, *_attrs(coord, mode))
+        prepared = resize_module.prepare(x.shape, x.dtype, None, scales, None, *_attrs(coord, mode))
         (_, indices, weights) = prepared.filters[-1]
         used += resize_plans.x2_run(indices, weights, shape[-1])[1] > 0
         paired = _fast(prepared)(x)
@@ -487,7 +487,7 @@ def test_the_short_loop_of_small_images_gives_the_general_loops_bits(monkeypatch
             x = np.full(shape, 1.7e308)  # cubic's partial sums overflow (its middle weights add up past 1)
             x[..., ::3] = 1e308
         scales = np.array([1] * (len(shape) - 2) + scales, np.float32)  # the last two axes
-        prepared = resize_module._prepare(x.shape, x.dtype, None, scales, None, *_attrs(coord, mode))
+        prepared = resize_module.prepare(x.shape, x.dtype, None, scales, None, *_attrs(coord, mode))
         short = _fast(prepared)
         if short is None:  # an axis whose filter is a copy: a gather
             continue
@@ -518,7 +518,7 @@ def test_downsampling_phases_give_the_table_loop_bits(monkeypatch) -> None:
         x[-1, -1, 5, :] = -np.inf
         x[0, -1, 7, 0] = np.inf
         scales = np.array([1, 1, scale, scale], np.float32)
-        prepared = resize_module._prepare(x.shape, x.dtype, None, scales, None, antialias, None,
+        prepared = resize_module.prepare(x.shape, x.dtype, None, scales, None, antialias, None,
                                           "half_pixel", -0.75, 0, 0.0, "stretch", mode, "round_prefer_floor")  # fmt: skip
         (_, indices, weights) = prepared.filters[-1]
         used += resize_plans.down_run(indices, weights)[0] > 0
@@ -546,7 +546,7 @@ def test_last_axis_runs_give_the_table_loop_bits(monkeypatch) -> None:
         x.reshape(-1, shape[-1])[-1, :] = np.inf
         scales = np.ones(len(shape), np.float32)
         scales[-1] = scale
-        prepared = resize_module._prepare(x.shape, x.dtype, None, scales, None, antialias, None,
+        prepared = resize_module.prepare(x.shape, x.dtype, None, scales, None, antialias, None,
                                           "half_pixel", -0.75, 0, 0.0, "stretch", mode, "round_prefer_floor")  # fmt: skip
         (_, indices, weights) = prepared.filters[-1]
         used += resize_plans.x2_run(indices, weights, shape[-1])[1] > 0
@@ -738,7 +738,7 @@ def test_each_fast_path_is_chosen_for_its_inputs(path, shape, dtype, scales, mod
 
     x = (np.arange(np.prod(shape)).reshape(shape) % 7).astype(dtype)
     s = np.array(scales, np.float32)
-    prepared = resize_module._prepare(shape, x.dtype, None, s, None, *_attrs("half_pixel", mode))
+    prepared = resize_module.prepare(shape, x.dtype, None, s, None, *_attrs("half_pixel", mode))
     fast = _fast(prepared)
     assert (None if fast is None else fast.__name__) == path
     job = resize_plans.plan_job(
@@ -748,7 +748,7 @@ def test_each_fast_path_is_chosen_for_its_inputs(path, shape, dtype, scales, mod
     assert (None if candidate is None else candidate.name) == path  # the table names its closures
     if fast is not None:
         prepared.fast = None
-        assert fast(x).tobytes() == resize_module._execute(prepared, x).tobytes()
+        assert fast(x).tobytes() == resize_module.execute(prepared, x).tobytes()
 
 
 def _bound_calls() -> list[tuple[Callable[..., np.ndarray], Callable[..., np.ndarray], tuple[Any, ...]]]:
