@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import customops
-from customops.bridge import runtime
+from customops.bridge import hook
 from tests.helpers import DEVIATION, NEVER, ROOT, run_python
 
 NODES = 8
@@ -28,7 +28,7 @@ import numpy as np
 import onnxruntime as ort
 from onnx import TensorProto, helper
 import customops
-from customops.bridge import runtime
+from customops.bridge import hook
 
 NODES = {NODES}
 names = ["x"] + [f"r{{i}}" for i in range(NODES)]
@@ -46,7 +46,7 @@ calls = []
 on_call = {{}}  # call number -> what to do then
 
 customops.session_options()  # registers our ops (and our SIGINT handler)
-for binding in runtime._BINDINGS.values():
+for binding in hook.BINDINGS.values():
     if binding.op.name == "Resize" and binding.elem_type == "float":
         real = binding.kernel
         def slow(*args, real=real, **kwargs):
@@ -173,7 +173,7 @@ def test_system_exit_in_a_kernel_is_raised_from_run(monkeypatch):
         "Resize", {"X": x, "roi": None, "scales": np.array([1, 1, 2, 2], np.float32)}, 13
     )
     sess = customops.InferenceSession(customops.rewrite(model))
-    for binding in runtime._BINDINGS.values():
+    for binding in hook.BINDINGS.values():
         if binding.op.name == "Resize" and binding.elem_type == "float":
             monkeypatch.setattr(binding, "kernel", lambda *a, **k: sys.exit(3))
             monkeypatch.setattr(binding, "bind", None)
@@ -182,7 +182,7 @@ def test_system_exit_in_a_kernel_is_raised_from_run(monkeypatch):
         sess.run(None, feed)
     assert info.value.code == 3
     monkeypatch.undo()
-    for binding in runtime._BINDINGS.values():
+    for binding in hook.BINDINGS.values():
         binding.attr_cache.clear()
     assert sess.run(None, feed)[0].shape == (1, 1, 4, 4)
 
