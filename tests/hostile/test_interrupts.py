@@ -142,6 +142,50 @@ def test_sigint_inside_a_kernel_is_an_interrupt_not_a_failure(plain):
         assert errors == "errors: []", out
 
 
+def test_the_sigint_handler_raises_only_where_the_hook_catches_it():
+    """The handler is called as a signal would call it, with the frame it landed in: inside a kernel it
+    raises KeyboardInterrupt (the hook catches it and stops the run); under the hook outside its ``try``
+    (here while the hook reports a kernel's failure) it must return and stop the run instead, as a
+    KeyboardInterrupt raised there would reach the layer and abort the process."""
+    proc = _child(
+        """
+        from customops.bridge import interrupts, routing
+        sess = customops.InferenceSession(model)
+
+        def interrupted(where):
+            try:
+                sess.run(None, feed)
+                print(where, "not interrupted", flush=True)
+            except KeyboardInterrupt:
+                print(where, "KeyboardInterrupt from run", len(calls), flush=True)
+            calls.clear()
+
+        on_call[3] = lambda: interrupts._on_sigint(signal.SIGINT, sys._getframe())
+        interrupted("in kernel")
+        real_report = routing.report
+
+        def report(message):
+            interrupts._on_sigint(signal.SIGINT, sys._getframe())
+            print("handler returned", flush=True)
+            real_report(message)
+
+        def fail():
+            raise ValueError("the kernel fails")
+
+        routing.report = report
+        on_call[3] = fail
+        interrupted("in report")
+        """
+    )
+    code, out, err = _finish(proc)
+    assert code == 0, err[-2000:]
+    assert out.splitlines() == [
+        "in kernel KeyboardInterrupt from run 3",
+        "handler returned",
+        "in report KeyboardInterrupt from run 3",
+    ], out + err[-2000:]
+
+
 @pytest.mark.parametrize("hook", ["stock", "probe_memory"])
 def test_ctrl_c_under_a_hook_of_the_bench_stops_the_run_and_never_aborts(hook):
     """``customops bench`` swaps in hooks of its own (the layer's stock path, ours under a memory probe);
