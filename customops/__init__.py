@@ -17,9 +17,9 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "DOMAIN": "customops.registry",
-    "session_options": "customops.bridge.runtime",
-    "InferenceSession": "customops.bridge.runtime",
-    "pop_errors": "customops.bridge.runtime",
+    "session_options": "customops.bridge.session",
+    "InferenceSession": "customops.bridge.session",
+    "pop_errors": "customops.bridge.routing",
     "rewrite": "customops.model.rewriter",
     "rewrite_model": "customops.model.rewriter",
     "restore": "customops.model.rewriter",

@@ -41,7 +41,7 @@ def _child_modules(side: str, path) -> dict:
         import json, sys
         import numpy as np
         from customops.eval.worker import Request, Runner, answer
-        watched = ("onnx", "ml_dtypes", "onnxruntime", "customops.bridge.runtime")
+        watched = ("onnx", "ml_dtypes", "onnxruntime", "customops.bridge.session")
         seen = {{}}
         runner = Runner({side!r})
         seen["ready"] = [m for m in watched if m in sys.modules]
@@ -80,7 +80,7 @@ def test_the_custom_side_imports_its_runtime_before_it_says_ready(tmp_path):
     onnx.save(rewrite_model(onnx.load(str(path))).model, str(rewritten))
     seen = _child_modules("custom", rewritten)
     assert seen["status"] == "ok"
-    assert "customops.bridge.runtime" in seen["ready"]
+    assert "customops.bridge.session" in seen["ready"]
     reference = _child_modules("reference", path)
     assert reference["status"] == "ok"
     assert "onnxruntime" not in reference["ran"]

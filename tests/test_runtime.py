@@ -67,7 +67,7 @@ def test_kernel_error_reaches_the_caller_and_the_process_lives_on():
 def test_an_error_after_a_nested_run_still_reaches_the_outer_run(monkeypatch):
     """A kernel that runs a model itself (a nested run on the same thread) and then fails: the outer
     run must still raise the kernel's message, and both sessions keep working."""
-    from customops.bridge import runtime
+    from customops.bridge import hook
 
     model, feed = _resize_model(mode="nearest")
     outer = customops.InferenceSession(customops.rewrite(model))
@@ -81,7 +81,7 @@ def test_an_error_after_a_nested_run_still_reaches_the_outer_run(monkeypatch):
         seen.append(inner.run(None, {"data": X})[0])
         raise customops.KernelError("failed after a nested run")
 
-    for binding in runtime._BINDINGS.values():
+    for binding in hook.BINDINGS.values():
         if binding.op.name == "Resize" and binding.elem_type == "float":
             monkeypatch.setattr(binding, "kernel", nested_then_fail)
             monkeypatch.setattr(binding, "bind", None)
@@ -90,7 +90,7 @@ def test_an_error_after_a_nested_run_still_reaches_the_outer_run(monkeypatch):
         outer.run(None, feed)
     assert len(seen) == 1 and seen[0].shape == (1, 1, 4, 6)
     monkeypatch.undo()
-    for binding in runtime._BINDINGS.values():
+    for binding in hook.BINDINGS.values():
         binding.attr_cache.clear()
     np.testing.assert_array_equal(outer.run(None, feed)[0], want)
 

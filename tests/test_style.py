@@ -201,7 +201,8 @@ LAYERS = ("base", "accel", "kernels", "bridge", "model", "eval", "tools", "cli")
 TOOLS = ("comparison", "fuzz", "bench", "conformance")
 LAZY_LOADS = {
     "customops.registry",
-    "customops.bridge.runtime",
+    "customops.bridge.session",
+    "customops.bridge.routing",
     "customops.model.rewriter",
     "customops.comparison.api",
 }

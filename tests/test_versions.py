@@ -12,7 +12,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import customops
-from customops.bridge.runtime import NUMPY_TYPES
+from customops.bridge.registration import NUMPY_TYPES
 from customops.kernels.affine_grid import affine_grid
 from customops.kernels.center_crop_pad import center_crop_pad
 from customops.kernels.col2im import col2im

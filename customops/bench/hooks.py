@@ -1,9 +1,10 @@
-"""The invocation hooks ``customops bench`` swaps into onnxruntime-extensions, through the runtime's seam.
+"""The invocation hooks ``customops bench`` swaps into onnxruntime-extensions, through the bridge's seams
+(customops.bridge.seams).
 
-Ours (:func:`customops.bridge.runtime.our_hook`), the layer's stock path on our kernels (results handed
+Ours (:func:`customops.bridge.seams.our_hook`), the layer's stock path on our kernels (results handed
 back through ``tolist()``), and stand-in kernels behind the same layer that set the yardsticks of the
 table: one that costs nothing (the floor), one that only writes its output, one that only copies its data
-input; and ours under a memory probe. onnxruntime-extensions, numpy and the runtime are imported when a
+input; and ours under a memory probe. onnxruntime-extensions, numpy and the bridge are imported when a
 :class:`Hooks` is made, not with this module.
 """
 
@@ -22,27 +23,27 @@ class Hooks:
     """Swap onnxruntime-extensions' invocation hook: ours, the stock path, or ours under a probe."""
 
     def __init__(self) -> None:
-        from customops.bridge import runtime
+        from customops.bridge import seams
         from customops.extensions import PyCustomOpDef
 
-        self.runtime = runtime
+        self.seams = seams
         self.install_hooker = PyCustomOpDef.install_hooker
         self.peak: list[tuple[int, int]] = []
 
     def install(self, hook: Callable[..., tuple[Any, ...]]) -> None:
         """Install ``hook`` for our registrations (others go to the stock hook), guarded: an exception in
         it, a Ctrl-C included, stops the run as one in our kernels does, never aborts the process."""
-        self.install_hooker(self.runtime.guarded(hook))
+        self.install_hooker(self.seams.guarded(hook))
 
     def ours(self) -> None:
-        self.install_hooker(self.runtime.our_hook())
+        self.install_hooker(self.seams.our_hook())
 
     def stock(self) -> None:
         """The stock path of onnxruntime-extensions on our kernel: the result goes back as a list."""
-        runtime = self.runtime
+        seams = self.seams
 
         def stock_path(k_id: int, feed: Any, raw: dict[str, str]) -> tuple[Any, ...]:
-            kernel, kwargs = runtime.kernel_call(k_id, raw)
+            kernel, kwargs = seams.kernel_call(k_id, raw)
             rv = kernel(*feed, **kwargs)
             return (k_id, rv.shape, rv.flatten().tolist())
 
@@ -125,7 +126,7 @@ class Hooks:
         """Our hook, recording (peak bytes numpy allocated during the call, output bytes)."""
         import tracemalloc
 
-        invoke = self.runtime.our_hook()
+        invoke = self.seams.our_hook()
 
         def probed(k_id: int, feed: Any, raw: dict[str, str]) -> tuple[Any, ...]:
             tracemalloc.start()

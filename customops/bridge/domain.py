@@ -1,6 +1,6 @@
 """Nodes of our domain in a model someone else wrote, checked before ONNX Runtime sees the model.
 
-A model handed to :class:`customops.bridge.runtime.InferenceSession` may already hold nodes in
+A model handed to :class:`customops.bridge.session.InferenceSession` may already hold nodes in
 :data:`~customops.registry.DOMAIN`, written by anyone. onnxruntime-extensions' Python-op layer reads every
 attribute we declared for a registration when it creates the node's kernel, and decodes each one as UTF-8
 into a Python ``str`` on every run, before our hook is called: bytes that are not UTF-8 there raise inside

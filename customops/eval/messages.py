@@ -31,7 +31,7 @@ _WHERE = (
     re.compile(r"\bNode \((?P<name>.*?)\) Op \((?P<op>[^)\s]*)\)"),
     # ORT, loading (no kernel): "Could not find an implementation for Resize(19) node with name 'r'"
     re.compile(r"implementation for (?P<op>[^\s(]+)\(\d+\) node with name '(?P<name>.*?)'"),
-    # one of our kernels (customops.bridge.runtime): "Pad-18 node 'pad': ..."
+    # one of our kernels (customops.bridge.hook): "Pad-18 node 'pad': ..."
     re.compile(r"^(?P<op>[A-Za-z][\w.]*-\d+) node (?P<q>['\"])(?P<name>.*?)(?P=q): "),
 )
 

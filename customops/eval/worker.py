@@ -154,7 +154,7 @@ class Runner:
         ort.set_default_logger_severity(ort_log_level())
         self.ort = ort
         if side == "custom":  # what its first request needs (onnx, the kernels), imported while the
-            import customops.bridge.runtime  # noqa: F401 - parent prepares the model, not then
+            import customops.bridge.session  # noqa: F401 - parent prepares the model, not then
 
     def options(self, request: Request, profile_dir: str | None) -> Any:
         opts = self.ort.SessionOptions()
@@ -185,7 +185,7 @@ class Runner:
             return staged("load", self.ort.InferenceSession, request.model, opts, providers)
         import onnx
 
-        from customops.bridge.runtime import InferenceSession
+        from customops.bridge.session import InferenceSession
 
         model = request.model
         if not request.whole:  # a case holds the standard node: rewrite it here

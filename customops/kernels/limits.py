@@ -1,7 +1,7 @@
 """The one guard on output sizes: :func:`check_output`.
 
 Every kernel calls it with its output's shape and dtype before allocating anything, and the ONNX Runtime
-hook (customops.bridge.runtime) calls it again with each result of :data:`CHECKED` bytes or more before handing
+hook (customops.bridge.hook) calls it again with each result of :data:`CHECKED` bytes or more before handing
 it to the layer (see its docstring for what the layer cannot hold). Kernels allocate their outputs with
 plain numpy.
 """

@@ -15,7 +15,7 @@ import onnxruntime as ort
 import pytest
 
 import customops
-from customops.bridge import runtime
+from customops.bridge import hook, routing, seams
 from tests.helpers import one_node_model
 
 F32 = np.float32
@@ -33,7 +33,7 @@ def _resize(dtype=F32):
 def _held(monkeypatch, elem_type: str) -> tuple[threading.Event, threading.Event]:
     """Make our Resize of ``elem_type`` wait in its kernel: (entered, release)."""
     entered, release = threading.Event(), threading.Event()
-    for binding in runtime._BINDINGS.values():
+    for binding in hook.BINDINGS.values():
         if binding.op.name == "Resize" and binding.elem_type == elem_type:
             real = binding.kernel
 
@@ -241,7 +241,7 @@ def test_a_run_uses_options_of_its_own_carrying_the_callers_settings():
     seen = []
 
     def recording(x, *args, **kwargs):
-        seen.append(runtime._current_context().run_options)
+        seen.append(routing.current_context().run_options)
         return np.zeros((1, 1, 4, 4), x.dtype)
 
     options = ort.RunOptions()
@@ -251,7 +251,7 @@ def test_a_run_uses_options_of_its_own_carrying_the_callers_settings():
     options.only_execute_path_to_fetches = True
     options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
     options.add_run_config_entry("gpu_graph_id", "-1")
-    with runtime.kernel_replaced("Resize", recording):
+    with seams.kernel_replaced("Resize", recording):
         sess.run(None, good, options)
         sess.run(None, good, options)
     assert len(seen) == 2 and seen[0] is not options and seen[1] is not seen[0]

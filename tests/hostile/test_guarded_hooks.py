@@ -1,4 +1,4 @@
-"""customops.bridge.runtime.guarded: a hook installed through it must never take the process down,
+"""customops.bridge.seams.guarded: a hook installed through it must never take the process down,
 whatever it does. What it returns reaches the layer as is: a value that is no (id, shape, data) triple
 aborts the process (``terminate called after throwing an instance of 'pybind11::error_already_set'``),
 and data shorter than its shape is read past its end. Runs in a child process (an abort)."""
@@ -35,7 +35,7 @@ except Exception as exc:
     ids=["not-a-triple", "data-shorter-than-shape"],
 )
 def test_a_malformed_answer_of_a_guarded_hook_is_a_failed_run_not_an_abort(answer):
-    """_call_guarded handed the hook's answer to the layer unchecked."""
+    """call_guarded handed the hook's answer to the layer unchecked."""
     proc = run_python("-c", textwrap.dedent(CODE.format(answer=answer)))
     assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
     assert proc.stdout == "raised KernelError\n", proc.stdout

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import customops
-from customops.bridge import runtime
+from customops.bridge import hook
 from tests.helpers import DEVIATION, NEVER, ROOT, run_python
 
 NODES = 8
@@ -28,7 +28,7 @@ import numpy as np
 import onnxruntime as ort
 from onnx import TensorProto, helper
 import customops
-from customops.bridge import runtime
+from customops.bridge import hook
 
 NODES = {NODES}
 names = ["x"] + [f"r{{i}}" for i in range(NODES)]
@@ -46,7 +46,7 @@ calls = []
 on_call = {{}}  # call number -> what to do then
 
 customops.session_options()  # registers our ops (and our SIGINT handler)
-for binding in runtime._BINDINGS.values():
+for binding in hook.BINDINGS.values():
     if binding.op.name == "Resize" and binding.elem_type == "float":
         real = binding.kernel
         def slow(*args, real=real, **kwargs):
@@ -142,6 +142,50 @@ def test_sigint_inside_a_kernel_is_an_interrupt_not_a_failure(plain):
         assert errors == "errors: []", out
 
 
+def test_the_sigint_handler_raises_only_where_the_hook_catches_it():
+    """The handler is called as a signal would call it, with the frame it landed in: inside a kernel it
+    raises KeyboardInterrupt (the hook catches it and stops the run); under the hook outside its ``try``
+    (here while the hook reports a kernel's failure) it must return and stop the run instead, as a
+    KeyboardInterrupt raised there would reach the layer and abort the process."""
+    proc = _child(
+        """
+        from customops.bridge import interrupts, routing
+        sess = customops.InferenceSession(model)
+
+        def interrupted(where):
+            try:
+                sess.run(None, feed)
+                print(where, "not interrupted", flush=True)
+            except KeyboardInterrupt:
+                print(where, "KeyboardInterrupt from run", len(calls), flush=True)
+            calls.clear()
+
+        on_call[3] = lambda: interrupts._on_sigint(signal.SIGINT, sys._getframe())
+        interrupted("in kernel")
+        real_report = routing.report
+
+        def report(message):
+            interrupts._on_sigint(signal.SIGINT, sys._getframe())
+            print("handler returned", flush=True)
+            real_report(message)
+
+        def fail():
+            raise ValueError("the kernel fails")
+
+        routing.report = report
+        on_call[3] = fail
+        interrupted("in report")
+        """
+    )
+    code, out, err = _finish(proc)
+    assert code == 0, err[-2000:]
+    assert out.splitlines() == [
+        "in kernel KeyboardInterrupt from run 3",
+        "handler returned",
+        "in report KeyboardInterrupt from run 3",
+    ], out + err[-2000:]
+
+
 @pytest.mark.parametrize("hook", ["stock", "probe_memory"])
 def test_ctrl_c_under_a_hook_of_the_bench_stops_the_run_and_never_aborts(hook):
     """``customops bench`` swaps in hooks of its own (the layer's stock path, ours under a memory probe);
@@ -173,7 +217,7 @@ def test_system_exit_in_a_kernel_is_raised_from_run(monkeypatch):
         "Resize", {"X": x, "roi": None, "scales": np.array([1, 1, 2, 2], np.float32)}, 13
     )
     sess = customops.InferenceSession(customops.rewrite(model))
-    for binding in runtime._BINDINGS.values():
+    for binding in hook.BINDINGS.values():
         if binding.op.name == "Resize" and binding.elem_type == "float":
             monkeypatch.setattr(binding, "kernel", lambda *a, **k: sys.exit(3))
             monkeypatch.setattr(binding, "bind", None)
@@ -182,7 +226,7 @@ def test_system_exit_in_a_kernel_is_raised_from_run(monkeypatch):
         sess.run(None, feed)
     assert info.value.code == 3
     monkeypatch.undo()
-    for binding in runtime._BINDINGS.values():
+    for binding in hook.BINDINGS.values():
         binding.attr_cache.clear()
     assert sess.run(None, feed)[0].shape == (1, 1, 4, 4)
 

@@ -19,7 +19,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import customops
-from customops.bridge import runtime
+from customops.bridge import hook, session
 from tests.helpers import NEVER, one_node_model
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -101,7 +101,7 @@ def _string_ortvalue(items: list[bytes]) -> ort.OrtValue:
 
 
 def test_check_layer_strings_is_public_and_names_the_input():
-    check = runtime.check_layer_strings
+    check = session.check_layer_strings
     check("x", np.array(["fine", "ünïcode"], dtype=object))
     check("n", np.arange(3.0))
     check("l", ["a", "b"])
@@ -117,7 +117,7 @@ def test_check_layer_strings_is_public_and_names_the_input():
 
 
 def _replace_string_resize(monkeypatch, result):
-    for binding in runtime._BINDINGS.values():
+    for binding in hook.BINDINGS.values():
         if binding.op.name == "Resize" and binding.elem_type == "string":
             monkeypatch.setattr(binding, "kernel", lambda *args, **kwargs: result)
             monkeypatch.setattr(binding, "bind", None)
@@ -140,10 +140,10 @@ def test_a_string_output_utf8_cannot_encode_raises_instead_of_aborting():
     proc = _child(
         """
         import numpy as np, customops
-        from customops.bridge import runtime
+        from customops.bridge import hook
         from tests.hostile.test_strings import _string_resize
         sess = _string_resize()
-        for binding in runtime._BINDINGS.values():
+        for binding in hook.BINDINGS.values():
             if binding.op.name == "Resize" and binding.elem_type == "string":
                 binding.kernel = lambda *a, **k: np.array(["\\ud800"], dtype=object)
                 binding.bind = None
