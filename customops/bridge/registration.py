@@ -69,8 +69,3 @@ def declare() -> None:
         PyCustomOpDef.install_hooker(invoke)
         _declared = True
     interrupts.install_sigint()
-
-
-def registered_types() -> dict[str, tuple[str, ...]]:
-    """Element types registered for each custom op."""
-    return {name: tuple(t for t in op.types if t in NATIVE_TYPES) for name, op in CUSTOM_OPS.items()}
