@@ -478,12 +478,7 @@ RULES: tuple[Rule, ...] = (
         ops=("RoiAlign",),
         detail="output-size-nonpositive",
     ),
-    Rule(
-        "F-ROIALIGN-COORD-UNCHECKED",
-        ops=("RoiAlign",),
-        sides=("builtin",),
-        detail=f"attr-value:{COORD}",
-    ),
+    Rule("F-ROIALIGN-COORD-UNCHECKED", ops=("RoiAlign",), sides=("builtin",), detail=f"attr-value:{COORD}"),
     # DeformConv
     _missing("T-DEFORMCONV", "DeformConv"),
     Rule("DC-2D-ONLY", ops=("DeformConv",), texts=("Input X must be 4D",)),
