@@ -11,9 +11,10 @@ representative needs: a group whose first case had two causes of its finding has
 neither, and a representative that shows one of them).
 
 A rule is data (:class:`Rule`): the conditions it sets, each field left empty setting none, and an extra
-predicate (``when``) only for what the fields cannot say. The first rules of a list have no precedence:
-every rule that matches gives its label, in the list's order. The labels only name what a difference
-is; they play no part in generating cases or in the signatures.
+predicate (``when``) only for what the fields cannot say. No rule takes precedence over another: every
+rule that matches gives its label, in the list's order (:data:`RULES`; :data:`REFERENCE_RULES` for a
+difference of the reference alone). The labels only name what a difference is; they play no part in
+generating cases or in the signatures.
 """
 
 from __future__ import annotations
