@@ -273,10 +273,11 @@ def test_recorded_decisions_found_by_the_fuzzer():
 
 
 def test_ort_accepting_a_negative_size_under_a_policy_is_labelled():
-    from customops.eval.known import facts, known_labels
+    from customops.eval.deviations import known_labels
+    from customops.eval.facts import facts
     from customops.eval.runner import Pool
     from customops.fuzz.summary import GroupSummary
-    from customops.fuzz.triage import evaluate, signature_of
+    from customops.fuzz.triage import evaluate, observed, signature_of
 
     sizes = Tensor(np.array([-3, 4], np.int64), const=True)
     case = Case(
@@ -292,7 +293,9 @@ def test_ort_accepting_a_negative_size_under_a_policy_is_labelled():
         assert (finding.side, finding.kind, finding.detail) == ("builtin", "accepts-invalid", "size-negative")
         sig = signature_of(pool, ev, finding)
     assert ev.outcomes["builtin"].status == "ok" and np.asarray(ev.outcomes["builtin"].value).shape == (4, 4)
-    assert known_labels(GroupSummary(sig.id, None, sig, 1, [], facts=facts(ev))) == ["F-POLICY-NEGATIVE-SIZE"]
+    assert known_labels(GroupSummary(sig.id, None, sig, 1, [], facts=facts(observed(ev)))) == [
+        "F-POLICY-NEGATIVE-SIZE"
+    ]
 
 
 @pytest.mark.parametrize(
@@ -375,10 +378,11 @@ def test_ort_rounding_tf_half_pixel_for_nn_coordinates_in_float32_is_labelled():
     """Seed 81: X [-7, 1, 6], scale 1/3 (float32 0.33333334), tf_half_pixel_for_nn, round_prefer_ceil.
     The exact coordinate 0.5 / 0.33333334 is just under 1.5, so the nearest pixel is 1 (value 1); ORT's
     float32 quotient rounds to 1.5, a tie it breaks up (value 6)."""
-    from customops.eval.known import facts, known_labels
+    from customops.eval.deviations import known_labels
+    from customops.eval.facts import facts
     from customops.eval.runner import Pool
     from customops.fuzz.summary import GroupSummary
-    from customops.fuzz.triage import evaluate, signature_of
+    from customops.fuzz.triage import evaluate, observed, signature_of
 
     case = Case(
         "Resize",
@@ -399,5 +403,5 @@ def test_ort_rounding_tf_half_pixel_for_nn_coordinates_in_float32_is_labelled():
     assert np.asarray(ev.outcomes["custom"].value).tolist() == [1.0]
     assert np.asarray(ev.outcomes["builtin"].value).tolist() == [6.0]
     assert "semantics: coordinate arithmetic" in known_labels(
-        GroupSummary(sig.id, None, sig, 1, [], facts=facts(ev))
+        GroupSummary(sig.id, None, sig, 1, [], facts=facts(observed(ev)))
     )

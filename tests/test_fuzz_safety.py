@@ -18,8 +18,9 @@ import numpy as np
 import pytest
 
 from customops.eval.runner import Outcome
+from customops.eval.signature import Finding
 from customops.fuzz.spaces.base import Verdict
-from customops.fuzz.triage import Finding, classify, error_key
+from customops.fuzz.triage import classify, error_key
 from tests.helpers import run_cli, strict_json
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -290,9 +291,9 @@ def check_merged_reproducers(runs: dict[str, Any]) -> None:
 
 
 def test_committed_findings_carry_the_labels_of_the_current_rules():
-    """Relabel findings/summary.json and each group's finding.json with known.py's rules: a rule that
+    """Relabel findings/summary.json and each group's finding.json with customops.eval.deviations' rules: a rule that
     stops matching (or starts matching) shows here, group by group."""
-    from customops.eval.known import known_labels
+    from customops.eval.deviations import known_labels
     from customops.fuzz.files import GROUP_FIELDS, read_summary
     from customops.fuzz.summary import GroupSummary
 

@@ -1,5 +1,5 @@
 """compare names the kind of a node's difference as the fuzzer names its groups' (value, shape, dtype,
-rejects-valid), and labels it by the rules that read that kind (customops.comparison.known)."""
+rejects-valid), and labels it by the rules that read that kind (customops.comparison.node_labels)."""
 
 from __future__ import annotations
 

@@ -302,8 +302,9 @@ def test_the_fuzzer_names_the_kind_of_the_reference_s_own_departure_from_its_pai
     """ORT's kernel and ours agree, the reference gives another shape: the reference is the odd one out
     and the difference is one of shape (from ours against the reference, not from the agreeing pair)."""
     from customops.eval.runner import Outcome
+    from customops.eval.signature import Finding
     from customops.fuzz.spaces.base import Verdict
-    from customops.fuzz.triage import Finding, classify
+    from customops.fuzz.triage import classify
 
     x = np.arange(4, dtype=F32)
     outcomes = {

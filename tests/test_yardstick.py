@@ -109,9 +109,10 @@ def test_a_side_beyond_its_bound_is_blamed_even_without_a_reference(wrong_kernel
 
 def test_the_fuzzer_judges_a_case_by_the_same_yardstick():
     from customops.eval.runner import Pool
+    from customops.eval.signature import Finding
     from customops.eval.worker import Request
     from customops.fuzz.spaces.base import Verdict
-    from customops.fuzz.triage import Finding, classify, yardstick_within
+    from customops.fuzz.triage import classify, yardstick_within
 
     model, feed, _ = _roi_align_model(sampling_ratio=2)
     with Pool(1, 600) as pool:

@@ -35,7 +35,7 @@ from customops.comparison.isolate import (
     run_isolated,
     run_side,
 )
-from customops.comparison.known import labels
+from customops.comparison.node_labels import labels
 from customops.comparison.optimizer import OPTIMIZATION_LEVELS, Optimization, Rerun, same_bits
 from customops.comparison.saved import LoadedOutputs
 from customops.errors import CustomOpsError

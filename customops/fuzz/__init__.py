@@ -8,7 +8,7 @@ a case drawn from it), :mod:`.triage` (classification, signatures, shrinking), :
 shards, grouping), :mod:`.summary` (the typed campaign summary: summary.json as dataclasses),
 :mod:`.groups` (a campaign's directory: a reproducer per group), :mod:`.report` (the table and the
 findings page), :mod:`.merge` (campaign directories merged), :mod:`.files` (summary.json and
-finding.json read as untrusted data, against a schema), customops.eval.known labels groups with documented deviations,
+finding.json read as untrusted data, against a schema), customops.eval.deviations labels groups with documented deviations,
 and :mod:`.command` (what the command does with its checked arguments: a campaign, ``merge``,
 ``replay``). The worker processes of the sides are customops.eval.worker and customops.eval.runner; the
 command's arguments are customops.cli.fuzz.

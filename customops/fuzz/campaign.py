@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from customops.eval.runner import Pool, parallel
+from customops.eval.signature import Finding, Signature
 from customops.fuzz.dispatch import make_case
 from customops.fuzz.summary import EXAMPLES, CaseCounts, GroupSummary
-from customops.fuzz.triage import Evaluation, Finding, Shrunk, Signature, evaluate, shrink, signature_of
+from customops.fuzz.triage import Evaluation, Shrunk, evaluate, observed, shrink, signature_of
 from customops.registry import OpVersion
 
 
@@ -270,10 +271,10 @@ def group_summary(group: Group, seed: int, rerun: list[str]) -> GroupSummary:
         rerun=rerun,
     )
     if group.shrunk is not None:
-        from customops.eval.known import facts
+        from customops.eval.facts import facts
 
         ev = group.shrunk.evaluation
-        entry.facts = facts(ev)
+        entry.facts = facts(observed(ev))
         if group.shrunk.needs:
             entry.facts["needs"] = list(group.shrunk.needs)
         entry.representative = {

@@ -310,7 +310,7 @@ def _campaign_info(
 def _write_groups(groups: list[Any], seed: int, out: Path) -> list[GroupSummary]:
     """Name each group's directory under ``out``, write its shrunk reproducer there; the groups' entries
     of the summary."""
-    from customops.eval.known import known_labels
+    from customops.eval.deviations import known_labels
     from customops.fuzz.campaign import group_summary
     from customops.fuzz.groups import compare_exits_1, group_dirname, rerun_commands, taken_names, write_group
 

@@ -19,11 +19,12 @@ from typing import Any
 import numpy as np
 
 from customops import jsonout
+from customops.eval.signature import Signature
 from customops.eval.testcase import first_differences, versions_line, write_test_case
 from customops.fuzz.case import build_model, case_to_json
 from customops.fuzz.files import FINDING
 from customops.fuzz.summary import CampaignSummary, GroupSummary
-from customops.fuzz.triage import Evaluation, Signature
+from customops.fuzz.triage import Evaluation
 from customops.safeio import atomic_dir, is_safe_component, safe_component, write_atomic
 
 README_REPRODUCE = "Reproduce:"

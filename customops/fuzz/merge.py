@@ -40,7 +40,7 @@ def merge(summaries: list[tuple[Path, CampaignSummary]], out: Path) -> CampaignS
     """One summary from several checked campaign summaries (e.g. shards); copies each group's
     representative (the one whose first example has the lowest index) into ``out``, under a name unique
     there, with its known labels refreshed (in the summary and in its finding.json)."""
-    from customops.eval.known import known_labels
+    from customops.eval.deviations import known_labels
 
     first = summaries[0][1]
     groups, sources = _merged_groups(summaries)

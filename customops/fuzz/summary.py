@@ -10,7 +10,7 @@ may lack are None here and left out of ``to_json()`` (but a group's ``dir`` and 
 and writes out byte for byte; a hand-edited file comes out with its keys in the fuzzer's order, a
 missing ``indices`` as null and a group's null ``seed`` left out.
 
-A group's ``facts`` (what the labelling rules read, customops.eval.known) and ``representative`` (a
+A group's ``facts`` (what the labelling rules read, customops.eval.facts and customops.eval.deviations) and ``representative`` (a
 description of the shrunk case) stay JSON objects: they are free-form in the file, only passed through
 by the merge, and read key by key by the rules, which tolerate any shape.
 """
@@ -23,7 +23,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from customops.fuzz.triage import Signature
+from customops.eval.signature import Signature
 
 EXAMPLES = 10
 """How many example case indices a group keeps."""

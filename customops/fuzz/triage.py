@@ -1,6 +1,6 @@
 """Triage: what each case's three outcomes mean, the signature of each finding, grouping, shrinking.
 
-A *finding* says which side is the odd one out (customops.eval.attribution, the rule compare uses too:
+A *finding* (customops.eval.signature.Finding) says which side is the odd one out (customops.eval.attribution, the rule compare uses too:
 ``builtin``, ``custom``, ``three-way``, ``unknown`` when the reference could not vote or agrees with both,
 ``reference`` for the reference's own deviations, which are notes, not findings) and its kind: ``value``, ``shape``, ``dtype`` (both ran, outputs differ), ``rejects-valid``,
 ``accepts-invalid``, ``crash``, ``hang``. Its *detail* is the normalized error (rejections, crashes) or the
@@ -11,7 +11,6 @@ simplest form in turn, and the ones whose simplification makes the finding go aw
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import re
@@ -21,8 +20,10 @@ from typing import Any
 import numpy as np
 
 from customops.eval.attribution import Within, odd_one_out
+from customops.eval.facts import Given, Observed
 from customops.eval.metrics import DEFAULT_TOLERANCES, Metrics, compare_arrays
 from customops.eval.runner import Outcome, Pool
+from customops.eval.signature import Finding, Signature
 from customops.eval.worker import SIDES, Request
 from customops.fuzz import values as V
 from customops.fuzz.case import Case, build_model
@@ -31,71 +32,6 @@ from customops.fuzz.spaces.base import OUT_LIMIT, Space, Verdict
 
 OUTPUT_KINDS = ("value", "shape", "dtype")
 KINDS = (*OUTPUT_KINDS, "rejects-valid", "accepts-invalid", "crash", "hang")
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One disagreement on one case (see the module docstring)."""
-
-    side: str
-    kind: str
-    detail: str = ""
-
-    @property
-    def counts(self) -> bool:
-        """False for the reference's own deviations (kept as notes)."""
-        return self.side != "reference"
-
-    @property
-    def coarse(self) -> tuple[str, str, str]:
-        return (self.side, self.kind, self.detail)
-
-
-@dataclass(frozen=True)
-class Signature:
-    """What a group of findings shares: (op, version), the odd side, the kind, the detail and the
-    features that matter."""
-
-    op: str
-    version: int
-    side: str
-    kind: str
-    detail: str = ""
-    features: tuple[str, ...] = ()
-
-    @property
-    def key(self) -> str:
-        return json.dumps([self.op, self.version, self.side, self.kind, self.detail, list(self.features)])
-
-    @property
-    def id(self) -> str:
-        return hashlib.sha1(self.key.encode()).hexdigest()[:10]
-
-    @property
-    def finding(self) -> Finding:
-        return Finding(self.side, self.kind, self.detail)
-
-    def text(self) -> str:
-        parts = [f"{self.op}-{self.version}", self.side, self.kind]
-        if self.detail:
-            parts.append(f"({self.detail})")
-        if self.features:
-            parts.append("[" + ", ".join(self.features) + "]")
-        return " ".join(parts)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "op": self.op,
-            "version": self.version,
-            "side": self.side,
-            "kind": self.kind,
-            "detail": self.detail,
-            "features": list(self.features),
-        }
-
-    @staticmethod
-    def from_json(d: dict[str, Any]) -> Signature:
-        return Signature(d["op"], int(d["version"]), d["side"], d["kind"], d["detail"], tuple(d["features"]))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -258,6 +194,22 @@ class Evaluation:
     verdict: Verdict
     outcomes: dict[str, Outcome]
     findings: list[Finding]
+
+
+def observed(ev: Evaluation) -> Observed:
+    """A case run on the three sides as customops.eval.facts reads it: X, T, the inputs given, the
+    attributes, the oracle's output shape and ORT's output (None when ORT failed)."""
+    case = ev.case
+    b = ev.outcomes.get("builtin")
+    return Observed(
+        op=case.op,
+        x=case.main,
+        dtype=case.dtype,
+        attrs=case.attrs,
+        inputs={name: Given(t.value, t.elem, t.const) for name, t in case.inputs.items() if t is not None},
+        out_shape=ev.verdict.out_shape,
+        builtin=b.value if b is not None and b.status == "ok" else None,
+    )
 
 
 def evaluate(pool: Pool, case: Case, verdict: Verdict | None = None, tag: str = "triage") -> Evaluation:

@@ -1,0 +1,194 @@
+"""The facts of a case that the rules of customops.eval.deviations read, computed in one place for both
+tools from an :class:`Observed`: the fuzzer builds one from its shrunk representative
+(customops.fuzz.triage.observed), compare from the node where a difference starts, run alone
+(customops.comparison.node_labels). The facts are a JSON object (a fuzz group keeps them in
+summary.json, which the merge reads back and labels again).
+
+One rule for each fact, whichever tool asks:
+
+- ``rank``, ``zero_axes``: of X; ``dtype``: T, X's element type; ``attrs``: the node's attributes.
+- ``same_shape``, ``kept_axes``: the spec side's output shape against X's (kept axes only when the ranks
+  agree: Col2Im's output has another rank).
+- ``builtin_returns_input``: ORT's output is X, compared in the output's element type with NaN equal to
+  NaN (an X holding NaN that ORT returns as it is counts, and so does an X ORT returns in another type
+  when the values survive the cast); False when the two cannot be compared.
+- ``<input>_elem``, ``<input>_const`` for the index inputs (:data:`INDEX_INPUTS`) given; ``spatial``:
+  Col2Im's number of spatial axes.
+- the facts of some operators' own rules (:data:`OP_FACTS`).
+- ``resized_to_one`` (an axis brought to length 1) only when asked (``reference=True``): the rules of the
+  reference's own deviations read it, and the fuzzer keeps those differences as notes, which are not
+  labelled, so a fuzz group's facts never hold it.
+
+With no X (compare's node whose first input has no value here) the facts are ``dtype`` ("float") and
+``attrs`` only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+INDEX_INPUTS = ("roi", "axes", "shape", "image_shape")
+"""Inputs whose element type and constness the rules read (by the registry's input names)."""
+
+GRID_FAR = 1e6
+"""|normalized coordinate| from which a GridSample grid value counts as far out (ORT 1.32 is wrong from
+about 1e8 on with border padding, and for NaN, ±Inf and |u| ≳ 1e19 with zeros: G-GRID-FAR-OR-NAN)."""
+
+
+@dataclass(frozen=True)
+class Given:
+    """One input given to the node: its value, element type and whether it is a constant of the model."""
+
+    value: Any
+    elem: str
+    const: bool
+
+
+@dataclass
+class Observed:
+    """A case as the facts see it, built by either tool: the op type, X (None when unknown), T, the inputs
+    given by the registry's names, the attributes, the spec side's output shape (None when it has none)
+    and ORT's output (None when ORT failed)."""
+
+    op: str
+    x: np.ndarray | None
+    dtype: str
+    attrs: dict[str, Any]
+    inputs: dict[str, Given] = field(default_factory=dict)
+    out_shape: tuple[int, ...] | None = None
+    builtin: Any = None
+
+
+def grid_far(grid: Any) -> bool:
+    """Whether a GridSample grid holds NaN, ±Inf or a coordinate beyond :data:`GRID_FAR`."""
+    g = np.asarray(grid, dtype=np.float64)
+    return bool(g.size) and not bool((np.abs(g) <= GRID_FAR).all())
+
+
+def facts(seen: Observed, reference: bool = False) -> dict[str, Any]:
+    """What the rules read of a case (the module docstring says each fact's rule); ``reference``: also the
+    facts of the reference's own rules."""
+    x = seen.x
+    if x is None:
+        return {"dtype": seen.dtype, "attrs": dict(seen.attrs)}
+    out: dict[str, Any] = {"rank": int(x.ndim), "dtype": seen.dtype, "attrs": dict(seen.attrs)}
+    out["zero_axes"] = sum(1 for d in x.shape if d == 0)
+    shape = seen.out_shape
+    if shape is not None:
+        out["same_shape"] = tuple(shape) == tuple(x.shape)
+        if len(shape) == x.ndim:  # Col2Im's output has another rank than its input
+            pairs = list(zip(shape, x.shape, strict=True))
+            out["kept_axes"] = sum(1 for a, b in pairs if a == b)
+            if reference:
+                out["resized_to_one"] = any(a == 1 and b != 1 for a, b in pairs)
+    if seen.builtin is not None:
+        out["builtin_returns_input"] = returns_input(np.asarray(seen.builtin), x)
+    for name in INDEX_INPUTS:
+        given = seen.inputs.get(name)
+        if given is not None:
+            out[f"{name}_elem"] = given.elem
+            out[f"{name}_const"] = given.const
+            if name == "image_shape":
+                out["spatial"] = int(np.asarray(given.value).size)
+    values = {name: given.value for name, given in seen.inputs.items()}
+    out.update(op_facts(seen.op, values, seen.attrs, seen.builtin))
+    return out
+
+
+def returns_input(value: np.ndarray, x: np.ndarray) -> bool:
+    """Whether ``value`` is ``x``: the same shape and the same elements in ``value``'s element type, NaN
+    equal to NaN; False when ``x`` does not cast to it."""
+    try:
+        return value.shape == x.shape and bool(
+            np.array_equal(value, x.astype(value.dtype), equal_nan=value.dtype.kind == "f")
+        )
+    except (TypeError, ValueError):
+        return False
+
+
+def op_facts(op: str, inputs: dict[str, Any], attrs: dict[str, Any], builtin: Any) -> dict[str, Any]:
+    """The facts of one operator's rules (:data:`OP_FACTS`) from its inputs by registry name, its
+    attributes and ORT's output (None when ORT failed); {} for the other operators."""
+    reader = OP_FACTS.get(op)
+    return reader(inputs, attrs, builtin) if reader is not None else {}
+
+
+def _affine_grid_facts(inputs: dict[str, Any], attrs: dict[str, Any], builtin: Any) -> dict[str, Any]:
+    """AffineGrid: the grid's sizes (size without N and C)."""
+    if inputs.get("size") is None:
+        return {}
+    return {"grid_sizes": [int(v) for v in np.asarray(inputs["size"]).tolist()[2:]]}
+
+
+def _grid_sample_facts(inputs: dict[str, Any], attrs: dict[str, Any], builtin: Any) -> dict[str, Any]:
+    """GridSample: whether the grid holds NaN, ±Inf or far-out coordinates (:func:`grid_far`)."""
+    if inputs.get("grid") is None:
+        return {}
+    return {"grid_far": grid_far(inputs["grid"])}
+
+
+def _max_roi_pool_facts(inputs: dict[str, Any], attrs: dict[str, Any], builtin: Any) -> dict[str, Any]:
+    """MaxRoiPool: whether X holds a NaN, whether ORT's output holds float32's lowest value, whether
+    float32 bin edges (ORT's arithmetic) differ from the exact ones."""
+    out: dict[str, Any] = {}
+    if inputs.get("X") is not None:
+        out["x_has_nan"] = bool(np.isnan(np.asarray(inputs["X"], dtype=np.float64)).any())
+    if builtin is not None:
+        out["builtin_has_lowest"] = bool((np.asarray(builtin) == np.finfo(np.float32).min).any())
+    rois, pooled = inputs.get("rois"), attrs.get("pooled_shape")
+    scale = float(attrs.get("spatial_scale", 1.0))
+    if rois is not None:
+        out["float_corners_differ"] = _float_corners_differ(np.asarray(rois), scale)
+    if rois is not None and pooled is not None and len(pooled) == 2:
+        out["float_bin_edges_differ"] = _float_bins_differ(np.asarray(rois), scale, list(pooled))
+    return out
+
+
+OP_FACTS: dict[str, Callable[[dict[str, Any], dict[str, Any], Any], dict[str, Any]]] = {
+    "GridSample": _grid_sample_facts,
+    "AffineGrid": _affine_grid_facts,
+    "MaxRoiPool": _max_roi_pool_facts,
+}
+"""Facts some operators' rules read beyond :func:`facts`' common ones, by op type."""
+
+
+def _float_corners_differ(rois: np.ndarray, scale: float) -> bool:
+    """Whether a roi corner ORT rounds from a float32 product (``round(x * spatial_scale)`` in float32)
+    differs from the corner rounded from the exact product (docs/semantics.md, MaxRoiPool: roi corners
+    in pixels of X): x = 5, spatial_scale 0.7 gives 3.5 in float32, 3.49999994... exactly."""
+    from customops.kernels.max_roi_pool import round_half_away
+
+    if rois.ndim != 2 or rois.shape[1] != 5 or not np.isfinite(rois).all() or not np.isfinite(scale):
+        return False
+    values = rois[:, 1:].astype(np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        single = values * np.float32(scale)  # float32 times float32, rounded to float32
+        exact = values.astype(np.float64) * float(np.float32(scale))  # exact in float64
+    keep = np.isfinite(single)
+    return bool((round_half_away(single[keep].astype(np.float64)) != round_half_away(exact[keep])).any())
+
+
+def _float_bins_differ(rois: np.ndarray, scale: float, pooled: list[int]) -> bool:
+    """Whether a bin edge ORT computes in float32 (``floor(p * float(L) / P)``, ``ceil``) differs from
+    the exact one for one of ``rois``."""
+    if rois.ndim != 2 or rois.shape[1] != 5 or min(pooled) < 1 or not np.isfinite(rois).all():
+        return False
+    f32 = np.float32
+    for roi in rois.astype(np.float32).tolist():
+        with np.errstate(over="ignore"):
+            products = [float(f32(v) * f32(scale)) for v in roi[1:]]  # ORT: float32, then C's round()
+        if not all(np.isfinite(products)):
+            continue
+        x1, y1, x2, y2 = (int(np.copysign(np.floor(abs(v) + 0.5), v)) for v in products)
+        for span, bins in ((max(y2 - y1 + 1, 1), pooled[0]), (max(x2 - x1 + 1, 1), pooled[1])):
+            size = f32(span) / f32(bins)
+            for p in range(bins):
+                if int(np.floor(f32(p) * size)) != (p * span) // bins:
+                    return True
+                if int(np.ceil(f32(p + 1) * size)) != -((-(p + 1) * span) // bins):
+                    return True
+    return False
