@@ -143,7 +143,7 @@ class NodeResult:
     provider: dict[str, str | None] = field(default_factory=dict)
     """The execution provider that ran the node in the model, per side (from ORT's profile)."""
     known: list[str] = field(default_factory=list)
-    """Ids of documented deviations the difference matches (customops.eval.known), where it starts."""
+    """Ids of documented deviations the difference matches (customops.eval.deviations), where it starts."""
     isolated: dict[str, Any] | None = None
     origin: str = "unknown"
     attribution: str = "unknown"
