@@ -3,14 +3,14 @@
 
 For every swapped node of the main graph the report says whether its output differs inside the model,
 whether the difference starts at that node (the node alone, fed A's own inputs to it, still differs) or
-was carried in from upstream, and which side leaves the spec (customops.eval.attribution). The steps:
-:func:`prepare` (restore, rewrite, pick the nodes and the values to expose), :func:`run_whole` (the model
-on both sides, then with the exposed values as outputs), :func:`judge_outputs`, :func:`judge_node` for each
-swapped node, then, where outputs differ and no node alone explains it, the follow-ups (:func:`check_optimizer`,
-:func:`find_culprits`, :func:`check_carried`) and the report (customops.comparison.results.Report, its
-verdict line from customops.comparison.summary). The entry points: :func:`compare_model`, and after the
-rewrite :func:`run_and_judge` or, against loaded outputs, :func:`compare_loaded`. The settings they take
-are customops.comparison.settings.
+was carried in from upstream, and which side leaves the spec (customops.eval.attribution). This module
+holds the steps and the entry points. The steps: :func:`prepare` (restore, rewrite, pick the nodes and
+the values to expose), :func:`run_whole` (the model on both sides, then with the exposed values as
+outputs), :func:`judge_outputs`, :func:`judge_node` for each swapped node, the follow-ups
+(customops.comparison.followups) and the typed report (customops.comparison.results.Report, its verdict
+line in the words of customops.comparison.summary). The entry points: :func:`compare_model`, then
+:func:`run_and_judge` or, against loaded outputs, :func:`compare_loaded`, with the checked settings of
+customops.comparison.settings.
 """
 
 from __future__ import annotations
@@ -18,17 +18,22 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from onnx import ModelProto, NodeProto, helper
+from onnx import ModelProto, NodeProto
 
-from customops.comparison import optimizer
-from customops.comparison.amplify import CulpritSearch, Effect, culprits
-from customops.comparison.carried import FROM_ORT, CarriedIn, sources
-from customops.comparison.choices import Choices, Stopped, non_finite, stops_here
+from customops.comparison.amplify import Effect
+from customops.comparison.choices import Choices, stops_here
 from customops.comparison.failures import FailPoint, before_failure, fail_point, parted
+from customops.comparison.followups import (
+    check_carried,
+    check_optimizer,
+    find_culprits,
+    record_carried,
+    record_choices,
+    record_optimization,
+)
 from customops.comparison.inputs import InputPlan, InputsUsed, sizes_text
 from customops.comparison.isolate import (
     Isolated,
@@ -39,11 +44,12 @@ from customops.comparison.isolate import (
     run_side,
 )
 from customops.comparison.known import labels
-from customops.comparison.optimizer import Optimization, Rerun, same_bits
+from customops.comparison.optimizer import Optimization
+from customops.comparison.prepared import Prepared, WholeRuns, with_outputs
 from customops.comparison.results import Comparison, NodeResult, OutputResult, Report
 from customops.comparison.saved import LoadedOutputs
 from customops.comparison.settings import Settings, checked_settings
-from customops.comparison.summary import carried_text, loaded_summary, parted_summary, summary_line
+from customops.comparison.summary import loaded_summary, parted_summary, summary_line
 from customops.errors import CustomOpsError
 from customops.eval import sides
 from customops.eval.metrics import DEFAULT_TOLERANCES
@@ -62,38 +68,6 @@ def log(message: str) -> None:
 
 # ---------------------------------------------------------------------------------------------------------
 # the steps
-
-
-@dataclass
-class Prepared:
-    """The model as compared (restored if it came rewritten), its rewrite, and what to look at."""
-
-    model: ModelProto
-    rewritten: ModelProto
-    swapped: list[Any]
-    """The rewriter's records of the main graph's swapped nodes."""
-    all_swapped: list[Any]
-    skipped: list[Any]
-    nodes: dict[str, NodeProto]
-    exposed: list[str]
-    """Values made graph outputs to see inside the model: each swapped node's output and inputs."""
-    types: dict[str, int]
-    initializers: dict[str, np.ndarray]
-
-
-def _with_outputs(model: ModelProto, names: Sequence[str], types: dict[str, int]) -> ModelProto:
-    out = ModelProto()
-    out.CopyFrom(model)
-    present = {o.name for o in out.graph.output}
-    for name in names:
-        if name and name not in present:
-            elem = types.get(name)
-            if elem:
-                out.graph.output.append(helper.make_tensor_value_info(name, elem, None))
-            else:
-                out.graph.output.append(helper.make_empty_tensor_value_info(name))
-            present.add(name)
-    return out
 
 
 def prepare(
@@ -131,17 +105,6 @@ def prepare(
     )
 
 
-@dataclass
-class WholeRuns:
-    """The model on each side as it is (``a``, ``b``: outputs, errors, per-node times) and with the
-    exposed values as outputs (``a_exposed``, ``b_exposed``)."""
-
-    a: SideRun
-    b: SideRun
-    a_exposed: SideRun
-    b_exposed: SideRun
-
-
 def run_whole(p: Prepared, feed: dict[str, np.ndarray], s: Settings, say: Callable[[str], None]) -> WholeRuns:
     """Run the model on both sides (the built-in one on ``s.providers``); when it runs on neither, no
     exposed values (:func:`runs_that_fit` decides what that means)."""
@@ -151,7 +114,7 @@ def run_whole(p: Prepared, feed: dict[str, np.ndarray], s: Settings, say: Callab
     if a.error and b.error:
         return WholeRuns(a, b, SideRun(), SideRun())
     pairs = ((p.model, a), (p.rewritten, b))
-    exposed = [_with_outputs(m, p.exposed, p.types) if p.exposed and not r.error else None for m, r in pairs]
+    exposed = [with_outputs(m, p.exposed, p.types) if p.exposed and not r.error else None for m, r in pairs]
     a_exposed, b_exposed = _both_sides(exposed, feed, s, 0)
     return WholeRuns(a, b, a_exposed, b_exposed)
 
@@ -184,8 +147,8 @@ def runs_against_loaded(
     b = run_side(p.rewritten, feed, custom=True, repeats=s.repeats, optimization=s.optimization)
     b_exposed = SideRun()
     if p.exposed and not b.error:
-        with_outputs = _with_outputs(p.rewritten, p.exposed, p.types)
-        b_exposed = run_side(with_outputs, feed, custom=True, optimization=s.optimization)
+        exposed = with_outputs(p.rewritten, p.exposed, p.types)
+        b_exposed = run_side(exposed, feed, custom=True, optimization=s.optimization)
     graph = {o.name for o in p.model.graph.output}
     a = SideRun(values={k: v for k, v in loaded.values.items() if k in graph})
     a_exposed = SideRun(values={k: v for k, v in loaded.values.items() if k in set(p.exposed)})
@@ -462,62 +425,6 @@ def _report(
     )
 
 
-def explained_alone(nodes: list[NodeResult]) -> bool:
-    """Whether a swapped node run alone explains a difference of the outputs: one starts there, or the
-    two kernels differ there within rounding (no rerun or search can add to that)."""
-    return any(n.origin in ("starts-here", "rounding") for n in nodes)
-
-
-def unexplained(runs: WholeRuns, judged: tuple[list[OutputResult], list[NodeResult]]) -> bool:
-    """Whether both sides ran, an output differs and no swapped node alone explains it
-    (:func:`explained_alone`): only then do the reruns and the search run."""
-    outputs, nodes = judged
-    if runs.a.error or runs.b.error or explained_alone(nodes):
-        return False
-    return not all(o.verdict == "agree" for o in outputs)
-
-
-def find_culprits(
-    p: Prepared,
-    feed: dict[str, np.ndarray],
-    runs: WholeRuns,
-    judged: tuple[list[OutputResult], list[NodeResult]],
-    s: Settings,
-    say: Callable[[str], None],
-) -> list[Effect]:
-    """When an output differs but no swapped node differs alone: the swaps that move the outputs
-    (customops.comparison.amplify), largest effect first; else nothing (and no extra run)."""
-    outputs, _ = judged
-    if not unexplained(runs, judged):
-        return []
-    say("no swapped node differs alone: running the model with one swap at a time")
-    builtin = {o.name: runs.a.values[o.name] for o in outputs if o.name in runs.a.values}
-    search = CulpritSearch(p.model, feed, builtin, s.tol, say, s.stat, optimization=s.optimization)
-    swaps = list(dict.fromkeys((r.node, r.op) for r in p.all_swapped))
-    found = culprits(search, swaps)
-    say(f"{search.runs} model run(s) to find {len(found)} swap(s) that move the outputs")
-    return found
-
-
-def check_optimizer(
-    p: Prepared,
-    feed: dict[str, np.ndarray],
-    runs: WholeRuns,
-    judged: tuple[list[OutputResult], list[NodeResult]],
-    s: Settings,
-    say: Callable[[str], None],
-) -> Optimization:
-    """When an output differs but no swapped node differs alone: both sides rerun at lower graph
-    optimization levels until the outputs pass (customops.comparison.optimizer); else no rerun."""
-    outputs, _ = judged
-    found = Optimization(s.optimization)
-    if not unexplained(runs, judged):
-        return found
-    names = [o.name for o in outputs]
-    rerun = Rerun(p.model, p.rewritten, feed, names, s.tol, s.stat, s.providers, say)
-    return optimizer.check(rerun, s.optimization)
-
-
 def _why_outputs_differ(
     p: Prepared,
     feed: dict[str, np.ndarray],
@@ -539,92 +446,8 @@ def _why_outputs_differ(
     return optimization, amplified
 
 
-def _record_optimization(report: Report, found: Optimization) -> None:
-    """The graph optimization level and its reruns into ``report``; where the difference vanished at a
-    lower level, the verdict line says it is the optimizer's (customops.comparison.optimizer.summary)."""
-    report.graph_optimization = found
-    if found.vanishes_at is not None:
-        report.summary = optimizer.summary(report.summary.partition("; ")[0], found)
-
-
-def record_choices(
-    report: Report,
-    p: Prepared,
-    tensors: dict[str, tuple[np.ndarray | None, np.ndarray | None]],
-    choices: Choices,
-) -> None:
-    """Into ``report``: where --fail-fast stopped and the swapped nodes it did not judge; with --validate,
-    each compared tensor (graph outputs, judged nodes' outputs) and side holding NaN or inf, which makes
-    an agreement "invalid" (exit status 1) and is named on the verdict line."""
-    judged = {n.node for n in report.nodes}
-    if choices.fail_fast and len(judged) < len(p.swapped):
-        last = report.nodes[-1]
-        rest = [{"node": r.node, "op": r.op} for r in p.swapped if r.node not in judged]
-        report.stopped = Stopped(last.node, last.op, rest)
-        report.summary += f"; --fail-fast stopped at {last.node!r}: {len(rest)} swapped node(s) not judged"
-    if not choices.validate:
-        return
-    found = [v for o in report.outputs for v in non_finite(o.name, None, tensors[o.name])]
-    found += [v for n in report.nodes for v in non_finite(n.output, n.node, tensors[n.node])]
-    report.validation = found
-    if not found:
-        return
-    more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
-    if report.verdict == "agree":
-        report.verdict = "invalid"
-        report.summary = f"INVALID (--validate): {found[0].text()}{more}; {report.summary}"
-    else:
-        report.summary += f"; --validate: {found[0].text()}{more}"
-
-
-def check_carried(
-    p: Prepared,
-    feed: dict[str, np.ndarray],
-    runs: WholeRuns,
-    judged: tuple[list[NodeResult], dict[str, Isolated]],
-    s: Settings,
-    say: Callable[[str], None],
-) -> CarriedIn | None:
-    """Mark each node whose inputs differ with where that comes from (customops.comparison.carried);
-    where ORT's own nodes made a difference a node shows inside the model, rerun those values on both
-    sides at lower graph optimization levels (customops.comparison.optimizer). None: no such node."""
-    if runs.a.error or runs.b.error:
-        return None
-    nodes, isolated = judged
-    alone = {n.node: _differs_alone(isolated.get(n.node)) for n in nodes}
-    by_name = {n.node: n for n in nodes}
-    values = (runs.a_exposed.values, runs.b_exposed.values)
-    inner = frozenset(r.node for r in p.all_swapped if r not in p.swapped)
-    found = sources(p.model, alone, inner, values)
-    for src in found:
-        by_name[src.node].carried_from = src.source
-    ort = [src for src in found if src.source == FROM_ORT]
-    if not any(by_name[src.node].verdict == "disagree" for src in ort):
-        return None
-    names = list(dict.fromkeys(v for src in ort for v in src.values))
-    carried = CarriedIn([src.node for src in ort], names, Optimization(s.optimization))
-    if not explained_alone(nodes):  # the graph outputs are rerun at the lower levels anyway
-        return carried
-    a, b = _with_outputs(p.model, names, p.types), _with_outputs(p.rewritten, names, p.types)
-    rerun = Rerun(a, b, feed, names, s.tol, s.stat, s.providers, say)
-    why = "inputs of swapped nodes differ, made by ORT's own nodes"
-    carried.optimization = optimizer.check(rerun, s.optimization, why)
-    return carried
-
-
-def _differs_alone(iso: Isolated | None) -> bool:
-    """Whether the two kernels alone give other bits (or either gave none, or the node was not run)."""
-    if iso is None:
-        return True
-    a, b = iso.outputs["builtin"], iso.outputs["custom"]
-    return a is None or b is None or not same_bits(np.asarray(a), np.asarray(b))
-
-
-def _record_carried(report: Report, carried: CarriedIn | None) -> None:
-    """The values carried in from ORT's own nodes into ``report``, and a clause of the verdict line."""
-    report.carried_in = carried
-    if carried is not None and report.verdict == "disagree":
-        report.summary += "; " + carried_text(carried, report.nodes)
+# ---------------------------------------------------------------------------------------------------------
+# the entry points
 
 
 def _check_tolerance_names(p: Prepared, s: Settings) -> None:
@@ -759,8 +582,8 @@ def run_and_judge(
     optimization, amplified = _why_outputs_differ(p, feed, runs, (outputs, nodes), settings, (say, clock))
     report = _report(p, runs, outputs, nodes, settings, (model_name, seed, amplified))
     report.phase_seconds = clock.seconds
-    _record_optimization(report, optimization)
-    _record_carried(report, carried)
+    record_optimization(report, optimization)
+    record_carried(report, carried)
     note_failures(report, fail_points(p, runs), nodes, used)
     record_choices(report, p, tensors, settings.choices)
     return Comparison(report, tensors, isolated, feed)
@@ -788,7 +611,7 @@ def compare_loaded(
     if report.verdict == "disagree":
         report.summary = loaded_summary(outputs, nodes, loaded)
     report.phase_seconds = clock.seconds
-    _record_optimization(report, Optimization(s.optimization))
+    record_optimization(report, Optimization(s.optimization))
     note_failures(report, fail_points(p, runs), nodes, InputsUsed.of(feed, plan))
     validate_only = Choices(s.choices.nodes, s.choices.exclude, s.choices.validate)  # nothing stops early
     record_choices(report, p, tensors, validate_only)
