@@ -350,7 +350,7 @@ def test_isolated_node_is_fed_the_builtin_sides_own_upstream_values():
     assert fed.dtype == builtin_r.dtype
     np.testing.assert_array_equal(fed, builtin_r)
     # and the Pad alone on those values agrees, so the difference in its output is carried in
-    assert by_node["pad"]["origin"] == "carried-in" and by_node["pad"]["attribution"] == "agree"
+    assert by_node["pad"].origin == "carried-in" and by_node["pad"].attribution == "agree"
 
 
 def test_node_the_builtin_side_cannot_run_after_upstream_nodes_is_fed_the_custom_sides_values(tmp_path):

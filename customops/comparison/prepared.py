@@ -34,6 +34,8 @@ class Prepared:
 
 
 def with_outputs(model: ModelProto, names: Sequence[str], types: dict[str, int]) -> ModelProto:
+    """A copy of ``model`` with each value of ``names`` (empty names and outputs already there left out)
+    made a graph output, typed from ``types`` where the type is known."""
     out = ModelProto()
     out.CopyFrom(model)
     present = {o.name for o in out.graph.output}
