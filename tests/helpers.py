@@ -290,14 +290,14 @@ def check_deviation(dev: Deviation) -> None:
     )
     comparison = compare_model(model, feed, model_name=dev.id)
     report = comparison.report
-    assert report["verdict"] in ("disagree", "failed"), report["summary"]
+    assert report.verdict in ("disagree", "failed"), report.summary
     assert comparison.exit_status == 1
-    (node,) = report["nodes"]
-    assert node["attribution"] in dev.attribution, (node["attribution"], node["isolated"]["errors"])
-    assert node["origin"] == "starts-here" or node["verdict"] == "side-failed"
+    (node,) = report.nodes
+    assert node.attribution in dev.attribution, (node.attribution, node.isolated["errors"])
+    assert node.origin == "starts-here" or node.verdict == "side-failed"
     # named by the matcher the fuzzer labels its groups with (T-RESIZE names T-RESIZE-UINT16's kind)
-    assert any(dev.id.startswith(known) for known in node["known"]), node["known"]
-    ours = comparison.isolated[node["node"]].outputs["custom"]
+    assert any(dev.id.startswith(known) for known in node.known), node.known
+    ours = comparison.isolated[node.node].outputs["custom"]
     spec = np.asarray(dev.spec)
     # every operator here gives its output the element type of its data input (the first one)
     data_dtype = np.asarray(next(v for v in dev.inputs.values() if v is not None)).dtype

@@ -80,15 +80,15 @@ def test_compare_and_fuzz_blame_the_same_side_on_the_bundled_deviations():
     model = onnx.load(Path(__file__).parent.parent / "models" / "ort_deviation.onnx")
     comparison = compare_model(model, generate_inputs(model))
     words = []
-    for entry in comparison.report["nodes"]:
-        iso = comparison.isolated[entry["node"]]
+    for entry in comparison.report.nodes:
+        iso = comparison.isolated[entry.node]
         outcomes = {
             side: Outcome("ok", value) if value is not None else Outcome("error", None, "x")
             for side, value in iso.outputs.items()
         }
         elem = "float" if iso.outputs["builtin"].dtype == np.float32 else "double"
         sides = [f.side for f in classify(elem, Verdict(None), outcomes)]
-        word = entry["attribution"]
-        assert sides == ([] if FUZZ_SIDE[word] is None else [FUZZ_SIDE[word]]), (entry["node"], word, sides)
+        word = entry.attribution
+        assert sides == ([] if FUZZ_SIDE[word] is None else [FUZZ_SIDE[word]]), (entry.node, word, sides)
         words.append(word)
     assert "builtin-leaves-spec" in words, words

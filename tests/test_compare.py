@@ -284,11 +284,11 @@ def test_reference_that_leaves_the_spec_is_not_blamed_on_ort():
         coordinate_transformation_mode="pytorch_half_pixel",
     )
     comparison = compare_model(model, feed)
-    (node,) = comparison.report["nodes"]
-    assert node["attribution"] == "reference-odd-one-out"
-    assert node["known"] == ["semantics: `pytorch_half_pixel`, output length 1"], node["known"]
-    assert node["verdict"] == "agree" and comparison.exit_status == 0
-    iso = comparison.isolated[node["node"]]
+    (node,) = comparison.report.nodes
+    assert node.attribution == "reference-odd-one-out"
+    assert node.known == ["semantics: `pytorch_half_pixel`, output length 1"], node.known
+    assert node.verdict == "agree" and comparison.exit_status == 0
+    iso = comparison.isolated[node.node]
     assert iso.outputs["custom"].tolist() == [[1.0]] and iso.outputs["builtin"].tolist() == [[1.0]]
     assert abs(float(iso.outputs["reference"][0, 0]) - 1.0) > 0.05
 
@@ -329,16 +329,15 @@ def test_difference_carried_in_from_upstream_is_told_apart_from_one_that_starts_
     model = _chain()
     feed = generate_inputs(model, seed=3, dims={"N": 1})
     report = compare_model(model, feed).report
-    by_node = {n["node"]: n for n in report["nodes"]}
+    by_node = {n.node: n for n in report.nodes}
     assert (
-        by_node["resize"]["origin"] == "starts-here"
-        and by_node["resize"]["attribution"] == "builtin-leaves-spec"
+        by_node["resize"].origin == "starts-here" and by_node["resize"].attribution == "builtin-leaves-spec"
     )
     # the Pad itself agrees on A's own inputs, but its output in the model differs: carried in
-    assert by_node["pad"]["origin"] == "carried-in" and by_node["pad"]["attribution"] == "agree"
-    assert by_node["pad"]["in_model"]["pass"] is False
-    assert report["outputs"][0]["verdict"] == "disagree"
-    assert report["summary"].startswith("DISAGREE") and "'resize'" in report["summary"]
+    assert by_node["pad"].origin == "carried-in" and by_node["pad"].attribution == "agree"
+    assert by_node["pad"].in_model.passed is False
+    assert report.outputs[0].verdict == "disagree"
+    assert report.summary.startswith("DISAGREE") and "'resize'" in report.summary
 
 
 def test_metrics_report_ulps_nan_placement_and_the_tolerance_needed():
@@ -579,20 +578,20 @@ def test_an_amplified_difference_is_blamed_on_the_swap_that_moves_the_output(mon
     model = _amplifying_model(pads=4)
     comparison = compare_model(model, generate_inputs(model))
     report = comparison.report
-    assert report["verdict"] == "disagree"
-    assert all(n["origin"] != "starts-here" for n in report["nodes"])
-    assert "starts at" not in report["summary"]
-    assert "amplified downstream" in report["summary"] and "'upsample' [Resize-19]" in report["summary"]
-    assert [e["nodes"] for e in report["amplified"]] == [["upsample"]]
-    assert not report["amplified"][0]["passes"]
+    assert report.verdict == "disagree"
+    assert all(n.origin != "starts-here" for n in report.nodes)
+    assert "starts at" not in report.summary
+    assert "amplified downstream" in report.summary and "'upsample' [Resize-19]" in report.summary
+    assert [e.nodes for e in report.amplified] == [["upsample"]]
+    assert not report.amplified[0].passes
 
 
 def test_no_search_when_a_node_starts_the_difference_and_the_quickstart_names_its_deviation():
     model = onnx.load(Path(__file__).resolve().parent.parent / "models" / "ort_deviation.onnx")
     report = compare_model(model, generate_inputs(model)).report
-    assert "starts at" in report["summary"] and report["amplified"] == []
-    assert report["summary"].endswith("builtin-leaves-spec (known: R-ALIGN-CORNERS-INT-LENGTH)")
-    assert [n["known"] for n in report["nodes"]] == [["R-ALIGN-CORNERS-INT-LENGTH"]]
+    assert "starts at" in report.summary and report.amplified == []
+    assert report.summary.endswith("builtin-leaves-spec (known: R-ALIGN-CORNERS-INT-LENGTH)")
+    assert [n.known for n in report.nodes] == [["R-ALIGN-CORNERS-INT-LENGTH"]]
 
 
 def test_the_reference_limit_is_per_op_unless_one_is_given():
@@ -665,8 +664,8 @@ def test_kernel_times_follow_a_node_that_ort_s_layout_pass_renames():
         [weights, scales],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    (node,) = compare_model(model, generate_inputs(model), repeats=KERNEL_TIME_RUNS).report["nodes"]
-    assert node["time_us"]["builtin"] is not None
+    (node,) = compare_model(model, generate_inputs(model), repeats=KERNEL_TIME_RUNS).report.nodes
+    assert node.time_us["builtin"] is not None
 
 
 def test_per_tensor_tolerances_decide_that_tensor_only(tmp_path):
@@ -726,12 +725,8 @@ def test_nodes_without_a_name_get_stable_names_from_their_outputs(tmp_path):
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
     first, again = (compare_model(model, generate_inputs(model)) for _ in range(2))
-    assert (
-        [n["node"] for n in first.report["nodes"]]
-        == ["small", "y"]
-        == [n["node"] for n in again.report["nodes"]]
-    )
-    assert first.report["nodes"][0]["origin"] == "starts-here"
+    assert [n.node for n in first.report.nodes] == ["small", "y"] == [n.node for n in again.report.nodes]
+    assert first.report.nodes[0].origin == "starts-here"
     from customops.comparison.repro import save_repros
 
     assert [p.name for p in save_repros(first, tmp_path / "repro")] == ["small"]

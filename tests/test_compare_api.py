@@ -9,7 +9,7 @@ import onnx
 import pytest
 
 import customops
-from customops.comparison import pipeline
+from customops.comparison import results
 
 MODEL = Path(__file__).resolve().parent.parent / "models" / "ort_deviation.onnx"
 
@@ -24,7 +24,7 @@ def test_compare_names_the_deviation_and_matches_the_command_s_json(tmp_path):
     from tests.helpers import run_cli, strict_json
 
     report = customops.compare(str(MODEL))
-    assert isinstance(report, pipeline.Report)
+    assert isinstance(report, results.Report)
     assert report.verdict == "disagree" and "builtin-leaves-spec" in report.summary
     assert [n.attribution for n in report.nodes] == ["builtin-leaves-spec"]
     assert all(o.verdict == "disagree" for o in report.outputs)
@@ -75,7 +75,7 @@ def test_two_threads_comparing_at_once_each_get_their_own_report():
     import threading
 
     model = onnx.load(MODEL)
-    reports: dict[int, pipeline.Report] = {}
+    reports: dict[int, results.Report] = {}
 
     def work(seed: int) -> None:
         reports[seed] = customops.compare(model, seed=seed)

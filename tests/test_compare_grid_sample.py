@@ -85,7 +85,7 @@ def test_known_ort_deviation_is_flagged_attributed_and_ours_gives_the_spec_answe
 
 def _node(model, feed):
     comparison = compare_model(model, feed, model_name="gridsample")
-    (node,) = comparison.report["nodes"] or [None]
+    (node,) = comparison.report.nodes or [None]
     return comparison, node
 
 
@@ -96,7 +96,7 @@ def test_gridsample_16_bilinear_without_a_third_vote_blames_nobody():
     g = rng.uniform(-0.9, 0.9, size=(1, 3, 3, 2)).astype(F32)
     model, feed = one_node_model("GridSample", {"X": X, "grid": g}, 16, mode="bilinear")
     comparison, _ = _node(model, feed)
-    assert comparison.report["verdict"] == "agree", comparison.report["summary"]
+    assert comparison.report.verdict == "agree", comparison.report.summary
     assert comparison.exit_status == 0
 
 
@@ -111,10 +111,10 @@ def test_reference_moving_out_of_bound_points_is_the_odd_one_out():
         padding_mode="border",
     )
     comparison, node = _node(model, feed)
-    assert comparison.exit_status == 0, comparison.report["summary"]
+    assert comparison.exit_status == 0, comparison.report.summary
     if node is not None:
-        assert node["attribution"] == "reference-odd-one-out"
-        assert node["known"] == ["semantics: cubic + border, location out of bound"], node["known"]
+        assert node.attribution == "reference-odd-one-out"
+        assert node.known == ["semantics: cubic + border, location out of bound"], node.known
     ours = comparison.isolated[next(iter(comparison.isolated))].outputs["custom"]
     np.testing.assert_allclose(ours.ravel(), [8.56425], rtol=1e-6)
 
@@ -131,9 +131,9 @@ def test_nearest_reflection_tie_rounds_then_mirrors_on_all_three_sides():
         padding_mode="reflection",
     )
     comparison, node = _node(model, feed)
-    assert comparison.exit_status == 0, comparison.report["summary"]
-    assert node["attribution"] == "agree" and node["known"] == []
-    outputs = comparison.isolated[node["node"]].outputs
+    assert comparison.exit_status == 0, comparison.report.summary
+    assert node.attribution == "agree" and node.known == []
+    outputs = comparison.isolated[node.node].outputs
     assert {side: outputs[side].ravel().tolist() for side in outputs} == {
         "builtin": [1.0],
         "custom": [1.0],

@@ -59,12 +59,12 @@ def test_empty_feature_map_is_refused_by_ours_while_ort_reads_outside_x():
         16,
     )
     comparison = compare_model(model, feed, model_name="RA-EMPTY-MAP")
-    (node,) = comparison.report["nodes"]
-    iso = comparison.isolated[node["node"]]
+    (node,) = comparison.report.nodes
+    iso = comparison.isolated[node.node]
     assert iso.outputs["custom"] is None
-    assert "empty spatial axis" in str(node["isolated"]["errors"]["custom"])
+    assert "empty spatial axis" in str(node.isolated["errors"]["custom"])
     assert comparison.exit_status == 1
-    assert "RA-EMPTY-MAP" in node["known"], node["known"]
+    assert "RA-EMPTY-MAP" in node.known, node.known
 
 
 def test_roialign_10_reference_is_the_odd_one_out():
@@ -79,11 +79,11 @@ def test_roialign_10_reference_is_the_odd_one_out():
         sampling_ratio=2,
     )
     comparison = compare_model(model, feed)
-    (node,) = comparison.report["nodes"]
-    assert node["attribution"] == "reference-odd-one-out" and node["verdict"] == "agree"
-    assert node["known"] == ["semantics: RoiAlign-10 coordinates"], node["known"]  # the reference's departure
+    (node,) = comparison.report.nodes
+    assert node.attribution == "reference-odd-one-out" and node.verdict == "agree"
+    assert node.known == ["semantics: RoiAlign-10 coordinates"], node.known  # the reference's departure
     assert comparison.exit_status == 0
-    iso = comparison.isolated[node["node"]]
+    iso = comparison.isolated[node.node]
     np.testing.assert_allclose(iso.outputs["custom"][0, 0], [[4.6, 5.8], [10.4, 11.6]], rtol=1e-6)
     np.testing.assert_allclose(iso.outputs["builtin"][0, 0], [[4.6, 5.8], [10.4, 11.6]], rtol=1e-6)
     np.testing.assert_allclose(iso.outputs["reference"][0, 0], [[2.1, 3.3], [7.9, 9.1]], rtol=1e-6)
@@ -102,11 +102,11 @@ def test_inf_at_a_pixel_of_weight_zero_is_nan_in_ort_and_not_in_ours():
         sampling_ratio=1,
     )
     comparison = compare_model(model, feed)
-    (node,) = comparison.report["nodes"]
-    iso = comparison.isolated[node["node"]]
+    (node,) = comparison.report.nodes
+    iso = comparison.isolated[node.node]
     assert iso.outputs["custom"].ravel().tolist() == [5.0]
     assert np.isnan(iso.outputs["builtin"]).all()
-    assert any(k.startswith("semantics: RoiAlign: special values") for k in node["known"]), node["known"]
+    assert any(k.startswith("semantics: RoiAlign: special values") for k in node.known), node.known
 
 
 def test_a_sample_point_on_minus_one_counts_on_our_side():
@@ -127,8 +127,8 @@ def test_a_sample_point_on_minus_one_counts_on_our_side():
         sampling_ratio=1,
     )
     comparison = compare_model(model, feed)
-    (node,) = comparison.report["nodes"]
-    outputs = comparison.isolated[node["node"]].outputs
+    (node,) = comparison.report.nodes
+    outputs = comparison.isolated[node.node].outputs
     assert outputs["custom"].ravel().tolist() == [0, 10, 10]
-    assert node["attribution"] == "agree", (node["attribution"], {k: v.ravel() for k, v in outputs.items()})
+    assert node.attribution == "agree", (node.attribution, {k: v.ravel() for k, v in outputs.items()})
     assert comparison.exit_status == 0

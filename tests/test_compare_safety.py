@@ -211,10 +211,10 @@ def test_wrong_custom_kernel_alone_against_the_known_builtin_deviation_is_three_
     )
     wrong_kernel("resize:add1")
     comparison = compare_model(model, feed)
-    (node,) = comparison.report["nodes"]
-    assert node["attribution"] == "three-way" and node["verdict"] == "disagree"
+    (node,) = comparison.report.nodes
+    assert node.attribution == "three-way" and node.verdict == "disagree"
     assert comparison.exit_status == 1
-    iso = comparison.isolated[node["node"]]
+    iso = comparison.isolated[node.node]
     np.testing.assert_allclose(iso.outputs["reference"], [[[[1, 3.142857]]]], rtol=1e-6)
     np.testing.assert_allclose(iso.outputs["custom"], [[[[2, 4.142857]]]], rtol=1e-6)
 
@@ -269,9 +269,9 @@ def test_no_third_vote_on_a_node_without_rounding_is_not_blamed_on_either_side(w
     )
     wrong_kernel("resize:add1")
     comparison = compare_model(model, feed, reference_limit=0)
-    (node,) = comparison.report["nodes"]
-    assert node["attribution"] == "no-third-vote" and node["verdict"] == "disagree", node
-    assert "yardstick" not in node["isolated"]
+    (node,) = comparison.report.nodes
+    assert node.attribution == "no-third-vote" and node.verdict == "disagree", node
+    assert "yardstick" not in node.isolated
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -295,12 +295,12 @@ def test_difference_masked_downstream_still_makes_the_verdict_disagree():
     model = _masked_deviation()
     comparison = compare_model(model, generate_inputs(model))
     report = comparison.report
-    assert [o["verdict"] for o in report["outputs"]] == ["agree"]  # Mul(0) hides it from the output
-    (node,) = report["nodes"]
-    assert node["node"] == "downsample_align_corners"
-    assert node["attribution"] == "builtin-leaves-spec" and node["verdict"] == "disagree"
-    assert report["verdict"] == "disagree" and comparison.exit_status == 1
-    assert report["summary"].startswith("DISAGREE: 1 node(s), 0 output(s) differ"), report["summary"]
+    assert [o.verdict for o in report.outputs] == ["agree"]  # Mul(0) hides it from the output
+    (node,) = report.nodes
+    assert node.node == "downsample_align_corners"
+    assert node.attribution == "builtin-leaves-spec" and node.verdict == "disagree"
+    assert report.verdict == "disagree" and comparison.exit_status == 1
+    assert report.summary.startswith("DISAGREE: 1 node(s), 0 output(s) differ"), report.summary
 
 
 def _chain_of_two() -> onnx.ModelProto:
@@ -336,9 +336,9 @@ def test_isolated_node_is_fed_the_builtin_sides_own_upstream_values():
     model = _chain_of_two()
     feed = generate_inputs(model, seed=5)
     comparison = compare_model(model, feed)
-    by_node = {n["node"]: n for n in comparison.report["nodes"]}
-    assert by_node["resize"]["attribution"] == "builtin-leaves-spec"
-    assert by_node["pad"]["fed_from"] == "builtin"
+    by_node = {n.node: n for n in comparison.report.nodes}
+    assert by_node["resize"].attribution == "builtin-leaves-spec"
+    assert by_node["pad"].fed_from == "builtin"
     # the built-in side's value of r, from ORT itself with r exposed as an output
     exposed = onnx.ModelProto()
     exposed.CopyFrom(model)
@@ -350,7 +350,7 @@ def test_isolated_node_is_fed_the_builtin_sides_own_upstream_values():
     assert fed.dtype == builtin_r.dtype
     np.testing.assert_array_equal(fed, builtin_r)
     # and the Pad alone on those values agrees, so the difference in its output is carried in
-    assert by_node["pad"]["origin"] == "carried-in" and by_node["pad"]["attribution"] == "agree"
+    assert by_node["pad"].origin == "carried-in" and by_node["pad"].attribution == "agree"
 
 
 def test_node_the_builtin_side_cannot_run_after_upstream_nodes_is_fed_the_custom_sides_values(tmp_path):
@@ -371,13 +371,13 @@ def test_node_the_builtin_side_cannot_run_after_upstream_nodes_is_fed_the_custom
     model.ir_version = 9
     comparison = compare_model(model, {"x": x})
     report = comparison.report
-    assert report["verdict"] == "failed" and comparison.exit_status == 1
-    assert report["sides"]["builtin"]["ok"] is False and report["sides"]["custom"]["ok"] is True
-    assert report["summary"].startswith("FAILED: the model does not run on the built-in side")
-    (node,) = report["nodes"]
-    assert node["node"] == "resize16" and node["fed_from"] == "custom"
-    assert node["attribution"] == "builtin-cannot-run" and node["verdict"] == "side-failed"
-    assert node["origin"] == "starts-here"
+    assert report.verdict == "failed" and comparison.exit_status == 1
+    assert report.sides["builtin"]["ok"] is False and report.sides["custom"]["ok"] is True
+    assert report.summary.startswith("FAILED: the model does not run on the built-in side")
+    (node,) = report.nodes
+    assert node.node == "resize16" and node.fed_from == "custom"
+    assert node.attribution == "builtin-cannot-run" and node.verdict == "side-failed"
+    assert node.origin == "starts-here"
     x16 = np.array([[[[0, 3], [100, 7]]]], np.uint16)
     iso = comparison.isolated["resize16"]
     assert iso.feed["x16"].dtype == np.uint16
@@ -494,15 +494,15 @@ def test_nodes_in_subgraphs_and_functions_are_reported_as_inner_nodes(flag):
     x = np.arange(25, dtype=F32).reshape(1, 1, 5, 5) / F32(7)
     comparison = compare_model(model, {"x": x, "flag": np.array(flag)})
     report = comparison.report
-    assert [n["node"] for n in report["nodes"]] == ["main_pad"]
+    assert [n.node for n in report.nodes] == ["main_pad"]
     assert set(comparison.isolated) == {"main_pad"}
-    assert {(n["node"], n["op"], n["scope"]) for n in report["inner_nodes"]} == INNER
-    assert all("compared through the graph outputs only" in n["note"] for n in report["inner_nodes"])
-    assert report["skipped"] == []
-    verdicts = {o["name"]: o["verdict"] for o in report["outputs"]}
+    assert {(n["node"], n["op"], n["scope"]) for n in report.inner_nodes} == INNER
+    assert all("compared through the graph outputs only" in n["note"] for n in report.inner_nodes)
+    assert report.skipped == []
+    verdicts = {o.name: o.verdict for o in report.outputs}
     # the then-branch's align_corners Resize leaves the spec on ORT: seen only through the graph output
     assert verdicts == {"branch": "disagree" if flag else "agree", "up_out": "agree"}
-    assert report["verdict"] == ("disagree" if flag else "agree")
+    assert report.verdict == ("disagree" if flag else "agree")
     assert comparison.exit_status == (1 if flag else 0)
     # the inner nodes' values, directly: the function's nearest 2x Resize, the loop body's edge Pad
     p = np.pad(x, [(0, 0), (0, 0), (1, 1), (1, 1)], mode="reflect")

@@ -170,7 +170,7 @@ def test_the_two_sides_run_the_model_at_once(tmp_path, monkeypatch):
     monkeypatch.setattr(runner.SideProcess, "result", logged_result)
     feed = {"x": np.arange(24, dtype=np.float32).reshape(1, 2, 3, 4)}
     comparison = compare_model(onnx.load(str(path)), feed)
-    assert comparison.result.verdict == "agree"
+    assert comparison.report.verdict == "agree"
     pair = [("send", "builtin"), ("send", "custom"), ("answer", "builtin"), ("answer", "custom")]
     assert events[:8] == pair + pair  # then the swapped node alone on each side
 

@@ -88,10 +88,8 @@ def test_an_inner_node_s_values_are_the_spec_s(flag):
     feed = {"x": X, "flag": np.array(flag)}
     comparison = compare_model(model, feed)
     report = comparison.report
-    assert report["nodes"] == [] and {n["node"] for n in report["inner_nodes"]} == {
-        v[0] for v in INNER.values()
-    }
-    assert report["verdict"] == "agree", report["summary"]
+    assert report.nodes == [] and {n["node"] for n in report.inner_nodes} == {v[0] for v in INNER.values()}
+    assert report.verdict == "agree", report.summary
     (spec,) = ReferenceEvaluator(model).run(None, feed)
     builtin, ours = comparison.tensors["y"]
     assert ours.shape == spec.shape == ((1, 1, 6, 12) if flag else (1, 1, 4, 7))
@@ -107,8 +105,8 @@ def test_a_wrong_value_inside_a_body_turns_the_verdict_and_is_blamed_on_that_nod
     wrong_kernel(f"{module}:add1")
     comparison = compare_model(_bodies_model(), {"x": X, "flag": np.array(flag)})
     report = comparison.report
-    assert report["verdict"] == "disagree" and comparison.exit_status == 1, report["summary"]
+    assert report.verdict == "disagree" and comparison.exit_status == 1, report.summary
     builtin, ours = comparison.tensors["y"]
     np.testing.assert_allclose(ours - builtin, 1.0, rtol=0, atol=1e-5)
-    assert [e["nodes"] for e in report["amplified"]] == [[node]], report["amplified"]
-    assert f"with only {node!r}" in report["summary"], report["summary"]
+    assert [e.nodes for e in report.amplified] == [[node]], report.amplified
+    assert f"with only {node!r}" in report.summary, report.summary

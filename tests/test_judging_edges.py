@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from customops.comparison.pipeline import check_settings
+from customops.comparison.settings import check_settings
 from customops.eval.attribution import attribution
 from customops.eval.metrics import compare_arrays
 

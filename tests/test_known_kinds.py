@@ -24,10 +24,10 @@ def test_an_output_of_another_shape_is_labelled_as_a_shape_difference():
         mode="nearest",
     )
     comparison = compare_model(model, feed)
-    (node,) = comparison.report["nodes"]
-    pair = node["isolated"]["builtin_vs_custom"]
+    (node,) = comparison.report.nodes
+    pair = node.isolated["builtin_vs_custom"]
     assert not pair["shape_match"] and pair["shape_a"] == [1, 1, 1, 7], pair
-    assert node["attribution"] == "builtin-leaves-spec" and node["origin"] == "starts-here"
-    assert node["known"] == ["semantics: output length from scales"], node["known"]
-    ours = comparison.isolated[node["node"]].outputs["custom"]
+    assert node.attribution == "builtin-leaves-spec" and node.origin == "starts-here"
+    assert node.known == ["semantics: output length from scales"], node.known
+    ours = comparison.isolated[node.node].outputs["custom"]
     assert ours.shape == (1, 1, 1, 6)

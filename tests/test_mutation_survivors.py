@@ -293,9 +293,9 @@ def test_without_repeats_a_provider_s_placement_profile_gives_no_kernel_times():
         "Resize", {"X": x, "roi": None, "scales": np.array([1, 1, 2, 2], F32)}, 19, initializers=("scales",)
     )
     comparison = compare_model(model, feed, providers=["AzureExecutionProvider", "CPUExecutionProvider"])
-    (node,) = comparison.report["nodes"]
-    assert node["provider"]["builtin"] == "CPUExecutionProvider"  # the profile was taken
-    assert node["time_us"] == {"builtin": None, "custom": None}
+    (node,) = comparison.report.nodes
+    assert node.provider["builtin"] == "CPUExecutionProvider"  # the profile was taken
+    assert node.time_us == {"builtin": None, "custom": None}
 
 
 def test_the_fuzzer_names_the_kind_of_the_reference_s_own_departure_from_its_pair_with_ours():

@@ -46,15 +46,15 @@ def test_a_swapped_node_s_own_output_takes_its_own_tolerance(tmp_path):
     model = _inner_deviation_model()
     feed = generate_inputs(model)
     plain = compare_model(model, feed).report
-    assert plain["verdict"] == "disagree"
-    (node,) = [n for n in plain["nodes"] if n["node"] == "down"]
-    assert node["output"] == INNER and node["verdict"] == "disagree"
-    loose = 2 * node["in_model"]["needed_atol"]
+    assert plain.verdict == "disagree"
+    (node,) = [n for n in plain.nodes if n.node == "down"]
+    assert node.output == INNER and node.verdict == "disagree"
+    loose = 2 * node.in_model.needed_atol
     both = compare_model(model, feed, tolerances={INNER: (None, loose), "y": (None, loose)}).report
-    assert both["verdict"] == "agree", both["summary"]
-    assert both["tolerances"][f"tensor {INNER}"] == {"rtol": None, "atol": loose}
+    assert both.verdict == "agree", both.summary
+    assert both.tolerances[f"tensor {INNER}"] == {"rtol": None, "atol": loose}
     output_only = compare_model(model, feed, tolerances={"y": (None, loose)}).report
-    assert [n["verdict"] for n in output_only["nodes"] if n["node"] == "down"] == ["disagree"]
+    assert [n.verdict for n in output_only.nodes if n.node == "down"] == ["disagree"]
 
 
 def test_a_tensor_name_may_hold_colons():

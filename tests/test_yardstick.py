@@ -9,7 +9,7 @@ import numpy as np
 from onnx import TensorProto, helper
 
 from customops.comparison.pipeline import compare_model
-from customops.comparison.report import format_table
+from customops.comparison.table import format_table
 from customops.kernels.roi_align import roi_align
 
 F32 = np.float32
@@ -53,41 +53,41 @@ def test_float32_accumulation_of_ort_is_within_rounding_and_blames_no_kernel():
     model, feed, exact = _roi_align_model(sampling_ratio=2)
     comparison = compare_model(model, feed)
     report = comparison.report
-    (node,) = report["nodes"]
+    (node,) = report.nodes
     iso = comparison.isolated["roi"]
     # ORT's float32 accumulation is further from the float64 value than the default tolerance allows
     assert np.abs(iso.outputs["builtin"] - exact).max() > 1e-5
     assert np.abs(iso.outputs["custom"] - exact).max() <= np.spacing(F32(np.abs(exact).max()))
     assert np.array_equal(iso.yardstick.value, exact)  # our kernel's float64 result, not ORT's
-    assert node["attribution"] == "within-rounding", node["isolated"]
-    assert node["origin"] == "rounding" and node["verdict"] == "within-rounding"
-    assert node["known"] == []
-    yardstick = node["isolated"]["yardstick"]
+    assert node.attribution == "within-rounding", node.isolated
+    assert node.origin == "rounding" and node.verdict == "within-rounding"
+    assert node.known == []
+    yardstick = node.isolated["yardstick"]
     assert yardstick["within"]["builtin"] is True and yardstick["within"]["custom"] is True
     assert yardstick["distance"]["builtin"] > 1e-5 and yardstick["distance"]["custom"] < 1e-5
     # the graph output still differs at the user's tolerance: exit 1, but the verdict names no side
-    assert comparison.exit_status == 1 and report["verdict"] == "disagree"
-    summary = report["summary"]
+    assert comparison.exit_status == 1 and report.verdict == "disagree"
+    summary = report.summary
     assert "within-rounding" in summary and "no kernel leaves the spec" in summary
     assert "leaves-spec" not in summary.replace("no kernel leaves the spec", "")
     assert "starts at" not in summary
-    assert not (comparison.result.amplified)  # the node alone explains the outputs: no extra runs
+    assert not comparison.report.amplified  # the node alone explains the outputs: no extra runs
 
 
 def test_onnx_reference_roi_align_no_longer_outvotes_the_yardstick():
     model, feed, _ = _roi_align_model(sampling_ratio=0)
     comparison = compare_model(model, feed)
-    (node,) = comparison.report["nodes"]
+    (node,) = comparison.report.nodes
     iso = comparison.isolated["roi"]
     # onnx.reference's RoiAlign is a port of ORT's: the same float32 bits, so a majority of the two
     # would blame ours
     assert np.array_equal(iso.outputs["reference"], iso.outputs["builtin"])
-    assert node["isolated"]["builtin_vs_reference"]["pass"] is True
-    assert node["isolated"]["custom_vs_reference"]["pass"] is False
-    assert node["isolated"]["yardstick"]["reference_vote"] is False
-    assert node["isolated"]["yardstick"]["within"]["reference"] is None
-    assert node["attribution"] in ("within-rounding", "builtin-leaves-spec"), node["isolated"]
-    assert "custom-leaves-spec" not in comparison.report["summary"]
+    assert node.isolated["builtin_vs_reference"]["pass"] is True
+    assert node.isolated["custom_vs_reference"]["pass"] is False
+    assert node.isolated["yardstick"]["reference_vote"] is False
+    assert node.isolated["yardstick"]["within"]["reference"] is None
+    assert node.attribution in ("within-rounding", "builtin-leaves-spec"), node.isolated
+    assert "custom-leaves-spec" not in comparison.report.summary
 
 
 def test_a_side_beyond_its_bound_is_blamed_even_without_a_reference(wrong_kernel):
@@ -96,13 +96,13 @@ def test_a_side_beyond_its_bound_is_blamed_even_without_a_reference(wrong_kernel
     model, feed, _ = _roi_align_model(sampling_ratio=2)
     wrong_kernel("roi_align:add1f32")
     comparison = compare_model(model, feed, reference_limit=0)
-    (node,) = comparison.report["nodes"]
-    assert node["isolated"]["errors"]["reference"].startswith("not run")
-    assert node["attribution"] == "custom-leaves-spec", node["isolated"]
-    assert node["origin"] == "starts-here" and node["verdict"] == "disagree"
-    within = node["isolated"]["yardstick"]["within"]
+    (node,) = comparison.report.nodes
+    assert node.isolated["errors"]["reference"].startswith("not run")
+    assert node.attribution == "custom-leaves-spec", node.isolated
+    assert node.origin == "starts-here" and node.verdict == "disagree"
+    within = node.isolated["yardstick"]["within"]
     assert within["custom"] is False and within["builtin"] is True
-    assert comparison.report["summary"].endswith(
+    assert comparison.report.summary.endswith(
         "first difference starts at 'roi' [RoiAlign-16]: custom-leaves-spec"
     )
 
@@ -152,7 +152,7 @@ def _two_deviating_resizes():
 
 def test_the_row_that_carries_the_attribution_shows_the_node_alone():
     model, feed = _two_deviating_resizes()
-    report = compare_model(model, feed).report
+    report = compare_model(model, feed).report.to_json()  # the document the table is made from
     second = next(n for n in report["nodes"] if n["node"] == "second")
     assert second["origin"] == "starts-here"
     alone, in_model = second["isolated"]["builtin_vs_custom"]["max_abs"], second["in_model"]["max_abs"]

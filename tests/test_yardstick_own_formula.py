@@ -12,8 +12,8 @@ def test_a_formula_wrong_in_ours_is_not_blamed_on_ort(wrong_kernel):
     model, feed = roi_align_model(far=False)
     wrong_kernel("roi_align:add1")  # ours adds 1 in every type: its float64 run, the yardstick, too
     comparison = compare_model(model, feed)
-    (node,) = comparison.report["nodes"]
-    within = node["isolated"]["yardstick"]["within"]
+    (node,) = comparison.report.nodes
+    within = node.isolated["yardstick"]["within"]
     assert within["custom"] is True and within["builtin"] is False  # the yardstick shares our mistake
-    assert node["attribution"] == "undecided", node["isolated"]
-    assert node["verdict"] == "disagree" and "builtin-leaves-spec" not in comparison.report["summary"]
+    assert node.attribution == "undecided", node.isolated
+    assert node.verdict == "disagree" and "builtin-leaves-spec" not in comparison.report.summary

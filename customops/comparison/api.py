@@ -11,7 +11,8 @@ import numpy as np
 
 from customops.comparison.choices import Choices
 from customops.comparison.inputs import InputPlan, check_inputs, load_inputs
-from customops.comparison.pipeline import Report, compare_model
+from customops.comparison.pipeline import compare_model
+from customops.comparison.results import Report
 from customops.errors import CustomOpsError
 from customops.eval.sides import REFERENCE_TIMEOUT
 from customops.eval.worker import KERNEL_TIME_RUNS
@@ -76,7 +77,7 @@ def compare(
         choices=Choices(None if nodes is None else list(nodes), list(exclude), validate, fail_fast),
         repeats=KERNEL_TIME_RUNS if kernel_times else 0,
     )
-    return comparison.result
+    return comparison.report
 
 
 def _feed(

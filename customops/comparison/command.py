@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from onnx import ModelProto
 
     from customops.comparison.inputs import InputPlan
-    from customops.comparison.pipeline import Comparison
+    from customops.comparison.results import Comparison
 
 
 def check_destinations(args: Any, files: list[Path]) -> None:
@@ -80,11 +80,11 @@ def write_outputs(args: Any, comparison: Comparison) -> None:
     from customops.safeio import write_atomic
 
     if args.json:
-        write_atomic(args.json, jsonout.dumps(comparison.report, indent=1) + "\n")
+        write_atomic(args.json, jsonout.dumps(comparison.report.to_json(), indent=1) + "\n")
     if args.html:
         from customops.comparison.html import render
 
-        write_atomic(args.html, render(comparison.report, comparison.tensors))
+        write_atomic(args.html, render(comparison.report.to_json(), comparison.tensors))
     if args.save_inputs:  # the inputs compared: generated ones at the sizes the verdict used
         from customops.comparison.inputs import save_arrays
 
@@ -100,8 +100,8 @@ def write_outputs(args: Any, comparison: Comparison) -> None:
         from customops.comparison.inputs import save_arrays
         from customops.comparison.saved import compared_arrays
 
-        result = comparison.result
-        save_arrays(args.save_outputs, compared_arrays(result.outputs, result.nodes, comparison.tensors))
+        report = comparison.report
+        save_arrays(args.save_outputs, compared_arrays(report.outputs, report.nodes, comparison.tensors))
 
 
 def loaded_outputs(args: Any, model: ModelProto) -> Any:
@@ -121,8 +121,9 @@ def loaded_outputs(args: Any, model: ModelProto) -> Any:
 def run(args: Any) -> int:
     """The ``customops compare`` command."""
     from customops.comparison.choices import Choices
-    from customops.comparison.pipeline import check_settings, compare_model, log
-    from customops.comparison.report import format_table
+    from customops.comparison.pipeline import compare_model, log
+    from customops.comparison.settings import check_settings
+    from customops.comparison.table import format_table
     from customops.eval import sides
     from customops.model.io import check_model_file, load_model_files
     from customops.registry import OP_TYPES
@@ -168,7 +169,9 @@ def run(args: Any) -> int:
         repeats=KERNEL_TIME_RUNS if args.kernel_times else 0,
     )
     print(
-        printable(comparison.result.summary) if args.quiet else format_table(comparison.report, args.all_rows)
+        printable(comparison.report.summary)
+        if args.quiet
+        else format_table(comparison.report.to_json(), args.all_rows)
     )
     write_outputs(args, comparison)
     if not args.quiet:

@@ -1,6 +1,6 @@
 """Self-contained HTML page for a ``customops compare`` report.
 
-:func:`render` turns the JSON report of ``compare`` (see ``customops.comparison.pipeline``) and the compared tensors
+:func:`render` turns the JSON report of ``compare`` (see ``customops.comparison.results``) and the compared tensors
 into one HTML page with no external resources: inline CSS, no JavaScript, and heat maps
 (``customops.comparison.heatmap``) as PNG ``data:`` URIs, so the page needs neither Pillow nor matplotlib.
 

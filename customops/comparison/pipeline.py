@@ -3,30 +3,38 @@
 
 For every swapped node of the main graph the report says whether its output differs inside the model,
 whether the difference starts at that node (the node alone, fed A's own inputs to it, still differs) or
-was carried in from upstream, and which side leaves the spec (customops.eval.attribution). The steps:
-:func:`prepare` (restore, rewrite, pick the nodes and the values to expose), :func:`run_whole` (the model
-on both sides, then with the exposed values as outputs), :func:`judge_outputs`, :func:`judge_node` for each
-swapped node, and :class:`Report` (typed; ``to_json`` gives the documented JSON).
+was carried in from upstream, and which side leaves the spec (customops.eval.attribution). This module
+holds the steps and the entry points. The steps: :func:`prepare` (restore, rewrite, pick the nodes and
+the values to expose), :func:`run_whole` (the model on both sides, then with the exposed values as
+outputs), :func:`judge_outputs`, :func:`judge_node` for each swapped node, the follow-ups
+(customops.comparison.followups) and the typed report (customops.comparison.results.Report, its verdict
+line in the words of customops.comparison.summary). The entry points: :func:`compare_model`, then
+:func:`run_and_judge` or, against loaded outputs, :func:`compare_loaded`, with the checked settings of
+customops.comparison.settings.
 """
 
 from __future__ import annotations
 
-import math
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from onnx import ModelProto, NodeProto, helper
+from onnx import ModelProto, NodeProto
 
-from customops.comparison import optimizer
-from customops.comparison.amplify import CulpritSearch, Effect, culprits
-from customops.comparison.carried import FROM_ORT, CarriedIn, sources
-from customops.comparison.choices import Choices, NonFinite, Stopped, non_finite, stops_here
+from customops.comparison.amplify import Effect
+from customops.comparison.choices import Choices, stops_here
 from customops.comparison.failures import FailPoint, before_failure, fail_point, parted
-from customops.comparison.inputs import InputPlan, InputsUsed, check_seed, sizes_text
+from customops.comparison.followups import (
+    check_carried,
+    check_optimizer,
+    find_culprits,
+    record_carried,
+    record_choices,
+    record_optimization,
+)
+from customops.comparison.inputs import InputPlan, InputsUsed, sizes_text
 from customops.comparison.isolate import (
     Isolated,
     add_yardstick,
@@ -36,17 +44,21 @@ from customops.comparison.isolate import (
     run_side,
 )
 from customops.comparison.node_labels import labels
-from customops.comparison.optimizer import OPTIMIZATION_LEVELS, Optimization, Rerun, same_bits
+from customops.comparison.optimizer import Optimization
+from customops.comparison.prepared import Prepared, WholeRuns, with_outputs
+from customops.comparison.results import Comparison, NodeResult, OutputResult, Report
 from customops.comparison.saved import LoadedOutputs
+from customops.comparison.settings import Settings, checked_settings
+from customops.comparison.summary import loaded_summary, parted_summary, summary_line
 from customops.errors import CustomOpsError
 from customops.eval import sides
-from customops.eval.metrics import DEFAULT_TOLERANCES, STATS, Metrics
+from customops.eval.metrics import DEFAULT_TOLERANCES
 from customops.eval.sides import REFERENCE_TIMEOUT, SideRun
 from customops.eval.testcase import tensor_value
 from customops.graphs import check_in_memory
 from customops.safeio import printable
 
-__all__ = ["Comparison", "Report", "check_settings", "compare_model", "log"]
+__all__ = ["compare_loaded", "compare_model", "log", "run_and_judge"]
 
 
 def log(message: str) -> None:
@@ -54,235 +66,8 @@ def log(message: str) -> None:
     print(printable(message), file=sys.stderr, flush=True)
 
 
-def check_settings(
-    *,
-    rtol: float | None = None,
-    atol: float | None = None,
-    reference_limit: int | None = None,
-    seed: int = 0,
-    optimization: str = "all",
-) -> None:
-    """Raise CustomOpsError, naming the option, for a tolerance that is negative or not finite, a
-    negative reference limit or seed, or an unknown graph optimization level."""
-    if optimization not in OPTIMIZATION_LEVELS:
-        raise CustomOpsError(
-            f"--graph-optimization-level {optimization!r} is not one of {', '.join(OPTIMIZATION_LEVELS)}"
-        )
-    for name, value in (("rtol", rtol), ("atol", atol)):
-        if value is not None and not (math.isfinite(value) and value >= 0):
-            raise CustomOpsError(f"--{name} {value!r} must be a finite number at least 0")
-    if reference_limit is not None and reference_limit < 0:
-        raise CustomOpsError(f"--reference-limit {reference_limit!r} must be at least 0")
-    check_seed(seed)
-
-
-@dataclass
-class Settings:
-    """What decides a comparison besides the model and its inputs."""
-
-    rtol: float | None = None
-    atol: float | None = None
-    repeats: int = 0
-    """Timed runs of each whole model for per-node kernel times (0: none; KERNEL_TIME_RUNS with
-    ``--kernel-times``)."""
-    reference_limit: int | None = None
-    """Work asked of onnx.reference at most (None: per op, customops.comparison.isolate)."""
-    reference_timeout: float = REFERENCE_TIMEOUT
-    """Seconds onnx.reference may take for one node (customops.eval.sides.REFERENCE_TIMEOUT)."""
-    providers: list[str] = field(default_factory=lambda: ["CPUExecutionProvider"])
-    """The built-in side's execution providers, as ORT names (customops.comparison.providers)."""
-    by_name: dict[str, tuple[float | None, float | None]] = field(default_factory=dict)
-    stat: str = "elemwise"
-    """What decides whether a tensor passes (customops.eval.metrics.STATS)."""
-    """(rtol, atol) of named tensors (graph outputs, swapped nodes' outputs); None: the global one."""
-    optimization: str = "all"
-    """ORT's graph optimization level of every ORT session (customops.eval.worker.OPTIMIZATION_LEVELS)."""
-    choices: Choices = field(default_factory=Choices)
-    """The nodes compared, --validate and --fail-fast (customops.comparison.choices)."""
-
-    def tol(self, name: str) -> tuple[float | None, float | None]:
-        """(rtol, atol) for the tensor ``name``: its own where given, else the global ones (None: the
-        dtype's default, customops.eval.metrics)."""
-        rtol, atol = self.by_name.get(name, (None, None))
-        return (self.rtol if rtol is None else rtol, self.atol if atol is None else atol)
-
-
-# ---------------------------------------------------------------------------------------------------------
-# typed results
-
-
-@dataclass
-class OutputResult:
-    """One graph output: its metrics (B against A), None when a side has no value."""
-
-    name: str
-    metrics: Metrics | None
-
-    @property
-    def verdict(self) -> str:
-        if self.metrics is None:
-            return "side-failed"
-        return "agree" if self.metrics.passed else "disagree"
-
-    def to_json(self) -> dict[str, Any]:
-        metrics = None if self.metrics is None else self.metrics.to_json()
-        return {"name": self.name, "metrics": metrics, "verdict": self.verdict}
-
-
-@dataclass
-class NodeResult:
-    """One swapped node of the main graph (docs/compare.md, Verdicts)."""
-
-    node: str
-    op: str
-    output: str
-    scope: str
-    in_model: Metrics | None
-    time_us: dict[str, float | None]
-    fed_from: str
-    provider: dict[str, str | None] = field(default_factory=dict)
-    """The execution provider that ran the node in the model, per side (from ORT's profile)."""
-    known: list[str] = field(default_factory=list)
-    """Ids of documented deviations the difference matches (customops.eval.deviations), where it starts."""
-    isolated: dict[str, Any] | None = None
-    origin: str = "unknown"
-    attribution: str = "unknown"
-    verdict: str = "agree"
-    carried_from: str | None = None
-    """Where the difference of its inputs comes from, when they differ (customops.comparison.carried):
-    ``ort-nodes`` (no swapped node upstream makes a difference of its own) or ``swapped-nodes``; None: they do not."""
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "node": self.node,
-            "op": self.op,
-            "output": self.output,
-            "scope": self.scope,
-            "in_model": None if self.in_model is None else self.in_model.to_json(),
-            "isolated": self.isolated,
-            "origin": self.origin,
-            "attribution": self.attribution,
-            "known": self.known,
-            "verdict": self.verdict,
-            "time_us": self.time_us,
-            "provider": self.provider,
-            "fed_from": self.fed_from,
-            "carried_from": self.carried_from,
-        }
-
-
-@dataclass
-class Report:
-    """The whole comparison; :meth:`to_json` is the ``--json`` document."""
-
-    model: str
-    ort_version: str
-    customops_version: str
-    seed: int
-    verdict: str
-    summary: str
-    tolerances: dict[str, dict[str, float | None]]
-    sides: dict[str, dict[str, Any]]
-    outputs: list[OutputResult]
-    nodes: list[NodeResult]
-    inner_nodes: list[dict[str, str]] = field(default_factory=list)
-    skipped: list[dict[str, str]] = field(default_factory=list)
-    amplified: list[Effect] = field(default_factory=list)
-    """When outputs differ but no swapped node differs alone: the swaps that move them (the culprits of
-    customops.comparison.amplify)."""
-    phase_seconds: dict[str, float] = field(default_factory=dict)
-    """Wall time of each phase: prepare, whole runs, nodes alone, graph optimization (only when rerun),
-    amplification."""
-    graph_optimization: Optimization = field(default_factory=Optimization)
-    """ORT's graph optimization level and the reruns at lower levels (customops.comparison.optimizer)."""
-    inputs: InputsUsed | None = None
-    """The inputs compared: shapes, dtypes and, generated, the sizes of the symbolic dimensions."""
-    validation: list[NonFinite] | None = None
-    """With --validate: each compared tensor and side holding NaN or inf (None: not asked for)."""
-    stopped: Stopped | None = None
-    """With --fail-fast: where the comparison stopped and the nodes not judged (None: it did not stop)."""
-    carried_in: CarriedIn | None = None
-    """Swapped nodes whose inputs differ though no swapped node upstream makes a difference of its own, and those values
-    rerun at lower graph optimization levels (customops.comparison.carried); None: no such node."""
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "model": self.model,
-            "ort_version": self.ort_version,
-            "customops_version": self.customops_version,
-            "seed": self.seed,
-            "verdict": self.verdict,
-            "summary": self.summary,
-            "tolerances": self.tolerances,
-            "sides": self.sides,
-            "outputs": [o.to_json() for o in self.outputs],
-            "nodes": [n.to_json() for n in self.nodes],
-            "inner_nodes": self.inner_nodes,
-            "skipped": self.skipped,
-            "amplified": [e.to_json() for e in self.amplified],
-            "phase_seconds": self.phase_seconds,
-            "graph_optimization": self.graph_optimization.to_json(),
-            "inputs": None if self.inputs is None else self.inputs.to_json(),
-            "validation": None if self.validation is None else [v.to_json() for v in self.validation],
-            "fail_fast": None if self.stopped is None else self.stopped.to_json(),
-            "carried_in": None if self.carried_in is None else self.carried_in.to_json(),
-        }
-
-
-@dataclass
-class Comparison:
-    """The typed report, the tensors behind it (key -> (A, B)) and the isolated runs by node."""
-
-    result: Report
-    tensors: dict[str, tuple[np.ndarray | None, np.ndarray | None]]
-    isolated: dict[str, Isolated]
-    feed: dict[str, np.ndarray] = field(default_factory=dict)
-    """The inputs compared (generated ones at the sizes the verdict used)."""
-
-    @property
-    def report(self) -> dict[str, Any]:
-        """The JSON document of :attr:`result`."""
-        return self.result.to_json()
-
-    @property
-    def exit_status(self) -> int:
-        return 0 if self.result.verdict == "agree" else 1
-
-
 # ---------------------------------------------------------------------------------------------------------
 # the steps
-
-
-@dataclass
-class Prepared:
-    """The model as compared (restored if it came rewritten), its rewrite, and what to look at."""
-
-    model: ModelProto
-    rewritten: ModelProto
-    swapped: list[Any]
-    """The rewriter's records of the main graph's swapped nodes."""
-    all_swapped: list[Any]
-    skipped: list[Any]
-    nodes: dict[str, NodeProto]
-    exposed: list[str]
-    """Values made graph outputs to see inside the model: each swapped node's output and inputs."""
-    types: dict[str, int]
-    initializers: dict[str, np.ndarray]
-
-
-def _with_outputs(model: ModelProto, names: Sequence[str], types: dict[str, int]) -> ModelProto:
-    out = ModelProto()
-    out.CopyFrom(model)
-    present = {o.name for o in out.graph.output}
-    for name in names:
-        if name and name not in present:
-            elem = types.get(name)
-            if elem:
-                out.graph.output.append(helper.make_tensor_value_info(name, elem, None))
-            else:
-                out.graph.output.append(helper.make_empty_tensor_value_info(name))
-            present.add(name)
-    return out
 
 
 def prepare(
@@ -320,17 +105,6 @@ def prepare(
     )
 
 
-@dataclass
-class WholeRuns:
-    """The model on each side as it is (``a``, ``b``: outputs, errors, per-node times) and with the
-    exposed values as outputs (``a_exposed``, ``b_exposed``)."""
-
-    a: SideRun
-    b: SideRun
-    a_exposed: SideRun
-    b_exposed: SideRun
-
-
 def run_whole(p: Prepared, feed: dict[str, np.ndarray], s: Settings, say: Callable[[str], None]) -> WholeRuns:
     """Run the model on both sides (the built-in one on ``s.providers``); when it runs on neither, no
     exposed values (:func:`runs_that_fit` decides what that means)."""
@@ -340,7 +114,7 @@ def run_whole(p: Prepared, feed: dict[str, np.ndarray], s: Settings, say: Callab
     if a.error and b.error:
         return WholeRuns(a, b, SideRun(), SideRun())
     pairs = ((p.model, a), (p.rewritten, b))
-    exposed = [_with_outputs(m, p.exposed, p.types) if p.exposed and not r.error else None for m, r in pairs]
+    exposed = [with_outputs(m, p.exposed, p.types) if p.exposed and not r.error else None for m, r in pairs]
     a_exposed, b_exposed = _both_sides(exposed, feed, s, 0)
     return WholeRuns(a, b, a_exposed, b_exposed)
 
@@ -373,8 +147,8 @@ def runs_against_loaded(
     b = run_side(p.rewritten, feed, custom=True, repeats=s.repeats, optimization=s.optimization)
     b_exposed = SideRun()
     if p.exposed and not b.error:
-        with_outputs = _with_outputs(p.rewritten, p.exposed, p.types)
-        b_exposed = run_side(with_outputs, feed, custom=True, optimization=s.optimization)
+        exposed = with_outputs(p.rewritten, p.exposed, p.types)
+        b_exposed = run_side(exposed, feed, custom=True, optimization=s.optimization)
     graph = {o.name for o in p.model.graph.output}
     a = SideRun(values={k: v for k, v in loaded.values.items() if k in graph})
     a_exposed = SideRun(values={k: v for k, v in loaded.values.items() if k in set(p.exposed)})
@@ -501,28 +275,10 @@ def note_failures(
         report.sides[side]["failed_at"] = None if point is None else point.to_json()
     a, b = points["builtin"], points["custom"]
     if a is not None and b is not None and parted(a, b):
-        report.summary = _parted_summary(a, b, nodes)
+        report.summary = parted_summary(a, b, nodes)
     if used.tried:
         failed = " and at ".join(sizes_text(t) for t in used.tried)
         report.summary += f" (generated inputs with {sizes_text(used.dims)}: both sides failed at {failed})"
-
-
-def _parted_summary(a: FailPoint, b: FailPoint, nodes: list[NodeResult]) -> str:
-    """The verdict line of two sides that stop at different nodes: the one whose kernel refuses a node
-    the other side runs, with its attribution and known ids, first."""
-    by_node = {n.node: n for n in nodes}
-    for side, point, other, name, other_name in (
-        ("builtin", a, b, "built-in", "custom"),
-        ("custom", b, a, "custom", "built-in"),
-    ):
-        entry = by_node.get(point.node or "")
-        if entry is not None and entry.attribution == f"{side}-cannot-run":
-            known = f" (known: {', '.join(entry.known)})" if entry.known else ""
-            return (
-                f"FAILED: the {name} side stops at {point.where()}, which the {other_name} side runs: "
-                f"{entry.attribution}{known}; the {other_name} side stops at {other.where()}"
-            )
-    return f"FAILED: the sides part ways before they fail: the built-in side stops at {a.where()}, the custom side at {b.where()}"
 
 
 def judge_outputs(
@@ -607,93 +363,6 @@ def judge_node(
     return entry, iso
 
 
-def _summary(
-    verdict: str,
-    nodes: list[NodeResult],
-    outputs: list[OutputResult],
-    runs: WholeRuns,
-    counts: tuple[int, list[Effect]],
-) -> str:
-    a, b = runs.a, runs.b
-    swapped, amplified = counts
-    if verdict == "failed":
-        side = "built-in" if a.error else "custom"
-        return f"FAILED: the model does not run on the {side} side: {a.error or b.error}"
-    bad = [n for n in nodes if n.verdict not in ("agree", "within-rounding")]
-    bad_out = [o for o in outputs if o.verdict != "agree"]
-    rounding = [n for n in nodes if n.verdict == "within-rounding"]
-    if verdict == "agree":
-        text = _agree_text(len(outputs), len(nodes), swapped - len(nodes))
-        return text + (f"; {_rounding_text(rounding)}" if rounding else "")
-    head = f"DISAGREE: {len(bad)} node(s), {len(bad_out)} output(s) differ"
-    first = next((n for n in bad if n.origin == "starts-here"), None)
-    if first is not None:  # never a node that agrees alone or only carries a difference in
-        known = f" (known: {', '.join(first.known)})" if first.known else ""
-        return f"{head}; first difference starts at {first.node!r} [{first.op}]: {first.attribution}{known}"
-    if rounding:  # no kernel leaves the spec: name no side
-        return f"{head}; {_rounding_text(rounding)}"
-    return f"{head}; {_amplified_text(nodes, amplified)}"
-
-
-def _rounding_text(rounding: list[NodeResult]) -> str:
-    """The summary's words for nodes where built-in and custom differ only within rounding."""
-    first = rounding[0]
-    y = (first.isolated or {}).get("yardstick") or {}
-    dist, limit = y.get("distance") or {}, y.get("bound")
-    more = f" (and {len(rounding) - 1} more node(s))" if len(rounding) > 1 else ""
-    figures = ""
-    if limit is not None and dist.get("builtin") is not None and dist.get("custom") is not None:
-        figures = (
-            f" (built-in {dist['builtin']:.3g} from it, ours {dist['custom']:.3g}, "
-            f"rounding bound {limit:.3g})"
-        )
-    return (
-        f"built-in and custom differ at {first.node!r} [{first.op}]{more} within-rounding: both are within "
-        f"the rounding of their output type of the exact value{figures}; no kernel leaves the spec"
-    )
-
-
-def _agree_text(outputs: int, compared: int, inner: int) -> str:
-    """The summary of an agreement: how many swapped nodes were compared node by node, and why the
-    others were not (inside If/Loop/Scan bodies or functions: compared through the graph outputs)."""
-    text = f"AGREE: {outputs} output(s) and {compared} swapped node(s) match"
-    if not inner:
-        return text
-    if not compared:
-        text = f"AGREE: {outputs} output(s) match"
-    return (
-        f"{text}; {inner} more swapped node(s) sit inside subgraphs or functions, where nodes are not "
-        "compared one by one: they agree through the graph outputs"
-    )
-
-
-def _amplified_text(nodes: list[NodeResult], amplified: list[Effect]) -> str:
-    """The summary's words when no swapped node differs alone."""
-    if not amplified:
-        return "no swapped node differs alone, and none moves an output past its tolerance by itself"
-    top = amplified[0]
-    where = ", ".join(f"{n!r} [{op}]" for n, op in zip(top.nodes, top.ops, strict=True))
-    node = next((n for n in nodes if [n.node] == top.nodes), None)
-    if node is None:  # a group, or a node inside a subgraph or function (not compared alone)
-        return f"the outputs move by up to {top.size:.3g} with only {where} swapped (not compared alone)"
-    text = (
-        f"no swapped node differs alone: within-tolerance differences at {where} are amplified downstream "
-        f"(swapped alone, the outputs move by up to {top.size:.3g})"
-    )
-    ulps = _ulps(node)
-    if ulps is not None:
-        text += f"; its built-in value is {ulps[0]} ulp from the reference, ours {ulps[1]}"
-    return text
-
-
-def _ulps(node: NodeResult) -> tuple[int, int] | None:
-    iso = node.isolated or {}
-    b, c = iso.get("builtin_vs_reference"), iso.get("custom_vs_reference")
-    if not b or not c or b.get("max_ulp") is None or c.get("max_ulp") is None:
-        return None
-    return int(b["max_ulp"]), int(c["max_ulp"])
-
-
 def _tolerances(s: Settings) -> dict[str, dict[str, float | None]]:
     out = {k: {"rtol": v[0], "atol": v[1]} for k, v in DEFAULT_TOLERANCES.items()}
     if s.rtol is not None or s.atol is not None:
@@ -736,7 +405,9 @@ def _report(
         "custom": {"ok": not runs.b.error, "error": runs.b.error, "providers": ["CPUExecutionProvider"]},
     }
     model_name, seed, amplified = meta
-    summary = _summary(verdict, nodes, outputs, runs, (len(p.all_swapped), amplified))
+    summary = summary_line(
+        verdict, nodes, outputs, (runs.a.error, runs.b.error), (len(p.all_swapped), amplified)
+    )
     return Report(
         model_name,
         ort.__version__,
@@ -752,62 +423,6 @@ def _report(
         skipped,
         amplified,
     )
-
-
-def explained_alone(nodes: list[NodeResult]) -> bool:
-    """Whether a swapped node run alone explains a difference of the outputs: one starts there, or the
-    two kernels differ there within rounding (no rerun or search can add to that)."""
-    return any(n.origin in ("starts-here", "rounding") for n in nodes)
-
-
-def unexplained(runs: WholeRuns, judged: tuple[list[OutputResult], list[NodeResult]]) -> bool:
-    """Whether both sides ran, an output differs and no swapped node alone explains it
-    (:func:`explained_alone`): only then do the reruns and the search run."""
-    outputs, nodes = judged
-    if runs.a.error or runs.b.error or explained_alone(nodes):
-        return False
-    return not all(o.verdict == "agree" for o in outputs)
-
-
-def find_culprits(
-    p: Prepared,
-    feed: dict[str, np.ndarray],
-    runs: WholeRuns,
-    judged: tuple[list[OutputResult], list[NodeResult]],
-    s: Settings,
-    say: Callable[[str], None],
-) -> list[Effect]:
-    """When an output differs but no swapped node differs alone: the swaps that move the outputs
-    (customops.comparison.amplify), largest effect first; else nothing (and no extra run)."""
-    outputs, _ = judged
-    if not unexplained(runs, judged):
-        return []
-    say("no swapped node differs alone: running the model with one swap at a time")
-    builtin = {o.name: runs.a.values[o.name] for o in outputs if o.name in runs.a.values}
-    search = CulpritSearch(p.model, feed, builtin, s.tol, say, s.stat, optimization=s.optimization)
-    swaps = list(dict.fromkeys((r.node, r.op) for r in p.all_swapped))
-    found = culprits(search, swaps)
-    say(f"{search.runs} model run(s) to find {len(found)} swap(s) that move the outputs")
-    return found
-
-
-def check_optimizer(
-    p: Prepared,
-    feed: dict[str, np.ndarray],
-    runs: WholeRuns,
-    judged: tuple[list[OutputResult], list[NodeResult]],
-    s: Settings,
-    say: Callable[[str], None],
-) -> Optimization:
-    """When an output differs but no swapped node differs alone: both sides rerun at lower graph
-    optimization levels until the outputs pass (customops.comparison.optimizer); else no rerun."""
-    outputs, _ = judged
-    found = Optimization(s.optimization)
-    if not unexplained(runs, judged):
-        return found
-    names = [o.name for o in outputs]
-    rerun = Rerun(p.model, p.rewritten, feed, names, s.tol, s.stat, s.providers, say)
-    return optimizer.check(rerun, s.optimization)
 
 
 def _why_outputs_differ(
@@ -831,112 +446,8 @@ def _why_outputs_differ(
     return optimization, amplified
 
 
-def _record_optimization(report: Report, found: Optimization) -> None:
-    """The graph optimization level and its reruns into ``report``; where the difference vanished at a
-    lower level, the verdict line says it is the optimizer's (customops.comparison.optimizer.summary)."""
-    report.graph_optimization = found
-    if found.vanishes_at is not None:
-        report.summary = optimizer.summary(report.summary.partition("; ")[0], found)
-
-
-def record_choices(
-    report: Report,
-    p: Prepared,
-    tensors: dict[str, tuple[np.ndarray | None, np.ndarray | None]],
-    choices: Choices,
-) -> None:
-    """Into ``report``: where --fail-fast stopped and the swapped nodes it did not judge; with --validate,
-    each compared tensor (graph outputs, judged nodes' outputs) and side holding NaN or inf, which makes
-    an agreement "invalid" (exit status 1) and is named on the verdict line."""
-    judged = {n.node for n in report.nodes}
-    if choices.fail_fast and len(judged) < len(p.swapped):
-        last = report.nodes[-1]
-        rest = [{"node": r.node, "op": r.op} for r in p.swapped if r.node not in judged]
-        report.stopped = Stopped(last.node, last.op, rest)
-        report.summary += f"; --fail-fast stopped at {last.node!r}: {len(rest)} swapped node(s) not judged"
-    if not choices.validate:
-        return
-    found = [v for o in report.outputs for v in non_finite(o.name, None, tensors[o.name])]
-    found += [v for n in report.nodes for v in non_finite(n.output, n.node, tensors[n.node])]
-    report.validation = found
-    if not found:
-        return
-    more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
-    if report.verdict == "agree":
-        report.verdict = "invalid"
-        report.summary = f"INVALID (--validate): {found[0].text()}{more}; {report.summary}"
-    else:
-        report.summary += f"; --validate: {found[0].text()}{more}"
-
-
-def check_carried(
-    p: Prepared,
-    feed: dict[str, np.ndarray],
-    runs: WholeRuns,
-    judged: tuple[list[NodeResult], dict[str, Isolated]],
-    s: Settings,
-    say: Callable[[str], None],
-) -> CarriedIn | None:
-    """Mark each node whose inputs differ with where that comes from (customops.comparison.carried);
-    where ORT's own nodes made a difference a node shows inside the model, rerun those values on both
-    sides at lower graph optimization levels (customops.comparison.optimizer). None: no such node."""
-    if runs.a.error or runs.b.error:
-        return None
-    nodes, isolated = judged
-    alone = {n.node: _differs_alone(isolated.get(n.node)) for n in nodes}
-    by_name = {n.node: n for n in nodes}
-    values = (runs.a_exposed.values, runs.b_exposed.values)
-    inner = frozenset(r.node for r in p.all_swapped if r not in p.swapped)
-    found = sources(p.model, alone, inner, values)
-    for src in found:
-        by_name[src.node].carried_from = src.source
-    ort = [src for src in found if src.source == FROM_ORT]
-    if not any(by_name[src.node].verdict == "disagree" for src in ort):
-        return None
-    names = list(dict.fromkeys(v for src in ort for v in src.values))
-    carried = CarriedIn([src.node for src in ort], names, Optimization(s.optimization))
-    if not explained_alone(nodes):  # the graph outputs are rerun at the lower levels anyway
-        return carried
-    a, b = _with_outputs(p.model, names, p.types), _with_outputs(p.rewritten, names, p.types)
-    rerun = Rerun(a, b, feed, names, s.tol, s.stat, s.providers, say)
-    why = "inputs of swapped nodes differ, made by ORT's own nodes"
-    carried.optimization = optimizer.check(rerun, s.optimization, why)
-    return carried
-
-
-def _differs_alone(iso: Isolated | None) -> bool:
-    """Whether the two kernels alone give other bits (or either gave none, or the node was not run)."""
-    if iso is None:
-        return True
-    a, b = iso.outputs["builtin"], iso.outputs["custom"]
-    return a is None or b is None or not same_bits(np.asarray(a), np.asarray(b))
-
-
-def _record_carried(report: Report, carried: CarriedIn | None) -> None:
-    """The values carried in from ORT's own nodes into ``report``, and a clause of the verdict line."""
-    report.carried_in = carried
-    if carried is not None and report.verdict == "disagree":
-        report.summary += "; " + carried_text(carried, report.nodes)
-
-
-def carried_text(carried: CarriedIn, nodes: list[NodeResult]) -> str:
-    """The verdict line's words for differences carried in from ORT's own nodes."""
-    first = next(n for n in nodes if n.node == carried.nodes[0])
-    more = f" (and {len(carried.nodes) - 1} more)" if len(carried.nodes) > 1 else ""
-    text = (
-        f"the inputs of {first.node!r} [{first.op}]{more} already differ, carried in from ORT's own nodes "
-        "(no swapped node upstream makes a difference of its own)"
-    )
-    level = carried.optimization.vanishes_at
-    if level is None:
-        tried = ", ".join(r.level for r in carried.optimization.reruns)
-        return text + (f"; they still differ at --graph-optimization-level {tried}" if tried else "")
-    run = next(r for r in carried.optimization.reruns if r.level == level)
-    how = "bit for bit" if run.identical else "within tolerance"
-    return (
-        f"{text}; at --graph-optimization-level {level} they match {how}: ORT's graph optimizations "
-        f"(level {carried.optimization.level}) made them, not a kernel"
-    )
+# ---------------------------------------------------------------------------------------------------------
+# the entry points
 
 
 def _check_tolerance_names(p: Prepared, s: Settings) -> None:
@@ -994,35 +505,6 @@ def _judge_nodes(
         if s.choices.fail_fast and stops_here(entry.origin, entry.verdict):
             break  # --fail-fast: record_choices names the nodes not judged
     return nodes, isolated
-
-
-def checked_settings(
-    tol: tuple[float | None, float | None, dict[str, tuple[float | None, float | None]] | None],
-    runs: tuple[int, int | None, float],
-    how: tuple[Sequence[str] | None, str, str],
-) -> Settings:
-    """:func:`compare_model`'s settings, each checked (CustomOpsError naming the first not allowed):
-    ``tol`` (rtol, atol, per-tensor tolerances), ``runs`` (repeats, reference limit and timeout),
-    ``how`` (providers, error statistic, graph optimization level)."""
-    rtol, atol, tolerances = tol
-    repeats, reference_limit, reference_timeout = runs
-    providers, check_error_stat, graph_optimization_level = how
-    check_settings(
-        rtol=rtol, atol=atol, reference_limit=reference_limit, optimization=graph_optimization_level
-    )
-    for r, a in (tolerances or {}).values():
-        check_settings(rtol=r, atol=a)
-    from customops.comparison.providers import resolve
-
-    if check_error_stat not in STATS:
-        raise CustomOpsError(f"--check-error-stat {check_error_stat!r} is not one of {', '.join(STATS)}")
-    if not (math.isfinite(reference_timeout) and reference_timeout > 0):
-        raise CustomOpsError(f"--reference-timeout {reference_timeout!r} must be a finite number above 0")
-    settings = Settings(
-        rtol, atol, repeats, reference_limit, reference_timeout, resolve(providers), dict(tolerances or {})
-    )
-    settings.stat, settings.optimization = check_error_stat, graph_optimization_level
-    return settings
 
 
 def compare_model(
@@ -1100,21 +582,11 @@ def run_and_judge(
     optimization, amplified = _why_outputs_differ(p, feed, runs, (outputs, nodes), settings, (say, clock))
     report = _report(p, runs, outputs, nodes, settings, (model_name, seed, amplified))
     report.phase_seconds = clock.seconds
-    _record_optimization(report, optimization)
-    _record_carried(report, carried)
+    record_optimization(report, optimization)
+    record_carried(report, carried)
     note_failures(report, fail_points(p, runs), nodes, used)
     record_choices(report, p, tensors, settings.choices)
     return Comparison(report, tensors, isolated, feed)
-
-
-def _loaded_summary(outputs: list[OutputResult], nodes: list[NodeResult], loaded: LoadedOutputs) -> str:
-    """The verdict line of a disagreement with loaded outputs: no node was run alone, so no side is named."""
-    bad = [n for n in nodes if n.verdict != "agree"]
-    bad_out = [o for o in outputs if o.verdict != "agree"]
-    head = f"DISAGREE: {len(bad)} node(s), {len(bad_out)} output(s) differ from the outputs loaded from {loaded.path}"
-    if bad:
-        return f"{head}; the first node in the model whose output differs: {bad[0].node!r} [{bad[0].op}]"
-    return head
 
 
 def compare_loaded(
@@ -1137,9 +609,9 @@ def compare_loaded(
     report = _report(p, runs, outputs, nodes, s, (model_name, seed, []))
     report.sides["builtin"] = {"ok": True, "error": None, "loaded_from": loaded.path, "source": loaded.source}
     if report.verdict == "disagree":
-        report.summary = _loaded_summary(outputs, nodes, loaded)
+        report.summary = loaded_summary(outputs, nodes, loaded)
     report.phase_seconds = clock.seconds
-    _record_optimization(report, Optimization(s.optimization))
+    record_optimization(report, Optimization(s.optimization))
     note_failures(report, fail_points(p, runs), nodes, InputsUsed.of(feed, plan))
     validate_only = Choices(s.choices.nodes, s.choices.exclude, s.choices.validate)  # nothing stops early
     record_choices(report, p, tensors, validate_only)

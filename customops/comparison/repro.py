@@ -17,7 +17,7 @@ from customops.safeio import atomic_dir, safe_component
 
 if TYPE_CHECKING:
     from customops.comparison.isolate import Isolated
-    from customops.comparison.pipeline import Comparison
+    from customops.comparison.results import Comparison, NodeResult
 
 
 def save_repros(comparison: Comparison, directory: str | os.PathLike[str]) -> list[Path]:
@@ -26,9 +26,7 @@ def save_repros(comparison: Comparison, directory: str | os.PathLike[str]) -> li
     side's output) and the command that reproduces the comparison (in README.txt). Each directory is named
     after its node as one safe path component inside ``directory`` (customops.safeio), and appears whole
     or not at all. Returns the directories written; with none to write, ``directory`` is not made."""
-    cases = [
-        (n, comparison.isolated[n["node"]]) for n in comparison.report["nodes"] if reproduces(n, comparison)
-    ]
+    cases = [(n, comparison.isolated[n.node]) for n in comparison.report.nodes if reproduces(n, comparison)]
     if not cases:
         return []
     root = Path(directory)
@@ -39,39 +37,39 @@ def save_repros(comparison: Comparison, directory: str | os.PathLike[str]) -> li
     used = {p.name.lower() for p in root.iterdir()}
     written = []
     for n, iso in cases:
-        case = root / safe_component(n["node"], used, fallback="node")
+        case = root / safe_component(n.node, used, fallback="node")
         with atomic_dir(case) as tmp:
             _write_repro(tmp, case, n, iso)
         written.append(case)
     return written
 
 
-def reproduces(node: dict[str, Any], comparison: Comparison) -> bool:
+def reproduces(node: NodeResult, comparison: Comparison) -> bool:
     """Whether ``node`` (a report's entry) gets a reproducer: a difference starts there or a side fails
     on it alone (a difference carried in from upstream does not reproduce on the node alone)."""
-    isolated = comparison.isolated.get(node["node"]) is not None
-    departs = node["verdict"] not in ("agree", "within-rounding")  # within rounding: no departure
-    return departs and isolated and node["origin"] != "carried-in"
+    isolated = comparison.isolated.get(node.node) is not None
+    departs = node.verdict not in ("agree", "within-rounding")  # within rounding: no departure
+    return departs and isolated and node.origin != "carried-in"
 
 
 def nothing_saved(comparison: Comparison) -> str:
     """Why ``--save-repro`` wrote nothing (:func:`save_repros` found no node to write), in one line."""
-    if comparison.report["verdict"] == "agree":
+    if comparison.report.verdict == "agree":
         why = "the two sides agree"
     else:
         why = "no swapped node of the main graph differs or fails alone (see the verdict)"
     return f"--save-repro wrote nothing: {why}; reproducers are of nodes where a difference starts or a side fails"
 
 
-def _write_repro(into: Path, final: Path, n: dict[str, Any], iso: Isolated) -> None:
-    spec_side = "reference" if n["attribution"] == "custom-leaves-spec" else "custom"
+def _write_repro(into: Path, final: Path, n: NodeResult, iso: Isolated) -> None:
+    spec_side = "reference" if n.attribution == "custom-leaves-spec" else "custom"
     expected = iso.outputs.get(spec_side)
     if expected is None:
         spec_side, expected = "reference", iso.outputs.get("reference")
     write_test_case(into, _typed_outputs(iso.model, expected), iso.feed, expected)
-    known = f" (known: {', '.join(n['known'])})" if n.get("known") else ""
+    known = f" (known: {', '.join(n.known)})" if n.known else ""
     lines = [
-        f"{n['node']!r} [{n['op']}]: {n['attribution']}{known} ({n['verdict']})",
+        f"{n.node!r} [{n.op}]: {n.attribution}{known} ({n.verdict})",
         f"output_0.pb holds the {spec_side} side's output (the spec side).",
         *(f"  {line}" for line in first_differences(iso.outputs.get("builtin"), expected)),
         versions_line(),

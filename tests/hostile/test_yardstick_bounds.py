@@ -29,9 +29,9 @@ def test_a_wrong_kernel_of_ours_is_blamed_beside_a_far_roi(wrong_kernel):
     model, feed = roi_align_model(far=True)
     wrong_kernel("roi_align:add1f32")  # ours adds 1 in float32; its float64 run, the yardstick, does not
     comparison = compare_model(model, feed, reference_limit=0)
-    (node,) = comparison.report["nodes"]
-    assert node["attribution"] == "custom-leaves-spec", node["isolated"]
-    within = node["isolated"]["yardstick"]["within"]
+    (node,) = comparison.report.nodes
+    assert node.attribution == "custom-leaves-spec", node.isolated
+    within = node.isolated["yardstick"]["within"]
     assert within["custom"] is False and within["builtin"] is True
 
 
@@ -41,10 +41,10 @@ def test_a_node_too_large_for_the_yardstick_has_none_and_the_votes_decide(monkey
     model, feed = roi_align_model(far=False)
     monkeypatch.setattr(yardstick, "MEMORY_LIMIT", 8 * feed["x"].size)  # below the float64 inputs and output
     comparison = compare_model(model, feed)
-    (node,) = comparison.report["nodes"]
-    y = node["isolated"].get("yardstick")
-    assert y is not None and y["error"].startswith("the yardstick would hold"), node["isolated"]
-    assert node["attribution"] != "within-rounding"
+    (node,) = comparison.report.nodes
+    y = node.isolated.get("yardstick")
+    assert y is not None and y["error"].startswith("the yardstick would hold"), node.isolated
+    assert node.attribution != "within-rounding"
 
 
 def test_a_huge_pixel_no_roi_reads_does_not_widen_the_bound(wrong_kernel):
@@ -52,6 +52,6 @@ def test_a_huge_pixel_no_roi_reads_does_not_widen_the_bound(wrong_kernel):
     feed["x"][0, 0, 63, 63] = 1e6  # in a corner both rois stay two pixels away from
     wrong_kernel("roi_align:add1f32")
     comparison = compare_model(model, feed, reference_limit=0)
-    (node,) = comparison.report["nodes"]
-    assert node["attribution"] == "custom-leaves-spec", node["isolated"]
-    assert node["isolated"]["yardstick"]["bound"] < 1.0
+    (node,) = comparison.report.nodes
+    assert node.attribution == "custom-leaves-spec", node.isolated
+    assert node.isolated["yardstick"]["bound"] < 1.0

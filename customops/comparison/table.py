@@ -1,4 +1,4 @@
-"""compare's report as text: the verdict first, the table of graph outputs and of the nodes where a
+"""compare's report as text, from its JSON document (customops.comparison.results.Report.to_json): the verdict first, the table of graph outputs and of the nodes where a
 difference starts (every swapped node with ``all_rows``), the side errors, and the verdict again last.
 A node's row shows the node alone (the figures its attribution is decided on); a row "in the model"
 under it shows its values inside the model run."""

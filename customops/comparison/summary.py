@@ -1,0 +1,152 @@
+"""The report's verdict line (``summary``) and its clauses, in words: an agreement, the node where the
+first difference starts, differences within rounding, differences amplified downstream, two sides that
+stop at different nodes, differences carried in from ORT's own nodes, and a disagreement with loaded
+outputs (docs/compare.md, Verdicts)."""
+
+from __future__ import annotations
+
+from customops.comparison.amplify import Effect
+from customops.comparison.carried import CarriedIn
+from customops.comparison.failures import FailPoint
+from customops.comparison.results import NodeResult, OutputResult
+from customops.comparison.saved import LoadedOutputs
+
+__all__ = ["carried_text", "loaded_summary", "parted_summary", "summary_line"]
+
+
+def summary_line(
+    verdict: str,
+    nodes: list[NodeResult],
+    outputs: list[OutputResult],
+    errors: tuple[str | None, str | None],
+    counts: tuple[int, list[Effect]],
+) -> str:
+    """The verdict line of ``verdict``: ``errors`` are the whole-model runs' (built-in, custom; None: it
+    ran), ``counts`` the number of swapped nodes (subgraphs and functions included) and the swaps that
+    move the outputs."""
+    a_error, b_error = errors
+    swapped, amplified = counts
+    if verdict == "failed":
+        side = "built-in" if a_error else "custom"
+        return f"FAILED: the model does not run on the {side} side: {a_error or b_error}"
+    bad = [n for n in nodes if n.verdict not in ("agree", "within-rounding")]
+    bad_out = [o for o in outputs if o.verdict != "agree"]
+    rounding = [n for n in nodes if n.verdict == "within-rounding"]
+    if verdict == "agree":
+        text = _agree_text(len(outputs), len(nodes), swapped - len(nodes))
+        return text + (f"; {_rounding_text(rounding)}" if rounding else "")
+    head = f"DISAGREE: {len(bad)} node(s), {len(bad_out)} output(s) differ"
+    first = next((n for n in bad if n.origin == "starts-here"), None)
+    if first is not None:  # never a node that agrees alone or only carries a difference in
+        known = f" (known: {', '.join(first.known)})" if first.known else ""
+        return f"{head}; first difference starts at {first.node!r} [{first.op}]: {first.attribution}{known}"
+    if rounding:  # no kernel leaves the spec: name no side
+        return f"{head}; {_rounding_text(rounding)}"
+    return f"{head}; {_amplified_text(nodes, amplified)}"
+
+
+def _rounding_text(rounding: list[NodeResult]) -> str:
+    """The summary's words for nodes where built-in and custom differ only within rounding."""
+    first = rounding[0]
+    y = (first.isolated or {}).get("yardstick") or {}
+    dist, limit = y.get("distance") or {}, y.get("bound")
+    more = f" (and {len(rounding) - 1} more node(s))" if len(rounding) > 1 else ""
+    figures = ""
+    if limit is not None and dist.get("builtin") is not None and dist.get("custom") is not None:
+        figures = (
+            f" (built-in {dist['builtin']:.3g} from it, ours {dist['custom']:.3g}, "
+            f"rounding bound {limit:.3g})"
+        )
+    return (
+        f"built-in and custom differ at {first.node!r} [{first.op}]{more} within-rounding: both are within "
+        f"the rounding of their output type of the exact value{figures}; no kernel leaves the spec"
+    )
+
+
+def _agree_text(outputs: int, compared: int, inner: int) -> str:
+    """The summary of an agreement: how many swapped nodes were compared node by node, and why the
+    others were not (inside If/Loop/Scan bodies or functions: compared through the graph outputs)."""
+    text = f"AGREE: {outputs} output(s) and {compared} swapped node(s) match"
+    if not inner:
+        return text
+    if not compared:
+        text = f"AGREE: {outputs} output(s) match"
+    return (
+        f"{text}; {inner} more swapped node(s) sit inside subgraphs or functions, where nodes are not "
+        "compared one by one: they agree through the graph outputs"
+    )
+
+
+def _amplified_text(nodes: list[NodeResult], amplified: list[Effect]) -> str:
+    """The summary's words when no swapped node differs alone."""
+    if not amplified:
+        return "no swapped node differs alone, and none moves an output past its tolerance by itself"
+    top = amplified[0]
+    where = ", ".join(f"{n!r} [{op}]" for n, op in zip(top.nodes, top.ops, strict=True))
+    node = next((n for n in nodes if [n.node] == top.nodes), None)
+    if node is None:  # a group, or a node inside a subgraph or function (not compared alone)
+        return f"the outputs move by up to {top.size:.3g} with only {where} swapped (not compared alone)"
+    text = (
+        f"no swapped node differs alone: within-tolerance differences at {where} are amplified downstream "
+        f"(swapped alone, the outputs move by up to {top.size:.3g})"
+    )
+    ulps = _ulps(node)
+    if ulps is not None:
+        text += f"; its built-in value is {ulps[0]} ulp from the reference, ours {ulps[1]}"
+    return text
+
+
+def _ulps(node: NodeResult) -> tuple[int, int] | None:
+    iso = node.isolated or {}
+    b, c = iso.get("builtin_vs_reference"), iso.get("custom_vs_reference")
+    if not b or not c or b.get("max_ulp") is None or c.get("max_ulp") is None:
+        return None
+    return int(b["max_ulp"]), int(c["max_ulp"])
+
+
+def parted_summary(a: FailPoint, b: FailPoint, nodes: list[NodeResult]) -> str:
+    """The verdict line of two sides that stop at different nodes: the one whose kernel refuses a node
+    the other side runs, with its attribution and known ids, first."""
+    by_node = {n.node: n for n in nodes}
+    for side, point, other, name, other_name in (
+        ("builtin", a, b, "built-in", "custom"),
+        ("custom", b, a, "custom", "built-in"),
+    ):
+        entry = by_node.get(point.node or "")
+        if entry is not None and entry.attribution == f"{side}-cannot-run":
+            known = f" (known: {', '.join(entry.known)})" if entry.known else ""
+            return (
+                f"FAILED: the {name} side stops at {point.where()}, which the {other_name} side runs: "
+                f"{entry.attribution}{known}; the {other_name} side stops at {other.where()}"
+            )
+    return f"FAILED: the sides part ways before they fail: the built-in side stops at {a.where()}, the custom side at {b.where()}"
+
+
+def carried_text(carried: CarriedIn, nodes: list[NodeResult]) -> str:
+    """The verdict line's words for differences carried in from ORT's own nodes."""
+    first = next(n for n in nodes if n.node == carried.nodes[0])
+    more = f" (and {len(carried.nodes) - 1} more)" if len(carried.nodes) > 1 else ""
+    text = (
+        f"the inputs of {first.node!r} [{first.op}]{more} already differ, carried in from ORT's own nodes "
+        "(no swapped node upstream makes a difference of its own)"
+    )
+    level = carried.optimization.vanishes_at
+    if level is None:
+        tried = ", ".join(r.level for r in carried.optimization.reruns)
+        return text + (f"; they still differ at --graph-optimization-level {tried}" if tried else "")
+    run = next(r for r in carried.optimization.reruns if r.level == level)
+    how = "bit for bit" if run.identical else "within tolerance"
+    return (
+        f"{text}; at --graph-optimization-level {level} they match {how}: ORT's graph optimizations "
+        f"(level {carried.optimization.level}) made them, not a kernel"
+    )
+
+
+def loaded_summary(outputs: list[OutputResult], nodes: list[NodeResult], loaded: LoadedOutputs) -> str:
+    """The verdict line of a disagreement with loaded outputs: no node was run alone, so no side is named."""
+    bad = [n for n in nodes if n.verdict != "agree"]
+    bad_out = [o for o in outputs if o.verdict != "agree"]
+    head = f"DISAGREE: {len(bad)} node(s), {len(bad_out)} output(s) differ from the outputs loaded from {loaded.path}"
+    if bad:
+        return f"{head}; the first node in the model whose output differs: {bad[0].node!r} [{bad[0].op}]"
+    return head
