@@ -31,16 +31,16 @@ def test_fuzz_and_compare_describe_one_case_with_the_same_facts():
         ev = evaluate(pool, case)
     built = build_model(case)
     comparison = compare_model(built.model, built.feed)
-    (node_entry,) = comparison.report["nodes"]
+    (node_entry,) = comparison.report.nodes
     node = built.model.graph.node[0]
     from_fuzz = facts(case_observed(ev))
-    from_compare = facts(node_observed(node, comparison.isolated[node_entry["node"]]))
+    from_compare = facts(node_observed(node, comparison.isolated[node_entry.node]))
     assert from_fuzz == from_compare, (from_fuzz, from_compare)
     assert from_fuzz["same_shape"] is False and from_fuzz["kept_axes"] == 3
     sig = Signature("Resize", 19, "builtin", "shape")
     assert (
         known_labels(Subject(sig, from_fuzz))
-        == node_entry["known"]
+        == node_entry.known
         == ["semantics: output length from scales"]
     )
 
