@@ -39,9 +39,7 @@ def test_fuzz_and_compare_describe_one_case_with_the_same_facts():
     assert from_fuzz["same_shape"] is False and from_fuzz["kept_axes"] == 3
     sig = Signature("Resize", 19, "builtin", "shape")
     assert (
-        known_labels(Subject(sig, from_fuzz))
-        == node_entry.known
-        == ["semantics: output length from scales"]
+        known_labels(Subject(sig, from_fuzz)) == node_entry.known == ["semantics: output length from scales"]
     )
 
 
