@@ -26,7 +26,7 @@ def wrong_kernel(tmp_path, monkeypatch):
     """``wrong_kernel("pad:add1")`` makes the custom side's kernel of Pad add 1 to its output (``raise``:
     fail) in the side processes started from now on, and in commands run as subprocesses
     (tests.helpers.wrong_kernel_dir)."""
-    from customops.eval import sides
+    from customops.eval.running import sides
     from tests.helpers import WRONG_KERNEL_ENV, wrong_kernel_dir
 
     def install(spec: str) -> None:

@@ -217,8 +217,8 @@ def wrong_kernel_dir(directory) -> str:
     """Write into ``directory`` a ``sitecustomize.py`` that, in every Python process started with
     ``directory`` on PYTHONPATH and :data:`WRONG_KERNEL_ENV` set, replaces one of our kernels with a
     deliberately wrong one before anything runs. Test-only: the side processes of compare
-    (customops.eval.sides) load their kernels by name (customops.bridge.registration), so they pick up the wrong one;
-    an in-process monkeypatch would not reach them. Returns the directory."""
+    (customops.eval.running.sides) load their kernels by name (customops.bridge.registration), so they pick up
+    the wrong one; an in-process monkeypatch would not reach them. Returns the directory."""
     import pathlib
 
     path = pathlib.Path(directory)

@@ -11,7 +11,7 @@ from onnx import TensorProto, helper
 from customops.comparison.amplify import SINGLE_LIMIT, CulpritSearch, culprits
 from customops.comparison.inputs import generate_inputs
 from customops.comparison.isolate import run_side
-from customops.eval.metrics import tolerance_for
+from customops.eval.judging.metrics import tolerance_for
 
 PADS_BEFORE, PADS_AFTER = 4, 4
 """Pads (which agree exactly) around the two Resizes in the graph's order: the Resizes are the last node

@@ -1,4 +1,4 @@
-"""One attribution rule for compare and fuzz (customops.eval.attribution): the same three outcomes give
+"""One attribution rule for compare and fuzz (customops.eval.judging.attribution): the same three outcomes give
 the same odd one out in both tools, on real sessions."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from customops.eval.attribution import attribution, odd_one_out
+from customops.eval.judging.attribution import attribution, odd_one_out
 
 # (builtin~custom, builtin~reference, custom~reference) -> odd one out
 TABLE = [
@@ -73,7 +73,7 @@ def test_compare_and_fuzz_blame_the_same_side_on_the_bundled_deviations():
 
     from customops.comparison.inputs import generate_inputs
     from customops.comparison.pipeline import compare_model
-    from customops.eval.runner import Outcome
+    from customops.eval.running.runner import Outcome
     from customops.fuzz.spaces.base import Verdict
     from customops.fuzz.triage import classify
 

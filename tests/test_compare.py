@@ -14,8 +14,8 @@ from customops.comparison import inputs as compare_inputs
 from customops.comparison.inputs import generate_inputs
 from customops.comparison.pipeline import compare_model
 from customops.errors import CustomOpsError
-from customops.eval.metrics import compare_arrays
-from customops.eval.worker import KERNEL_TIME_RUNS
+from customops.eval.judging.metrics import compare_arrays
+from customops.eval.running.worker import KERNEL_TIME_RUNS
 from tests.helpers import Deviation, check_deviation, one_node_model, run_cli, strict_json
 
 F32 = np.float32
@@ -518,7 +518,7 @@ def test_cli_json_report_is_strict_json_with_infinite_values_as_strings(tmp_path
 def test_reference_warnings_neither_reach_the_user_nor_cost_the_third_vote():
     import warnings
 
-    from customops.eval.sides import run_reference
+    from customops.eval.running.sides import run_reference
 
     x = np.array([[[[np.inf, 1.0], [np.nan, -np.inf]]]], np.float32)
     model, feed = one_node_model(

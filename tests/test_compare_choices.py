@@ -11,7 +11,7 @@ import onnx
 from onnx import TensorProto, helper
 
 import customops
-import customops.eval.metrics
+import customops.eval.judging.metrics
 from tests.helpers import run_cli, strict_json
 from tests.test_compare import _chain
 
@@ -117,11 +117,11 @@ def test_fail_fast_stops_at_the_first_origin_with_statistics_and_a_histogram(tmp
 
 
 def test_error_statistics_are_the_numpy_figures_of_the_tensors():
-    from customops.eval.metrics import error_histogram
+    from customops.eval.judging.metrics import error_histogram
 
     a = np.arange(200, dtype=F32) / 10
     b = a + np.where(np.arange(200) % 4 == 0, F32(0.5), F32(0))
-    m = customops.eval.metrics.compare_arrays(a, b, 1e-5, 1e-5)
+    m = customops.eval.judging.metrics.compare_arrays(a, b, 1e-5, 1e-5)
     diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
     assert m.errors.abs == {"mean": diff.mean(), "median": np.median(diff), "p99": np.percentile(diff, 99)}
     rel = diff / np.maximum(np.abs(b.astype(np.float64)), 1e-5)

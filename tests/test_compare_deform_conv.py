@@ -95,8 +95,8 @@ def test_bfloat16_is_missing_in_ort_and_runs_bridged():
     # ORT's own message, as the fuzzer sees it
     import onnxruntime as ort
 
-    from customops.eval.deviations import known_labels
-    from customops.eval.signature import Signature, Subject
+    from customops.eval.judging.deviations import known_labels
+    from customops.eval.judging.signature import Signature, Subject
 
     model, feed = _bfloat16_model()
     with pytest.raises(Exception, match="Could not find an implementation for DeformConv") as failure:

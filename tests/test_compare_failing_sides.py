@@ -11,7 +11,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import customops
 from customops.errors import CustomOpsError
-from customops.eval.messages import failing_node
+from customops.eval.running.messages import failing_node
 from tests.helpers import run_cli, strict_json
 
 F32 = np.float32

@@ -160,7 +160,7 @@ def test_gridsample_20_keeps_rejecting_16s_mode_names():
     # at opset 20 "bilinear" is no mode: the reference is not handed a renamed node
     from onnx import helper
 
-    from customops.eval.worker import reference_model
+    from customops.eval.running.worker import reference_model
 
     model, _ = one_node_model("GridSample", {"X": X44, "grid": np.zeros((1, 1, 1, 2), F32)}, 20)
     model.graph.node[0].attribute.extend([helper.make_attribute("mode", "bilinear")])

@@ -16,7 +16,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from customops.eval.metrics import compare_arrays
+from customops.eval.judging.metrics import compare_arrays
 from tests.helpers import DEVIATION, NEVER, ROOT, run_cli, run_python, strict_json
 
 F32 = np.float32

@@ -5,7 +5,7 @@ downstream; the isolated node is fed the built-in side's own upstream values (th
 built-in side cannot run the model); nodes inside If/Loop bodies and model-local functions are listed as
 inner nodes and compared through the graph outputs.
 
-The wrong custom kernel reaches the custom side's child process (customops.eval.sides) through a
+The wrong custom kernel reaches the custom side's child process (customops.eval.running.sides) through a
 ``sitecustomize.py`` on PYTHONPATH (tests.helpers.wrong_kernel_dir): an in-process monkeypatch would not.
 """
 

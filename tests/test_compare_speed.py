@@ -40,7 +40,7 @@ def _child_modules(side: str, path) -> dict:
         f"""
         import json, sys
         import numpy as np
-        from customops.eval.worker import Request, Runner, answer
+        from customops.eval.running.worker import Request, Runner, answer
         watched = ("onnx", "ml_dtypes", "onnxruntime", "customops.bridge.session")
         seen = {{}}
         runner = Runner({side!r})
@@ -97,7 +97,7 @@ def test_compare_starts_its_sides_first_and_forks_those_that_need_onnx(tmp_path)
     script = textwrap.dedent(
         f"""
         import json, sys
-        from customops.eval import runner
+        from customops.eval.running import runner
         starts = []
         original = runner.SideProcess.start
         def start(self, fork=False):
@@ -128,7 +128,7 @@ def test_kernel_times_leave_out_the_warm_up_run(tmp_path):
     run of a session compiles our kernels' loops and builds their plans, which is no kernel time. Counted
     from the session's own profile (its model runs), on both sides."""
     from customops import rewrite_model
-    from customops.eval import sides
+    from customops.eval.running import sides
 
     path = tmp_path / "m.onnx"
     _resize_model(path)
@@ -148,7 +148,7 @@ def test_the_two_sides_run_the_model_at_once(tmp_path, monkeypatch):
     runs, then the runs with the values exposed), so that on two cores they run side by side: the order of
     the requests and answers, recorded at the parent's end of the connection."""
     from customops.comparison.pipeline import compare_model
-    from customops.eval import runner
+    from customops.eval.running import runner
 
     path = tmp_path / "m.onnx"
     _resize_model(path)
@@ -205,7 +205,7 @@ def test_outputs_loaded_in_place_of_the_built_in_side_start_only_the_custom_side
     script = textwrap.dedent(
         f"""
         import json
-        from customops.eval import runner
+        from customops.eval.running import runner
         started = []
         original = runner.SideProcess.start
         def start(self, fork=False):

@@ -1,4 +1,4 @@
-"""The facts the labelling rules read come from one function (customops.eval.facts) for both tools: the
+"""The facts the labelling rules read come from one function (customops.eval.judging.facts) for both tools: the
 fuzzer's case and compare's node alone, built from the same one-node model, give the same facts and the
 same label; and the facts' rules for ORT returning its input and for an axis brought to length 1."""
 
@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from customops.eval.deviations import known_labels
-from customops.eval.facts import Given, Observed, facts
-from customops.eval.signature import Signature, Subject
+from customops.eval.judging.deviations import known_labels
+from customops.eval.judging.facts import Given, Observed, facts
+from customops.eval.judging.signature import Signature, Subject
 from tests.helpers import NEVER
 
 F32 = np.float32
@@ -18,7 +18,7 @@ def test_fuzz_and_compare_describe_one_case_with_the_same_facts():
     """Resize of 10 elements by 0.7f (ORT: 7 elements, the spec: 6) with a NaN in X, scales a constant."""
     from customops.comparison.node_labels import observed as node_observed
     from customops.comparison.pipeline import compare_model
-    from customops.eval.runner import Pool
+    from customops.eval.running.runner import Pool
     from customops.fuzz.case import Case, Tensor, build_model
     from customops.fuzz.triage import evaluate
     from customops.fuzz.triage import observed as case_observed

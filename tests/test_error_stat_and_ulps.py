@@ -1,4 +1,4 @@
-"""customops.eval.metrics where no other test holds it: --check-error-stat's relative
+"""customops.eval.judging.metrics where no other test holds it: --check-error-stat's relative
 error near zero and its dtype check, and the ULP distance of float16."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from customops.eval.metrics import STATS, compare_arrays
+from customops.eval.judging.metrics import STATS, compare_arrays
 
 STATISTICS = [s for s in STATS if s != "elemwise"]
 

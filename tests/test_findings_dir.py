@@ -61,7 +61,7 @@ def test_findings_holds_only_the_summary_and_reproducers():
 
 
 def test_each_kept_directory_carries_a_known_id_or_no_label_and_its_labels_are_current(prune, summary):
-    from customops.eval.deviations import known_labels
+    from customops.eval.judging.deviations import known_labels
 
     by_dir = {g.dir: g for g in summary.groups}
     for d in _kept_dirs():
@@ -78,7 +78,7 @@ def test_each_known_id_found_has_exactly_one_directory(prune, summary):
         i for d in _kept_dirs() for i in prune.ids_of(_group(strict_json((d / "finding.json").read_text())))
     ]
     assert sorted(carried) == sorted(found)
-    from customops.eval.deviations import documented_ids
+    from customops.eval.judging.deviations import documented_ids
 
     assert set(documented_ids()) <= found  # the campaigns find every documented deviation again
 

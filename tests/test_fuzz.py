@@ -148,7 +148,7 @@ def test_a_crashing_and_a_hanging_side_are_recorded_and_the_campaign_goes_on(tmp
 
 
 def test_shrinking_keeps_the_signature_and_makes_the_case_smaller():
-    from customops.eval.runner import Pool
+    from customops.eval.running.runner import Pool
     from customops.fuzz.triage import cost, evaluate, holds, shrink, signature_of
 
     rng = np.random.default_rng(0)
@@ -273,9 +273,9 @@ def test_recorded_decisions_found_by_the_fuzzer():
 
 
 def test_ort_accepting_a_negative_size_under_a_policy_is_labelled():
-    from customops.eval.deviations import known_labels
-    from customops.eval.facts import facts
-    from customops.eval.runner import Pool
+    from customops.eval.judging.deviations import known_labels
+    from customops.eval.judging.facts import facts
+    from customops.eval.running.runner import Pool
     from customops.fuzz.summary import GroupSummary
     from customops.fuzz.triage import evaluate, observed, signature_of
 
@@ -378,9 +378,9 @@ def test_ort_rounding_tf_half_pixel_for_nn_coordinates_in_float32_is_labelled():
     """Seed 81: X [-7, 1, 6], scale 1/3 (float32 0.33333334), tf_half_pixel_for_nn, round_prefer_ceil.
     The exact coordinate 0.5 / 0.33333334 is just under 1.5, so the nearest pixel is 1 (value 1); ORT's
     float32 quotient rounds to 1.5, a tie it breaks up (value 6)."""
-    from customops.eval.deviations import known_labels
-    from customops.eval.facts import facts
-    from customops.eval.runner import Pool
+    from customops.eval.judging.deviations import known_labels
+    from customops.eval.judging.facts import facts
+    from customops.eval.running.runner import Pool
     from customops.fuzz.summary import GroupSummary
     from customops.fuzz.triage import evaluate, observed, signature_of
 

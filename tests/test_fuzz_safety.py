@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from customops.eval.runner import Outcome
-from customops.eval.signature import Finding
+from customops.eval.judging.signature import Finding
+from customops.eval.running.runner import Outcome
 from customops.fuzz.spaces.base import Verdict
 from customops.fuzz.triage import classify, error_key
 from tests.helpers import run_cli, strict_json
@@ -291,9 +291,9 @@ def check_merged_reproducers(runs: dict[str, Any]) -> None:
 
 
 def test_committed_findings_carry_the_labels_of_the_current_rules():
-    """Relabel findings/summary.json and each group's finding.json with customops.eval.deviations' rules: a rule that
-    stops matching (or starts matching) shows here, group by group."""
-    from customops.eval.deviations import known_labels
+    """Relabel findings/summary.json and each group's finding.json with customops.eval.judging.deviations'
+    rules: a rule that stops matching (or starts matching) shows here, group by group."""
+    from customops.eval.judging.deviations import known_labels
     from customops.fuzz.files import GROUP_FIELDS, read_summary
     from customops.fuzz.summary import GroupSummary
 

@@ -15,7 +15,7 @@ import onnx
 from onnx import numpy_helper
 from onnx.reference import ReferenceEvaluator
 
-from customops.eval.testcase import read_inputs
+from customops.eval.cases.testcase import read_inputs
 from tests.helpers import NEVER, ROOT, WRONG_KERNEL_ENV, run_cli, strict_json, wrong_kernel_dir
 
 

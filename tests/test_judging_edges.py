@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from customops.comparison.settings import check_settings
-from customops.eval.attribution import attribution
-from customops.eval.metrics import compare_arrays
+from customops.eval.judging.attribution import attribution
+from customops.eval.judging.metrics import compare_arrays
 
 F64 = np.float64
 

@@ -1,12 +1,12 @@
-"""customops.eval.metrics: every figure a comparison reports, on the cases that make tools hide a difference:
-strings, dtypes, NaN and inf placement, empty tensors, shapes."""
+"""customops.eval.judging.metrics: every figure a comparison reports, on the cases that make tools hide a
+difference: strings, dtypes, NaN and inf placement, empty tensors, shapes."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from customops.eval.metrics import bitwise_equal, compare_arrays, tolerance_for
+from customops.eval.judging.metrics import bitwise_equal, compare_arrays, tolerance_for
 
 F32 = np.float32
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from customops.eval.metrics import compare_arrays
+from customops.eval.judging.metrics import compare_arrays
 
 F32 = np.float32
 
@@ -62,7 +62,7 @@ def test_a_voting_reference_beyond_the_bound_hands_the_case_back_to_the_votes():
     """Built-in within its bound, ours beyond it, and the reference (a vote) beyond it too: the formula
     is in question, so the three votes decide (here the reference agrees with ours: the built-in kernel
     is the odd one out), not the yardstick alone."""
-    from customops.eval.attribution import Within, attribution, odd_one_out
+    from customops.eval.judging.attribution import Within, attribution, odd_one_out
 
     within = Within(builtin=True, custom=False, reference=False)
     assert odd_one_out(False, False, True, within) == "builtin"
@@ -75,7 +75,7 @@ def test_a_voting_reference_beyond_the_bound_hands_the_case_back_to_the_votes():
 @pytest.mark.parametrize("missing", ["builtin", "custom"])
 def test_a_kernel_with_no_output_has_no_within(missing):
     """The yardstick says nothing of a pair when either kernel gave no output (its within is None)."""
-    from customops.eval.yardstick import Measured
+    from customops.eval.judging.yardstick import Measured
 
     m = Measured("Resize", np.zeros(2), 1e-6)
     m.within = {"builtin": True, "custom": True, "reference": None, missing: None}
@@ -83,7 +83,7 @@ def test_a_kernel_with_no_output_has_no_within(missing):
 
 
 def _roi_bound(x: np.ndarray, rois: list[list[float]], batch: list[int]) -> np.ndarray:
-    from customops.eval.yardstick import bound
+    from customops.eval.judging.yardstick import bound
 
     attrs = {"mode": "avg", "output_height": 1, "output_width": 1, "sampling_ratio": 2, "spatial_scale": 1.0}
     inputs = [x, np.array(rois, F32), np.array(batch, np.int64)]
@@ -115,7 +115,7 @@ def test_roi_align_s_bound_with_a_batch_index_past_the_batch_uses_the_largest_va
 def test_a_side_equal_to_the_yardstick_rounded_to_its_type_is_within_any_bound():
     """The last rounding, to the output's type, is allowed: a float32 side holding the float64 value
     rounded once is at distance 0, however small the bound."""
-    from customops.eval.yardstick import measure
+    from customops.eval.judging.yardstick import measure
 
     value = np.array([0.1, 1 / 3], np.float64)
     m = measure("Resize", value, 1e-30, {"builtin": value.astype(F32), "custom": value.astype(F32)})
@@ -148,7 +148,7 @@ def test_up_to_single_limit_swaps_are_tried_one_at_a_time(count):
     from customops.comparison.amplify import SINGLE_LIMIT, CulpritSearch, culprits
     from customops.comparison.inputs import generate_inputs
     from customops.comparison.isolate import run_side
-    from customops.eval.metrics import tolerance_for
+    from customops.eval.judging.metrics import tolerance_for
 
     n = SINGLE_LIMIT if count == "limit" else count
     model = _pads_model(n)
@@ -301,8 +301,8 @@ def test_without_repeats_a_provider_s_placement_profile_gives_no_kernel_times():
 def test_the_fuzzer_names_the_kind_of_the_reference_s_own_departure_from_its_pair_with_ours():
     """ORT's kernel and ours agree, the reference gives another shape: the reference is the odd one out
     and the difference is one of shape (from ours against the reference, not from the agreeing pair)."""
-    from customops.eval.runner import Outcome
-    from customops.eval.signature import Finding
+    from customops.eval.judging.signature import Finding
+    from customops.eval.running.runner import Outcome
     from customops.fuzz.spaces.base import Verdict
     from customops.fuzz.triage import classify
 
@@ -318,7 +318,7 @@ def test_the_fuzzer_names_the_kind_of_the_reference_s_own_departure_from_its_pai
 def test_a_reference_crash_keeps_the_finding_of_ort_s_kernel_against_ours():
     """The reference alone crashed: it cannot vote, but ORT's kernel and ours still compare, and their
     difference is a finding beside the crash."""
-    from customops.eval.runner import Outcome
+    from customops.eval.running.runner import Outcome
     from customops.fuzz.spaces.base import Verdict
     from customops.fuzz.triage import classify
 
@@ -362,7 +362,7 @@ def test_the_reference_timeout_applies_to_the_reference_alone(monkeypatch):
     answer; the reference is cut, no vote, its reason naming the option's value. (A reference that could
     answer would race the check: an answer already there when the deadline is looked at is taken.)"""
     from customops.comparison.isolate import run_isolated
-    from customops.eval import sides
+    from customops.eval.running import sides
 
     monkeypatch.setenv(sides.INJECT_ENV, "hang:reference")
     sides.close_all()  # the children start again, the reference's with the hook
@@ -415,7 +415,7 @@ def test_a_pair_of_two_dtypes_takes_the_default_tolerances_of_the_spec_side():
 
 def test_a_reference_that_crashed_is_not_said_to_have_timed_out():
     """Only a run past the reference's deadline is worded as the timeout; a crash keeps its own text."""
-    from customops.eval.sides import HANG, SideRun, reference_answer
+    from customops.eval.running.sides import HANG, SideRun, reference_answer
 
     crashed = "the reference side crashed (killed by SIGKILL)"
     assert reference_answer(SideRun(error=crashed), 5.0) == (None, crashed)

@@ -1,4 +1,4 @@
-"""repro.py (customops.eval.repro_script, the program beside every test case) where ONNX Runtime refuses
+"""repro.py (customops.eval.cases.repro_script, the program beside every test case) where ONNX Runtime refuses
 the case: it exits 1 while the spec answers the case (output_0.pb present), 0 when the spec rejects it
 too. Run on a committed finding of ORT rejecting a valid case, with the script as it is now."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import onnx
 
-from customops.eval.testcase import read_inputs, tensor_value, write_test_case
+from customops.eval.cases.testcase import read_inputs, tensor_value, write_test_case
 from tests.helpers import NEVER, ROOT
 
 

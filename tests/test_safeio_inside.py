@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from customops.eval.testcase import write_test_case
+from customops.eval.cases.testcase import write_test_case
 from customops.safeio import inside
 from tests.helpers import DEVIATION, run_cli
 

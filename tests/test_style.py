@@ -260,7 +260,7 @@ def test_layer_checker_finds_each_kind_of_violation():
         "customops.errors": "from customops.kernels import resize\n",
         "customops.accel.jit": "def f():\n    from customops.kernels.pad import pad\n",
         "customops.fuzz.case": "if True:\n    import customops.comparison.inputs\n",
-        "customops.eval.sides": "from customops.cli import compare\n",
+        "customops.eval.running.sides": "from customops.cli import compare\n",
         "customops.kernels.pad": "from customops import rewrite\n",
         "customops.cli.main": "from customops.fuzz import campaign\nfrom customops import compare\n",
     }
@@ -278,3 +278,25 @@ def test_customops_imports_follow_the_layer_order():
     sources = {module: path.read_text() for module, path in modules.items()}
     bad = _layer_violations(modules, sources)
     assert not bad, "imports against the layer order (docs/architecture.md):\n" + "\n".join(bad)
+
+
+EVAL_PARTS = {"running": set(), "judging": {"cases"}, "cases": set()}
+"""What each part of eval/ may import of the others (docs/architecture.md): running the sides needs no
+judging and judging no running, so either can change without the other."""
+
+
+def test_eval_parts_import_only_what_the_architecture_allows():
+    modules = _modules()
+    bad = []
+    for module, path in modules.items():
+        part = module.split(".")[2] if module.startswith("customops.eval.") else None
+        if part not in EVAL_PARTS:
+            continue
+        for source, _ in _imports(modules, module, ast.walk(ast.parse(path.read_text(), str(path)))):
+            other = source.split(".")[2] if source.startswith("customops.eval.") else None
+            if other in EVAL_PARTS and other != part and other not in EVAL_PARTS[part]:
+                bad.append(f"{module} imports {source}")
+    assert set(EVAL_PARTS) == {
+        p.name for p in (ROOT / "customops" / "eval").iterdir() if p.is_dir() and p.name[0] != "_"
+    }
+    assert not bad, "eval/'s parts import one another against docs/architecture.md:\n" + "\n".join(bad)

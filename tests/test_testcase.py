@@ -1,4 +1,4 @@
-"""The one ONNX test-case writer and reader (customops.eval.testcase), used by compare's --save-repro
+"""The one ONNX test-case writer and reader (customops.eval.cases.testcase), used by compare's --save-repro
 and the fuzzer's reproducers."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from customops.errors import CustomOpsError
-from customops.eval.testcase import read_inputs, tensor_proto, tensor_value, write_test_case
+from customops.eval.cases.testcase import read_inputs, tensor_proto, tensor_value, write_test_case
 from tests.helpers import NEVER
 
 
@@ -154,8 +154,8 @@ def test_repro_py_imports_nothing_but_onnx_onnxruntime_numpy_and_the_standard_li
 
 def test_every_committed_reproducer_carries_the_current_repro_py():
     """findings/ keeps copies of repro.py (each directory is attached to issues on its own): they must
-    be the script as it is now (refresh with: cp customops/eval/repro_script.py findings/*/repro.py)."""
-    from customops.eval.testcase import repro_script
+    be the script as it is now (refresh with: cp customops/eval/cases/repro_script.py findings/*/repro.py)."""
+    from customops.eval.cases.testcase import repro_script
 
     scripts = sorted((Path(__file__).resolve().parent.parent / "findings").glob("*/repro.py"))
     assert scripts and all(p.read_text() == repro_script() for p in scripts)

@@ -1,5 +1,5 @@
 """compare and the fuzzer judge each side against the yardstick, a float64 value of the spec formula
-(customops.eval.yardstick), on real ORT sessions: a more accurate side is never blamed for being more
+(customops.eval.judging.yardstick), on real ORT sessions: a more accurate side is never blamed for being more
 accurate, a side beyond its rounding bound still is, and onnx.reference's RoiAlign (a port of ORT's, in
 float32) does not outvote the yardstick."""
 
@@ -108,9 +108,9 @@ def test_a_side_beyond_its_bound_is_blamed_even_without_a_reference(wrong_kernel
 
 
 def test_the_fuzzer_judges_a_case_by_the_same_yardstick():
-    from customops.eval.runner import Pool
-    from customops.eval.signature import Finding
-    from customops.eval.worker import Request
+    from customops.eval.judging.signature import Finding
+    from customops.eval.running.runner import Pool
+    from customops.eval.running.worker import Request
     from customops.fuzz.spaces.base import Verdict
     from customops.fuzz.triage import classify, yardstick_within
 
@@ -182,7 +182,7 @@ def _table_rows(path: str, heading: str) -> dict[str, list[str]]:
 
 
 def test_the_docs_tables_of_yardsticks_follow_the_data():
-    from customops.eval.yardstick import TERMS, YARDSTICKS
+    from customops.eval.judging.yardstick import TERMS, YARDSTICKS
     from customops.registry import OP_TYPES
 
     assert set(YARDSTICKS) == set(OP_TYPES)

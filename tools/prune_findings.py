@@ -4,8 +4,8 @@
 repository keeps only a few, chosen by :func:`choose`:
 
 - for each id of docs/ort-deviations.md, each ``F-`` id (a deviation of ORT this fuzzer found) and each
-  ``K-`` id (our kernels), in that order (customops.eval.deviations), that some group carries and no kept
-  group carries yet: the group carrying it that carries no id already kept, if there is one, then the
+  ``K-`` id (our kernels), in that order (customops.eval.judging.deviations), that some group carries and no
+  kept group carries yet: the group carrying it that carries no id already kept, if there is one, then the
   fewest ids, then the most findings, then the first name;
 - every group no rule labels (a new finding): all of them.
 
@@ -40,7 +40,7 @@ import sys
 from pathlib import Path
 
 from customops.errors import CustomOpsError
-from customops.eval.deviations import FOUND, OURS, documented_ids
+from customops.eval.judging.deviations import FOUND, OURS, documented_ids
 from customops.fuzz.files import SUMMARY, read_summary
 from customops.fuzz.groups import is_reproducer, rerun_at, write_json
 from customops.fuzz.merge import Copy, check_reproducer, copy_reproducer

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from customops.eval.worker import KERNEL_TIME_RUNS, OPTIMIZATION_LEVELS
+from customops.eval.running.worker import KERNEL_TIME_RUNS, OPTIMIZATION_LEVELS
 
 DEFAULT_DIM = 4
 """Default of ``--dim`` (customops.comparison.inputs.DEFAULT_DIM; a test keeps them equal)."""

@@ -197,14 +197,14 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _start_sides(args: argparse.Namespace) -> None:
-    """For compare, start its sides' children first (customops.eval.sides.start_all), so that their
+    """For compare, start its sides' children first (customops.eval.running.sides.start_all), so that their
     imports overlap with this process's own instead of following them. Held as the imports after it
     are: the modules that start the children import numpy, whose start a signal must not cut."""
     if args.command != "compare":
         return
     with signals_held():
         from customops.accel import jit
-        from customops.eval import sides
+        from customops.eval.running import sides
 
         if not getattr(args, "quiet", False):  # the children get this stderr for the note of a compilation
             jit.announce_compilation(sys.stderr)
@@ -213,7 +213,9 @@ def _start_sides(args: argparse.Namespace) -> None:
         unused = (
             ("builtin", "reference") if getattr(args, "load_outputs", None) else ()
         )  # saved outputs: no A
-        sides.start_all(fork=True, without=unused)  # this process has no thread yet: customops.eval.forked
+        sides.start_all(
+            fork=True, without=unused
+        )  # this process has no thread yet: customops.eval.running.forked
 
 
 def _command(args: argparse.Namespace) -> int:
@@ -223,7 +225,7 @@ def _command(args: argparse.Namespace) -> int:
         jit.announce_compilation(sys.stderr)
     try:
         if args.command in ORT_COMMANDS and not getattr(args, "verbose", False):
-            from customops.eval.sides import quiet_ort_log
+            from customops.eval.running.sides import quiet_ort_log
 
             quiet_ort_log()
         return int(args.func(args))

@@ -57,7 +57,7 @@ class CulpritSearch:
     stat: str = "elemwise"
     runs: int = 0
     optimization: str = "all"
-    """ORT's graph optimization level of the runs (customops.eval.worker.OPTIMIZATION_LEVELS)."""
+    """ORT's graph optimization level of the runs (customops.eval.running.worker.OPTIMIZATION_LEVELS)."""
 
 
 def effect_of(search: CulpritSearch, nodes: Sequence[tuple[str, str]]) -> Effect:

@@ -14,8 +14,8 @@ from customops.comparison.inputs import InputPlan, check_inputs, load_inputs
 from customops.comparison.pipeline import compare_model
 from customops.comparison.results import Report
 from customops.errors import CustomOpsError
-from customops.eval.sides import REFERENCE_TIMEOUT
-from customops.eval.worker import KERNEL_TIME_RUNS
+from customops.eval.running.sides import REFERENCE_TIMEOUT
+from customops.eval.running.worker import KERNEL_TIME_RUNS
 
 
 def compare(

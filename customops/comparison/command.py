@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from customops.errors import CustomOpsError
-from customops.eval.worker import KERNEL_TIME_RUNS
+from customops.eval.running.worker import KERNEL_TIME_RUNS
 
 if TYPE_CHECKING:
     import numpy as np
@@ -124,7 +124,7 @@ def run(args: Any) -> int:
     from customops.comparison.pipeline import compare_model, log
     from customops.comparison.settings import check_settings
     from customops.comparison.table import format_table
-    from customops.eval import sides
+    from customops.eval.running import sides
     from customops.model.io import check_model_file, load_model_files
     from customops.registry import OP_TYPES
     from customops.safeio import printable

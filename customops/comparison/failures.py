@@ -1,5 +1,5 @@
 """Where a side's whole-model run stops: the node its error names (ORT's text, our kernels' own;
-customops.eval.messages.failing_node), placed in the model, and the part of a model that runs before it.
+customops.eval.running.messages.failing_node), placed in the model, and the part of a model that runs before it.
 
 When both sides fail, compare decides from these points whether the inputs are at fault (both stop at the
 same node, or an error names no node of the model) or the sides part ways before they fail (each stops at
@@ -13,7 +13,7 @@ from typing import Any
 
 from onnx import ModelProto, NodeProto, helper
 
-from customops.eval.messages import failing_node
+from customops.eval.running.messages import failing_node
 from customops.graphs import subgraphs, walk_graph
 
 __all__ = ["FailPoint", "before_failure", "fail_point", "parted", "reads"]

@@ -126,9 +126,9 @@ def _where_they_differ(a: np.ndarray, b: np.ndarray) -> str | None:
 
 
 def _histogram(a: np.ndarray, b: np.ndarray) -> str:
-    """A small inline SVG histogram of |A − B| by decade (customops.eval.metrics.error_histogram) for
+    """A small inline SVG histogram of |A − B| by decade (customops.eval.judging.metrics.error_histogram) for
     two numeric tensors of one shape that differ; nothing otherwise. Each bar's count is on hover."""
-    from customops.eval.metrics import error_histogram
+    from customops.eval.judging.metrics import error_histogram
 
     if a.shape != b.shape or a.dtype.kind not in "iuf" or b.dtype.kind not in "iuf":
         return ""

@@ -19,8 +19,8 @@ from onnx import ModelProto
 
 from customops import dtypes
 from customops.errors import CustomOpsError
-from customops.eval.messages import described
-from customops.eval.testcase import read_inputs
+from customops.eval.cases.testcase import read_inputs
+from customops.eval.running.messages import described
 from customops.safeio import open_bounded, printable, read_bounded, write_atomic
 
 DEFAULT_DIM = 4

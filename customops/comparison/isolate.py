@@ -1,6 +1,6 @@
 """One node alone on the three sides: a one-node model fed the values the node saw in the model, run by
 ORT's built-in kernel, by ours and by onnx.reference, and who leaves the spec
-(customops.eval.attribution)."""
+(customops.eval.judging.attribution)."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ import numpy as np
 from onnx import ModelProto, NodeProto, helper
 
 from customops import dtypes
-from customops.eval import sides
-from customops.eval.attribution import Within, attribution
-from customops.eval.metrics import Metrics, compare_arrays, tolerance_for
-from customops.eval.sides import SideRun
-from customops.eval.testcase import tensor_proto
-from customops.eval.yardstick import Measured, custom_call, judge
+from customops.eval.cases.testcase import tensor_proto
+from customops.eval.judging.attribution import Within, attribution
+from customops.eval.judging.metrics import Metrics, compare_arrays, tolerance_for
+from customops.eval.judging.yardstick import Measured, custom_call, judge
+from customops.eval.running import sides
+from customops.eval.running.sides import SideRun
 from customops.registry import CUSTOM_OPS, CustomOp
 
 
@@ -38,10 +38,10 @@ def run_side(
     providers: list[str] | None = None,
     optimization: str = "all",
 ) -> SideRun:
-    """Run ``model`` on one side, in that side's child process (customops.eval.sides): a crash is the side's
-    error; with ``repeats`` > 0 also profile that many runs for per-node times; ``providers``: the
+    """Run ``model`` on one side, in that side's child process (customops.eval.running.sides): a crash is the
+    side's error; with ``repeats`` > 0 also profile that many runs for per-node times; ``providers``: the
     built-in side's execution providers (None: CPU); ``optimization``: ORT's graph optimization level
-    (customops.eval.worker.OPTIMIZATION_LEVELS)."""
+    (customops.eval.running.worker.OPTIMIZATION_LEVELS)."""
     providers = None if custom else providers
     return sides.run_side(model.SerializeToString(), feed, custom, repeats, providers, optimization)
 
@@ -121,11 +121,11 @@ def run_isolated(
     reference_timeout: float = sides.REFERENCE_TIMEOUT,
     optimization: str = "all",
 ) -> Isolated:
-    """Run ``node`` alone on the built-in side (on ``providers``; None: CPU), on ours and with
-    onnx.reference, the three at once, each in its side's child process; ORT's two at the graph
-    optimization level ``optimization``; the reference only when the work the node asks of it is within ``reference_limit``
-    (None: the op's, customops.registry), and for ``reference_timeout`` seconds at most. A reference that
-    does not run, or is cut by a bound, is no third vote, with its reason in ``errors``."""
+    """Run ``node`` alone on the built-in side (on ``providers``; None: CPU), on ours and with onnx.reference,
+    the three at once, each in its side's child process; ORT's two at the graph optimization level
+    ``optimization``; the reference only when the work the node asks of it is within ``reference_limit``
+    (None: the op's, customops.registry), and for ``reference_timeout`` seconds at most. A reference that does
+    not run, or is cut by a bound, is no third vote, with its reason in ``errors``."""
     from customops.model.rewriter import rewrite_model
 
     constants = frozenset(t.name for t in model.graph.initializer)
@@ -174,7 +174,7 @@ def metrics_of(
 
 
 def yardstick_of(iso: Isolated) -> Measured | None:
-    """The sides of ``iso`` against the yardstick (customops.eval.yardstick.judge): our kernel on the
+    """The sides of ``iso`` against the yardstick (customops.eval.judging.yardstick.judge): our kernel on the
     node's inputs widened to float64, run in the custom side's child."""
 
     from customops.model.rewriter import rewrite_model
@@ -209,7 +209,7 @@ def within_of(iso: Isolated) -> Within | None:
 def attribute(
     iso: Isolated, rtol: float | None, atol: float | None, stat: str = "elemwise"
 ) -> tuple[str, dict[str, Metrics | None]]:
-    """Who leaves the spec on the isolated node (customops.eval.attribution), judged against its
+    """Who leaves the spec on the isolated node (customops.eval.judging.attribution), judged against its
     yardstick where :func:`add_yardstick` measured one: returns the attribution and the three pairwise
     metrics."""
     o, e = iso.outputs, iso.errors

@@ -1,6 +1,7 @@
 """compare's node where a difference starts, described for the rules of known deviations: its signature
-(customops.eval.signature) and the case the facts are computed from (customops.eval.facts.Observed),
-from the node run alone; labelled by customops.eval.deviations."""
+(customops.eval.judging.signature) and the case the facts are computed from
+(customops.eval.judging.facts.Observed), from the node run alone; labelled by
+customops.eval.judging.deviations."""
 
 from __future__ import annotations
 
@@ -10,15 +11,15 @@ import numpy as np
 from onnx import NodeProto, helper
 
 from customops import dtypes
-from customops.eval.deviations import known_labels
-from customops.eval.facts import Given, Observed, facts
-from customops.eval.signature import Signature, Subject
-from customops.eval.testcase import tensor_value
+from customops.eval.cases.testcase import tensor_value
+from customops.eval.judging.deviations import known_labels
+from customops.eval.judging.facts import Given, Observed, facts
+from customops.eval.judging.signature import Signature, Subject
 from customops.registry import lookup
 
 if TYPE_CHECKING:
     from customops.comparison.isolate import Isolated
-    from customops.eval.metrics import Metrics
+    from customops.eval.judging.metrics import Metrics
 
 SIDES = {
     "builtin-leaves-spec": "builtin",
@@ -30,7 +31,7 @@ SIDES = {
     "custom-cannot-run": "custom",
     "reference-odd-one-out": "reference",
 }
-"""compare's attribution -> the side of a fuzz finding (customops.eval.attribution)."""
+"""compare's attribution -> the side of a fuzz finding (customops.eval.judging.attribution)."""
 
 
 def labels(
@@ -60,9 +61,9 @@ def subject(
 
 
 def observed(node: NodeProto, iso: Isolated) -> Observed:
-    """The node alone as customops.eval.facts reads a case: X, its element type, the inputs with a value
-    here by the registry's names (constant: not fed), the attributes, the spec side's output shape (ours,
-    else the reference's) and ORT's output."""
+    """The node alone as customops.eval.judging.facts reads a case: X, its element type, the inputs with a
+    value here by the registry's names (constant: not fed), the attributes, the spec side's output shape
+    (ours, else the reference's) and ORT's output."""
     x = _value(iso, node.input[0]) if node.input else None
     opv = lookup(node.op_type, _opset(iso))
     names = [i.name for i in opv.inputs] if opv is not None else []

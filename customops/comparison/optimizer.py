@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from customops.comparison.isolate import metrics_of, run_side
-from customops.eval.worker import OPTIMIZATION_LEVELS
+from customops.eval.running.worker import OPTIMIZATION_LEVELS
 
 if TYPE_CHECKING:
     from onnx import ModelProto

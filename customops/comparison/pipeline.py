@@ -3,7 +3,7 @@
 
 For every swapped node of the main graph the report says whether its output differs inside the model,
 whether the difference starts at that node (the node alone, fed A's own inputs to it, still differs) or
-was carried in from upstream, and which side leaves the spec (customops.eval.attribution). This module
+was carried in from upstream, and which side leaves the spec (customops.eval.judging.attribution). This module
 holds the steps and the entry points. The steps: :func:`prepare` (restore, rewrite, pick the nodes and
 the values to expose), :func:`run_whole` (the model on both sides, then with the exposed values as
 outputs), :func:`judge_outputs`, :func:`judge_node` for each swapped node, the follow-ups
@@ -51,10 +51,10 @@ from customops.comparison.saved import LoadedOutputs
 from customops.comparison.settings import Settings, checked_settings
 from customops.comparison.summary import loaded_summary, parted_summary, summary_line
 from customops.errors import CustomOpsError
-from customops.eval import sides
-from customops.eval.metrics import DEFAULT_TOLERANCES
-from customops.eval.sides import REFERENCE_TIMEOUT, SideRun
-from customops.eval.testcase import tensor_value
+from customops.eval.cases.testcase import tensor_value
+from customops.eval.judging.metrics import DEFAULT_TOLERANCES
+from customops.eval.running import sides
+from customops.eval.running.sides import REFERENCE_TIMEOUT, SideRun
 from customops.graphs import check_in_memory
 from customops.safeio import printable
 
@@ -123,7 +123,7 @@ def _both_sides(
     models: Sequence[ModelProto | None], feed: dict[str, np.ndarray], s: Settings, repeats: int
 ) -> list[SideRun]:
     """The built-in side's run of ``models[0]`` and the custom side's of ``models[1]`` at once (each in its
-    child: customops.eval.sides.run_sides); an empty run for a model that is None."""
+    child: customops.eval.running.sides.run_sides); an empty run for a model that is None."""
     jobs = [
         sides.whole_request(
             m.SerializeToString(), feed, custom, repeats, None if custom else s.providers, s.optimization
@@ -531,17 +531,18 @@ def compare_model(
 ) -> Comparison:
     """Compare ``model`` on ``feed`` between ORT's built-in kernels and ours; see the module docstring.
     ``rtol`` and ``atol`` (default: per dtype) must be finite and at least 0, ``reference_limit`` (None: per
-    op, customops.registry.CustomOp.reference_limit) at least 0 (0: onnx.reference is given empty inputs only). ``providers``: execution providers of the
-    built-in side (ORT names or aliases such as cuda; default CPU); ours always run on CPU.
-    ``tolerances``: (rtol, atol) by tensor name (graph outputs, swapped nodes' outputs), either None for
-    the global one. ``check_error_stat``: what decides whether a tensor passes (customops.eval.metrics.STATS:
-    each element, or the max, mean or median error, as Polygraphy's). ``reference_timeout``: seconds
-    onnx.reference may take for one node (a positive finite number). ``graph_optimization_level``: ORT's,
-    for every ORT session of both sides (customops.comparison.optimizer.OPTIMIZATION_LEVELS). ``plan``: how
-    ``feed`` was generated, to draw it again at other sizes when both sides fail on it (:func:`runs_that_fit`). ``started``: the perf_counter time
-    the command started (its process, or the call), timed as the phase ``start``. ``loaded``: saved
-    outputs that stand in for side A (:func:`runs_against_loaded`; customops.comparison.saved). ``choices``: the nodes
-    compared, --validate and --fail-fast (customops.comparison.choices)."""
+    op, customops.registry.CustomOp.reference_limit) at least 0 (0: onnx.reference is given empty inputs
+    only). ``providers``: execution providers of the built-in side (ORT names or aliases such as cuda; default
+    CPU); ours always run on CPU. ``tolerances``: (rtol, atol) by tensor name (graph outputs, swapped nodes'
+    outputs), either None for the global one. ``check_error_stat``: what decides whether a tensor passes
+    (customops.eval.judging.metrics.STATS: each element, or the max, mean or median error, as Polygraphy's).
+    ``reference_timeout``: seconds onnx.reference may take for one node (a positive finite number).
+    ``graph_optimization_level``: ORT's, for every ORT session of both sides
+    (customops.comparison.optimizer.OPTIMIZATION_LEVELS). ``plan``: how ``feed`` was generated, to draw it
+    again at other sizes when both sides fail on it (:func:`runs_that_fit`). ``started``: the perf_counter
+    time the command started (its process, or the call), timed as the phase ``start``. ``loaded``: saved
+    outputs that stand in for side A (:func:`runs_against_loaded`; customops.comparison.saved). ``choices``:
+    the nodes compared, --validate and --fail-fast (customops.comparison.choices)."""
     settings = checked_settings(
         (rtol, atol, tolerances),
         (repeats, reference_limit, reference_timeout),

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 from onnx import ModelProto, NodeProto, helper
 
-from customops.eval.sides import SideRun
+from customops.eval.running.sides import SideRun
 
 __all__ = ["Prepared", "WholeRuns", "with_outputs"]
 

@@ -1,5 +1,5 @@
 """compare's ``--save-repro``: an ONNX test case for each node where a disagreement starts or a side
-fails (customops.eval.testcase), named after the node as one safe path component."""
+fails (customops.eval.cases.testcase), named after the node as one safe path component."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from onnx import ModelProto, helper
 
 from customops import dtypes
 from customops.errors import CustomOpsError
-from customops.eval.testcase import first_differences, versions_line, write_test_case
+from customops.eval.cases.testcase import first_differences, versions_line, write_test_case
 from customops.safeio import atomic_dir, safe_component
 
 if TYPE_CHECKING:

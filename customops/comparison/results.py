@@ -16,7 +16,7 @@ from customops.comparison.choices import NonFinite, Stopped
 from customops.comparison.inputs import InputsUsed
 from customops.comparison.isolate import Isolated
 from customops.comparison.optimizer import Optimization
-from customops.eval.metrics import Metrics
+from customops.eval.judging.metrics import Metrics
 
 __all__ = ["Comparison", "NodeResult", "OutputResult", "Report"]
 
@@ -53,14 +53,16 @@ class NodeResult:
     provider: dict[str, str | None] = field(default_factory=dict)
     """The execution provider that ran the node in the model, per side (from ORT's profile)."""
     known: list[str] = field(default_factory=list)
-    """Ids of documented deviations the difference matches (customops.eval.deviations), where it starts."""
+    """Ids of documented deviations the difference matches (customops.eval.judging.deviations), where it
+    starts."""
     isolated: dict[str, Any] | None = None
     origin: str = "unknown"
     attribution: str = "unknown"
     verdict: str = "agree"
     carried_from: str | None = None
     """Where the difference of its inputs comes from, when they differ (customops.comparison.carried):
-    ``ort-nodes`` (no swapped node upstream makes a difference of its own) or ``swapped-nodes``; None: they do not."""
+    ``ort-nodes`` (no swapped node upstream makes a difference of its own) or ``swapped-nodes``; None: they do
+    not."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -112,8 +114,9 @@ class Report:
     stopped: Stopped | None = None
     """With --fail-fast: where the comparison stopped and the nodes not judged (None: it did not stop)."""
     carried_in: CarriedIn | None = None
-    """Swapped nodes whose inputs differ though no swapped node upstream makes a difference of its own, and those values
-    rerun at lower graph optimization levels (customops.comparison.carried); None: no such node."""
+    """Swapped nodes whose inputs differ though no swapped node upstream makes a difference of its own, and
+    those values rerun at lower graph optimization levels (customops.comparison.carried); None: no such
+    node."""
 
     def to_json(self) -> dict[str, Any]:
         return {

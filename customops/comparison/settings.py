@@ -13,8 +13,8 @@ from customops.comparison.choices import Choices
 from customops.comparison.inputs import check_seed
 from customops.comparison.optimizer import OPTIMIZATION_LEVELS
 from customops.errors import CustomOpsError
-from customops.eval.metrics import STATS
-from customops.eval.sides import REFERENCE_TIMEOUT
+from customops.eval.judging.metrics import STATS
+from customops.eval.running.sides import REFERENCE_TIMEOUT
 
 __all__ = ["Settings", "check_settings", "checked_settings"]
 
@@ -53,21 +53,22 @@ class Settings:
     reference_limit: int | None = None
     """Work asked of onnx.reference at most (None: per op, customops.comparison.isolate)."""
     reference_timeout: float = REFERENCE_TIMEOUT
-    """Seconds onnx.reference may take for one node (customops.eval.sides.REFERENCE_TIMEOUT)."""
+    """Seconds onnx.reference may take for one node (customops.eval.running.sides.REFERENCE_TIMEOUT)."""
     providers: list[str] = field(default_factory=lambda: ["CPUExecutionProvider"])
     """The built-in side's execution providers, as ORT names (customops.comparison.providers)."""
     by_name: dict[str, tuple[float | None, float | None]] = field(default_factory=dict)
     """(rtol, atol) of named tensors (graph outputs, swapped nodes' outputs); None: the global one."""
     stat: str = "elemwise"
-    """What decides whether a tensor passes (customops.eval.metrics.STATS)."""
+    """What decides whether a tensor passes (customops.eval.judging.metrics.STATS)."""
     optimization: str = "all"
-    """ORT's graph optimization level of every ORT session (customops.eval.worker.OPTIMIZATION_LEVELS)."""
+    """ORT's graph optimization level of every ORT session
+    (customops.eval.running.worker.OPTIMIZATION_LEVELS)."""
     choices: Choices = field(default_factory=Choices)
     """The nodes compared, --validate and --fail-fast (customops.comparison.choices)."""
 
     def tol(self, name: str) -> tuple[float | None, float | None]:
         """(rtol, atol) for the tensor ``name``: its own where given, else the global ones (None: the
-        dtype's default, customops.eval.metrics)."""
+        dtype's default, customops.eval.judging.metrics)."""
         rtol, atol = self.by_name.get(name, (None, None))
         return (self.rtol if rtol is None else rtol, self.atol if atol is None else atol)
 

@@ -1,7 +1,7 @@
-"""compare's report as text, from its JSON document (customops.comparison.results.Report.to_json): the verdict first, the table of graph outputs and of the nodes where a
-difference starts (every swapped node with ``all_rows``), the side errors, and the verdict again last.
-A node's row shows the node alone (the figures its attribution is decided on); a row "in the model"
-under it shows its values inside the model run."""
+"""compare's report as text, from its JSON document (customops.comparison.results.Report.to_json): the verdict
+first, the table of graph outputs and of the nodes where a difference starts (every swapped node with
+``all_rows``), the side errors, and the verdict again last. A node's row shows the node alone (the figures its
+attribution is decided on); a row "in the model" under it shows its values inside the model run."""
 
 from __future__ import annotations
 
@@ -126,7 +126,7 @@ def _placement_lines(report: dict[str, Any]) -> list[str]:
 
 
 def _ulp_notes(report: dict[str, Any], nodes: list[dict[str, Any]]) -> list[str]:
-    """For each row whose ulp column reads n/a: why (customops.eval.metrics.ulp_distance)."""
+    """For each row whose ulp column reads n/a: why (customops.eval.judging.metrics.ulp_distance)."""
     items = [(o["name"], o["metrics"]) for o in report["outputs"]]
     items += [(n["node"], n["in_model"] or ((n["isolated"] or {}).get("builtin_vs_custom"))) for n in nodes]
     return [f"  {name}: ulp {m['ulp_note']}" for name, m in items if m and m.get("ulp_note")]
@@ -147,7 +147,7 @@ def _passing_tolerances(report: dict[str, Any], nodes: list[dict[str, Any]]) -> 
 
 def error_stat_lines(report: dict[str, Any], nodes: list[dict[str, Any]]) -> list[str]:
     """For each differing output and shown node (its figures alone, else in the model): the mean, median
-    and 99th percentile of |A - B| and of the relative error (customops.eval.metrics.ErrorStats)."""
+    and 99th percentile of |A - B| and of the relative error (customops.eval.judging.metrics.ErrorStats)."""
     items = [(o["name"], o["metrics"]) for o in report["outputs"]]
     items += [(n["node"], node_figures(n)[0] or n["in_model"]) for n in nodes]
     lines = []

@@ -16,8 +16,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from customops.eval.runner import Pool, parallel
-from customops.eval.signature import Finding, Signature
+from customops.eval.judging.signature import Finding, Signature
+from customops.eval.running.runner import Pool, parallel
 from customops.fuzz.dispatch import make_case
 from customops.fuzz.summary import EXAMPLES, CaseCounts, GroupSummary
 from customops.fuzz.triage import Evaluation, Shrunk, evaluate, observed, shrink, signature_of
@@ -271,7 +271,7 @@ def group_summary(group: Group, seed: int, rerun: list[str]) -> GroupSummary:
         rerun=rerun,
     )
     if group.shrunk is not None:
-        from customops.eval.facts import facts
+        from customops.eval.judging.facts import facts
 
         ev = group.shrunk.evaluation
         entry.facts = facts(observed(ev))

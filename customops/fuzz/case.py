@@ -21,7 +21,7 @@ from onnx import ModelProto, helper
 
 from customops.dtypes import CODE, elem_of, numpy_dtype
 from customops.errors import CustomOpsError
-from customops.eval.testcase import tensor_proto
+from customops.eval.cases.testcase import tensor_proto
 from customops.registry import NATIVE_TYPES, OPS, OpVersion, type_support
 from customops.safeio import inflate_bounded
 

@@ -207,7 +207,7 @@ def run_campaign(args: argparse.Namespace) -> int:
 def _jobs(value: str | None, cases: int) -> int:
     """--jobs, capped by the usable cores and the cases to run (each lane is three processes); the cap
     is said on stderr."""
-    from customops.eval.runner import usable_cores
+    from customops.eval.running.runner import usable_cores
     from customops.fuzz.campaign import log
 
     asked = _int(value, "--jobs", 1, 1)
@@ -243,7 +243,7 @@ def campaign(
 ) -> CampaignSummary:
     """Run ``plan``, triage, write the reproducers and summary.json under ``out`` (removing the groups
     of the ``previous`` summary there that are gone); returns the summary."""
-    from customops.eval.runner import Pool
+    from customops.eval.running.runner import Pool
     from customops.fuzz.campaign import case_counts, group_summary, log, run_cases, triage
     from customops.fuzz.files import SUMMARY
     from customops.fuzz.groups import remove_stale, write_json
@@ -310,7 +310,7 @@ def _campaign_info(
 def _write_groups(groups: list[Any], seed: int, out: Path) -> list[GroupSummary]:
     """Name each group's directory under ``out``, write its shrunk reproducer there; the groups' entries
     of the summary."""
-    from customops.eval.deviations import known_labels
+    from customops.eval.judging.deviations import known_labels
     from customops.fuzz.campaign import group_summary
     from customops.fuzz.groups import compare_exits_1, group_dirname, rerun_commands, taken_names, write_group
 
@@ -401,7 +401,7 @@ def _check_apart(dirs: list[Path], out: Path, md: Path | None) -> None:
 
 def run_replay(args: argparse.Namespace) -> int:
     """``customops fuzz replay GROUP_DIR...``: exit 1 while any still reproduces."""
-    from customops.eval.runner import Pool
+    from customops.eval.running.runner import Pool
     from customops.fuzz.files import read_finding
     from customops.fuzz.triage import evaluate, holds
     from customops.safeio import printable
@@ -431,7 +431,7 @@ def _check_runnable(rep: Reproducer) -> None:
     """Run, in this process, what replay does with the file's case besides the sides (the validity
     oracle, the model, the features): a case the checks let through that these still cannot take is a
     CustomOpsError before any worker starts, not a traceback."""
-    from customops.eval.messages import described
+    from customops.eval.running.messages import described
     from customops.fuzz.case import build_model
     from customops.fuzz.dispatch import space_of
     from customops.fuzz.triage import feature_labels

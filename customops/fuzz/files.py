@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from customops.errors import CustomOpsError
-from customops.eval.signature import Signature
+from customops.eval.judging.signature import Signature
 from customops.fuzz.case import MAX_ARRAY_BYTES, MAX_RANK, Case, case_from_json, known_elem
 from customops.fuzz.summary import VERSION_KEYS, CampaignSummary
 from customops.safeio import MAX_COMPONENT, is_safe_component, read_json

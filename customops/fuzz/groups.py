@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 
 from customops import jsonout
-from customops.eval.signature import Signature
-from customops.eval.testcase import first_differences, versions_line, write_test_case
+from customops.eval.cases.testcase import first_differences, versions_line, write_test_case
+from customops.eval.judging.signature import Signature
 from customops.fuzz.case import build_model, case_to_json
 from customops.fuzz.files import FINDING
 from customops.fuzz.summary import CampaignSummary, GroupSummary

@@ -18,7 +18,7 @@ from typing import Any
 
 from customops import jsonout
 from customops.errors import CustomOpsError
-from customops.eval.testcase import DATA_SET, REPRO_SCRIPT, check_self_contained, repro_script
+from customops.eval.cases.testcase import DATA_SET, REPRO_SCRIPT, check_self_contained, repro_script
 from customops.fuzz.files import FINDING, group_dir, read_finding
 from customops.fuzz.groups import README_REPRODUCE, rerun_at, taken_names
 from customops.fuzz.summary import CampaignInfo, CampaignSummary, GroupSummary, ReferenceNote, combine
@@ -40,7 +40,7 @@ def merge(summaries: list[tuple[Path, CampaignSummary]], out: Path) -> CampaignS
     """One summary from several checked campaign summaries (e.g. shards); copies each group's
     representative (the one whose first example has the lowest index) into ``out``, under a name unique
     there, with its known labels refreshed (in the summary and in its finding.json)."""
-    from customops.eval.deviations import known_labels
+    from customops.eval.judging.deviations import known_labels
 
     first = summaries[0][1]
     groups, sources = _merged_groups(summaries)

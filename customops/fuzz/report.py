@@ -69,7 +69,7 @@ def _label_table(
 def markdown(summary: CampaignSummary, root: str, command: str) -> str:
     """docs/findings.md: how to regenerate it, the campaigns, which documented deviations were found
     again, the deviations new to the catalogue, then one row per group with its reproducer."""
-    from customops.eval.deviations import FOUND, OURS, documented_ids
+    from customops.eval.judging.deviations import FOUND, OURS, documented_ids
 
     by_label = summary.by_label()
     out = _findings_intro(summary, root, _regenerate_commands(summary, command))

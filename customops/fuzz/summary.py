@@ -2,17 +2,18 @@
 
 A campaign builds these (customops.fuzz.campaign, customops.fuzz.command), the table, the Markdown page
 (customops.fuzz.report) and the merge (customops.fuzz.merge) read them, and each ``to_json()`` gives the
-summary.json form, key for key and in the order the fuzzer has always written it. ``from_json()`` takes only what
-:func:`customops.fuzz.files.read_summary` has checked against its schema (it does not check again):
-summary.json is untrusted data, and files.py is the one place that checks it. Optional fields the file
-may lack are None here and left out of ``to_json()`` (but a group's ``dir`` and a campaign's
-``indices``, which the fuzzer writes as null, are always written). So what the fuzzer writes reads back
-and writes out byte for byte; a hand-edited file comes out with its keys in the fuzzer's order, a
-missing ``indices`` as null and a group's null ``seed`` left out.
+summary.json form, key for key and in the order the fuzzer has always written it. ``from_json()`` takes only
+what :func:`customops.fuzz.files.read_summary` has checked against its schema (it does not check again):
+summary.json is untrusted data, and files.py is the one place that checks it. Optional fields the file may
+lack are None here and left out of ``to_json()`` (but a group's ``dir`` and a campaign's ``indices``, which
+the fuzzer writes as null, are always written). So what the fuzzer writes reads back and writes out byte for
+byte; a hand-edited file comes out with its keys in the fuzzer's order, a missing ``indices`` as null and a
+group's null ``seed`` left out.
 
-A group's ``facts`` (what the labelling rules read, customops.eval.facts and customops.eval.deviations) and ``representative`` (a
-description of the shrunk case) stay JSON objects: they are free-form in the file, only passed through
-by the merge, and read key by key by the rules, which tolerate any shape.
+A group's ``facts`` (what the labelling rules read, customops.eval.judging.facts and
+customops.eval.judging.deviations) and ``representative`` (a description of the shrunk case) stay JSON
+objects: they are free-form in the file, only passed through by the merge, and read key by key by the rules,
+which tolerate any shape.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from customops.eval.signature import Signature
+from customops.eval.judging.signature import Signature
 
 EXAMPLES = 10
 """How many example case indices a group keeps."""

@@ -1,12 +1,14 @@
 """Triage: what each case's three outcomes mean, the signature of each finding, grouping, shrinking.
 
-A *finding* (customops.eval.signature.Finding) says which side is the odd one out (customops.eval.attribution, the rule compare uses too:
-``builtin``, ``custom``, ``three-way``, ``unknown`` when the reference could not vote or agrees with both,
-``reference`` for the reference's own deviations, which are notes, not findings) and its kind: ``value``, ``shape``, ``dtype`` (both ran, outputs differ), ``rejects-valid``,
-``accepts-invalid``, ``crash``, ``hang``. Its *detail* is the normalized error (rejections, crashes) or the
-rule an invalid case breaks. For the three output kinds the signature also names the features of the case
-that matter: each non-default attribute, T, the special values and the optional inputs is set to its
-simplest form in turn, and the ones whose simplification makes the finding go away are kept.
+A *finding* (customops.eval.judging.signature.Finding) says which side is the odd one out
+(customops.eval.judging.attribution, the rule compare uses too: ``builtin``, ``custom``, ``three-way``,
+``unknown`` when the reference could not vote or agrees with both, ``reference`` for the reference's own
+deviations, which are notes, not findings) and its kind: ``value``, ``shape``, ``dtype`` (both ran, outputs
+differ), ``rejects-valid``, ``accepts-invalid``, ``crash``, ``hang``. Its *detail* is the normalized error
+(rejections, crashes) or the rule an invalid case breaks. For the three output kinds the signature also names
+the features of the case that matter: each non-default attribute, T, the special values and the optional
+inputs is set to its simplest form in turn, and the ones whose simplification makes the finding go away are
+kept.
 """
 
 from __future__ import annotations
@@ -19,12 +21,12 @@ from typing import Any
 
 import numpy as np
 
-from customops.eval.attribution import Within, odd_one_out
-from customops.eval.facts import Given, Observed
-from customops.eval.metrics import DEFAULT_TOLERANCES, Metrics, compare_arrays
-from customops.eval.runner import Outcome, Pool
-from customops.eval.signature import Finding, Signature
-from customops.eval.worker import SIDES, Request
+from customops.eval.judging.attribution import Within, odd_one_out
+from customops.eval.judging.facts import Given, Observed
+from customops.eval.judging.metrics import DEFAULT_TOLERANCES, Metrics, compare_arrays
+from customops.eval.judging.signature import Finding, Signature
+from customops.eval.running.runner import Outcome, Pool
+from customops.eval.running.worker import SIDES, Request
 from customops.fuzz import values as V
 from customops.fuzz.case import Case, build_model
 from customops.fuzz.dispatch import space_of
@@ -60,8 +62,8 @@ def _agree(a: Any, b: Any, elem: str, magnitude: float = 0.0) -> Metrics:
 
 
 def magnitude(case: Case) -> float:
-    """For interpolating Resize, Upsample and GridSample on floats: a bound on what the input values add up to in one
-    output (4 times the largest finite |x|). Rounding errors of a weighted sum scale with it, not with
+    """For interpolating Resize, Upsample and GridSample on floats: a bound on what the input values add up to
+    in one output (4 times the largest finite |x|). Rounding errors of a weighted sum scale with it, not with
     the result, so the absolute tolerance grows by rtol times this (cancellation is not a deviation)."""
     if case.op not in ("Resize", "Upsample", "GridSample") or not V.is_float(case.dtype):
         return 0.0
@@ -170,7 +172,7 @@ def _judged(
     b: Outcome, c: Outcome, r: Outcome, dtype: str, scale: float, within: Within | None = None
 ) -> list[Finding]:
     """The finding of a valid case both ORT's kernel and ours ran: the side that leaves the spec
-    (customops.eval.attribution, against the yardstick where ``within`` is given) with the kind of its
+    (customops.eval.judging.attribution, against the yardstick where ``within`` is given) with the kind of its
     difference."""
     m = _agree(b.value, c.value, dtype, scale)
     if r.status != "ok":  # the reference cannot vote: its refusal of a valid case is a note of its own
@@ -197,7 +199,7 @@ class Evaluation:
 
 
 def observed(ev: Evaluation) -> Observed:
-    """A case run on the three sides as customops.eval.facts reads it: X, T, the inputs given, the
+    """A case run on the three sides as customops.eval.judging.facts reads it: X, T, the inputs given, the
     attributes, the oracle's output shape and ORT's output (None when ORT failed)."""
     case = ev.case
     b = ev.outcomes.get("builtin")
@@ -232,11 +234,11 @@ def yardstick_within(
     tol: tuple[str, float],
     index: int = -1,
 ) -> Within | None:
-    """Built-in and custom against the case's yardstick (customops.eval.yardstick.judge, compare's
+    """Built-in and custom against the case's yardstick (customops.eval.judging.yardstick.judge, compare's
     rule), measured only when both ran and differ at the fuzzer's tolerance (``tol``: the element type
     and :func:`magnitude`); our float64 run goes to a custom worker of the pool. None when not measured
     or the case has no yardstick."""
-    from customops.eval.yardstick import judge
+    from customops.eval.judging.yardstick import judge
 
     b, c = outcomes["builtin"], outcomes["custom"]
     if b.status != "ok" or c.status != "ok" or _agree(b.value, c.value, *tol).passed:

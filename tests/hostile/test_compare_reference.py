@@ -13,7 +13,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
-from customops.eval.sides import INJECT_ENV
+from customops.eval.running.sides import INJECT_ENV
 from customops.kernels.work import reference_work
 from tests.helpers import DEVIATION, run_cli
 
@@ -119,8 +119,8 @@ def test_a_reference_timeout_must_be_positive_and_finite(tmp_path):
 def test_the_reference_child_runs_under_a_memory_bound(tmp_path):
     """The child of the reference side has an address-space limit (RLIMIT_AS), within what it maps
     plus REFERENCE_MEMORY: an allocation past it is a MemoryError of that side, not the OOM killer."""
-    from customops.eval.runner import SideProcess
-    from customops.eval.worker import REFERENCE_MEMORY, Request
+    from customops.eval.running.runner import SideProcess
+    from customops.eval.running.worker import REFERENCE_MEMORY, Request
 
     model = onnx.load(_roi_model(tmp_path / "m.onnx"))
     feed = {"X": np.ones((1, 1, 4, 4), np.float32), "rois": np.array([[0, 0, 2, 2]], np.float32)}
@@ -146,8 +146,8 @@ def test_the_reference_timeout_counts_from_its_request_not_from_the_children_sta
     vote the same way)."""
     import time
 
-    from customops.eval import runner, sides
-    from customops.eval.worker import Request
+    from customops.eval.running import runner, sides
+    from customops.eval.running.worker import Request
 
     real = time.perf_counter
     jumped = [0.0]

@@ -18,7 +18,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import customops
-from customops.eval.sides import INJECT_ENV
+from customops.eval.running.sides import INJECT_ENV
 from tests.helpers import NEVER, run_cli, run_python
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -251,7 +251,7 @@ def test_memory_stays_a_small_multiple_of_a_large_output(tmp_path):
 
 
 def test_a_side_whose_outputs_exceed_the_limit_reports_it_instead_of_sending_them():
-    from customops.eval.worker import Reply, bounded
+    from customops.eval.running.worker import Reply, bounded
 
     small = Reply("ok", {"y": np.zeros(10, np.float32)})
     assert bounded(small, 1000) is small
@@ -263,7 +263,7 @@ def test_a_side_whose_outputs_exceed_the_limit_reports_it_instead_of_sending_the
 
 def test_compare_s_side_applies_its_output_limit_in_the_child(monkeypatch):
     """The limit travels with the request: the child refuses to send back more, on a real run."""
-    from customops.eval import sides
+    from customops.eval.running import sides
 
     model = helper.make_model(
         helper.make_graph(
@@ -281,7 +281,7 @@ def test_compare_s_side_applies_its_output_limit_in_the_child(monkeypatch):
 
 @pytest.mark.parametrize("chunk", [1, 7, 1 << 20])
 def test_metrics_chunk_by_chunk_are_those_of_one_pass(monkeypatch, chunk):
-    from customops.eval import metrics
+    from customops.eval.judging import metrics
 
     rng = np.random.default_rng(chunk)
     a = rng.standard_normal((3, 50)).astype(np.float32)
@@ -324,7 +324,7 @@ def test_ctrl_c_at_each_point_of_the_start_gives_one_line(point):
 
 @pytest.mark.skipif(sys.version_info < (3, 11), reason="python -P (keep the working directory off sys.path)")
 def test_a_customops_directory_where_compare_runs_is_never_imported_by_its_children(tmp_path):
-    """The sides' children are ``python -m customops.eval.child``: started in the user's directory, a
+    """The sides' children are ``python -m customops.eval.running.child``: started in the user's directory, a
     ``customops`` package there (a downloaded model repository, say) would be imported instead of ours."""
     shadow = tmp_path / "customops"
     shadow.mkdir()
@@ -350,8 +350,8 @@ def test_a_child_killed_by_ctrl_c_while_starting_is_the_users_interrupt(
 ):
     """A side's child ignores Ctrl-C from its first line; a Ctrl-C to the command that reaches a child
     still starting kills it, and the command stops as interrupted (it reported a dead worker, exit 2)."""
-    from customops.eval.runner import SideProcess, WorkerDied
-    from customops.eval.worker import Request
+    from customops.eval.running.runner import SideProcess, WorkerDied
+    from customops.eval.running.worker import Request
 
     (tmp_path / "sitecustomize.py").write_text(
         f"import os, signal\nsignal.signal({int(signum)}, signal.SIG_DFL)\nos.kill(os.getpid(), {int(signum)})\n"

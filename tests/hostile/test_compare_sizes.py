@@ -122,7 +122,7 @@ def test_arrays_handed_to_the_api_are_bounded_by_their_elements(tmp_path, small_
 
 
 def test_a_bound_on_outputs_counts_the_bytes_of_each_string():
-    from customops.eval.worker import Reply, bounded
+    from customops.eval.running.worker import Reply, bounded
 
     long = np.array(["\u00e9" * 1000] * 10, dtype=object)  # nbytes: 80; UTF-8: 20000 bytes
     reply = bounded(Reply("ok", {"y": long}), 5000)
@@ -131,7 +131,7 @@ def test_a_bound_on_outputs_counts_the_bytes_of_each_string():
 
 
 def test_a_side_s_string_outputs_are_bounded_by_their_bytes_on_a_real_run(tmp_path, monkeypatch):
-    from customops.eval import sides
+    from customops.eval.running import sides
 
     model = onnx.load(_identity_model(tmp_path / "m.onnx"))
     monkeypatch.setattr(sides, "OUTPUT_LIMIT", 10_000)
@@ -141,8 +141,8 @@ def test_a_side_s_string_outputs_are_bounded_by_their_bytes_on_a_real_run(tmp_pa
 
 
 def test_a_fuzz_case_s_string_output_is_bounded_by_its_bytes_in_the_child(tmp_path):
-    from customops.eval.runner import SideProcess
-    from customops.eval.worker import Request
+    from customops.eval.running.runner import SideProcess
+    from customops.eval.running.worker import Request
 
     model = onnx.load(_identity_model(tmp_path / "m.onnx"))
     feed = {"x": np.array(["x" * 5000] * 4, dtype=object)}
@@ -232,8 +232,8 @@ def test_a_declared_sequence_output_is_refused_before_the_work(tmp_path, capsys)
 def test_a_side_names_a_sequence_output_instead_of_dying_on_it(tmp_path, side):
     """Past the check before the work (a model given as a ModelProto to the sides, a fuzz case): each
     side's child answers with an error naming the output, and lives on."""
-    from customops.eval.runner import SideProcess
-    from customops.eval.worker import Request
+    from customops.eval.running.runner import SideProcess
+    from customops.eval.running.worker import Request
 
     model = onnx.load(_sequence_model(tmp_path / "m.onnx"))
     feed = {"x": np.arange(3, dtype=np.float32)}

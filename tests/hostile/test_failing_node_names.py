@@ -9,7 +9,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from customops.eval.messages import failing_node
+from customops.eval.running.messages import failing_node
 from tests.helpers import run_cli
 
 SPOOF = "pre' Status Message: x"

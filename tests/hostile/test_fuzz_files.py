@@ -347,7 +347,7 @@ def test_reading_a_bomb_allocates_no_more_than_the_declared_size(camp):
 def test_a_replayed_case_cannot_send_a_huge_output_back(camp):
     """A side's output is copied into the coordinator: a case asking for 80 MB of output (Pad's pads
     come from the file) is an error of that side, not 80 MB in the main process."""
-    from customops.eval.runner import Pool
+    from customops.eval.running.runner import Pool
     from customops.fuzz.files import read_finding
     from customops.fuzz.triage import evaluate
 
@@ -547,7 +547,7 @@ def test_committed_findings_read_back_exactly():
 def test_merge_writes_repro_py_itself_and_never_copies_one_from_a_campaign(camp, tmp_path, capsys):
     """repro.py is a program people run: one planted in a campaign directory is not carried into the
     merge, which writes customops' own script in every reproducer."""
-    from customops.eval.testcase import repro_script
+    from customops.eval.cases.testcase import repro_script
 
     group = first_group(camp)
     assert (group / "repro.py").read_text() == repro_script()  # the campaign wrote ours

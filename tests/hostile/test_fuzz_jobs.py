@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-import customops.eval.runner as runner
+import customops.eval.running.runner as runner
 from customops.cli.main import main
 
 CORES = len(os.sched_getaffinity(0))

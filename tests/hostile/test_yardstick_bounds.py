@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from customops.comparison.pipeline import compare_model
-from customops.eval.yardstick import bound
+from customops.eval.judging.yardstick import bound
 from tests.helpers import roi_align_model
 
 F32 = np.float32
@@ -36,7 +36,7 @@ def test_a_wrong_kernel_of_ours_is_blamed_beside_a_far_roi(wrong_kernel):
 
 
 def test_a_node_too_large_for_the_yardstick_has_none_and_the_votes_decide(monkeypatch):
-    from customops.eval import yardstick
+    from customops.eval.judging import yardstick
 
     model, feed = roi_align_model(far=False)
     monkeypatch.setattr(yardstick, "MEMORY_LIMIT", 8 * feed["x"].size)  # below the float64 inputs and output

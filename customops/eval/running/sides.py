@@ -1,11 +1,11 @@
 """compare's runs of a whole model on one side, ORT's built-in kernels or ours, each in a child process
-(customops.eval.runner.SideProcess, the one the fuzzer uses too).
+(customops.eval.running.runner.SideProcess, the one the fuzzer uses too).
 
 Whatever a model does to ONNX Runtime or to onnxruntime-extensions' layer (an abort inside a custom-op
-callback, a segmentation fault in a kernel), it takes down only the child: the side's run then reports
-"the custom side crashed: ..." with the child's last words, and a fresh child serves the next run. Each
-side keeps one child per process, reused; compare starts all three at once before its own work (:func:`start_all`),
-and any other caller gets one on first use (starting one imports onnxruntime).
+callback, a segmentation fault in a kernel), it takes down only the child: the side's run then reports "the
+custom side crashed: ..." with the child's last words, and a fresh child serves the next run. Each side keeps
+one child per process, reused; compare starts all three at once before its own work (:func:`start_all`), and
+any other caller gets one on first use (starting one imports onnxruntime).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from customops.eval.runner import SideProcess, WorkerDied
-from customops.eval.worker import SIDE_INJECT_ENV, VERBOSE_ENV, Reply, Request, ort_log_level
+from customops.eval.running.runner import SideProcess, WorkerDied
+from customops.eval.running.worker import SIDE_INJECT_ENV, VERBOSE_ENV, Reply, Request, ort_log_level
 
 __all__ = [
     "INJECT_ENV",
@@ -105,7 +105,7 @@ def start_all(fork: bool = False, without: tuple[str, ...] = ()) -> None:
     """Start the children of the three sides now without waiting for them: each imports onnxruntime (the
     reference's onnx.reference too), about a second, which then overlaps with this process's own work
     and with each other's instead of coming one after another on first use. With ``fork`` (the command
-    line, customops.eval.forked), the built-in side's child starts first, then this process imports
+    line, customops.eval.running.forked), the built-in side's child starts first, then this process imports
     onnx and forks the custom and reference sides' children, which need it, from itself. ``without``:
     sides not started now (outputs loaded in place of the built-in side's: neither it nor a node alone
     runs; a side asked for later starts then)."""
@@ -132,7 +132,7 @@ def run_side(
     with ``repeats`` > 0 also time that many runs after the first (which warms the kernels up) for
     per-node times and placements; ``providers``:
     the built-in side's execution providers (None: CPU); ``optimization``: ORT's graph optimization
-    level (customops.eval.worker.OPTIMIZATION_LEVELS)."""
+    level (customops.eval.running.worker.OPTIMIZATION_LEVELS)."""
     return run_sides([whole_request(model, feed, custom, repeats, providers, optimization)])[0]
 
 
@@ -196,8 +196,9 @@ third vote."""
 
 def reference_request(model: bytes, feed: dict[str, np.ndarray]) -> tuple[str, Request]:
     """The side and request of a run of the one-node ``model`` on onnx.reference, in the reference side's
-    child (the fuzzer's mechanism, customops.eval.runner; its memory bound:
-    customops.eval.worker.REFERENCE_MEMORY): its outputs by name. Give it a timeout in :func:`run_sides`."""
+    child (the fuzzer's mechanism, customops.eval.running.runner; its memory bound:
+    customops.eval.running.worker.REFERENCE_MEMORY): its outputs by name. Give it a timeout in
+    :func:`run_sides`."""
     return "reference", Request(model, feed, whole=True, limit=OUTPUT_LIMIT)
 
 

@@ -2,7 +2,7 @@
 
 Three sides run the same node on the same inputs: ORT's built-in kernel (``builtin``), ours (``custom``)
 and onnx.reference (``reference``). When built-in and custom differ and the node's arithmetic rounds,
-each side is judged against the yardstick, a float64 value of the formula (customops.eval.yardstick):
+each side is judged against the yardstick, a float64 value of the formula (customops.eval.judging.yardstick):
 a side within its rounding bound of it does not leave the spec, whatever the others say; when both are
 within, the difference is rounding (``within-rounding``), blamed on no one. Without a yardstick (the
 configuration does not round, the output is not a float, or the float64 run failed) the reference
@@ -42,7 +42,7 @@ ATTRIBUTIONS = (
 @dataclass(frozen=True)
 class Within:
     """Whether built-in and custom are each within the rounding bound of the yardstick
-    (customops.eval.yardstick.Measured); ``reference`` likewise where onnx.reference is a vote for the
+    (customops.eval.judging.yardstick.Measured); ``reference`` likewise where onnx.reference is a vote for the
     op (independent, in float64) and gave an output, else None."""
 
     builtin: bool

@@ -1,7 +1,7 @@
-"""The parent's side of the children that run each side (customops.eval.worker): :class:`SideProcess`
+"""The parent's side of the children that run each side (customops.eval.running.worker): :class:`SideProcess`
 starts one, sends it requests, and turns its death into a ``crash`` reply and a missing answer by a
 deadline into a ``hang`` (the child is then killed); either way a fresh child serves the next request.
-compare keeps one per side for its whole-model runs (customops.eval.sides); the fuzzer groups them in
+compare keeps one per side for its whole-model runs (customops.eval.running.sides); the fuzzer groups them in
 lanes of three (built-in, custom, reference) and a pool of lanes, so a campaign goes on past a crash."""
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from typing import Any
 
 from customops.accel import jit
 from customops.errors import CustomOpsError
-from customops.eval import forked
-from customops.eval.worker import SIDES, Reply, Request, verbose
+from customops.eval.running import forked
+from customops.eval.running.worker import SIDES, Reply, Request, verbose
 
 STARTUP_TIMEOUT = 300.0
 """Seconds a new child may take to import onnxruntime and say it is ready."""
@@ -102,8 +102,8 @@ class SideProcess:
         self._job = 0
 
     def start(self, fork: bool = False) -> None:
-        """Start the child (``python -m customops.eval.child``), connected by a socket pair; with ``fork``,
-        forked from this process where it may be (customops.eval.forked.possible)."""
+        """Start the child (``python -m customops.eval.running.child``), connected by a socket pair; with
+        ``fork``, forked from this process where it may be (customops.eval.running.forked.possible)."""
         parent, child = socket.socketpair()
         self.log.seek(0)
         self.log.truncate()
@@ -115,7 +115,7 @@ class SideProcess:
                 self.proc = forked.fork_side(self.side, fds[0], note, self.log.fileno(), verbose())
             else:
                 self.proc = subprocess.Popen(
-                    [sys.executable, "-m", "customops.eval.child", self.side, *map(str, fds)],
+                    [sys.executable, "-m", "customops.eval.running.child", self.side, *map(str, fds)],
                     pass_fds=fds,
                     stdin=subprocess.DEVNULL,
                     stdout=self.log,

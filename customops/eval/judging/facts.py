@@ -1,4 +1,4 @@
-"""The facts of a case that the rules of customops.eval.deviations read, computed in one place for both
+"""The facts of a case that the rules of customops.eval.judging.deviations read, computed in one place for both
 tools from an :class:`Observed`: the fuzzer builds one from its shrunk representative
 (customops.fuzz.triage.observed), compare from the node where a difference starts, run alone
 (customops.comparison.node_labels). The facts are a JSON object (a fuzz group keeps them in

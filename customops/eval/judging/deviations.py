@@ -5,8 +5,8 @@ and the rules that label a difference with an id of docs/ort-deviations.md, a ro
 
 Both tools label with :func:`known_labels`: the fuzzer its groups (customops.fuzz.summary.GroupSummary),
 compare the node where a difference starts (customops.comparison.node_labels builds a
-customops.eval.signature.Subject). Each reads a signature (customops.eval.signature) and the facts of
-the case (customops.eval.facts, plus ``facts["needs"]``, the features a fuzz group's shrunk
+customops.eval.judging.signature.Subject). Each reads a signature (customops.eval.judging.signature) and the
+facts of the case (customops.eval.judging.facts, plus ``facts["needs"]``, the features a fuzz group's shrunk
 representative needs: a group whose first case had two causes of its finding has a signature that needs
 neither, and a representative that shows one of them).
 
@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from customops.eval.signature import Signature
+from customops.eval.judging.signature import Signature
 
 FOUND: dict[str, str] = {
     "F-EXCLUDE-OUTSIDE-NEAREST": "Resize 11-19: exclude_outside=1 is refused at load unless the mode is cubic, "
@@ -60,7 +60,7 @@ OURS: dict[str, str] = {
 
 class Labelled(Protocol):
     """Anything the rules label: a signature, the facts of its case and the ranks of a group's members
-    (a customops.eval.signature.Subject, a fuzz group's summary entry)."""
+    (a customops.eval.judging.signature.Subject, a fuzz group's summary entry)."""
 
     @property
     def signature(self) -> Signature: ...

@@ -1,14 +1,15 @@
 """A side's child forked from the command's own process, which has imported onnx already: the custom and
 reference sides then start without importing it again (about 0.6 s of CPU each, most of it ml_dtypes).
 
-Only the command line forks, once, at its start (customops.eval.sides.start_all with ``fork``): its
-process has then started no Python thread, no ONNX Runtime session and no compiled loop, so the child
-inherits nothing that a fork would break (numpy's OpenBLAS pool, started on import, is rebuilt by
-OpenBLAS's own fork handler). The Python objects that held the descriptors the child closes stay
-referenced until it ends by ``os._exit``: none is collected and closes a number reused meanwhile. Any other caller (``customops.compare`` in a user's process, a restart
-after a crash) starts a fresh interpreter (customops.eval.runner.SideProcess).
+Only the command line forks, once, at its start (customops.eval.running.sides.start_all with ``fork``): its
+process has then started no Python thread, no ONNX Runtime session and no compiled loop, so the child inherits
+nothing that a fork would break (numpy's OpenBLAS pool, started on import, is rebuilt by OpenBLAS's own fork
+handler). The Python objects that held the descriptors the child closes stay referenced until it ends by
+``os._exit``: none is collected and closes a number reused meanwhile. Any other caller (``customops.compare``
+in a user's process, a restart after a crash) starts a fresh interpreter
+(customops.eval.running.runner.SideProcess).
 
-The child is what ``python -m customops.eval.child`` would be: SIGINT ignored from its first step (the
+The child is what ``python -m customops.eval.running.child`` would be: SIGINT ignored from its first step (the
 command handles Ctrl-C and then ends it), SIGTERM at its default, stdin from /dev/null, stdout (and stderr
 unless ``-v``) into its log, and no file descriptor of the command's but its connection and the note's.
 """
@@ -38,7 +39,8 @@ def possible() -> bool:
 
 class ForkedChild:
     """The parent's handle of a forked child, answering as subprocess.Popen does for what
-    customops.eval.runner uses: ``poll``, ``wait``, ``kill``, ``returncode`` (negative: the signal)."""
+    customops.eval.running.runner uses: ``poll``, ``wait``, ``kill``, ``returncode`` (negative: the
+    signal)."""
 
     def __init__(self, pid: int) -> None:
         self.pid = pid
@@ -71,7 +73,7 @@ class ForkedChild:
 
 
 def fork_side(side: str, conn_fd: int, note_fd: int | None, log_fd: int, own_stderr: bool) -> ForkedChild:
-    """Fork the child of ``side``, serving the connection ``conn_fd`` (customops.eval.worker.serve);
+    """Fork the child of ``side``, serving the connection ``conn_fd`` (customops.eval.running.worker.serve);
     ``note_fd``: the command's stderr for the note of a first compilation; ``log_fd``: its stdout, and its
     stderr unless ``own_stderr`` (``-v``: the command's stderr stays the child's)."""
     for stream in (sys.stdout, sys.stderr):  # nothing buffered here may be written twice
@@ -88,7 +90,7 @@ def fork_side(side: str, conn_fd: int, note_fd: int | None, log_fd: int, own_std
 
 
 def _serve_in_child(side: str, conn_fd: int, note_fd: int | None, log_fd: int, own_stderr: bool) -> None:
-    """The forked child: set up as ``python -m customops.eval.child`` would be, serve, and end without
+    """The forked child: set up as ``python -m customops.eval.running.child`` would be, serve, and end without
     running anything of the command's (its exit handlers, its buffered output)."""
     code = 1
     try:
@@ -99,7 +101,7 @@ def _serve_in_child(side: str, conn_fd: int, note_fd: int | None, log_fd: int, o
         _close_all_but({0, 1, 2, conn_fd, *([] if note_fd is None else [note_fd])})
         from multiprocessing.connection import Connection
 
-        from customops.eval.worker import serve
+        from customops.eval.running.worker import serve
 
         serve(Connection(conn_fd), side, note_fd)
         code = 0

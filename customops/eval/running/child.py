@@ -1,7 +1,8 @@
-"""``python -m customops.eval.child SIDE FD [NOTE_FD]``: serve one side (customops.eval.worker) on the
-connection at file descriptor FD; NOTE_FD, if given, is where the note of a first compilation goes.
+"""``python -m customops.eval.running.child SIDE FD [NOTE_FD]``: serve one side
+(customops.eval.running.worker) on the connection at file descriptor FD; NOTE_FD, if given, is where the note
+of a first compilation goes.
 
-A module of its own so that the classes the child sends back (customops.eval.worker.Reply) are pickled
+A module of its own so that the classes the child sends back (customops.eval.running.worker.Reply) are pickled
 under their importable name, not as ``__main__``'s."""
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ if __name__ == "__main__":  # the parent handles Ctrl-C and then ends us: ignore
 
 from multiprocessing.connection import Connection
 
-from customops.eval.worker import SIDES, serve
+from customops.eval.running.worker import SIDES, serve
 
 
 def main(argv: list[str]) -> None:

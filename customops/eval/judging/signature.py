@@ -1,8 +1,8 @@
 """What a difference is, in the words fuzz and compare share: a :class:`Finding` (the odd side, the kind of
-difference, its detail), a :class:`Signature` (a finding of one op version with the features it needs)
-and a :class:`Subject` (a signature with the facts of its case, what customops.eval.deviations labels).
+difference, its detail), a :class:`Signature` (a finding of one op version with the features it needs) and a
+:class:`Subject` (a signature with the facts of its case, what customops.eval.judging.deviations labels).
 
-Sides (customops.eval.attribution): ``builtin``, ``custom``, ``three-way``, ``unknown`` (the reference
+Sides (customops.eval.judging.attribution): ``builtin``, ``custom``, ``three-way``, ``unknown`` (the reference
 could not vote or agrees with both) and ``reference`` (the reference's own deviations, notes rather than
 findings). Kinds: ``value``, ``shape``, ``dtype`` (both ORT's kernel and ours ran, their outputs differ),
 ``rejects-valid``, ``accepts-invalid``, ``crash``, ``hang``. The detail is the normalized error
@@ -85,10 +85,10 @@ class Signature:
 
 @dataclass
 class Subject:
-    """A difference to label: its signature, the facts of its case (customops.eval.facts, or as read back
-    from a summary.json: any JSON) and the ranks of a fuzz group's members (None for a single case, whose
-    rank is in ``facts``). A fuzz group's summary entry (customops.fuzz.summary.GroupSummary) has the
-    same three fields and is labelled as it is."""
+    """A difference to label: its signature, the facts of its case (customops.eval.judging.facts, or as read
+    back from a summary.json: any JSON) and the ranks of a fuzz group's members (None for a single case, whose
+    rank is in ``facts``). A fuzz group's summary entry (customops.fuzz.summary.GroupSummary) has the same
+    three fields and is labelled as it is."""
 
     signature: Signature
     facts: dict[str, Any] | None = None

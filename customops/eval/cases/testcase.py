@@ -133,7 +133,7 @@ REPRO_SCRIPT = "repro.py"
 
 
 def repro_script() -> str:
-    """The text of :data:`REPRO_SCRIPT` (customops.eval.repro_script, a standalone program)."""
+    """The text of :data:`REPRO_SCRIPT` (customops.eval.cases.repro_script, a standalone program)."""
     return (Path(__file__).with_name("repro_script.py")).read_text(encoding="utf-8")
 
 

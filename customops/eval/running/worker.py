@@ -1,4 +1,4 @@
-"""One side in a process of its own: what the child does (customops.eval.runner starts and watches it).
+"""One side in a process of its own: what the child does (customops.eval.running.runner starts and watches it).
 
 A side is ORT's built-in kernels (``builtin``), ours (``custom``: the model rewritten into our domain and
 run in customops.InferenceSession) or onnx.reference (``reference``). compare and the fuzzer send the same
@@ -6,7 +6,7 @@ run in customops.InferenceSession) or onnx.reference (``reference``). compare an
 when profiled) or a one-node case (its first output). Whatever the model does to ONNX Runtime or to the
 Python-op layer (an abort in a callback, a segmentation fault) takes down only this process.
 
-The child is ``python -m customops.eval.child SIDE FD [NOTE_FD]``; it talks to the parent over a socket
+The child is ``python -m customops.eval.running.child SIDE FD [NOTE_FD]``; it talks to the parent over a socket
 pair with ``multiprocessing.connection`` (pickles between our own two processes only). Its stdout and
 stderr are the parent's log of it, emptied before each request, so a crash leaves its last words there
 (with ``-v`` its stderr is the user's, which is written to and never emptied).
@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from customops.eval.messages import described, message
+from customops.eval.running.messages import described, message
 
 if TYPE_CHECKING:
     from onnx import ModelProto
@@ -92,7 +92,7 @@ class Reply:
     """A side's answer. ``status``: 'ok', 'error' (the side refused the model or failed running it),
     'crash' (the process died) or 'hang' (no answer in time; the last two are made by the parent).
     ``value``: the first output (a case) or the outputs by name (whole). ``error``: ``stage: Class:
-    message`` (stage load, rewrite or run); ``message``: the message alone (customops.eval.messages);
+    message`` (stage load, rewrite or run); ``message``: the message alone (customops.eval.running.messages);
     for a crash or hang, ``message`` is the reason and ``tail`` the child's last lines."""
 
     status: str
@@ -145,7 +145,9 @@ class Runner:
         np.seterr(all="ignore")
         self.side = side
         self.ort: Any = None
-        if side == "reference":  # imported before the child's memory is bound (customops.eval.worker docs)
+        if (
+            side == "reference"
+        ):  # imported before the child's memory is bound (customops.eval.running.worker docs)
             import onnx.reference  # noqa: F401
 
             return

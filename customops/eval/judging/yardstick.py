@@ -6,7 +6,7 @@ can outvote the exact answer (ORT's RoiAlign and onnx.reference's, a port of it,
 are further from the exact value than ours). So where a node's arithmetic rounds, each side is judged
 against a value of the formula computed in float64: our kernel run on the node's inputs widened to
 float64 (the inputs of the op's type T; float64 inputs: our output itself). A side within
-:func:`bound` of it does not leave the spec (customops.eval.attribution.odd_one_out).
+:func:`bound` of it does not leave the spec (customops.eval.judging.attribution.odd_one_out).
 
 :data:`YARDSTICKS` is the table per op (docs/compare.md, "Yardsticks per op"): what gives the value,
 the terms summed per output element, and whether onnx.reference is a vote (an independent
@@ -25,8 +25,8 @@ import numpy as np
 from onnx import ModelProto, helper
 
 from customops import dtypes
-from customops.eval.attribution import Within
-from customops.eval.metrics import compare_arrays
+from customops.eval.judging.attribution import Within
+from customops.eval.judging.metrics import compare_arrays
 
 Inputs = Sequence[np.ndarray | None]
 Run64 = Callable[[ModelProto, dict[str, np.ndarray]], tuple["np.ndarray | None", "str | None"]]
@@ -324,7 +324,7 @@ def widened(model: ModelProto, feed: Mapping[str, np.ndarray]) -> tuple[ModelPro
     for vi in out.graph.input:
         if vi.name in tied and vi.name in new_feed and new_feed[vi.name].dtype == np.float64:
             vi.type.tensor_type.elem_type = dtypes.code_of(np.dtype(np.float64))
-    from customops.eval.testcase import tensor_proto, tensor_value
+    from customops.eval.cases.testcase import tensor_proto, tensor_value
 
     for i, t in enumerate(out.graph.initializer):
         if t.name in tied:
@@ -361,8 +361,8 @@ class Measured:
         return self.value is not None and self.bound is not None and self.error is None
 
     def sides_within(self) -> Within | None:
-        """Whether each kernel is within its bound (customops.eval.attribution.odd_one_out's ``within``);
-        None where the yardstick is not usable or a kernel gave no output."""
+        """Whether each kernel is within its bound (customops.eval.judging.attribution.odd_one_out's
+        ``within``); None where the yardstick is not usable or a kernel gave no output."""
         b, c = self.within.get("builtin"), self.within.get("custom")
         if not self.usable or b is None or c is None:
             return None
@@ -427,7 +427,7 @@ def custom_call(
     initializers and through its Casts: a bridged type's value has the same shape and numbers; None
     where unknown) and attributes decoded; None for a model with no node of ours."""
     from customops.bridge import attrs as codec
-    from customops.eval.testcase import tensor_value
+    from customops.eval.cases.testcase import tensor_value
     from customops.registry import CUSTOM_OPS, DOMAIN
 
     values = {**feed, **{t.name: tensor_value(t, "initializer") for t in rewritten.graph.initializer}}

@@ -1,0 +1,1 @@
+"""Judging the sides: metrics, attribution against the yardstick, known deviations."""
