@@ -391,7 +391,7 @@ def test_a_side_whose_child_dies_while_starting_is_a_crash_not_a_hang(tmp_path):
     )
     script = (
         "import os\nos.environ['CUSTOMOPS_TEST_DIE'] = '1'\n"
-        "from customops.eval import sides\n"
+        "from customops.eval.running import sides\n"
         "run = sides.run_side(b'', {}, custom=False)\n"
         "print(repr(run.error))\n"
     )
