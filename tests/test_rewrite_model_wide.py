@@ -336,7 +336,7 @@ def test_untyped_values_are_skipped_with_a_reason(opset):
 
 def test_type_inference_ignores_large_tensor_data():
     # the weights' data is dropped for inference, their type still reaches the Resize behind them
-    from customops.model.rewriter import _without_big_data
+    from customops.model.rewriter import without_big_data
 
     big = np.ones((1, 1, 600, 600), F32)  # 1.4 MB
     model = _model(
@@ -351,5 +351,5 @@ def test_type_inference_ignores_large_tensor_data():
             onnx.numpy_helper.from_array(np.array([1, 1, 0.5, 0.5], F32), "scales"),
         ],
     )
-    assert _without_big_data(model).ByteSize() < 10_000
+    assert without_big_data(model).ByteSize() < 10_000
     assert [r.status for r in customops.rewrite_model(model).nodes] == ["swapped"]

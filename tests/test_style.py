@@ -134,6 +134,19 @@ def test_no_module_imports_private_names_of_another():
     )
 
 
+def test_tests_and_tools_import_no_private_names_of_customops():
+    """The tests and tools import what the package makes public (a test reaching a module's private state
+    through the module object, as monkeypatch does, is not an import)."""
+    bad = []
+    for path in sorted([*(ROOT / "tests").rglob("*.py"), *(ROOT / "tools").glob("*.py")]):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("customops"):
+                names = [a.name for a in node.names if _private(a.name)]
+                parts = [p for p in (node.module or "").split(".") if _private(p)]
+                bad.extend(f"{path.relative_to(ROOT)} imports {n} from {node.module}" for n in names + parts)
+    assert not bad, "private names imported from customops (make them public):\n" + "\n".join(bad)
+
+
 def _module_level(tree: ast.Module) -> Iterator[ast.AST]:
     """Every node of ``tree`` outside function bodies (what runs when the module is imported)."""
     todo: list[ast.AST] = [tree]

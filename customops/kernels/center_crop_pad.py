@@ -30,11 +30,11 @@ def center_crop_pad(
     of the input's dtype.
     """
     data = np.asarray(input_data)
-    pads, axes_array = _pads(data.shape, shape, axes)
+    pads, axes_array = crop_pads(data.shape, shape, axes)
     return pad(data, pads, None, axes_array, mode="constant")
 
 
-def _pads(data_shape: tuple[int, ...], shape: Any, axes: Any) -> tuple[np.ndarray, np.ndarray]:
+def crop_pads(data_shape: tuple[int, ...], shape: Any, axes: Any) -> tuple[np.ndarray, np.ndarray]:
     """The Pad arguments (pads, axes) that crop or pad ``data_shape`` to ``shape``; raises KernelError."""
     rank = len(data_shape)
     ax = normalize_axes(axes, rank)
@@ -65,7 +65,7 @@ def bind(axes: Sequence[int] | None = None) -> Any:
     plans: dict[Any, Any] = {}
 
     def _plan(data: np.ndarray, shape: Any) -> Any:
-        pads, axes_array = _pads(data.shape, shape, axes)
+        pads, axes_array = crop_pads(data.shape, shape, axes)
         return prepare_pad(data.shape, data.dtype, pads, None, axes_array, "constant")
 
     @tracked(plans)

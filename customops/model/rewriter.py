@@ -135,7 +135,7 @@ def _string_problem(node: NodeProto, strings: dict[str, list[bytes]]) -> str | N
 _BIG_TENSOR = 1 << 20
 
 
-def _without_big_data(model: ModelProto) -> ModelProto:
+def without_big_data(model: ModelProto) -> ModelProto:
     """A copy whose large initializers keep their type and dims but not their data (for inference only)."""
     from customops.graphs import model_tensors
 
@@ -154,9 +154,7 @@ def infer_types(model: ModelProto) -> ModelProto:
     """A copy of ``model`` with inferred value types (large tensor data left out, so models over 2 GB work
     too); ``model`` itself when inference fails (type information is best effort)."""
     try:
-        return onnx.shape_inference.infer_shapes(
-            _without_big_data(model), check_type=False, strict_mode=False
-        )
+        return onnx.shape_inference.infer_shapes(without_big_data(model), check_type=False, strict_mode=False)
     except Exception:  # type information is best effort
         return model
 

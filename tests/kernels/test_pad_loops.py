@@ -17,7 +17,7 @@ import pytest
 import customops.kernels.pad as pad_module
 from customops.accel import jit, pad_loops
 from customops.errors import KernelError
-from customops.kernels.center_crop_pad import _pads as center_crop_pads
+from customops.kernels.center_crop_pad import crop_pads as center_crop_pads
 from customops.kernels.pad import MODES, execute_pad, pad, prepare_pad
 from customops.kernels.pad import bind as bind_pad
 
