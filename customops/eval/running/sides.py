@@ -130,9 +130,8 @@ def run_side(
 ) -> SideRun:
     """Run the serialized ``model`` on one side in that side's child process (see the module docstring);
     with ``repeats`` > 0 also time that many runs after the first (which warms the kernels up) for
-    per-node times and placements; ``providers``:
-    the built-in side's execution providers (None: CPU); ``optimization``: ORT's graph optimization
-    level (customops.eval.running.worker.OPTIMIZATION_LEVELS)."""
+    per-node times and placements; ``providers``: the built-in side's execution providers (None: CPU);
+    ``optimization``: ORT's graph optimization level (customops.eval.running.worker.OPTIMIZATION_LEVELS)."""
     return run_sides([whole_request(model, feed, custom, repeats, providers, optimization)])[0]
 
 
