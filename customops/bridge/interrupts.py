@@ -39,11 +39,14 @@ def watch_hooks(hooks: Iterable[Callable[..., Any]], unguarded: Iterable[Callabl
 
 def _unguarded(frame: Any) -> bool:
     """Whether an exception raised in ``frame`` could escape our hook into the layer: ``frame`` is the
-    innermost hook itself, or runs under it outside its ``try``."""
-    child = None
+    innermost hook itself, or runs under it outside its ``try``, or under a call of :func:`_on_sigint`
+    (a second signal landing while the handler of a first one works: the first may have landed outside
+    the ``try``, and an exception would leave the handler there)."""
+    child, handling = None, False
     while frame is not None:
         if frame.f_code in _HOOK_CODES:
-            return child is None or child.f_code in _UNGUARDED
+            return child is None or child.f_code in _UNGUARDED or handling
+        handling = handling or frame.f_code is _on_sigint.__code__
         child, frame = frame, frame.f_back
     return False
 

@@ -186,6 +186,64 @@ def test_the_sigint_handler_raises_only_where_the_hook_catches_it():
     ], out + err[-2000:]
 
 
+@pytest.mark.parametrize("session", ["ours", "plain"])
+def test_a_second_sigint_inside_the_handler_under_the_hook_never_aborts(session):
+    """A first SIGINT lands in the hook outside its ``try`` (its first line, before the kernel is called):
+    the handler stops the run there instead of raising. A second SIGINT landing while that handler is
+    still working (here: as it stops the run) must not raise either: its KeyboardInterrupt would leave
+    the first handler into the hook outside the ``try`` and abort the process. The signals come through
+    calls of the handler with the frames they would land in (a tracer at the hook's first line), so the
+    order is fixed, not raced."""
+    proc = _child(
+        f"""
+        from customops.bridge import interrupts, routing
+        if {session!r} == "ours":
+            sess = customops.InferenceSession(model)
+        else:
+            sess = ort.InferenceSession(
+                model.SerializeToString(), customops.session_options(), providers=["CPUExecutionProvider"]
+            )
+        nested = []
+
+        def second(real):
+            def wrapped(*args):
+                if not nested:
+                    nested.append(1)
+                    interrupts._on_sigint(signal.SIGINT, sys._getframe())
+                    print("second handler returned", flush=True)
+                return real(*args)
+            return wrapped
+
+        routing.stop_run = second(routing.stop_run)
+
+        def tracer(frame, event, arg):
+            if event == "call" and frame.f_code is hook.invoke.__code__ and not calls:
+                sys.settrace(None)
+                interrupts._on_sigint(signal.SIGINT, frame)
+                print("first handler returned", flush=True)
+            return None
+
+        sys.settrace(tracer)
+        try:
+            sess.run(None, feed)
+            # no handle on the run (plain): the interrupt is delivered again once it has left the hook,
+            # during the run (in a later node's Python code) or after it
+            for _ in range(6000):
+                time.sleep(0.05)
+            print("no KeyboardInterrupt", flush=True)
+        except KeyboardInterrupt:
+            print("KeyboardInterrupt after call", len(calls), flush=True)
+        """
+    )
+    code, out, err = _finish(proc)
+    assert code == 0, err[-2000:]
+    lines = out.splitlines()
+    assert lines[:2] == ["second handler returned", "first handler returned"], out + err[-2000:]
+    assert len(lines) == 3 and lines[2].startswith("KeyboardInterrupt after call"), out
+    if session == "ours":  # the run stops after the node it was in
+        assert lines[2] == "KeyboardInterrupt after call 1", out
+
+
 @pytest.mark.parametrize("hook", ["stock", "probe_memory"])
 def test_ctrl_c_under_a_hook_of_the_bench_stops_the_run_and_never_aborts(hook):
     """``customops bench`` swaps in hooks of its own (the layer's stock path, ours under a memory probe);
