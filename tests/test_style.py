@@ -294,7 +294,7 @@ def test_customops_imports_follow_the_layer_order():
 
 
 EVAL_PARTS = {"running": set(), "judging": {"cases"}, "cases": set()}
-"""What each part of eval/ may import of the others (docs/architecture.md): running the sides needs no
+"""What each part of eval/ may import of the others (docs/architecture.md, eval/): running the sides needs no
 judging and judging no running, so either can change without the other."""
 
 

@@ -213,9 +213,8 @@ def _start_sides(args: argparse.Namespace) -> None:
         unused = (
             ("builtin", "reference") if getattr(args, "load_outputs", None) else ()
         )  # saved outputs: no A
-        sides.start_all(
-            fork=True, without=unused
-        )  # this process has no thread yet: customops.eval.running.forked
+        # this process has no thread yet: customops.eval.running.forked
+        sides.start_all(fork=True, without=unused)
 
 
 def _command(args: argparse.Namespace) -> int:

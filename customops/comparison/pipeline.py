@@ -552,9 +552,8 @@ def compare_model(
     check_in_memory(model, model_name)  # the sides' children get bytes: nothing may point at other files
     say = progress or (lambda _m: None)
     clock = Phases(started)
-    sides.start_all(
-        without=("builtin", "reference") if loaded is not None else ()
-    )  # start during the rewrite
+    # start during the rewrite
+    sides.start_all(without=("builtin", "reference") if loaded is not None else ())
     p = prepare(model, feed, ops, say, settings.choices)
     _check_tolerance_names(p, settings)
     clock.lap("prepare")

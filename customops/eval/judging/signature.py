@@ -31,10 +31,6 @@ class Finding:
         """False for the reference's own deviations (kept as notes)."""
         return self.side != "reference"
 
-    @property
-    def coarse(self) -> tuple[str, str, str]:
-        return (self.side, self.kind, self.detail)
-
 
 @dataclass(frozen=True)
 class Signature:

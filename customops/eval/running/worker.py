@@ -145,9 +145,8 @@ class Runner:
         np.seterr(all="ignore")
         self.side = side
         self.ort: Any = None
-        if (
-            side == "reference"
-        ):  # imported before the child's memory is bound (customops.eval.running.worker docs)
+        if side == "reference":
+            # imported before the child's memory is bound (customops.eval.running.worker docs)
             import onnx.reference  # noqa: F401
 
             return
