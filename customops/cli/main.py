@@ -210,9 +210,8 @@ def _start_sides(args: argparse.Namespace) -> None:
             jit.announce_compilation(sys.stderr)
         if getattr(args, "verbose", False):
             os.environ[sides.VERBOSE_ENV] = "1"
-        unused = (
-            ("builtin", "reference") if getattr(args, "load_outputs", None) else ()
-        )  # saved outputs: no A
+        # saved outputs stand in for side A: no built-in side, no reference
+        unused = ("builtin", "reference") if getattr(args, "load_outputs", None) else ()
         # this process has no thread yet: customops.eval.running.forked
         sides.start_all(fork=True, without=unused)
 
