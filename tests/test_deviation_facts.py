@@ -83,3 +83,61 @@ def test_index_inputs_and_op_facts_are_read_by_registry_name():
     )
     got = facts(seen)
     assert got["grid_far"] is True and got["roi_elem"] == "float16" and got["roi_const"] is True
+
+
+def _bin_edges_differ(rois: list[list[float]], pooled: list[int]) -> bool:
+    from customops.eval.judging.facts import op_facts
+
+    attrs = {"pooled_shape": pooled, "spatial_scale": 1.0}
+    return op_facts("MaxRoiPool", {"rois": np.array(rois, F32)}, attrs, None)["float_bin_edges_differ"]
+
+
+def test_maxroipool_bin_edges_are_read_within_a_bound():
+    """A roi 3 pixels wide in 21 bins has a float32 edge other than the exact one; the fact is found
+    from the bins up to BIN_CHECKS of the first ROI_CHECKS rois, so a pooled_shape of 2**40 bins (which
+    our kernel refuses), 2**30 bins or a million rois cost no more than those (every bin was read in Python: compare
+    hung labelling such a node)."""
+    from customops.eval.judging.facts import ROI_CHECKS
+
+    differs, exact = [0, 0, 0, 2, 0], [0, 0, 0, 3, 3]  # 3 pixels wide; 4 x 4
+    assert _bin_edges_differ([differs], [1, 21])
+    assert not _bin_edges_differ([differs], [1, 1])
+    assert not _bin_edges_differ([exact], [2, 2])
+    assert not _bin_edges_differ([differs], [1, 2**40])  # past ORT's int arithmetic: not read
+    assert not _bin_edges_differ([differs], [1, 2**30 - 1])  # BIN_CHECKS edges read, not 2**30
+    assert _bin_edges_differ([differs] + [exact] * 10**6, [1, 21])
+    assert not _bin_edges_differ([exact] * ROI_CHECKS + [differs], [1, 21])  # past the first ROI_CHECKS
+
+
+def test_compare_labels_a_node_with_more_bins_than_the_kernel_pools(tmp_path):
+    """MaxRoiPool with C = 0 and pooled_shape [1, 2**40]: ORT runs it (an empty output), our kernel
+    refuses the bins, and compare says so (custom-cannot-run, exit status 1) instead of labelling the node
+    bin by bin."""
+    import json
+
+    import onnx
+    from onnx import TensorProto, helper
+
+    from tests.helpers import run_cli
+
+    node = helper.make_node("MaxRoiPool", ["X", "rois"], ["Y"], pooled_shape=[1, 2**40])
+    graph = helper.make_graph(
+        [node],
+        "g",
+        [
+            helper.make_tensor_value_info("X", TensorProto.FLOAT, (1, 0, 1, 4)),
+            helper.make_tensor_value_info("rois", TensorProto.FLOAT, (1, 5)),
+        ],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 1)])
+    model.ir_version = 10
+    onnx.save(model, tmp_path / "m.onnx")
+    np.savez(tmp_path / "in.npz", X=np.zeros((1, 0, 1, 4), F32), rois=np.array([[0, 0, 0, 3, 0]], F32))
+    out = tmp_path / "r.json"
+    proc = run_cli(
+        "compare", str(tmp_path / "m.onnx"), "--inputs", str(tmp_path / "in.npz"), "--json", str(out)
+    )
+    assert proc.returncode == 1, proc.stderr
+    (entry,) = json.loads(out.read_text())["nodes"]
+    assert (entry["attribution"], entry["verdict"]) == ("custom-cannot-run", "side-failed"), entry

@@ -37,8 +37,12 @@ SIDES = {
 def labels(
     node: NodeProto, op: str, attribution: str, iso: Isolated, pairs: dict[str, Metrics | None]
 ) -> list[str]:
-    """The known ids a node's difference matches (empty: none, or nothing to label)."""
-    found = subject(node, op, attribution, iso, pairs)
+    """The known ids a node's difference matches (empty: none, or nothing to label, or the node's data
+    could not be described: labels only name a difference, they never change compare's verdict)."""
+    try:
+        found = subject(node, op, attribution, iso, pairs)
+    except (ArithmeticError, LookupError, TypeError, ValueError, MemoryError):
+        return []
     return known_labels(found) if found is not None else []
 
 

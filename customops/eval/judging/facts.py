@@ -65,8 +65,16 @@ class Observed:
 
 def grid_far(grid: Any) -> bool:
     """Whether a GridSample grid holds NaN, ±Inf or a coordinate beyond :data:`GRID_FAR`."""
-    g = np.asarray(grid, dtype=np.float64)
-    return bool(g.size) and not bool((np.abs(g) <= GRID_FAR).all())
+    g = _floats(grid)
+    far = g.dtype.type(min(GRID_FAR, float(np.finfo(g.dtype).max)))
+    return bool(g.size) and not bool((np.abs(g) <= far).all())
+
+
+def _floats(value: Any) -> np.ndarray:
+    """``value`` as a numpy floating array: itself when it is one (no copy of a large tensor), else in
+    float64 (integers, ml_dtypes' types)."""
+    array = np.asarray(value)
+    return array if array.dtype.kind == "f" else array.astype(np.float64)
 
 
 def facts(seen: Observed, reference: bool = False) -> dict[str, Any]:
@@ -136,7 +144,7 @@ def _max_roi_pool_facts(inputs: dict[str, Any], attrs: dict[str, Any], builtin: 
     float32 bin edges (ORT's arithmetic) differ from the exact ones."""
     out: dict[str, Any] = {}
     if inputs.get("X") is not None:
-        out["x_has_nan"] = bool(np.isnan(np.asarray(inputs["X"], dtype=np.float64)).any())
+        out["x_has_nan"] = bool(np.isnan(_floats(inputs["X"])).any())
     if builtin is not None:
         out["builtin_has_lowest"] = bool((np.asarray(builtin) == np.finfo(np.float32).min).any())
     rois, pooled = inputs.get("rois"), attrs.get("pooled_shape")
@@ -172,23 +180,46 @@ def _float_corners_differ(rois: np.ndarray, scale: float) -> bool:
     return bool((round_half_away(single[keep].astype(np.float64)) != round_half_away(exact[keep])).any())
 
 
+BIN_CHECKS = 1 << 20
+"""Bin edges :func:`_float_bins_differ` looks at, at most, over all rois (our MaxRoiPool kernel refuses
+more bins than this in one output): past it the fact stays false, as the labels only name a difference."""
+
+ROI_CHECKS = 4096
+"""Rois :func:`_float_bins_differ` looks at, at most (the first ones): each costs a few numpy calls."""
+
+SPAN_LIMIT = 1 << 31
+"""Roi lengths in pixels beyond which ORT's int arithmetic overflows: no bin edge of such a roi is read."""
+
+
 def _float_bins_differ(rois: np.ndarray, scale: float, pooled: list[int]) -> bool:
     """Whether a bin edge ORT computes in float32 (``floor(p * float(L) / P)``, ``ceil``) differs from
-    the exact one for one of ``rois``."""
+    the exact one for one of ``rois``, among the first :data:`BIN_CHECKS` edges of the first
+    :data:`ROI_CHECKS` rois."""
     if rois.ndim != 2 or rois.shape[1] != 5 or min(pooled) < 1 or not np.isfinite(rois).all():
         return False
     f32 = np.float32
-    for roi in rois.astype(np.float32).tolist():
+    left = BIN_CHECKS
+    for roi in rois[:ROI_CHECKS].astype(np.float32).tolist():
         with np.errstate(over="ignore"):
             products = [float(f32(v) * f32(scale)) for v in roi[1:]]  # ORT: float32, then C's round()
         if not all(np.isfinite(products)):
             continue
         x1, y1, x2, y2 = (int(np.copysign(np.floor(abs(v) + 0.5), v)) for v in products)
         for span, bins in ((max(y2 - y1 + 1, 1), pooled[0]), (max(x2 - x1 + 1, 1), pooled[1])):
-            size = f32(span) / f32(bins)
-            for p in range(bins):
-                if int(np.floor(f32(p) * size)) != (p * span) // bins:
-                    return True
-                if int(np.ceil(f32(p + 1) * size)) != -((-(p + 1) * span) // bins):
-                    return True
+            count = min(bins, left)
+            if count < 1:
+                return False
+            left -= count
+            if span < SPAN_LIMIT and bins < SPAN_LIMIT and _edges_differ(span, bins, count):
+                return True
     return False
+
+
+def _edges_differ(span: int, bins: int, count: int) -> bool:
+    """Whether one of the first ``count`` bins of ``bins`` over ``span`` pixels has a float32 edge other
+    than the exact one (start ``p * span // bins``, end its ceiling for ``p + 1``)."""
+    size = np.float32(span) / np.float32(bins)
+    p = np.arange(count, dtype=np.int64)
+    start = np.floor(p.astype(np.float32) * size)  # float32 times float32, as ORT
+    end = np.ceil((p + 1).astype(np.float32) * size)
+    return bool((start != (p * span) // bins).any() or (end != -((-(p + 1) * span) // bins)).any())
