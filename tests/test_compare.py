@@ -402,6 +402,7 @@ def test_cli_agreeing_model_exits_0_and_accepts_npz_inputs(tmp_path):
     ("setup", "extra", "needle"),
     [
         ("wrong_name", [], "is not a graph input"),
+        ("initializer", [], "'pads' has a value in the model (an initializer of that name)"),
         ("wrong_shape", [], "declares 3 on axis 2"),
         ("wrong_dtype", [], "has dtype float64"),
         (None, ["--dim", "N"], "--dim 'N' is not NAME=VALUE"),
@@ -429,6 +430,7 @@ def test_cli_bad_input_exits_2_with_one_line(tmp_path, setup, extra, needle):
     if setup:
         values = {
             "wrong_name": {"nope": x},
+            "initializer": {"data": x, "pads": np.ones(8, np.int64)},
             "wrong_shape": {"data": np.zeros((1, 1, 4, 4), F32)},
             "wrong_dtype": {"data": x.astype(np.float64)},
         }[setup]

@@ -478,7 +478,13 @@ def check_inputs(model: ModelProto, feed: dict[str, np.ndarray]) -> dict[str, np
     strings are made Python objects."""
     check_tensor_interface(model)
     expected = {v.name: v for v in graph_inputs(model)}
+    defaults = {t.name for t in model.graph.initializer}
     for name in feed:
+        if name in defaults:
+            raise CustomOpsError(
+                f"input {name!r} has a value in the model (an initializer of that name): compare runs the "
+                "model's value, and does not take another for it"
+            )
         if name not in expected:
             raise CustomOpsError(
                 f"input {name!r} is not a graph input (graph inputs: {', '.join(map(repr, expected)) or 'none'})"
