@@ -74,7 +74,7 @@ def observed(node: NodeProto, iso: Isolated) -> Observed:
     inputs = {}
     for position, name in enumerate(names):
         if position < len(node.input) and node.input[position]:
-            value = _value(iso, node.input[position])
+            value = x if position == 0 else _value(iso, node.input[position])
             if value is not None:
                 inputs[name] = Given(value, dtypes.elem_of(value), node.input[position] not in iso.feed)
     custom, reference = iso.outputs.get("custom"), iso.outputs.get("reference")
