@@ -131,16 +131,18 @@ def check_carried(
     p: Prepared,
     feed: dict[str, np.ndarray],
     runs: WholeRuns,
-    judged: tuple[list[NodeResult], dict[str, Isolated]],
+    judged: tuple[list[OutputResult], list[NodeResult], dict[str, Isolated]],
     s: Settings,
     say: Callable[[str], None],
 ) -> CarriedIn | None:
     """Mark each node whose inputs differ with where that comes from (customops.comparison.carried);
     where ORT's own nodes made a difference a node shows inside the model, rerun those values on both
-    sides at lower graph optimization levels (customops.comparison.optimizer). None: no such node."""
+    sides at lower graph optimization levels (customops.comparison.optimizer), unless the graph outputs
+    are rerun anyway (:func:`unexplained`: an output differs and no node alone explains it), whatever
+    the graph outputs do. None: no such node."""
     if runs.a.error or runs.b.error:
         return None
-    nodes, isolated = judged
+    outputs, nodes, isolated = judged
     alone = {n.node: _differs_alone(isolated.get(n.node)) for n in nodes}
     by_name = {n.node: n for n in nodes}
     values = (runs.a_exposed.values, runs.b_exposed.values)
@@ -153,7 +155,7 @@ def check_carried(
         return None
     names = list(dict.fromkeys(v for src in ort for v in src.values))
     carried = CarriedIn([src.node for src in ort], names, Optimization(s.optimization))
-    if not explained_alone(nodes):  # the graph outputs are rerun at the lower levels anyway
+    if unexplained(runs, (outputs, nodes)):  # the graph outputs are rerun at the lower levels anyway
         return carried
     a, b = with_outputs(p.model, names, p.types), with_outputs(p.rewritten, names, p.types)
     rerun = Rerun(a, b, feed, names, s.tol, s.stat, s.providers, say)
@@ -173,5 +175,5 @@ def _differs_alone(iso: Isolated | None) -> bool:
 def record_carried(report: Report, carried: CarriedIn | None) -> None:
     """The values carried in from ORT's own nodes into ``report``, and a clause of the verdict line."""
     report.carried_in = carried
-    if carried is not None and report.verdict == "disagree":
+    if carried is not None and report.verdict in ("agree", "disagree"):
         report.summary += "; " + carried_text(carried, report.nodes)

@@ -397,8 +397,7 @@ def _report(
     ]
     skipped = [{"node": r.node, "op": r.op, "reason": r.reason, "scope": r.scope} for r in p.skipped]
     failed = bool(runs.a.error or runs.b.error)
-    disagree = any(n.verdict not in ("agree", "within-rounding") for n in nodes)
-    disagree = disagree or any(o.verdict != "agree" for o in outputs)
+    disagree = any(n.breaks_agreement for n in nodes) or any(o.verdict != "agree" for o in outputs)
     verdict = "failed" if failed else ("disagree" if disagree else "agree")
     sides = {
         "builtin": {"ok": not runs.a.error, "error": runs.a.error, "providers": s.providers},
@@ -577,7 +576,7 @@ def run_and_judge(
     tensors: dict[str, tuple[np.ndarray | None, np.ndarray | None]] = {}
     outputs = judge_outputs(p, runs, settings, tensors)
     nodes, isolated = _judge_nodes(p, runs, feed, settings, (tensors, say))
-    carried = check_carried(p, feed, runs, (nodes, isolated), settings, say)
+    carried = check_carried(p, feed, runs, (outputs, nodes, isolated), settings, say)
     clock.lap("nodes alone")
     optimization, amplified = _why_outputs_differ(p, feed, runs, (outputs, nodes), settings, (say, clock))
     report = _report(p, runs, outputs, nodes, settings, (model_name, seed, amplified))

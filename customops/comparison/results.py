@@ -64,6 +64,16 @@ class NodeResult:
     ``ort-nodes`` (no swapped node upstream makes a difference of its own) or ``swapped-nodes``; None: they do
     not."""
 
+    @property
+    def breaks_agreement(self) -> bool:
+        """Whether this node by itself makes the comparison a disagreement (docs/compare.md, Outputs and
+        exit status): a side fails on it, or it differs and the difference is not shown to be carried in
+        (a node that agrees alone, or differs alone within rounding, only reports its values inside the
+        model; the graph outputs at their tolerances still decide)."""
+        if self.verdict == "side-failed":
+            return True
+        return self.verdict == "disagree" and self.origin != "carried-in"
+
     def to_json(self) -> dict[str, Any]:
         return {
             "node": self.node,

@@ -33,8 +33,11 @@ def summary_line(
     bad_out = [o for o in outputs if o.verdict != "agree"]
     rounding = [n for n in nodes if n.verdict == "within-rounding"]
     if verdict == "agree":
-        text = _agree_text(len(outputs), len(nodes), swapped - len(nodes))
-        return text + (f"; {_rounding_text(rounding)}" if rounding else "")
+        carried = [n for n in nodes if n.verdict == "disagree"]  # only inside the model: carried in
+        clauses = [_agree_text(len(outputs), len(nodes) - len(carried), swapped - len(nodes))]
+        clauses += [_rounding_text(rounding)] if rounding else []
+        clauses += [_carried_only_text(carried)] if carried else []
+        return "; ".join(clauses)
     head = f"DISAGREE: {len(bad)} node(s), {len(bad_out)} output(s) differ"
     first = next((n for n in bad if n.origin == "starts-here"), None)
     if first is not None:  # never a node that agrees alone or only carries a difference in
@@ -61,6 +64,23 @@ def _rounding_text(rounding: list[NodeResult]) -> str:
         f"built-in and custom differ at {first.node!r} [{first.op}]{more} within-rounding: both are within "
         f"the rounding of their output type of the exact value{figures}; no kernel leaves the spec"
     )
+
+
+def _carried_only_text(carried: list[NodeResult]) -> str:
+    """The words of an agreement for swapped nodes whose values differ inside the model beyond tolerance
+    while the node alone agrees: their inputs already differ there (docs/compare.md, the rule)."""
+    first = carried[0]
+    more = f" (and {len(carried) - 1} more)" if len(carried) > 1 else ""
+    verb = "differs" if len(carried) == 1 else "differ"
+    text = (
+        f"{first.node!r} [{first.op}]{more} {verb} inside the model only, where the inputs already differ: "
+        "alone the kernels agree, so no kernel makes that difference"
+    )
+    if any(n.carried_from == "swapped-nodes" for n in carried):
+        text += (
+            " (it grows from swapped nodes upstream whose kernels differ alone within tolerance or rounding)"
+        )
+    return text
 
 
 def _agree_text(outputs: int, compared: int, inner: int) -> str:
