@@ -7,6 +7,7 @@ Each standard (op, version) maps onto one *custom* op in :data:`DOMAIN` whose si
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 DOMAIN = "customops"
@@ -103,9 +104,21 @@ class Input:
     (customops.support) feeds it so where its types allow, instead of its widest type."""
 
 
+Signature = tuple[tuple[str, str], ...]
+"""One registration of a custom op with several type variables: the element type of each variable, as
+(variable, element type) pairs."""
+
+
+def signatures(**variables: tuple[str, ...]) -> tuple[Signature, ...]:
+    """Every combination of the element types of the type ``variables`` (name -> its types), in order."""
+    names = list(variables)
+    return tuple(tuple(zip(names, combo, strict=True)) for combo in itertools.product(*variables.values()))
+
+
 @dataclass(frozen=True)
 class CustomOp:
-    """A custom op in :data:`DOMAIN`: fixed inputs (element type or 'T'), string-encoded attributes."""
+    """A custom op in :data:`DOMAIN`: fixed inputs (an element type, or a type variable: 'T', or the
+    variables of ``signatures``), string-encoded attributes, one output or more."""
 
     name: str
     kernel: str
@@ -124,6 +137,22 @@ class CustomOp:
     """compare's default: the most work a node may ask of onnx.reference (customops.kernels.work: output
     elements, taps, samples; at least its inputs' elements), measured to cost about 5 s at the limit
     (docs/compare.md, Cost of the third vote)."""
+    outputs: tuple[str, ...] = ("T",)
+    """Each output's element type or type variable."""
+    signatures: tuple[Signature, ...] = ()
+    """For an op with several type variables, the types of each registration (:func:`signatures`); empty:
+    one registration per element type of ``types``, for the variable 'T'."""
+
+    def registrations(self) -> tuple[dict[str, str], ...]:
+        """The element type of each type variable, per registration with ONNX Runtime."""
+        if self.signatures:
+            return tuple(dict(s) for s in self.signatures)
+        return tuple({"T": t} for t in self.types)
+
+    def typed(self, registration: dict[str, str]) -> tuple[list[str], list[str]]:
+        """The element types of the inputs and of the outputs of one registration."""
+        ins = [registration.get(ty, ty) for _, ty in self.inputs]
+        return ins, [registration.get(ty, ty) for ty in self.outputs]
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,8 @@ class Binding:
     )
     """Raw attribute values (in the order onnxruntime-extensions passes them) -> (kwargs, label, the kernel
     with those attributes bound: ``bind(**kwargs)``, or a partial of ``kernel`` without ``bind``)."""
+    more: tuple[np.dtype, ...] = ()
+    """The dtypes of the outputs after the first, for an op with several (the kernel returns a tuple)."""
 
 
 BINDINGS: dict[int, Binding] = {}
@@ -94,6 +96,24 @@ def _as_output(binding: Binding, value: Any) -> tuple[tuple[int, ...], Any]:
     return arr.shape, np.ascontiguousarray(arr)
 
 
+def _several(binding: Binding, result: Any) -> list[Any]:
+    """shape, data, shape, data, ... of the outputs of a kernel of several outputs (a tuple of arrays of
+    the declared dtypes), as onnxruntime-extensions takes them."""
+    dtypes = (binding.out_dtype, *binding.more)
+    if not isinstance(result, tuple) or len(result) != len(dtypes):
+        raise KernelError(
+            f"kernel returned {type(result).__name__}, expected a tuple of {len(dtypes)} arrays"
+        )
+    answer: list[Any] = []
+    for value, dtype in zip(result, dtypes, strict=True):
+        arr = np.asarray(value)
+        if arr.dtype != dtype:
+            raise KernelError(f"kernel returned dtype {arr.dtype}, expected {dtype}")
+        limits.check_output(arr.shape, arr.dtype, allocated=True)
+        answer += [arr.shape, np.ascontiguousarray(arr)]
+    return answer
+
+
 def _layer_text(value: Any) -> str:
     """``value`` as the layer carries a string exactly (bytes as their UTF-8 text, anything else as its
     ``str``); raises KernelError for what it cannot carry (:func:`registry.layer_string_refusal`)."""
@@ -120,6 +140,8 @@ def invoke(k_id: int, feed: Sequence[Any], raw_attrs: dict[str, str]) -> tuple[A
         result = hit[2](*feed)
         if _WATCHED:
             routing.forward_terminate()
+        if binding.more:
+            return (k_id, *_several(binding, result))
         if (
             type(result) is np.ndarray
             and result.dtype is binding.out_dtype
@@ -146,7 +168,7 @@ def _failed(binding: Binding, k_id: int, label: str, exc: BaseException) -> tupl
     else:
         routing.report(brief(f"{label}: {type(exc).__name__}: {exc}"))
     empty: Any = [] if binding.elem_type == "string" else np.zeros(0, binding.out_dtype)
-    return (k_id, (0,), empty)
+    return (k_id, (0,), empty, *[part for dtype in binding.more for part in ((0,), np.zeros(0, dtype))])
 
 
 def call_guarded(hook: Hook, k_id: int, feed: Sequence[Any], raw_attrs: dict[str, str]) -> tuple[Any, ...]:

@@ -57,15 +57,18 @@ def declare() -> None:
             kernel, bind = _load_kernel(op.kernel)
             attr_types = {name: PyCustomOpDef.dt_string for name, _ in op.attributes}
             attr_types.update({name: PyCustomOpDef.dt_string for name in MARKER_ATTRS})
-            for t in op.types:
-                inputs = [_PYOP_TYPES[t if ty == "T" else ty] for _, ty in op.inputs]
+            for registration in op.registrations():
+                inputs, outputs = op.typed(registration)
                 opdef = onnx_op(
                     op_type=f"{DOMAIN}::{op.name}",
-                    inputs=inputs,
-                    outputs=[_PYOP_TYPES[t]],
+                    inputs=[_PYOP_TYPES[t] for t in inputs],
+                    outputs=[_PYOP_TYPES[t] for t in outputs],
                     attrs=attr_types,
                 )(kernel)
-                BINDINGS[opdef._id] = Binding(op, t, NUMPY_TYPES[t], kernel, bind)
+                more = tuple(NUMPY_TYPES[t] for t in outputs[1:])
+                BINDINGS[opdef._id] = Binding(
+                    op, outputs[0], NUMPY_TYPES[outputs[0]], kernel, bind, more=more
+                )
         PyCustomOpDef.install_hooker(invoke)
         _declared = True
     interrupts.install_sigint()
