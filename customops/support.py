@@ -8,10 +8,11 @@ import functools
 import os
 import tempfile
 from dataclasses import dataclass
+from typing import Any
 
 from onnx import TensorProto, helper
 
-from customops.registry import BRIDGE_MIN_OPSET, OPS, OpVersion, bridge_limit, lookup, type_support
+from customops.registry import BRIDGE_MIN_OPSET, OPS, Input, OpVersion, bridge_limit, lookup, type_support
 
 _CODE = {k.lower(): v for k, v in TensorProto.DataType.items()}
 
@@ -55,7 +56,40 @@ def probe_opset(opv: OpVersion) -> int:
 
 
 _PROBE_ATTRS: dict[str, dict[str, object]] = {"MaxRoiPool": {"pooled_shape": (1, 1)}}
+_OUTPUT_COUNT = {"DynamicQuantizeLinear": 3}
+QUANTIZED = frozenset(o.op for o in OPS if o.type_vars)
 """Required attributes whose probe value above would fail ONNX's shape inference at load."""
+
+
+def _input_code(opv: OpVersion, inp: Input, elem: str) -> int:
+    """The element type a probe of ``opv`` on ``elem`` gives input ``inp``: ``elem`` for the main type
+    variable (and an input ORT takes in it), else the input's last allowed type (for an op with several
+    type variables, the first type of the input's variable)."""
+    if opv.type_vars:
+        var = inp.types[0]
+        if var == opv.inputs[0].types[0]:
+            return _CODE[elem]
+        return _CODE[dict(opv.type_vars).get(var, (var,))[0]]
+    same = inp.types == ("T",) or (inp.probe_as_t and elem in inp.types)
+    return _CODE[elem] if same else _CODE[inp.types[-1]]
+
+
+def _outputs(node: Any, inputs: list[Any], opset: int, code: int) -> list[Any]:
+    """The probe's graph outputs: one of ``code`` (the main type), or, for an op whose outputs have other
+    types, as ONNX's shape inference types them."""
+    if node.op_type not in QUANTIZED:
+        return [helper.make_tensor_value_info("Y", code, None)]
+    import onnx
+
+    graph = helper.make_graph([node], "probe", inputs, [])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    try:
+        inferred = {
+            v.name: v for v in onnx.shape_inference.infer_shapes(model, strict_mode=True).graph.value_info
+        }
+    except Exception:  # an invalid combination: ORT refuses it too
+        inferred = {}
+    return [inferred.get(o) or helper.make_tensor_value_info(o, code, None) for o in node.output]
 
 
 def _probe_model(opv: OpVersion, elem: str) -> bytes:
@@ -63,15 +97,14 @@ def _probe_model(opv: OpVersion, elem: str) -> bytes:
     inputs = []
     names = []
     for inp in opv.inputs:
-        same = inp.types == ("T",) or (inp.probe_as_t and elem in inp.types)
-        ty = code if same else _CODE[inp.types[-1]]
-        inputs.append(helper.make_tensor_value_info(inp.name, ty, None))
+        inputs.append(helper.make_tensor_value_info(inp.name, _input_code(opv, inp, elem), None))
         names.append(inp.name)
     attrs = {a.name: (1.0, 1.0, 1.0, 1.0) for a in opv.attributes if a.required and a.kind == "floats"}
     attrs.update({a.name: (0, 0, 0, 0) for a in opv.attributes if a.required and a.kind == "ints"})
     attrs.update(_PROBE_ATTRS.get(opv.op, {}))
-    node = helper.make_node(opv.op, names, ["Y"], **attrs)
-    graph = helper.make_graph([node], "probe", inputs, [helper.make_tensor_value_info("Y", code, None)])
+    outputs = [f"Y{i}" for i in range(_OUTPUT_COUNT.get(opv.op, 1))] if opv.type_vars else ["Y"]
+    node = helper.make_node(opv.op, names, outputs, **attrs)
+    graph = helper.make_graph([node], "probe", inputs, _outputs(node, inputs, probe_opset(opv), code))
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", probe_opset(opv))])
     model.ir_version = 10 if probe_opset(opv) >= 21 else 8
     return model.SerializeToString()

@@ -107,10 +107,49 @@ def test_custom_ops_cover_every_registry_target():
 
 
 def test_every_custom_op_of_the_registry_has_a_translator_row():
-    """Adding an operator is a registry entry, a kernel, a translator row and a fuzz space."""
+    """Adding an operator is a registry entry, a kernel, a translator row (or, for an op with several type
+    variables, its versions' type_vars: customops.model.typed) and a fuzz space."""
     from customops.fuzz.dispatch import spaces
     from customops.model.translate import TRANSLATORS
     from customops.registry import CUSTOM_OPS, OPS
 
-    assert set(TRANSLATORS) == set(CUSTOM_OPS)
+    typed = {o.custom for o in OPS if o.type_vars}
+    assert set(TRANSLATORS) | typed == set(CUSTOM_OPS) and not set(TRANSLATORS) & typed
     assert {o.op for o in OPS} == set(spaces())
+
+
+@pytest.mark.parametrize("opv", [o for o in OPS if o.type_vars], ids=lambda o: o.key)
+def test_every_input_of_a_typed_version_allows_the_schema_s_types(opv):
+    schema = defs.get_schema(opv.op, opv.version)
+    constraints = {
+        tc.type_param_str: {t[len("tensor(") : -1] for t in tc.allowed_type_strs}
+        for tc in schema.type_constraints
+    }
+    variables = dict(opv.type_vars)
+    for ours, theirs in zip(opv.inputs, schema.inputs, strict=True):
+        (var,) = ours.types
+        if theirs.type_str.startswith("tensor("):
+            assert var == theirs.type_str[len("tensor(") : -1], ours.name
+        else:
+            assert var == theirs.type_str and set(variables[var]) == constraints[var], ours.name
+
+
+@pytest.mark.parametrize("opv", [o for o in OPS if o.type_vars], ids=lambda o: o.key)
+def test_every_carried_combination_of_a_typed_version_has_a_registration(opv):
+    import itertools
+
+    from customops.registry import BRIDGED_TYPES, NATIVE_TYPES
+
+    custom = CUSTOM_OPS[opv.custom]
+    registered = [custom.typed(r)[0] for r in custom.registrations()]
+    variables = dict(opv.type_vars)
+    per_input = []
+    for spec in opv.inputs:
+        types = variables.get(spec.types[0], spec.types)
+        per_input.append([BRIDGED_TYPES.get(t, t) for t in types if t in NATIVE_TYPES or t in BRIDGED_TYPES])
+    names = [spec.types[0] for spec in opv.inputs]
+    for combo in itertools.product(*per_input):
+        bound = {}
+        if any(bound.setdefault(n, t) != t for n, t in zip(names, combo, strict=True)):
+            continue  # one variable, two types: no model has it
+        assert list(combo) in registered, (opv.key, combo)

@@ -50,7 +50,7 @@ def checked_bytes(data: bytes, what: str) -> onnx.ModelProto:
 
 def check_node(node: onnx.NodeProto) -> None:
     """Raise CustomOpsError unless ``node`` (in our domain) is one of our custom ops as the rewriter writes
-    it: the op's inputs (none left empty) and one output; exactly the attributes the op declares, each once,
+    it: the op's inputs (none left empty) and outputs (each named); exactly the attributes the op declares, each once,
     each a string of UTF-8 written in the node (not a reference to a function caller's attribute, whose
     value the check cannot see), each kernel attribute a value of its kind as :mod:`customops.bridge.attrs`
     writes it (ints within int64); besides those, only the restore record, a UTF-8 string too."""
@@ -62,8 +62,8 @@ def check_node(node: onnx.NodeProto) -> None:
             node,
             f"must have {len(op.inputs)} inputs, none of them empty ({', '.join(n for n, _ in op.inputs)})",
         )
-    if len(node.output) != 1 or not node.output[0]:
-        _refuse(node, "must have exactly one output, named")
+    if len(node.output) != len(op.outputs) or not all(node.output):
+        _refuse(node, f"must have exactly {len(op.outputs)} output(s), each named")
     _check_attributes(node, op)
 
 

@@ -110,7 +110,7 @@ def _several(binding: Binding, result: Any) -> list[Any]:
         if arr.dtype != dtype:
             raise KernelError(f"kernel returned dtype {arr.dtype}, expected {dtype}")
         limits.check_output(arr.shape, arr.dtype, allocated=True)
-        answer += [arr.shape, np.ascontiguousarray(arr)]
+        answer += [arr.shape, arr if arr.flags.c_contiguous else arr.copy(order="C")]  # 0-d stays 0-d
     return answer
 
 

@@ -19,6 +19,7 @@ from onnx import AttributeProto, FunctionProto, GraphProto, ModelProto, NodeProt
 
 from customops.errors import CustomOpsError
 from customops.graphs import all_graphs, all_nodes, check_in_memory, subgraphs, walk_graph
+from customops.model import typed
 from customops.model.io import load_model_files
 from customops.model.translate import HELPER_DOC, Namer, Skip, original_of, translate
 from customops.registry import DOMAIN, OP_TYPES, RESTORE_ATTR, layer_string_refusal, lookup
@@ -270,13 +271,14 @@ class _Rewriter:
                 )
             )
             return None
-        shaped = _shaped_value_info(container, node.output[0] if node.output else "")
+        shaped = _shaped_value_info(container, node.output)
         try:
             problem = _string_problem(node, self.strings)
             if problem:
                 raise Skip(problem)
             kept = [base64.b64encode(v.SerializeToString()).decode("ascii") for v in shaped]
-            tr = translate(node, opv, opset or 0, types.get, self.namer, kept)  # type: ignore[arg-type]
+            how = typed.translate if opv.type_vars else translate
+            tr = how(node, opv, opset or 0, types.get, self.namer, kept)  # type: ignore[arg-type]
         except Skip as why:
             self.reports.append(NodeReport(scope, label, op_label, "skipped", str(why)))
             return None
@@ -286,18 +288,22 @@ class _Rewriter:
         return tr.nodes
 
 
-def _shaped_value_info(container: GraphProto | FunctionProto, name: str) -> list[onnx.ValueInfoProto]:
-    """The value_info entries of ``container`` that give value ``name`` a tensor shape.
+def _shaped_value_info(
+    container: GraphProto | FunctionProto, names: Iterable[str]
+) -> list[onnx.ValueInfoProto]:
+    """The value_info entries of ``container`` that give one of the values ``names`` (a node's outputs) a
+    tensor shape.
 
     ONNX Runtime cannot infer shapes through our ops, so it takes these shapes on trust for their outputs
     and plans buffer reuse from them: a symbolic dim an exporter shared with another tensor then makes it
     hand our node a buffer of the wrong size, and the error it raises inside the custom-op callback
     aborts the process. The rewriter clears these shapes (keeping the element type) and restore puts
     them back."""
+    wanted = {n for n in names if n}
     return [
         v
         for v in container.value_info
-        if name and v.name == name and v.type.HasField("tensor_type") and v.type.tensor_type.HasField("shape")
+        if v.name in wanted and v.type.HasField("tensor_type") and v.type.tensor_type.HasField("shape")
     ]
 
 

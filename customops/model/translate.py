@@ -70,7 +70,7 @@ class Namer:
         return name
 
 
-def _attribute_values(node: NodeProto, opv: OpVersion) -> dict[str, object]:
+def attribute_values(node: NodeProto, opv: OpVersion) -> dict[str, object]:
     known = {a.name: a for a in opv.attributes}
     values: dict[str, object] = {}
     for a in node.attribute:
@@ -112,7 +112,7 @@ def _attribute_values(node: NodeProto, opv: OpVersion) -> dict[str, object]:
 
 
 @dataclass
-class _Builder:
+class Builder:
     node: NodeProto
     opv: OpVersion
     opset: int
@@ -126,7 +126,7 @@ class _Builder:
     def stem(self) -> str:
         return self.node.name or (self.node.output[0] if self.node.output else self.opv.op)
 
-    def _helper(
+    def helper_node(
         self, op_type: str, inputs: list[str], outputs: list[str], what: str, **kwargs: object
     ) -> NodeProto:
         name = self.namer(f"{self.stem}/customops_{what}")
@@ -148,7 +148,7 @@ class _Builder:
             )
         else:
             tensor = onnx.numpy_helper.from_array(np.asarray(array, dtype=dtypes.numpy_dtype(code)), out)
-        self.before.append(self._helper("Constant", [], [out], what, value=tensor))
+        self.before.append(self.helper_node("Constant", [], [out], what, value=tensor))
         return out
 
     def cast(self, name: str, to: str, what: str) -> str:
@@ -156,7 +156,7 @@ class _Builder:
         is :data:`~customops.registry.BRIDGE_MIN_OPSET` or later (the registry refuses bridges below
         it; index and roi casts belong to versions of opset 11 on), so ``to`` is always the Cast-6 int."""
         out = self.namer(f"{self.stem}/customops_{what}")
-        self.before.append(self._helper("Cast", [name], [out], what, to=dtypes.CODE[to]))
+        self.before.append(self.helper_node("Cast", [name], [out], what, to=dtypes.CODE[to]))
         return out
 
     def index_input(self, index: int, what: str) -> str | None:
@@ -187,7 +187,7 @@ class _Builder:
         return self.cast(name, compute, f"cast_{what}") if bridged else name
 
 
-def _main_type(b: _Builder, name: str) -> tuple[str, str]:
+def _main_type(b: Builder, name: str) -> tuple[str, str]:
     """(element type of the main input, type the custom node computes in)."""
     code = b.type_of(name)
     if code is None:
@@ -205,7 +205,7 @@ def _encode(custom: str, values: dict[str, object]) -> dict[str, str]:
 
 
 def _resize_inputs(
-    b: _Builder, values: dict[str, object], compute: str, bridged: bool
+    b: Builder, values: dict[str, object], compute: str, bridged: bool
 ) -> tuple[list[str], dict[str, object]]:
     kernel = custom_defaults("Resize")
     kernel.update({k: v for k, v in values.items() if k in kernel})
@@ -234,8 +234,8 @@ def translate(
     ``value_info`` (base64 ValueInfoProtos) is what the rewriter takes off the output, kept for restore.
     Raises :class:`Skip` with the reason when the node cannot be swapped.
     """
-    values = _attribute_values(node, opv)
-    b = _Builder(node, opv, opset, type_of, namer)
+    values = attribute_values(node, opv)
+    b = Builder(node, opv, opset, type_of, namer)
     x = b.input(0)
     if not x:
         raise Skip("the main input is empty")
@@ -245,14 +245,14 @@ def translate(
         x = b.cast(x, compute, "cast_in")
     rest, kernel = _custom_inputs(b, values, compute, bridged)
     outputs = _custom_outputs(b, elem, bridged)
-    encoded = _custom_attributes(b, kernel, value_info)
+    encoded = custom_attributes(b, kernel, value_info)
     new = helper.make_node(opv.custom, [x, *rest], outputs, name=node.name, domain=DOMAIN, **encoded)
     new.doc_string = node.doc_string
     return Translation([*b.before, new, *b.after], new, list(b.helpers))
 
 
 def _custom_inputs(
-    b: _Builder, values: dict[str, object], compute: str, bridged: bool
+    b: Builder, values: dict[str, object], compute: str, bridged: bool
 ) -> tuple[list[str], dict[str, object]]:
     """The custom node's inputs after the main one (helpers added to ``b``) and the attribute values of
     its kernel, from the standard node's attribute ``values``; ``compute`` is the element type the
@@ -264,7 +264,7 @@ def _custom_inputs(
 
 
 def _upsample_inputs(
-    b: _Builder, values: dict[str, object], compute: str, bridged: bool
+    b: Builder, values: dict[str, object], compute: str, bridged: bool
 ) -> tuple[list[str], dict[str, object]]:
     """Upsample: the scales input (Upsample-7's scales attribute as a Constant, each at least 1)."""
     kernel: dict[str, object] = {"mode": values["mode"]}
@@ -281,7 +281,7 @@ def _upsample_inputs(
 
 
 def _pad_inputs(
-    b: _Builder, values: dict[str, object], compute: str, bridged: bool
+    b: Builder, values: dict[str, object], compute: str, bridged: bool
 ) -> tuple[list[str], dict[str, object]]:
     """Pad: pads, constant_value and axes (Pad-2's attributes as Constants; absent inputs as empty
     fillers; the constant value Cast to ``compute`` when the node is ``bridged``)."""
@@ -302,7 +302,7 @@ def _pad_inputs(
 
 
 def _col2im_inputs(
-    b: _Builder, values: dict[str, object], compute: str, bridged: bool
+    b: Builder, values: dict[str, object], compute: str, bridged: bool
 ) -> tuple[list[str], dict[str, object]]:
     """Col2Im: image_shape and block_shape, both required, as int64."""
     kernel = dict(values)
@@ -313,7 +313,7 @@ def _col2im_inputs(
 
 
 def _center_crop_pad_inputs(
-    b: _Builder, values: dict[str, object], compute: str, bridged: bool
+    b: Builder, values: dict[str, object], compute: str, bridged: bool
 ) -> tuple[list[str], dict[str, object]]:
     """CenterCropPad: the shape input, required, as int64."""
     kernel = dict(values)
@@ -324,7 +324,7 @@ def _center_crop_pad_inputs(
 
 
 def _affine_grid_inputs(
-    b: _Builder, values: dict[str, object], compute: str, bridged: bool
+    b: Builder, values: dict[str, object], compute: str, bridged: bool
 ) -> tuple[list[str], dict[str, object]]:
     """AffineGrid: the size input, required, of the type the spec allows (int64)."""
     size = b.input(1)
@@ -335,7 +335,7 @@ def _affine_grid_inputs(
 
 
 def _max_roi_pool_inputs(
-    b: _Builder, values: dict[str, object], compute: str, bridged: bool
+    b: Builder, values: dict[str, object], compute: str, bridged: bool
 ) -> tuple[list[str], dict[str, object]]:
     """MaxRoiPool: the rois input, required, of X's type (T), Cast to ``compute`` when the node is
     ``bridged``."""
@@ -347,7 +347,7 @@ def _max_roi_pool_inputs(
 
 
 def _roi_align_inputs(
-    b: _Builder, values: dict[str, object], compute: str, bridged: bool
+    b: Builder, values: dict[str, object], compute: str, bridged: bool
 ) -> tuple[list[str], dict[str, object]]:
     """RoiAlign: rois (Cast to ``compute`` when bridged) and batch_indices, both required and of the
     types the spec allows (rois: X's type; batch_indices: int64); RoiAlign-10, which has no
@@ -364,7 +364,7 @@ def _roi_align_inputs(
 
 
 def _deform_conv_inputs(
-    b: _Builder, values: dict[str, object], compute: str, bridged: bool
+    b: Builder, values: dict[str, object], compute: str, bridged: bool
 ) -> tuple[list[str], dict[str, object]]:
     """DeformConv: W and offset (required), B and mask (empty fillers of ``compute`` when absent), all of
     X's type (T); every one Cast to ``compute`` when the node is ``bridged``."""
@@ -386,7 +386,7 @@ GRID_SAMPLE_16_MODES = {"bilinear": "linear", "bicubic": "cubic", "nearest": "ne
 
 
 def _grid_sample_inputs(
-    b: _Builder, values: dict[str, object], compute: str, bridged: bool
+    b: Builder, values: dict[str, object], compute: str, bridged: bool
 ) -> tuple[list[str], dict[str, object]]:
     """GridSample: the grid, required, Cast to double (exact from float16, bfloat16 and float); the
     mode by GridSample-20's names (16's bilinear / bicubic are 20's linear / cubic)."""
@@ -401,7 +401,7 @@ def _grid_sample_inputs(
     return [grid], kernel
 
 
-def _custom_outputs(b: _Builder, elem: str, bridged: bool) -> list[str]:
+def _custom_outputs(b: Builder, elem: str, bridged: bool) -> list[str]:
     """The custom node's output: the node's first output, or, when ``bridged``, a new value that a Cast
     helper after the custom node turns back into ``elem`` under the node's output name."""
     outputs = list(b.node.output[:1])
@@ -409,12 +409,12 @@ def _custom_outputs(b: _Builder, elem: str, bridged: bool) -> list[str]:
         raise Skip("the node has no output")
     if bridged:
         tmp = b.namer(f"{b.stem}/customops_out")
-        b.after.append(b._helper("Cast", [tmp], [outputs[0]], "cast_out", to=dtypes.CODE[elem]))
+        b.after.append(b.helper_node("Cast", [tmp], [outputs[0]], "cast_out", to=dtypes.CODE[elem]))
         outputs = [tmp]
     return outputs
 
 
-def _custom_attributes(b: _Builder, kernel: dict[str, object], value_info: Iterable[str]) -> dict[str, str]:
+def custom_attributes(b: Builder, kernel: dict[str, object], value_info: Iterable[str]) -> dict[str, str]:
     """The custom node's attributes: the kernel's ``kernel`` values encoded, the standard op it stands
     for, the node's label, and what restore needs (the original node, the names of the helpers added
     so far, ``value_info``)."""
@@ -507,7 +507,7 @@ def _check_standard(node: NodeProto) -> None:
         raise _Corrupt("the original node has no output")
 
 
-Translator = Callable[[_Builder, dict[str, object], str, bool], tuple[list[str], dict[str, object]]]
+Translator = Callable[[Builder, dict[str, object], str, bool], tuple[list[str], dict[str, object]]]
 """The inputs after the main one and the kernel's attribute values of one custom op, from the builder,
 the standard node's attribute values, the element type computed in and whether it is bridged."""
 

@@ -180,7 +180,7 @@ def test_arity_and_op_names_of_our_domain():
     for change, rule in [
         (lambda n: n.input.append("x"), "must have 4 inputs"),
         (lambda n: n.input.__setitem__(1, ""), "must have 4 inputs, none of them empty"),
-        (lambda n: n.output.append("z"), "must have exactly one output"),
+        (lambda n: n.output.append("z"), "must have exactly 1 output(s), each named"),
         (lambda n: setattr(n, "op_type", "NotOurs"), "is not one of the ops of domain 'customops'"),
     ]:
         model = _resize_model()

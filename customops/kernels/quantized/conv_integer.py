@@ -24,8 +24,9 @@ from customops.errors import KernelError
 from customops.kernels import limits
 from customops.kernels.args import choice, int_values, integer, ints, is_absent
 from customops.kernels.quantized.arithmetic import FLOAT_EXACT, element_of, magnitude, single, version_of
+from customops.kernels.quantized.binding import binder
 
-__all__ = ["AUTO_PADS", "Geometry", "conv_integer", "geometry", "integer_conv"]
+__all__ = ["AUTO_PADS", "Geometry", "bind", "conv_integer", "geometry", "integer_conv"]
 
 AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
 EIGHT_BITS = ("int8", "uint8")
@@ -231,3 +232,7 @@ def _window(
         in_index.append(slice(first, first + (hi - lo - 1) * geo.strides[i] + 1, geo.strides[i]))
         shape.append(hi - lo)
     return tuple(out_index), tuple(in_index), tuple(shape)
+
+
+bind = binder(conv_integer)
+"""The kernel as ONNX Runtime's hook calls it (customops.kernels.quantized.binding)."""

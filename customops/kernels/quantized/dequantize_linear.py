@@ -1,4 +1,4 @@
-"""ONNX DequantizeLinear (versions 10, 13, 19, 21, 23, 24, 25): ``y = (x - x_zero_point) * x_scale``.
+"""ONNX DequantizeLinear (versions 10, 13, 19, 21, 23, 24, 25, 28): ``y = (x - x_zero_point) * x_scale``.
 
 ``x - x_zero_point`` is exact (an integer, or the difference of two float8 or float4 values), and the
 product is rounded once to the output type, the type that "determines the precision of the
@@ -29,10 +29,11 @@ from customops.kernels.quantized.arithmetic import (
     to_floats,
     version_of,
 )
+from customops.kernels.quantized.binding import binder
 
-__all__ = ["SCHEMAS", "VERSIONS", "dequantize_linear"]
+__all__ = ["SCHEMAS", "VERSIONS", "bind", "dequantize_linear"]
 
-VERSIONS = (10, 13, 19, 21, 23, 24, 25)
+VERSIONS = (10, 13, 19, 21, 23, 24, 25, 28)
 
 _FLOAT8 = ("float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz")
 _FLOATS = ("float", "float16", "bfloat16")
@@ -71,6 +72,9 @@ SCHEMAS[24] = Schema(
 SCHEMAS[25] = Schema(
     (*SCHEMAS[24].x, "uint2", "int2"), SCHEMAS[24].scale, _FLOATS, SCHEMAS[24].layouts, SCHEMAS[24].attributes
 )
+SCHEMAS[28] = SCHEMAS[25]
+"""28 adds the float6 types (float6e2m3, float6e3m2), which no numpy type holds: 25's arithmetic on the
+rest (a float6 tensor is refused before it reaches the kernel)."""
 
 
 def dequantize_linear(
@@ -122,3 +126,7 @@ def _output_type(output_dtype: Any, scale_type: Element, schema: Schema) -> Elem
             f"output type; give output_dtype ({', '.join(schema.out)})"
         )
     return scale_type
+
+
+bind = binder(dequantize_linear)
+"""The kernel as ONNX Runtime's hook calls it (customops.kernels.quantized.binding)."""

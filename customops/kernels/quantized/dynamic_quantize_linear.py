@@ -19,9 +19,10 @@ import numpy as np
 from customops.errors import KernelError
 from customops.kernels import limits
 from customops.kernels.quantized.arithmetic import element_of, first_index, version_of
+from customops.kernels.quantized.binding import binder
 from customops.kernels.quantized.quantize_linear import quantize_linear
 
-__all__ = ["dynamic_quantize_linear"]
+__all__ = ["bind", "dynamic_quantize_linear"]
 
 
 def dynamic_quantize_linear(x: np.ndarray, *, version: int = 11) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -62,3 +63,7 @@ def _zero_range(x: np.ndarray, span: np.float32) -> tuple[np.ndarray, np.ndarray
             "0 - min(x) / 0, has no value"
         )
     return np.zeros(x.shape, dtype=np.uint8), np.array(0, dtype=np.float32), np.array(0, dtype=np.uint8)
+
+
+bind = binder(dynamic_quantize_linear)
+"""The kernel as ONNX Runtime's hook calls it (customops.kernels.quantized.binding)."""

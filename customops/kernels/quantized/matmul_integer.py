@@ -20,8 +20,9 @@ from customops.errors import KernelError
 from customops.kernels import limits
 from customops.kernels.args import is_absent
 from customops.kernels.quantized.arithmetic import element_of, exact_matmul, single, version_of
+from customops.kernels.quantized.binding import binder
 
-__all__ = ["Operands", "matmul_integer", "operands", "per_column", "per_row"]
+__all__ = ["Operands", "bind", "matmul_integer", "operands", "per_column", "per_row"]
 
 EIGHT_BITS = ("int8", "uint8")
 
@@ -135,3 +136,7 @@ def per_column(value: np.ndarray, pair: Operands, name: str) -> np.ndarray:
             else f", [N] = {[b.shape[-1]]} or {[*b.shape[:-2], 1, b.shape[-1]]} (per column)"
         )
     )
+
+
+bind = binder(matmul_integer)
+"""The kernel as ONNX Runtime's hook calls it (customops.kernels.quantized.binding)."""

@@ -17,9 +17,10 @@ from customops.errors import KernelError
 from customops.kernels import limits
 from customops.kernels.args import is_absent
 from customops.kernels.quantized.arithmetic import check_pair, element_of, requantize, version_of
+from customops.kernels.quantized.binding import binder
 from customops.kernels.quantized.conv_integer import EIGHT_BITS, channel_values, geometry, integer_conv
 
-__all__ = ["qlinear_conv"]
+__all__ = ["bind", "qlinear_conv"]
 
 
 def qlinear_conv(
@@ -82,3 +83,7 @@ def _bias(value: Any, channels: int, rank: int) -> np.ndarray:
     if b.shape != (channels,):
         raise KernelError(f"B has shape {b.shape!r}; it must be [M] = ({channels},)")
     return b.astype(np.int64).reshape((channels,) + (1,) * (rank - 2))
+
+
+bind = binder(qlinear_conv)
+"""The kernel as ONNX Runtime's hook calls it (customops.kernels.quantized.binding)."""

@@ -26,9 +26,10 @@ from customops.kernels.quantized.arithmetic import (
     single,
     version_of,
 )
+from customops.kernels.quantized.binding import binder
 from customops.kernels.quantized.matmul_integer import operands, per_column, per_row
 
-__all__ = ["qlinear_matmul"]
+__all__ = ["bind", "qlinear_matmul"]
 
 _FLOAT8 = ("float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz")
 TYPES = {10: ("int8", "uint8"), 21: ("int8", "uint8", *_FLOAT8)}
@@ -133,3 +134,7 @@ def _product(
         value, zero_b = np.broadcast_arrays(real * num / den, zero)
     y[unusual] = finish(value[unusual], zero_b[unusual], out, what)
     return y
+
+
+bind = binder(qlinear_matmul)
+"""The kernel as ONNX Runtime's hook calls it (customops.kernels.quantized.binding)."""

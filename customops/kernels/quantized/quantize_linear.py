@@ -1,4 +1,4 @@
-"""ONNX QuantizeLinear (versions 10, 13, 19, 21, 23, 24, 25): ``y = saturate(x / y_scale + y_zero_point)``.
+"""ONNX QuantizeLinear (versions 10, 13, 19, 21, 23, 24, 25, 28): ``y = saturate(x / y_scale + y_zero_point)``.
 
 The quotient is computed in the division's precision: the ``precision`` attribute (23 and later) or else
 the type of ``y_scale`` (float32 before 19, x's own type in 19 and 21, where x and y_scale share one
@@ -39,10 +39,11 @@ from customops.kernels.quantized.arithmetic import (
     to_integers,
     version_of,
 )
+from customops.kernels.quantized.binding import binder
 
-__all__ = ["SCHEMAS", "VERSIONS", "quantize_linear"]
+__all__ = ["SCHEMAS", "VERSIONS", "bind", "quantize_linear"]
 
-VERSIONS = (10, 13, 19, 21, 23, 24, 25)
+VERSIONS = (10, 13, 19, 21, 23, 24, 25, 28)
 
 _FLOAT8 = ("float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz")
 _X = ("float", "float16", "bfloat16", "int32")
@@ -94,6 +95,9 @@ SCHEMAS[25] = Schema(
     SCHEMAS[24].attributes,
     False,
 )
+SCHEMAS[28] = SCHEMAS[25]
+"""28 adds the float6 types (float6e2m3, float6e3m2), which no numpy type holds: 25's arithmetic on the
+rest (a float6 tensor is refused before it reaches the kernel)."""
 
 PRECISIONS = ("float", "float16", "bfloat16", "int32")
 """The types a division can be computed in (the ``precision`` attribute's values)."""
@@ -185,3 +189,7 @@ def divide(x: np.ndarray, scale: np.ndarray, precision: Element) -> np.ndarray:
         return np.rint(exact)
     with np.errstate(over="ignore"):
         return exact.astype(precision.dtype).astype(np.float64)
+
+
+bind = binder(quantize_linear)
+"""The kernel as ONNX Runtime's hook calls it (customops.kernels.quantized.binding)."""
