@@ -363,7 +363,7 @@ def to_integers(values: np.ndarray, zero_point: np.ndarray | None, out: Element,
     if zero_point is not None:
         rounded = rounded + zero_point.astype(np.float64)  # exact below 2**53; beyond, it saturates
     clamped = np.clip(rounded, out.low, out.high)
-    return np.ascontiguousarray(clamped.astype(np.int64).astype(out.dtype))
+    return clamped.astype(np.int64).astype(out.dtype, order="C")
 
 
 def to_floats(values: np.ndarray, out: Element, saturate: bool, what: str) -> np.ndarray:
@@ -377,13 +377,13 @@ def to_floats(values: np.ndarray, out: Element, saturate: bool, what: str) -> np
     has no value in it: KernelError naming where ``what`` is NaN."""
     if out.kind == "float":
         with np.errstate(over="ignore"):
-            return np.ascontiguousarray(values.astype(out.dtype))
+            return values.astype(out.dtype, order="C")
     if out.kind == "float4":
         nan = np.isnan(values)
         if nan.any():
             raise KernelError(f"{what} is NaN at index {first_index(nan)}: {out.name} has no NaN")
     with np.errstate(over="ignore", invalid="ignore"):
-        result = np.ascontiguousarray(values.astype(out.dtype))
+        result = values.astype(out.dtype, order="C")
         if saturate or out.kind == "float4":
             back = result.astype(np.float64)
             over = ~np.isnan(values) & (np.isinf(values) | np.isnan(back) | np.isinf(back))

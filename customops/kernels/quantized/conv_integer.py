@@ -58,7 +58,7 @@ def conv_integer(
     w_zero = _zero(w_zero_point, "w_zero_point", w_type.name, w.shape[0], w.ndim - 1)
     limits.check_output(geo.out_shape, np.float64)
     acc = integer_conv(x.astype(np.int64) - x_zero, w.astype(np.int64) - w_zero, geo)
-    return np.ascontiguousarray(acc.astype(np.int32))
+    return acc.astype(np.int32, order="C")
 
 
 def _zero(value: Any, name: str, type_name: str, channels: int | None, trailing: int) -> np.ndarray:

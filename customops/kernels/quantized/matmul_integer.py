@@ -48,7 +48,7 @@ def matmul_integer(
     rows = pair.a.astype(np.int64) - per_row(a_zero, pair, "a_zero_point")
     cols = pair.b.astype(np.int64) - per_column(b_zero, pair, "b_zero_point")
     product = exact_matmul(rows, cols)
-    return np.ascontiguousarray(pair.result(product).astype(np.int32))
+    return pair.result(product).astype(np.int32, order="C")
 
 
 def _zero_point(value: np.ndarray | None, name: str, type_name: str) -> np.ndarray:

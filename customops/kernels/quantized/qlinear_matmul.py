@@ -71,7 +71,7 @@ def qlinear_matmul(
     a_zero = per_row(zeros[0], pair, "a_zero_point")
     b_zero = per_column(zeros[1], pair, "b_zero_point")
     y = _product((pair.a, a_zero, pair.b, b_zero), (a_type, b_type, out), num, den, zero)
-    return np.ascontiguousarray(pair.result(y))
+    return np.array(pair.result(y), order="C")
 
 
 def _types(

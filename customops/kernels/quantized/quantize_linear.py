@@ -124,6 +124,7 @@ def quantize_linear(
     given = {"axis": (axis, 1), "saturate": (saturate, 1), "block_size": (block_size, 0)}
     given.update(output_dtype=(output_dtype, 0), precision=(precision, 0))
     only_attributes("QuantizeLinear", v, schema.attributes, given)
+    saturating = flag(saturate, "saturate")
     x, scale = np.asarray(x), np.asarray(y_scale)
     zero_point = optional(y_zero_point, scale)
     x_type = element_of(x, "x", schema.x)
@@ -142,7 +143,7 @@ def quantize_linear(
     if out.kind == "int":
         return to_integers(quotient, zero, out, "x / y_scale")
     total = odd_sum(quotient, 0.0 if zero is None else zero)
-    return to_floats(total, out, flag(saturate, "saturate"), "x / y_scale + y_zero_point")
+    return to_floats(total, out, saturating, "x / y_scale + y_zero_point")
 
 
 def _output_type(zero_point: np.ndarray | None, output_dtype: Any, schema: Schema) -> Element:
