@@ -337,7 +337,9 @@ for name, dtype in FLOATS.items():  # the oracle's tables hold every float type 
 def test_a_scalar_input_keeps_its_shape() -> None:
     from customops.kernels.quantized.dequantize_linear import dequantize_linear
 
-    y = quantize_linear(np.array(2.5, np.float32), np.array(1, np.float32), np.array(0, ml_dtypes.float8_e4m3fn))
+    y = quantize_linear(
+        np.array(2.5, np.float32), np.array(1, np.float32), np.array(0, ml_dtypes.float8_e4m3fn)
+    )
     assert y.shape == () and y.astype(np.float64) == 2.5
     assert quantize_linear(np.array(2.5, np.float32), np.array(1, np.float32)).shape == ()
     assert dequantize_linear(np.array(3, np.uint8), np.array(2, np.float32)).shape == ()
