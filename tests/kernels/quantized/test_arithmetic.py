@@ -279,3 +279,35 @@ def test_exact_matmul_float_path_is_taken_only_below_two_to_the_53() -> None:
     exact = 3 * (2**26 + 1) ** 2
     assert ar.exact_matmul(huge, huge.T)[0, 0] == exact
     assert int(np.matmul(huge.astype(np.float64), huge.T.astype(np.float64))[0, 0]) != exact  # float64 is not
+
+
+def test_chunked_results_and_error_positions_do_not_depend_on_the_chunk_size(monkeypatch) -> None:
+    from customops.kernels.quantized.dequantize_linear import dequantize_linear
+    from customops.kernels.quantized.qlinear_matmul import qlinear_matmul
+    from customops.kernels.quantized.quantize_linear import quantize_linear
+
+    rng = np.random.default_rng(0)
+    x = (rng.standard_normal((3, 5, 7)) * 50).astype(np.float32)
+    scale = (rng.random(5) + 0.1).astype(np.float32)
+    zero = rng.integers(-100, 100, 5).astype(np.int8)
+    a = rng.integers(0, 256, (2, 6, 9)).astype(np.uint8)
+    b = rng.integers(-128, 128, (9, 4)).astype(np.int8)
+    one, half = np.array(1, np.float32), np.array(0.5, np.float32)
+
+    def run() -> list[np.ndarray]:
+        q = quantize_linear(x, scale, zero, axis=1)
+        return [
+            q,
+            dequantize_linear(q, scale, zero, axis=1),
+            qlinear_matmul(
+                a, one, np.array(3, np.uint8), b, half, np.array(1, np.int8), half, np.array(2, np.int8)
+            ),
+        ]
+
+    whole = run()
+    monkeypatch.setattr(ar, "CHUNK", 7)
+    for got, expected in zip(run(), whole, strict=True):
+        assert got.tobytes() == expected.tobytes() and got.flags.c_contiguous
+    x[2, 4, 5] = np.nan
+    with pytest.raises(KernelError, match=r"at index \(2, 4, 5\)"):
+        quantize_linear(x, scale, zero, axis=1)
