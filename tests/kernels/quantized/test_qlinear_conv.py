@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from customops.errors import KernelError
 from customops.kernels.quantized.qlinear_conv import qlinear_conv
-from tests.kernels.quantized.oracles import attributes, cases, int_rounded, naive_conv
+from tests.kernels.quantized.oracles import attributes, cases, int_rounded, naive_conv, reference_run
 from tests.kernels.quantized.test_conv_integer import _pads_of, _random, convolutions
 from tests.kernels.quantized.test_quantize_linear import _onnx_types
 
@@ -141,3 +141,15 @@ def test_per_channel_weights_and_an_empty_bias() -> None:
         np.zeros(0, np.int32),
     )
     assert got.tolist() == [[[2, 4], [2, 4]]]
+
+
+def test_reference_rounds_a_float32_multiplier_first() -> None:
+    """As QLinearMatMul (docs/semantics.md): x_scale = float32(1/3), w_scale = 3, y_scale = 2."""
+    x = np.array([[[1, 3, 5]]], np.uint8)
+    w = np.array([[[1]]], np.uint8)
+    sx, sw, sy = np.array(1 / 3, np.float32), np.array(3, np.float32), np.array(2, np.float32)
+    zero = np.array(0, np.uint8)
+    assert qlinear_conv(x, sx, zero, w, sw, zero, sy, zero).ravel().tolist() == [1, 2, 3]
+    feed = {"x": x, "sx": sx, "zx": zero, "w": w, "sw": sw, "zw": zero, "sy": sy, "zy": zero}
+    (reference,) = reference_run("QLinearConv", 10, feed)
+    assert reference.ravel().tolist() == [0, 2, 2]

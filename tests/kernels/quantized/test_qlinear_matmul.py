@@ -10,11 +10,21 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from onnx import TensorProto
 
 from customops.errors import KernelError
 from customops.kernels.quantized.arithmetic import ELEMENTS
 from customops.kernels.quantized.qlinear_matmul import SCALES, TYPES, qlinear_matmul
-from tests.kernels.quantized.oracles import FLOAT8, FLOATS, INTS, cases, int_rounded, round_narrow
+from tests.kernels.quantized.oracles import (
+    FLOAT8,
+    FLOATS,
+    INTS,
+    cases,
+    int_rounded,
+    ort_session,
+    reference_run,
+    round_narrow,
+)
 from tests.kernels.quantized.test_quantize_linear import _onnx_types
 
 BACKEND = cases("test_qlinearmatmul", "qlinearmatmul")
@@ -182,3 +192,36 @@ def test_invalid_inputs_are_refused(change, message) -> None:
     version = inputs.pop("version")
     with pytest.raises(KernelError, match=message):
         qlinear_matmul(**inputs, version=version)
+
+
+def _int8_session(types: tuple[int, int, int]):
+    a, b, y = types
+    inputs = [("a", a), ("sa", 1), ("za", a), ("b", b), ("sb", 1), ("zb", b), ("sy", 1), ("zy", y)]
+    return ort_session("QLinearMatMul", 10, inputs, [("y", y)])
+
+
+def test_reference_and_onnxruntime_round_a_float32_multiplier_first() -> None:
+    """docs/semantics.md: a_scale * b_scale / y_scale rounded to float32 before it meets the sum. With
+    a_scale = float32(1/3), b_scale = 3, y_scale = 2 the real values of sums 1, 3, 5 lie just above 0.5,
+    1.5 and 2.5 (the float32 multiplier is exactly 0.5): they round to 1, 2, 3, not to the even 0, 2, 2."""
+    a = np.array([[1, 3, 5]], np.int8).T
+    b = np.array([[1]], np.int8)
+    sa, sb, sy = np.array(1 / 3, np.float32), np.array(3, np.float32), np.array(2, np.float32)
+    zero = np.array(0, np.int8)
+    feed = {"a": a, "sa": sa, "za": zero, "b": b, "sb": sb, "zb": zero, "sy": sy, "zy": zero}
+    assert qlinear_matmul(a, sa, zero, b, sb, zero, sy, zero).ravel().tolist() == [1, 2, 3]
+    assert [round(Fraction(s) * Fraction(float(sa)) * 3 / 2) for s in (1, 3, 5)] == [1, 2, 3]
+    (reference,) = reference_run("QLinearMatMul", 10, feed)
+    (builtin,) = _int8_session((TensorProto.INT8,) * 3).run(None, feed)  # s8s8: its integer sum is exact
+    assert reference.ravel().tolist() == builtin.ravel().tolist() == [0, 2, 2]
+
+
+def test_reference_and_onnxruntime_wrap_sums_beyond_int32() -> None:
+    k = 33100
+    a, b = np.full((1, k), 255, np.uint8), np.full((k, 1), 255, np.uint8)
+    one, zero, sy = np.array(1, np.float32), np.array(0, np.uint8), np.array(2**24, np.float32)
+    feed = {"a": a, "sa": one, "za": zero, "b": b, "sb": one, "zb": zero, "sy": sy, "zy": zero}
+    assert qlinear_matmul(a, one, zero, b, one, zero, sy, zero).tolist() == [[128]]  # 128.29
+    (reference,) = reference_run("QLinearMatMul", 10, feed)
+    (builtin,) = _int8_session((TensorProto.UINT8,) * 3).run(None, feed)  # u8u8: exact but for the wrap
+    assert reference.tolist() == builtin.tolist() == [[0]]  # the wrapped sum is negative
