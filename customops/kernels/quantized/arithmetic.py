@@ -54,6 +54,7 @@ __all__ = [
     "only_attributes",
     "optional",
     "requantize",
+    "required",
     "single",
     "to_floats",
     "to_integers",
@@ -166,6 +167,14 @@ def only_attributes(op: str, version: int, has: Sequence[str], given: dict[str, 
     for name, (value, default) in given.items():
         if name not in has and value is not None and value != default:
             raise KernelError(f"{op}-{version} has no attribute {name} (got {value!r})")
+
+
+def required(op: str, inputs: dict[str, Any]) -> None:
+    """Raise KernelError naming the first of ``inputs`` (name -> value) that is None: ``op`` requires
+    them all."""
+    for name, value in inputs.items():
+        if value is None:
+            raise KernelError(f"{op} requires input {name}, which is missing")
 
 
 Origin = tuple[int, tuple[int, ...]]

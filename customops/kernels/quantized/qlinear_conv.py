@@ -16,7 +16,7 @@ import numpy as np
 from customops.errors import KernelError
 from customops.kernels import limits
 from customops.kernels.args import is_absent
-from customops.kernels.quantized.arithmetic import check_pair, element_of, requantize, version_of
+from customops.kernels.quantized.arithmetic import check_pair, element_of, requantize, required, version_of
 from customops.kernels.quantized.conv_integer import EIGHT_BITS, channel_values, geometry, integer_conv
 
 __all__ = ["qlinear_conv"]
@@ -47,6 +47,9 @@ def qlinear_conv(
     point of one shape); ``B`` an int32 [M] (absent or empty: none). Attributes as ONNX Conv's. Raises
     KernelError for every invalid input, and for a NaN result (a scale 0, inf or NaN)."""
     version_of("QLinearConv", version, (10,))
+    names = ("x", "x_scale", "x_zero_point", "w", "w_scale", "w_zero_point", "y_scale", "y_zero_point")
+    values = (x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point)
+    required("QLinearConv", dict(zip(names, values, strict=True)))
     x, w = np.asarray(x), np.asarray(w)
     scales = [np.asarray(s) for s in (x_scale, w_scale, y_scale)]
     zeros = [np.asarray(z) for z in (x_zero_point, w_zero_point, y_zero_point)]

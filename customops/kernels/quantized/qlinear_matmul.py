@@ -23,6 +23,7 @@ from customops.kernels.quantized.arithmetic import (
     exact_matmul,
     finish,
     requantize,
+    required,
     single,
     version_of,
 )
@@ -53,6 +54,9 @@ def qlinear_matmul(
     value; every scale has one float type. Raises KernelError for every invalid input, and for a NaN
     result into an integer type."""
     v = version_of("QLinearMatMul", version, (10, 21))
+    names = ("a", "a_scale", "a_zero_point", "b", "b_scale", "b_zero_point", "y_scale", "y_zero_point")
+    values = (a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point)
+    required("QLinearMatMul", dict(zip(names, values, strict=True)))
     a, b = np.asarray(a), np.asarray(b)
     scales = [np.asarray(s) for s in (a_scale, b_scale, y_scale)]
     zeros = [np.asarray(z) for z in (a_zero_point, b_zero_point, y_zero_point)]

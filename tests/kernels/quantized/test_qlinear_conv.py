@@ -153,3 +153,10 @@ def test_reference_rounds_a_float32_multiplier_first() -> None:
     feed = {"x": x, "sx": sx, "zx": zero, "w": w, "sw": sw, "zw": zero, "sy": sy, "zy": zero}
     (reference,) = reference_run("QLinearConv", 10, feed)
     assert reference.ravel().tolist() == [0, 2, 2]
+
+
+def test_every_input_but_the_bias_is_required() -> None:
+    one, zero = np.array(1, np.float32), np.array(0, np.uint8)
+    x, w = np.zeros((1, 1, 3), np.uint8), np.zeros((1, 1, 1), np.uint8)
+    with pytest.raises(KernelError, match="QLinearConv requires input x_zero_point, which is missing"):
+        qlinear_conv(x, one, None, w, one, zero, one, zero)

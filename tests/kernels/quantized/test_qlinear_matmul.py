@@ -225,3 +225,10 @@ def test_reference_and_onnxruntime_wrap_sums_beyond_int32() -> None:
     (reference,) = reference_run("QLinearMatMul", 10, feed)
     (builtin,) = _int8_session((TensorProto.UINT8,) * 3).run(None, feed)  # u8u8: exact but for the wrap
     assert reference.tolist() == builtin.tolist() == [[0]]  # the wrapped sum is negative
+
+
+def test_every_input_is_required() -> None:
+    one, zero = np.array(1, np.float32), np.array(0, np.uint8)
+    a = np.zeros((2, 2), np.uint8)
+    with pytest.raises(KernelError, match="QLinearMatMul requires input b_zero_point, which is missing"):
+        qlinear_matmul(a, one, zero, a, one, None, one, zero)
