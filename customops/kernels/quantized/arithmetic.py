@@ -241,7 +241,8 @@ class Layout:
             return param.reshape(())
         if self.kind == "axis":
             return param.reshape([-1 if i == self.axis else 1 for i in range(len(shape))])
-        repeated = np.repeat(param, self.block, axis=self.axis)
+        # a block longer than the axis has one entry along it: repeating it the axis's length is enough
+        repeated = np.repeat(param, min(self.block, shape[self.axis]), axis=self.axis)
         return repeated[(slice(None),) * self.axis + (slice(0, shape[self.axis]),)]
 
 

@@ -311,3 +311,8 @@ def test_chunked_results_and_error_positions_do_not_depend_on_the_chunk_size(mon
     x[2, 4, 5] = np.nan
     with pytest.raises(KernelError, match=r"at index \(2, 4, 5\)"):
         quantize_linear(x, scale, zero, axis=1)
+
+
+def test_a_block_longer_than_its_axis_spreads_without_repeating_it_block_size_times() -> None:
+    blocked = ar.layout((2, 3), (2, 1), 1, 2**60, ("blocked",))
+    assert blocked.spread(np.array([[1], [2]]), (2, 3)).tolist() == [[1, 1, 1], [2, 2, 2]]
