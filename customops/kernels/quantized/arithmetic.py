@@ -19,7 +19,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -31,13 +31,16 @@ from customops.errors import KernelError
 from customops.kernels.args import integer, is_absent
 
 __all__ = [
+    "CHUNK",
     "ELEMENTS",
     "FLOAT_EXACT",
     "Element",
     "Layout",
+    "Origin",
     "check_pair",
     "element_code",
     "element_of",
+    "elementwise",
     "exact_matmul",
     "finish",
     "first_index",
@@ -51,6 +54,7 @@ __all__ = [
     "only_attributes",
     "optional",
     "requantize",
+    "required",
     "single",
     "to_floats",
     "to_integers",
@@ -165,9 +169,56 @@ def only_attributes(op: str, version: int, has: Sequence[str], given: dict[str, 
             raise KernelError(f"{op}-{version} has no attribute {name} (got {value!r})")
 
 
-def first_index(mask: np.ndarray) -> tuple[int, ...]:
-    """The index of the first True element of ``mask`` (some element must be True)."""
-    return tuple(int(i) for i in np.unravel_index(int(np.argmax(mask.ravel())), mask.shape))
+def required(op: str, inputs: dict[str, Any]) -> None:
+    """Raise KernelError naming the first of ``inputs`` (name -> value) that is None: ``op`` requires
+    them all."""
+    for name, value in inputs.items():
+        if value is None:
+            raise KernelError(f"{op} requires input {name}, which is missing")
+
+
+Origin = tuple[int, tuple[int, ...]]
+"""Where a chunk of :func:`elementwise` lies: the flat (C order) index of its first element in the whole,
+and the whole's shape."""
+
+
+def first_index(mask: np.ndarray, origin: Origin | None = None) -> tuple[int, ...]:
+    """The index of the first True element of ``mask`` (some element must be True); of a chunk's element
+    in the whole with ``origin``."""
+    flat = int(np.argmax(mask.ravel()))
+    if origin is None:
+        return tuple(int(i) for i in np.unravel_index(flat, mask.shape))
+    return tuple(int(i) for i in np.unravel_index(origin[0] + flat, origin[1]))
+
+
+CHUNK = 1 << 16
+"""Elements an elementwise computation takes at a time: its float64 temporaries stay a few MiB whatever
+the size of the input."""
+
+
+def elementwise(
+    function: Callable[..., np.ndarray],
+    operands: Sequence[np.ndarray],
+    shape: tuple[int, ...],
+    dtype: np.dtype,
+) -> np.ndarray:
+    """A new C-contiguous array of ``shape`` and ``dtype`` computed by chunks: ``function(origin, *chunks)``
+    gets 1-D chunks of at most :data:`CHUNK` elements of ``operands`` broadcast to ``shape`` (in C order;
+    :data:`Origin` says where the chunk lies) and returns the chunk's results."""
+    out = np.empty(shape, dtype=dtype)
+    if out.size == 0:
+        return out
+    iterator = np.nditer(
+        [*operands, out],
+        flags=["external_loop", "buffered", "refs_ok", "zerosize_ok"],
+        op_flags=[["readonly"]] * len(operands) + [["writeonly"]],
+        order="C",
+        buffersize=CHUNK,
+    )
+    with iterator:
+        for chunk in iterator:
+            chunk[-1][...] = function((iterator.iterindex, shape), *chunk[:-1])
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -190,7 +241,8 @@ class Layout:
             return param.reshape(())
         if self.kind == "axis":
             return param.reshape([-1 if i == self.axis else 1 for i in range(len(shape))])
-        repeated = np.repeat(param, self.block, axis=self.axis)
+        # a block longer than the axis has one entry along it: repeating it the axis's length is enough
+        repeated = np.repeat(param, min(self.block, shape[self.axis]), axis=self.axis)
         return repeated[(slice(None),) * self.axis + (slice(0, shape[self.axis]),)]
 
 
@@ -349,24 +401,28 @@ def odd_fraction(value: Fraction) -> float:
 # The last rounding: to an integer type, a float8 or float4 type, or a float type
 
 
-def to_integers(values: np.ndarray, zero_point: np.ndarray | None, out: Element, what: str) -> np.ndarray:
+def to_integers(
+    values: np.ndarray, zero_point: np.ndarray | None, out: Element, what: str, origin: Origin | None = None
+) -> np.ndarray:
     """``saturate(round(values) + zero_point)`` in ``out``'s integer type: rounded half to even, the zero
     point added exactly, clamped to the type's range. A NaN has no value in an integer type and the spec's
-    saturate gives it none: KernelError naming where ``what`` is NaN."""
+    saturate gives it none: KernelError naming where ``what`` is NaN (in the whole, with ``origin``)."""
     rounded = np.rint(values)
     nan = np.isnan(rounded)
     if nan.any():
         raise KernelError(
-            f"{what} is NaN at index {first_index(nan)}: {out.name} has no NaN and saturate() gives it "
-            "no value"
+            f"{what} is NaN at index {first_index(nan, origin)}: {out.name} has no NaN and saturate() gives "
+            "it no value"
         )
     if zero_point is not None:
         rounded = rounded + zero_point.astype(np.float64)  # exact below 2**53; beyond, it saturates
     clamped = np.clip(rounded, out.low, out.high)
-    return np.ascontiguousarray(clamped.astype(np.int64).astype(out.dtype))
+    return clamped.astype(np.int64).astype(out.dtype, order="C")
 
 
-def to_floats(values: np.ndarray, out: Element, saturate: bool, what: str) -> np.ndarray:
+def to_floats(
+    values: np.ndarray, out: Element, saturate: bool, what: str, origin: Origin | None = None
+) -> np.ndarray:
     """Float64 ``values`` (exact, or rounded to odd) rounded once to nearest even in ``out``.
 
     float, float16, bfloat16: IEEE (beyond the range: infinity). float8 types, by the table of the Cast
@@ -377,13 +433,13 @@ def to_floats(values: np.ndarray, out: Element, saturate: bool, what: str) -> np
     has no value in it: KernelError naming where ``what`` is NaN."""
     if out.kind == "float":
         with np.errstate(over="ignore"):
-            return np.ascontiguousarray(values.astype(out.dtype))
+            return values.astype(out.dtype, order="C")
     if out.kind == "float4":
         nan = np.isnan(values)
         if nan.any():
-            raise KernelError(f"{what} is NaN at index {first_index(nan)}: {out.name} has no NaN")
+            raise KernelError(f"{what} is NaN at index {first_index(nan, origin)}: {out.name} has no NaN")
     with np.errstate(over="ignore", invalid="ignore"):
-        result = np.ascontiguousarray(values.astype(out.dtype))
+        result = values.astype(out.dtype, order="C")
         if saturate or out.kind == "float4":
             back = result.astype(np.float64)
             over = ~np.isnan(values) & (np.isinf(values) | np.isnan(back) | np.isinf(back))
@@ -402,32 +458,41 @@ def requantize(
 ) -> np.ndarray:
     """``saturate(round(acc * num / den) + zero_point)`` with the real value rounded once: half to even
     for an integer ``out`` (then the zero point added and the range saturated), to nearest even after
-    adding the zero point for a float8 ``out`` (saturating).
+    adding the zero point for a float8 ``out`` (saturating), as a new C-contiguous array of the operands'
+    broadcast shape.
 
     ``acc`` holds exact integers (int64, or Python ints in an object array); ``num`` and ``den`` are
     float64 arrays broadcasting to it. The value is computed in float64 (three roundings: at most 2**-50
     relative), and wherever the interval of that bound holds a rounding boundary the element is computed
-    again with fractions (once per distinct combination). A non-finite ``num`` or ``den``, or ``den``
-    0, gives IEEE's result of the float64 formula."""
-    with np.errstate(all="ignore"):
-        value = np.asarray(acc, dtype=np.float64) * num / den
-        margin = np.where(np.isfinite(value), np.abs(value) * 2.0**-49, 0.0)
-    low = finish(value - margin, zero_point, out, what)
-    high = finish(value + margin, zero_point, out, what)
-    bits = f"u{out.dtype.itemsize}"
-    unsure = low.view(bits) != high.view(bits)
-    if unsure.any():
-        _exact(low, unsure, np.broadcast_arrays(acc, num, den, zero_point, low)[:4], out)
-    return low
+    again with fractions (once per distinct combination in a chunk). A non-finite ``num`` or ``den``, or
+    ``den`` 0, gives IEEE's result of the float64 formula."""
+    operands = [np.asarray(acc), np.asarray(num), np.asarray(den), np.asarray(zero_point)]
+    shape = np.broadcast_shapes(*(o.shape for o in operands))
+
+    def chunk(origin: Origin, a: np.ndarray, n: np.ndarray, d: np.ndarray, z: np.ndarray) -> np.ndarray:
+        with np.errstate(all="ignore"):
+            value = np.asarray(a, dtype=np.float64) * n / d
+            margin = np.where(np.isfinite(value), np.abs(value) * 2.0**-49, 0.0)
+        low = finish(value - margin, z, out, what, origin)
+        high = finish(value + margin, z, out, what, origin)
+        bits = f"u{out.dtype.itemsize}"
+        unsure = low.view(bits) != high.view(bits)
+        if unsure.any():
+            _exact(low, unsure, [a, n, d, z], out)
+        return low
+
+    return elementwise(chunk, operands, shape, out.dtype)
 
 
-def finish(values: np.ndarray, zero_point: np.ndarray, out: Element, what: str) -> np.ndarray:
+def finish(
+    values: np.ndarray, zero_point: np.ndarray, out: Element, what: str, origin: Origin | None = None
+) -> np.ndarray:
     """The last step of :func:`requantize` for float64 ``values`` taken as exact: ``saturate(round(values)
     + zero_point)`` for an integer ``out``, ``values + zero_point`` rounded once, saturating, for a float8
     one. Monotonic in ``values``."""
     if out.kind == "int":
-        return to_integers(values, zero_point, out, what)
-    return to_floats(odd_sum(values, zero_point.astype(np.float64)), out, True, what)
+        return to_integers(values, zero_point, out, what, origin)
+    return to_floats(odd_sum(values, zero_point.astype(np.float64)), out, True, what, origin)
 
 
 def _exact(result: np.ndarray, where: np.ndarray, parts: list[np.ndarray], out: Element) -> None:
@@ -459,13 +524,14 @@ FLOAT_EXACT = 2**53
 
 
 def magnitude(a: np.ndarray) -> int:
-    """The largest absolute value of an integer array (0 when empty)."""
-    return int(np.abs(a).max()) if a.size else 0
+    """The largest absolute value of an integer-valued array (0 when empty)."""
+    return max(-int(a.min()), int(a.max())) if a.size else 0
 
 
 def exact_matmul(a: np.ndarray, b: np.ndarray, *, blas: bool = True) -> np.ndarray:
-    """``numpy.matmul(a, b)`` of int64 arrays (at least 2-D, batch axes broadcast), exactly: int64 when
-    every sum fits in int64, else Python ints in an object array.
+    """``numpy.matmul(a, b)`` of integer-valued arrays (int64, or float64 holding integers below 2**53;
+    at least 2-D, batch axes broadcast), exactly: int64 when every sum fits in int64, else Python ints in
+    an object array.
 
     With K the shared axis, every partial sum of the product is bounded by K * max|a| * max|b|. Below
     2**53 float64 BLAS computes it exactly whatever its summation order (every partial sum is an integer
@@ -477,11 +543,11 @@ def exact_matmul(a: np.ndarray, b: np.ndarray, *, blas: bool = True) -> np.ndarr
     if not blas and bound < 2**63:
         return np.matmul(a.astype(np.int64), b.astype(np.int64))
     if bound < FLOAT_EXACT:
-        return np.matmul(a.astype(np.float64), b.astype(np.float64)).astype(np.int64)
+        return np.matmul(a.astype(np.float64, copy=False), b.astype(np.float64, copy=False)).astype(np.int64)
     width = (53 - k.bit_length()) // 2
     if width < 1:
         raise KernelError(f"a product sums {k} terms: more than exact integer arithmetic is planned for")
-    result = limb_matmul(a, b, width)
+    result = limb_matmul(a.astype(np.int64), b.astype(np.int64), width)
     return result.astype(np.int64) if bound < 2**63 else result
 
 

@@ -58,8 +58,8 @@ def conv_integer(
     x_zero = _zero(x_zero_point, "x_zero_point", x_type.name, None, 0)
     w_zero = _zero(w_zero_point, "w_zero_point", w_type.name, w.shape[0], w.ndim - 1)
     limits.check_output(geo.out_shape, np.float64)
-    acc = integer_conv(x.astype(np.int64) - x_zero, w.astype(np.int64) - w_zero, geo)
-    return np.ascontiguousarray(acc.astype(np.int32))
+    acc = integer_conv(x.astype(np.float64) - x_zero, w.astype(np.float64) - w_zero, geo)
+    return acc.astype(np.int32, order="C")
 
 
 def _zero(value: Any, name: str, type_name: str, channels: int | None, trailing: int) -> np.ndarray:
@@ -191,8 +191,8 @@ def _reach(start: int, step: int, count: int, size: int) -> tuple[int, int]:
 
 
 def integer_conv(xs: np.ndarray, ws: np.ndarray, geo: Geometry, *, blas: bool = True) -> np.ndarray:
-    """The convolution of integer arrays ``xs`` [N, C, D...] and ``ws`` [M, C/group, k...] by ``geo``, as
-    exact int64 sums [N, M, o...]. In float64 (BLAS) when every partial sum stays below 2**53, bounded by
+    """The convolution of integer-valued arrays ``xs`` [N, C, D...] and ``ws`` [M, C/group, k...] (int64,
+    or float64 below 2**53) by ``geo``, as exact int64 sums [N, M, o...]. In float64 (BLAS) when every partial sum stays below 2**53, bounded by
     C/group * prod(k) * max|xs| * max|ws| (always for 8-bit operands), else in int64; ``blas=False``
     chooses int64, the path the float64 one is tested against."""
     terms = (geo.channels // geo.group) * math.prod(geo.kernel)
@@ -201,7 +201,7 @@ def integer_conv(xs: np.ndarray, ws: np.ndarray, geo: Geometry, *, blas: bool = 
     acc = np.zeros(geo.out_shape, dtype=kind)
     if acc.size == 0 or terms == 0:
         return acc.astype(np.int64)
-    xs, ws = xs.astype(kind), ws.astype(kind)
+    xs, ws = xs.astype(kind, copy=False), ws.astype(kind, copy=False)
     per, oc = geo.channels // geo.group, geo.out_channels // geo.group
     for offset in itertools.product(*(range(k) for k in geo.kernel)):
         reach = _window(geo, offset)

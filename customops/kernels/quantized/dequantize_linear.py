@@ -19,9 +19,11 @@ from customops.kernels import limits
 from customops.kernels.args import integer
 from customops.kernels.quantized.arithmetic import (
     Element,
+    Origin,
     check_pair,
     element_code,
     element_of,
+    elementwise,
     layout,
     odd_product,
     only_attributes,
@@ -108,12 +110,14 @@ def dequantize_linear(
     check_pair(scale, zero_point, ("x_scale", "x_zero_point"))
     spread = layout(x.shape, scale.shape, axis, block_size, schema.layouts)
     limits.check_output(x.shape, out.dtype)
-    values = x.astype(np.float64)
-    if zero_point is not None:
+    zeros = np.zeros((), x.dtype) if zero_point is None else spread.spread(zero_point, x.shape)
+
+    def chunk(origin: Origin, xs: np.ndarray, ss: np.ndarray, zs: np.ndarray) -> np.ndarray:
         with np.errstate(invalid="ignore"):
-            values = values - spread.spread(zero_point, x.shape).astype(np.float64)  # exact
-    product = odd_product(values, spread.spread(scale, x.shape).astype(np.float64))
-    return to_floats(product, out, True, "(x - x_zero_point) * x_scale")
+            difference = xs.astype(np.float64) - zs.astype(np.float64)  # exact
+        return to_floats(odd_product(difference, ss.astype(np.float64)), out, True, "y", origin)
+
+    return elementwise(chunk, [x, spread.spread(scale, x.shape), zeros], x.shape, out.dtype)
 
 
 def _output_type(output_dtype: Any, scale_type: Element, schema: Schema) -> Element:

@@ -16,7 +16,7 @@ import numpy as np
 from customops.errors import KernelError
 from customops.kernels import limits
 from customops.kernels.args import is_absent
-from customops.kernels.quantized.arithmetic import check_pair, element_of, requantize, version_of
+from customops.kernels.quantized.arithmetic import check_pair, element_of, requantize, required, version_of
 from customops.kernels.quantized.binding import binder
 from customops.kernels.quantized.conv_integer import EIGHT_BITS, channel_values, geometry, integer_conv
 
@@ -48,6 +48,9 @@ def qlinear_conv(
     point of one shape); ``B`` an int32 [M] (absent or empty: none). Attributes as ONNX Conv's. Raises
     KernelError for every invalid input, and for a NaN result (a scale 0, inf or NaN)."""
     version_of("QLinearConv", version, (10,))
+    names = ("x", "x_scale", "x_zero_point", "w", "w_scale", "w_zero_point", "y_scale", "y_zero_point")
+    values = (x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point)
+    required("QLinearConv", dict(zip(names, values, strict=True)))
     x, w = np.asarray(x), np.asarray(w)
     scales = [np.asarray(s) for s in (x_scale, w_scale, y_scale)]
     zeros = [np.asarray(z) for z in (x_zero_point, w_zero_point, y_zero_point)]
@@ -64,7 +67,7 @@ def qlinear_conv(
     limits.check_output(geo.out_shape, np.float64)
     x_zero = channel_values(zeros[0], "x_zero_point", None, 0).astype(np.int64)
     w_zero = channel_values(zeros[1], "w_zero_point", geo.out_channels, w.ndim - 1).astype(np.int64)
-    acc = integer_conv(x.astype(np.int64) - x_zero, w.astype(np.int64) - w_zero, geo)
+    acc = integer_conv(x.astype(np.float64) - x_zero, w.astype(np.float64) - w_zero, geo)
     acc += _bias(B, geo.out_channels, rank)
     num = channel_values(scales[0], "x_scale", None, 0).astype(np.float64) * channel_values(
         scales[1], "w_scale", geo.out_channels, rank - 2

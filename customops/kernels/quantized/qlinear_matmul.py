@@ -23,6 +23,7 @@ from customops.kernels.quantized.arithmetic import (
     exact_matmul,
     finish,
     requantize,
+    required,
     single,
     version_of,
 )
@@ -54,6 +55,9 @@ def qlinear_matmul(
     value; every scale has one float type. Raises KernelError for every invalid input, and for a NaN
     result into an integer type."""
     v = version_of("QLinearMatMul", version, (10, 21))
+    names = ("a", "a_scale", "a_zero_point", "b", "b_scale", "b_zero_point", "y_scale", "y_zero_point")
+    values = (a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point)
+    required("QLinearMatMul", dict(zip(names, values, strict=True)))
     a, b = np.asarray(a), np.asarray(b)
     scales = [np.asarray(s) for s in (a_scale, b_scale, y_scale)]
     zeros = [np.asarray(z) for z in (a_zero_point, b_zero_point, y_zero_point)]
@@ -72,7 +76,7 @@ def qlinear_matmul(
     a_zero = per_row(zeros[0], pair, "a_zero_point")
     b_zero = per_column(zeros[1], pair, "b_zero_point")
     y = _product((pair.a, a_zero, pair.b, b_zero), (a_type, b_type, out), num, den, zero)
-    return np.ascontiguousarray(pair.result(y))
+    return np.array(pair.result(y), order="C")
 
 
 def _types(
@@ -93,21 +97,19 @@ def _types(
     return a_type, b_type, out
 
 
-def _difference(values: np.ndarray, zero: np.ndarray, kind: Element) -> np.ndarray:
-    """``values - zero``, exactly: int64 for integer types, float64 for float8 types (their difference
-    has at most 35 significant bits; NaN and infinities as IEEE gives them)."""
-    if kind.kind == "int":
-        return values.astype(np.int64) - zero.astype(np.int64)
+def _difference(values: np.ndarray, zero: np.ndarray) -> np.ndarray:
+    """``values - zero`` in float64, exactly: integers of at most 9 bits, or the difference of two float8
+    values, of at most 35 significant bits (NaN and infinities as IEEE gives them)."""
     with np.errstate(invalid="ignore"):
         return values.astype(np.float64) - zero.astype(np.float64)
 
 
 def _integers(difference: np.ndarray, kind: Element) -> np.ndarray:
-    """A difference as int64 integers: times 2**shift for float8 types (NaN and infinities as 0; their
-    outputs are computed apart)."""
+    """A difference as integers (in float64, below 2**36): times 2**shift for float8 types, NaN and
+    infinities as 0 (their outputs are computed apart)."""
     if kind.kind == "int":
         return difference
-    return np.where(np.isfinite(difference), difference * 2.0**kind.shift, 0.0).astype(np.int64)
+    return np.where(np.isfinite(difference), difference * 2.0**kind.shift, 0.0)
 
 
 def _product(
@@ -122,14 +124,14 @@ def _product(
     evaluation of the formula."""
     a, a_zero, b, b_zero = operands
     a_type, b_type, out = types
-    da, db = _difference(a, a_zero, a_type), _difference(b, b_zero, b_type)
+    da, db = _difference(a, a_zero), _difference(b, b_zero)
     acc = exact_matmul(_integers(da, a_type), _integers(db, b_type))
     what = "the real value of y before the zero point"
     y = requantize(acc, num * 2.0 ** -(a_type.shift + b_type.shift), den, zero, out, what)
     if np.isfinite(da).all() and np.isfinite(db).all():
         return y
     with np.errstate(invalid="ignore", over="ignore"):
-        real = np.matmul(da.astype(np.float64), db.astype(np.float64))
+        real = np.matmul(da, db)
         unusual = ~np.isfinite(real)
         value, zero_b = np.broadcast_arrays(real * num / den, zero)
     y[unusual] = finish(value[unusual], zero_b[unusual], out, what)

@@ -27,9 +27,11 @@ from customops.kernels.args import flag, integer
 from customops.kernels.quantized.arithmetic import (
     ELEMENTS,
     Element,
+    Origin,
     check_pair,
     element_code,
     element_of,
+    elementwise,
     layout,
     odd_quotient,
     odd_sum,
@@ -128,6 +130,7 @@ def quantize_linear(
     given = {"axis": (axis, 1), "saturate": (saturate, 1), "block_size": (block_size, 0)}
     given.update(output_dtype=(output_dtype, 0), precision=(precision, 0))
     only_attributes("QuantizeLinear", v, schema.attributes, given)
+    saturating = flag(saturate, "saturate")
     x, scale = np.asarray(x), np.asarray(y_scale)
     zero_point = optional(y_zero_point, scale)
     x_type = element_of(x, "x", schema.x)
@@ -141,12 +144,17 @@ def quantize_linear(
     spread = layout(x.shape, scale.shape, axis, block_size, schema.layouts)
     divide_in = _precision(precision, scale_type)
     limits.check_output(x.shape, out.dtype)
-    quotient = divide(x, spread.spread(scale, x.shape), divide_in)
-    zero = None if zero_point is None else spread.spread(zero_point, x.shape).astype(np.float64)
-    if out.kind == "int":
-        return to_integers(quotient, zero, out, "x / y_scale")
-    total = odd_sum(quotient, 0.0 if zero is None else zero)
-    return to_floats(total, out, flag(saturate, "saturate"), "x / y_scale + y_zero_point")
+    scales = spread.spread(scale, x.shape)
+    zeros = np.zeros((), np.int64) if zero_point is None else spread.spread(zero_point, x.shape)
+
+    def chunk(origin: Origin, xs: np.ndarray, ss: np.ndarray, zs: np.ndarray) -> np.ndarray:
+        quotient = divide(xs, ss, divide_in)
+        if out.kind == "int":
+            return to_integers(quotient, zs, out, "x / y_scale", origin)
+        total = odd_sum(quotient, zs.astype(np.float64))
+        return to_floats(total, out, saturating, "x / y_scale + y_zero_point", origin)
+
+    return elementwise(chunk, [x, scales, zeros], x.shape, out.dtype)
 
 
 def _output_type(zero_point: np.ndarray | None, output_dtype: Any, schema: Schema) -> Element:
