@@ -112,8 +112,8 @@ ORT_COMMANDS = frozenset({"compare", "conformance", "bench", "ops", "fuzz"})
 
 def main(argv: Sequence[str] | None = None, started: float | None = None) -> int:
     """Run the command line; returns the exit status (0 ok, 1 findings, 2 bad input or usage, 130 Ctrl-C,
-    143 SIGTERM). ``started``: the perf_counter time the command started (None: now), from which
-    compare reports its wall time."""
+    143 SIGTERM). ``started``: the perf_counter time the command started (None: now; the program's is
+    its interpreter's start, :func:`process_started`), from which compare reports its wall time."""
     started = time.perf_counter() if started is None else started
     try:
         return _main(argv, started)
@@ -139,9 +139,22 @@ def entry() -> int:
     return status
 
 
-def process_started() -> float | None:
-    """The perf_counter time at which this process started (Linux: from /proc/self/stat, to a clock
-    tick), so that a command's wall time includes Python's start and the imports; None where unknown."""
+def process_started() -> float:
+    """The perf_counter time at which this command's interpreter started, so that a command's wall time
+    includes Python's start and the imports. The process's creation time (/proc/self/stat) is not it: a
+    process keeps it through ``exec``, so a shell that ``exec``s customops after a wait, or a parent that
+    forks, waits and then ``exec``s, would count the wait. Until this call the interpreter has done
+    nothing but start and import (CPU work, on one thread), so its CPU time so far stands for that:
+    the start is now minus the CPU time, never before the process was created."""
+    now = time.perf_counter()
+    started = now - time.process_time()
+    created = _created(now)
+    return started if created is None else max(started, created)
+
+
+def _created(now: float) -> float | None:
+    """The perf_counter time at which this process was created (Linux: from /proc/self/stat, to a clock
+    tick: the fork, not the last ``exec``); None where unknown."""
     try:
         with open("/proc/self/stat", "rb") as f:
             stat = f.read()
@@ -149,7 +162,7 @@ def process_started() -> float | None:
         age = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError, AttributeError):
         return None
-    return time.perf_counter() - age if 0 <= age < 3600 else None
+    return now - age if age >= 0 else None
 
 
 def _main(argv: Sequence[str] | None, started: float) -> int:
