@@ -128,6 +128,26 @@ def test_a_dim_that_an_input_shape_contradicts_is_refused(tmp_path):
         gen.InputPlan(loaded, 0, {"H": 4}, {"x": [1, 1, 3, 3]})
 
 
+def test_the_sizes_of_defaulted_dims_are_said_before_the_runs_and_not_under_quiet(tmp_path):
+    """Symbolic dimensions left to the default 4 (batch included) are named on stderr before any run,
+    with how to set them; one given by --dim is not among them; -q says nothing of it."""
+    model = _model(tmp_path / "m.onnx", ["N", 1, "H", "W"])
+    proc = run_cli("compare", str(model), "--dim", "N=1", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    note = (
+        "generated inputs: symbolic dims H=4, W=4 (default 4; set with --dim NAME=VALUE or "
+        "--input-shape NAME:DIMS)"
+    )
+    lines = proc.stderr.splitlines()
+    assert note in lines, lines
+    assert lines.index(note) < lines.index("running the model with ORT's built-in kernels"), lines
+    assert "symbolic dims N=1, H=4, W=4" in proc.stdout  # the report's inputs line: the sizes used
+    quiet = run_cli("compare", str(model), "-q", cwd=tmp_path)
+    assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr
+    given = gen.InputPlan(onnx.load(model), 0, {"N": 1}, {"x": [1, 1, 2, 2]})
+    assert given.defaults_note() is None  # every symbolic dimension has its size from the user
+
+
 def test_generation_options_with_inputs_are_refused(tmp_path):
     model = _model(tmp_path / "m.onnx", [1, 1, 3, 3])
     np.savez(tmp_path / "in.npz", x=np.zeros((1, 1, 3, 3), np.float32))

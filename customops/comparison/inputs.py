@@ -302,6 +302,17 @@ class InputPlan:
         given = {**self.dims, **(chosen or {})}
         return {d: given.get(d, DEFAULT_DIM) for d in self.positions()}
 
+    def defaults_note(self) -> str | None:
+        """The progress line naming the symbolic dimensions left to :data:`DEFAULT_DIM` (no ``--dim``,
+        their inputs' shapes not given) and how to set them; None when there is none."""
+        left = {d: DEFAULT_DIM for d in self.positions() if d not in self.dims}
+        if not left:
+            return None
+        return (
+            f"generated inputs: symbolic dims {sizes_text(left)} (default {DEFAULT_DIM}; set with "
+            "--dim NAME=VALUE or --input-shape NAME:DIMS)"
+        )
+
     def ladder(self) -> list[dict[str, int]]:
         """The sizes to try after :data:`DEFAULT_DIM` (:data:`LADDER`) for the dimensions left to it, a
         batch-like one (named batch, N, B or bs, or the first axis of an input of rank 4 or more) at 1;

@@ -204,6 +204,7 @@ def runs_that_fit(
     (customops.comparison.inputs.LADDER) until they do not. Still at fault: CustomOpsError naming the
     node, the errors and the sizes tried. Both failing at different nodes: each side's values up to
     where it stopped (:func:`values_before_failures`)."""
+    _note_defaults(plan, say)
     runs = run_whole(p, feed, s, say)
     used = InputsUsed.of(feed, plan)
     for step in plan.ladder() if plan is not None else []:
@@ -224,6 +225,14 @@ def runs_that_fit(
     if runs.a.error and runs.b.error:
         runs = values_before_failures(p, feed, runs, s)
     return runs, feed, used
+
+
+def _note_defaults(plan: InputPlan | None, say: Callable[[str], None]) -> None:
+    """Before the first run, once every option is checked: which symbolic dimensions of generated
+    inputs took the default size, and how to set them (customops.comparison.inputs.InputPlan)."""
+    note = None if plan is None else plan.defaults_note()
+    if note:
+        say(note)
 
 
 def _neither_text(p: Prepared, runs: WholeRuns, used: InputsUsed) -> str:
@@ -600,6 +609,7 @@ def compare_loaded(
     the swapped nodes inside the model where the file holds their output (:func:`judge_in_model`); no
     node alone, no rerun of side A. ``meta``: model name, seed, progress, phase clock, input plan."""
     model_name, seed, say, clock, plan = meta
+    _note_defaults(plan, say)
     runs = runs_against_loaded(p, feed, s, loaded, say)
     clock.lap("whole runs")
     tensors: dict[str, tuple[np.ndarray | None, np.ndarray | None]] = {}
