@@ -476,7 +476,7 @@ def _header(report: Mapping[str, Any]) -> str:
         if info is None:
             continue
         ok = _get(info, "ok")
-        status = "ran" if ok else (_verdict("failed") if ok is not None else "unknown")
+        status = "ran" if ok else (_verdict("failed") if ok is not None else "not run")
         out.append(f"<p>{_e(side)} side: {status}</p>")
         error = _get(info, "error")
         if error:

@@ -46,10 +46,10 @@ from customops.comparison.isolate import (
 from customops.comparison.node_labels import labels
 from customops.comparison.optimizer import Optimization
 from customops.comparison.prepared import Prepared, WholeRuns, with_outputs
-from customops.comparison.results import Comparison, NodeResult, OutputResult, Report
+from customops.comparison.results import NOTHING_TO_COMPARE, Comparison, NodeResult, OutputResult, Report
 from customops.comparison.saved import LoadedOutputs
 from customops.comparison.settings import Settings, checked_settings
-from customops.comparison.summary import loaded_summary, parted_summary, summary_line
+from customops.comparison.summary import loaded_summary, nothing_summary, parted_summary, summary_line
 from customops.errors import CustomOpsError
 from customops.eval.cases.testcase import tensor_value
 from customops.eval.judging.metrics import DEFAULT_TOLERANCES
@@ -566,9 +566,51 @@ def compare_model(
     p = prepare(model, feed, ops, say, settings.choices)
     _check_tolerance_names(p, settings)
     clock.lap("prepare")
+    if not p.all_swapped:
+        return nothing_to_compare(p, feed, settings, plan, (model_name, seed, clock))
     if loaded is not None:
         return compare_loaded(p, feed, settings, loaded, (model_name, seed, say, clock, plan))
     return run_and_judge(p, feed, settings, plan, (model_name, seed, say, clock))
+
+
+def nothing_to_compare(
+    p: Prepared,
+    feed: dict[str, np.ndarray],
+    s: Settings,
+    plan: InputPlan | None,
+    meta: tuple[str, int, Phases],
+) -> Comparison:
+    """:func:`compare_model` when no node is swapped: both sides would run ORT's built-in kernels alone,
+    so neither is run; the report's verdict is :data:`NOTHING_TO_COMPARE`, its line says why (no node of
+    our ops, or each one left out: the report's ``skipped``). ``meta``: model name, seed, phase clock."""
+    import onnxruntime as ort
+
+    import customops
+
+    model_name, seed, clock = meta
+    sides = {
+        "builtin": {"ok": None, "error": None, "providers": s.providers},
+        "custom": {"ok": None, "error": None, "providers": ["CPUExecutionProvider"]},
+    }
+    skipped = [{"node": r.node, "op": r.op, "reason": r.reason, "scope": r.scope} for r in p.skipped]
+    report = Report(
+        model_name,
+        ort.__version__,
+        customops.__version__,
+        seed,
+        NOTHING_TO_COMPARE,
+        nothing_summary(p.skipped),
+        _tolerances(s),
+        sides,
+        [],
+        [],
+        skipped=skipped,
+    )
+    report.phase_seconds = clock.seconds
+    record_optimization(report, Optimization(s.optimization))
+    report.inputs = InputsUsed.of(feed, plan)
+    record_choices(report, p, {}, s.choices)  # --validate: nothing compared, nothing found
+    return Comparison(report, {}, {}, feed)
 
 
 def run_and_judge(
