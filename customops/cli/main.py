@@ -16,7 +16,7 @@ import time
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from customops.cli import bench, compare, conformance, fuzz, inspect, ops, rewrite
+from customops.cli import bench, compare, conformance, examples, fuzz, inspect, ops, rewrite
 from customops.errors import CustomOpsError
 from customops.safeio import printable
 from customops.signals import NATIVE_PACKAGES, import_held, signals_held
@@ -86,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-COMMANDS = (ops, inspect, rewrite, compare, conformance, bench, fuzz)
+COMMANDS = (ops, inspect, rewrite, compare, conformance, bench, fuzz, examples)
 """The modules of the subcommands, in the order of ``customops -h``: each has ``add_parser(subparsers)``
 (cheap: heavy imports happen in the command itself) registering a parser whose ``func(args) -> int`` runs
 it (``rewrite`` registers ``restore`` too)."""
@@ -101,10 +101,10 @@ def _on_sigterm(signum: int, frame: Any) -> NoReturn:
     raise Terminated(128 + signum)
 
 
-NATIVE_NEEDED = {"inspect": ("numpy", "onnx"), "compare": ("numpy", "onnx", "onnxruntime")}
+NATIVE_NEEDED = {"inspect": ("numpy", "onnx"), "compare": ("numpy", "onnx", "onnxruntime"), "examples": ()}
 """Commands that need fewer native packages than :data:`~customops.signals.NATIVE_PACKAGES`: inspect runs
 nothing, so ONNX Runtime is not imported (it would cost most of its time); compare runs no session
-itself (its sides' children do, and they import onnxruntime-extensions)."""
+itself (its sides' children do, and they import onnxruntime-extensions); examples only prints paths."""
 
 ORT_COMMANDS = frozenset({"compare", "conformance", "bench", "ops", "fuzz"})
 """Commands that run ONNX Runtime in this process: its default logger is kept below errors there."""

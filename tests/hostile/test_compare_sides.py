@@ -22,7 +22,7 @@ from customops.eval.running.sides import INJECT_ENV
 from tests.helpers import NEVER, run_cli, run_python
 
 ROOT = Path(__file__).resolve().parents[2]
-DEVIATION = ROOT / "models" / "ort_deviation.onnx"
+DEVIATION = ROOT / "customops" / "examples" / "ort_deviation.onnx"
 
 
 def test_a_custom_side_that_aborts_is_reported_and_compare_lives_on(tmp_path):
