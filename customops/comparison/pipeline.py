@@ -381,6 +381,11 @@ def _tolerances(s: Settings) -> dict[str, dict[str, float | None]]:
     return out
 
 
+def _skipped(p: Prepared) -> list[dict[str, str]]:
+    """The report's ``skipped``: each node of our ops the rewriter left out, and why."""
+    return [{"node": r.node, "op": r.op, "reason": r.reason, "scope": r.scope} for r in p.skipped]
+
+
 def _report(
     p: Prepared,
     runs: WholeRuns,
@@ -404,7 +409,7 @@ def _report(
         for r in p.all_swapped
         if r not in p.swapped
     ]
-    skipped = [{"node": r.node, "op": r.op, "reason": r.reason, "scope": r.scope} for r in p.skipped]
+    skipped = _skipped(p)
     failed = bool(runs.a.error or runs.b.error)
     disagree = any(n.verdict not in ("agree", "within-rounding") for n in nodes)
     disagree = disagree or any(o.verdict != "agree" for o in outputs)
@@ -592,7 +597,6 @@ def nothing_to_compare(
         "builtin": {"ok": None, "error": None, "providers": s.providers},
         "custom": {"ok": None, "error": None, "providers": ["CPUExecutionProvider"]},
     }
-    skipped = [{"node": r.node, "op": r.op, "reason": r.reason, "scope": r.scope} for r in p.skipped]
     report = Report(
         model_name,
         ort.__version__,
@@ -604,7 +608,7 @@ def nothing_to_compare(
         sides,
         [],
         [],
-        skipped=skipped,
+        skipped=_skipped(p),
     )
     report.phase_seconds = clock.seconds
     record_optimization(report, Optimization(s.optimization))
