@@ -37,7 +37,7 @@ ALL_DTYPES = (
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 """The repository's root."""
-DEVIATION = os.path.join(ROOT, "models", "ort_deviation.onnx")
+DEVIATION = os.path.join(ROOT, "customops", "examples", "ort_deviation.onnx")
 """The bundled model on which ORT leaves the spec (the README's quickstart)."""
 
 NEVER = 1800.0

@@ -111,6 +111,43 @@ def test_bad_input_options_exit_2_with_one_line(tmp_path, args, needle):
     assert len(lines) == 1 and needle in lines[0], lines
 
 
+def test_a_dim_that_an_input_shape_contradicts_is_refused(tmp_path):
+    """``--input-shape x:1x1x3x3 --dim N=2``: x's whole shape is given, so N=2 would be silently ignored
+    for it (and would give N two sizes with another input using N): bad input naming both. A --dim that
+    agrees with the shape is accepted."""
+    model = _model(tmp_path / "m.onnx", ["N", 1, "H", "W"])
+    proc = run_cli("compare", str(model), "--input-shape", "x:1x1x3x3", "--dim", "N=2", cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stdout == "", proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--dim N=2 contradicts --input-shape x:1x1x3x3" in lines[0], lines
+    assert "'N' (axis 0) the size 1" in lines[0], lines
+    loaded = onnx.load(model)
+    plan = gen.InputPlan(loaded, 0, {"N": 1, "H": 3}, {"x": [1, 1, 3, 3]})
+    assert plan.generate()["x"].shape == (1, 1, 3, 3)
+    with pytest.raises(CustomOpsError, match="--dim H=4 contradicts --input-shape x:1x1x3x3"):
+        gen.InputPlan(loaded, 0, {"H": 4}, {"x": [1, 1, 3, 3]})
+
+
+def test_the_sizes_of_defaulted_dims_are_said_before_the_runs_and_not_under_quiet(tmp_path):
+    """Symbolic dimensions left to the default 4 (batch included) are named on stderr before any run,
+    with how to set them; one given by --dim is not among them; -q says nothing of it."""
+    model = _model(tmp_path / "m.onnx", ["N", 1, "H", "W"])
+    proc = run_cli("compare", str(model), "--dim", "N=1", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    note = (
+        "generated inputs: symbolic dims H=4, W=4 (default 4; set with --dim NAME=VALUE or "
+        "--input-shape NAME:DIMS)"
+    )
+    lines = proc.stderr.splitlines()
+    assert note in lines, lines
+    assert lines.index(note) < lines.index("running the model with ORT's built-in kernels"), lines
+    assert "symbolic dims N=1, H=4, W=4" in proc.stdout  # the report's inputs line: the sizes used
+    quiet = run_cli("compare", str(model), "-q", cwd=tmp_path)
+    assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr
+    given = gen.InputPlan(onnx.load(model), 0, {"N": 1}, {"x": [1, 1, 2, 2]})
+    assert given.defaults_note() is None  # every symbolic dimension has its size from the user
+
+
 def test_generation_options_with_inputs_are_refused(tmp_path):
     model = _model(tmp_path / "m.onnx", [1, 1, 3, 3])
     np.savez(tmp_path / "in.npz", x=np.zeros((1, 1, 3, 3), np.float32))

@@ -17,7 +17,7 @@ def add_parser(sub: Any) -> None:
         "compare",
         help="run a model with ORT's built-in kernels and with ours, node by node, with onnx.reference as third vote",
         description="Exit status: 0 everything agrees, 1 a disagreement, a side failed to run or --validate found NaN or "
-        "inf, 2 bad input.",
+        "inf, 2 bad input or nothing to compare (no node of an op customops implements swapped).",
     )
     p.add_argument("model", metavar="MODEL", help="the ONNX model")
     p.add_argument(

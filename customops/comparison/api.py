@@ -41,12 +41,12 @@ def compare(
 ) -> Report:
     """Run ``model`` (a ModelProto, serialized bytes or a path) with ORT's built-in kernels and with ours,
     node by node, with onnx.reference as third vote; returns the typed report (``.verdict``: 'agree',
-    'disagree', 'failed', or 'invalid' (``validate`` found NaN or inf); ``.summary``; ``.nodes``;
-    ``.outputs``; ``.amplified``; ``.validation``; ``.stopped``; ``.to_json()`` is the document
-    of ``customops compare --json``). ``inputs``: arrays by graph input name, an .npz file or an ONNX
-    test-case directory; None draws them from the declared types and shapes (``seed``; symbolic
-    dimensions from ``dims``, else 4, then 32, 64 and 320 while both sides fail alike: docs/compare.md,
-    Inputs). ``providers``: the built-in side's execution providers (ORT names or aliases: cpu, cuda,
+    'disagree', 'failed', 'invalid' (``validate`` found NaN or inf) or 'nothing-to-compare' (no node
+    swapped: neither side run); ``.summary``; ``.nodes``; ``.outputs``; ``.amplified``; ``.validation``;
+    ``.stopped``; ``.to_json()`` is the document of ``customops compare --json``). ``inputs``: arrays
+    by graph input name, an .npz file or an ONNX test-case directory; None draws them from the declared
+    types and shapes (``seed``; symbolic dimensions from ``dims``, else 4, then 32, 64 and 320 while both
+    sides fail alike: docs/compare.md, Inputs). ``providers``: the built-in side's execution providers (ORT names or aliases: cpu, cuda,
     tensorrt, dml, openvino, coreml; default CPU); ours run on CPU. ``tolerances``: (rtol, atol) by
     tensor name (graph outputs, swapped nodes' outputs; None: the global one). Every other keyword is
     the option of the same name (``check_error_stat`` is ``--check-error-stat``, ``kernel_times``

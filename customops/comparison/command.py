@@ -175,7 +175,7 @@ def run(args: Any) -> int:
     )
     write_outputs(args, comparison)
     if not args.quiet:
-        started = getattr(args, "started", None) or time.perf_counter()  # the command's start: its process's
+        started = getattr(args, "started", None) or time.perf_counter()  # the interpreter's start
         log(f"compare took {time.perf_counter() - started:.1f} s")
     return comparison.exit_status
 

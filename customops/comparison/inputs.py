@@ -205,6 +205,23 @@ def _check_names(model: ModelProto, dims: dict, shapes: dict, ranges: dict) -> N
                 )
 
 
+def check_dims_against_shapes(model: ModelProto, dims: dict[str, int], shapes: dict[str, list[int]]) -> None:
+    """Refuse a ``--dim`` that an ``--input-shape`` contradicts: an input whose whole shape is given
+    uses that symbolic dimension at another size (the shape wins there, so the --dim would be ignored
+    for it, or the inputs would give one dimension two sizes)."""
+    for v in graph_inputs(model):
+        shape = shapes.get(v.name)
+        if shape is None:
+            continue
+        for axis, d in enumerate(_declared(v)[1]):
+            if isinstance(d, str) and d in dims and axis < len(shape) and shape[axis] != dims[d]:
+                given = "x".join(map(str, shape))
+                raise CustomOpsError(
+                    f"--dim {d}={dims[d]} contradicts --input-shape {v.name}:{given}, which gives {d!r} "
+                    f"(axis {axis}) the size {shape[axis]}: give that size in one of them, or the same in both"
+                )
+
+
 def _check_shape(name: str, shape: list[int], declared: list[int | str | None]) -> None:
     """A shape given for ``name`` has the declared rank and keeps its fixed dimensions."""
     if declared and len(shape) != len(declared):
@@ -259,6 +276,9 @@ class InputPlan:
     shapes: dict[str, list[int]] = field(default_factory=dict)
     ranges: dict[str | None, Range] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        check_dims_against_shapes(self.model, self.dims, self.shapes)
+
     def generate(self, sizes: dict[str, int] | None = None) -> dict[str, np.ndarray]:
         """The inputs, with ``sizes`` for some symbolic dimensions besides ``dims``."""
         return generate_inputs(
@@ -281,6 +301,17 @@ class InputPlan:
         """The size each symbolic dimension takes: ``chosen``, else ``--dim``, else :data:`DEFAULT_DIM`."""
         given = {**self.dims, **(chosen or {})}
         return {d: given.get(d, DEFAULT_DIM) for d in self.positions()}
+
+    def defaults_note(self) -> str | None:
+        """The progress line naming the symbolic dimensions left to :data:`DEFAULT_DIM` (no ``--dim``,
+        their inputs' shapes not given) and how to set them; None when there is none."""
+        left = {d: DEFAULT_DIM for d in self.positions() if d not in self.dims}
+        if not left:
+            return None
+        return (
+            f"generated inputs: symbolic dims {sizes_text(left)} (default {DEFAULT_DIM}; set with "
+            "--dim NAME=VALUE or --input-shape NAME:DIMS)"
+        )
 
     def ladder(self) -> list[dict[str, int]]:
         """The sizes to try after :data:`DEFAULT_DIM` (:data:`LADDER`) for the dimensions left to it, a

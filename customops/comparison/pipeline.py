@@ -46,10 +46,10 @@ from customops.comparison.isolate import (
 from customops.comparison.node_labels import labels
 from customops.comparison.optimizer import Optimization
 from customops.comparison.prepared import Prepared, WholeRuns, with_outputs
-from customops.comparison.results import Comparison, NodeResult, OutputResult, Report
+from customops.comparison.results import NOTHING_TO_COMPARE, Comparison, NodeResult, OutputResult, Report
 from customops.comparison.saved import LoadedOutputs
 from customops.comparison.settings import Settings, checked_settings
-from customops.comparison.summary import loaded_summary, parted_summary, summary_line
+from customops.comparison.summary import loaded_summary, nothing_summary, parted_summary, summary_line
 from customops.errors import CustomOpsError
 from customops.eval.cases.testcase import tensor_value
 from customops.eval.judging.metrics import DEFAULT_TOLERANCES
@@ -204,6 +204,7 @@ def runs_that_fit(
     (customops.comparison.inputs.LADDER) until they do not. Still at fault: CustomOpsError naming the
     node, the errors and the sizes tried. Both failing at different nodes: each side's values up to
     where it stopped (:func:`values_before_failures`)."""
+    _note_defaults(plan, say)
     runs = run_whole(p, feed, s, say)
     used = InputsUsed.of(feed, plan)
     for step in plan.ladder() if plan is not None else []:
@@ -224,6 +225,14 @@ def runs_that_fit(
     if runs.a.error and runs.b.error:
         runs = values_before_failures(p, feed, runs, s)
     return runs, feed, used
+
+
+def _note_defaults(plan: InputPlan | None, say: Callable[[str], None]) -> None:
+    """Before the first run, once every option is checked: which symbolic dimensions of generated
+    inputs took the default size, and how to set them (customops.comparison.inputs.InputPlan)."""
+    note = None if plan is None else plan.defaults_note()
+    if note:
+        say(note)
 
 
 def _neither_text(p: Prepared, runs: WholeRuns, used: InputsUsed) -> str:
@@ -372,6 +381,11 @@ def _tolerances(s: Settings) -> dict[str, dict[str, float | None]]:
     return out
 
 
+def _skipped(p: Prepared) -> list[dict[str, str]]:
+    """The report's ``skipped``: each node of our ops the rewriter left out, and why."""
+    return [{"node": r.node, "op": r.op, "reason": r.reason, "scope": r.scope} for r in p.skipped]
+
+
 def _report(
     p: Prepared,
     runs: WholeRuns,
@@ -395,7 +409,7 @@ def _report(
         for r in p.all_swapped
         if r not in p.swapped
     ]
-    skipped = [{"node": r.node, "op": r.op, "reason": r.reason, "scope": r.scope} for r in p.skipped]
+    skipped = _skipped(p)
     failed = bool(runs.a.error or runs.b.error)
     disagree = any(n.breaks_agreement for n in nodes) or any(o.verdict != "agree" for o in outputs)
     verdict = "failed" if failed else ("disagree" if disagree else "agree")
@@ -556,9 +570,50 @@ def compare_model(
     p = prepare(model, feed, ops, say, settings.choices)
     _check_tolerance_names(p, settings)
     clock.lap("prepare")
+    if not p.all_swapped:
+        return nothing_to_compare(p, feed, settings, plan, (model_name, seed, clock))
     if loaded is not None:
         return compare_loaded(p, feed, settings, loaded, (model_name, seed, say, clock, plan))
     return run_and_judge(p, feed, settings, plan, (model_name, seed, say, clock))
+
+
+def nothing_to_compare(
+    p: Prepared,
+    feed: dict[str, np.ndarray],
+    s: Settings,
+    plan: InputPlan | None,
+    meta: tuple[str, int, Phases],
+) -> Comparison:
+    """:func:`compare_model` when no node is swapped: both sides would run ORT's built-in kernels alone,
+    so neither is run; the report's verdict is :data:`NOTHING_TO_COMPARE`, its line says why (no node of
+    our ops, or each one left out: the report's ``skipped``). ``meta``: model name, seed, phase clock."""
+    import onnxruntime as ort
+
+    import customops
+
+    model_name, seed, clock = meta
+    sides = {
+        "builtin": {"ok": None, "error": None, "providers": s.providers},
+        "custom": {"ok": None, "error": None, "providers": ["CPUExecutionProvider"]},
+    }
+    report = Report(
+        model_name,
+        ort.__version__,
+        customops.__version__,
+        seed,
+        NOTHING_TO_COMPARE,
+        nothing_summary(p.skipped),
+        _tolerances(s),
+        sides,
+        [],
+        [],
+        skipped=_skipped(p),
+    )
+    report.phase_seconds = clock.seconds
+    record_optimization(report, Optimization(s.optimization))
+    report.inputs = InputsUsed.of(feed, plan)
+    record_choices(report, p, {}, s.choices)  # --validate: nothing compared, nothing found
+    return Comparison(report, {}, {}, feed)
 
 
 def run_and_judge(
@@ -599,6 +654,7 @@ def compare_loaded(
     the swapped nodes inside the model where the file holds their output (:func:`judge_in_model`); no
     node alone, no rerun of side A. ``meta``: model name, seed, progress, phase clock, input plan."""
     model_name, seed, say, clock, plan = meta
+    _note_defaults(plan, say)
     runs = runs_against_loaded(p, feed, s, loaded, say)
     clock.lap("whole runs")
     tensors: dict[str, tuple[np.ndarray | None, np.ndarray | None]] = {}

@@ -18,7 +18,11 @@ from customops.comparison.isolate import Isolated
 from customops.comparison.optimizer import Optimization
 from customops.eval.judging.metrics import Metrics
 
-__all__ = ["Comparison", "NodeResult", "OutputResult", "Report"]
+__all__ = ["NOTHING_TO_COMPARE", "Comparison", "NodeResult", "OutputResult", "Report"]
+
+NOTHING_TO_COMPARE = "nothing-to-compare"
+"""The verdict of a comparison in which no node is swapped (the model has no node of our ops, or --ops,
+--nodes and --exclude leave none): neither side is run, and the command exits 2."""
 
 
 @dataclass
@@ -164,4 +168,7 @@ class Comparison:
 
     @property
     def exit_status(self) -> int:
+        """0 agree; 2 nothing to compare (no node swapped: as a usage error, never a pass); else 1."""
+        if self.report.verdict == NOTHING_TO_COMPARE:
+            return 2
         return 0 if self.report.verdict == "agree" else 1

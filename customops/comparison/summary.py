@@ -10,8 +10,10 @@ from customops.comparison.carried import CarriedIn
 from customops.comparison.failures import FailPoint
 from customops.comparison.results import NodeResult, OutputResult
 from customops.comparison.saved import LoadedOutputs
+from customops.model.rewriter import NodeReport
+from customops.registry import OP_TYPES
 
-__all__ = ["carried_text", "loaded_summary", "parted_summary", "summary_line"]
+__all__ = ["carried_text", "loaded_summary", "nothing_summary", "parted_summary", "summary_line"]
 
 
 def summary_line(
@@ -122,6 +124,24 @@ def _ulps(node: NodeResult) -> tuple[int, int] | None:
     if not b or not c or b.get("max_ulp") is None or c.get("max_ulp") is None:
         return None
     return int(b["max_ulp"]), int(c["max_ulp"])
+
+
+def nothing_summary(skipped: list[NodeReport]) -> str:
+    """The verdict line when no node is swapped (``skipped``: the nodes of our ops left out, and why):
+    both sides would run ORT's built-in kernels alone, so neither is run (docs/compare.md, Outputs and
+    exit status)."""
+    head = "NOTHING TO COMPARE: no node is swapped, so neither side was run"
+    if not skipped:
+        return (
+            f"{head}: the model has no node of an op customops implements ({', '.join(OP_TYPES)}; "
+            "'customops ops' lists their versions and element types)"
+        )
+    first = skipped[0]
+    more = f"; and {len(skipped) - 1} more" if len(skipped) > 1 else ""
+    return (
+        f"{head}: each of the model's {len(skipped)} node(s) of an op customops implements is left out "
+        f"({first.node!r} [{first.op}]: {first.reason}{more})"
+    )
 
 
 def parted_summary(a: FailPoint, b: FailPoint, nodes: list[NodeResult]) -> str:

@@ -34,7 +34,15 @@ def shown(report: dict[str, Any], all_rows: bool) -> list[dict[str, Any]]:
 
 
 def format_table(report: dict[str, Any], all_rows: bool = True) -> str:
-    """The human-readable report: the verdict, the table (see :func:`shown`), the errors, the verdict."""
+    """The human-readable report: the verdict, the table (see :func:`shown`), the errors, the verdict;
+    when nothing was compared, the verdict and the nodes left out."""
+    if report["verdict"] == "nothing-to-compare":
+        return _nothing_compared(report)
+    return _table(report, all_rows)
+
+
+def _table(report: dict[str, Any], all_rows: bool) -> str:
+    """The report of a comparison: see :func:`format_table`."""
     head = ("node / output", "op", "shape", "dtype", "max abs", "max rel /|B|", "mism.", "ulp", "verdict")
     timed = any(v is not None for n in report["nodes"] for v in (n.get("time_us") or {}).values())
     rows: list[tuple[str, ...]] = [(*head, "attribution", "starts", *(("A µs", "B µs") if timed else ()))]
@@ -82,8 +90,7 @@ def format_table(report: dict[str, Any], all_rows: bool = True) -> str:
         for side, err in errors.items():
             if err and not (side == "reference" and n["verdict"] == "agree"):
                 lines.append(f"  {n['node']}: {side}: {err}")
-    for s in report["skipped"]:
-        lines.append(f"  skipped {s['node']} [{s['op']}]: {s['reason']}")
+    lines.extend(_skipped_lines(report))
     lines.extend(_placement_lines(report))
     lines.extend(_optimization_lines(report))
     for side, info in report["sides"].items():
@@ -93,6 +100,20 @@ def format_table(report: dict[str, Any], all_rows: bool = True) -> str:
     lines.extend(choice_lines(report))
     lines = [report["summary"], "", *lines, report["summary"]]
     return "\n".join(printable(line) for line in lines)
+
+
+def _nothing_compared(report: dict[str, Any]) -> str:
+    """The report of a comparison in which no node is swapped: the verdict, and each node of our ops
+    left out with why (between the verdict and its repetition)."""
+    lines = _skipped_lines(report)
+    if lines:
+        lines = [report["summary"], "", *lines, report["summary"]]
+    return "\n".join(printable(line) for line in lines or [report["summary"]])
+
+
+def _skipped_lines(report: dict[str, Any]) -> list[str]:
+    """A line for each node of our ops the rewriter left out, with why."""
+    return [f"  skipped {s['node']} [{s['op']}]: {s['reason']}" for s in report["skipped"]]
 
 
 def _in_context(n: dict[str, Any]) -> str:
