@@ -4,7 +4,8 @@
 ``custom/NAME``, NAME the tensor's name in the model: each graph output and each swapped node's output.
 
 ``--load-outputs FILE`` reads outputs saved elsewhere, which then stand in for the built-in side (A):
-Polygraphy's ``polygraphy run --save-outputs`` JSON (one runner; its first iteration), an .npz written
+Polygraphy's ``polygraphy run --save-outputs`` JSON (one runner; its first iteration; of a directory of
+per-iteration files, the first file), an .npz written
 by ``--save-outputs`` (its ``builtin/`` arrays) or an .npz keyed by tensor name. Everything is read as
 untrusted: bounded sizes (customops.comparison.inputs.INPUT_LIMIT), never unpickled; every name must
 be a value the main graph computes, and every graph output must be there.
@@ -19,7 +20,7 @@ from typing import Any
 import numpy as np
 from onnx import ModelProto
 
-from customops.comparison.inputs import INPUT_LIMIT, POLYGRAPHY_CLASS, decode_arrays, read_npz
+from customops.comparison.inputs import INPUT_LIMIT, decode_arrays, first_iteration, read_npz
 from customops.errors import CustomOpsError
 from customops.safeio import read_json
 
@@ -52,10 +53,11 @@ def compared_arrays(
     return arrays
 
 
-def _polygraphy_outputs(path: Path) -> tuple[dict[str, np.ndarray], str]:
-    """The first iteration of the one runner of a Polygraphy RunResults JSON file, and its runner's name."""
+def _polygraphy_outputs(path: Path, below: Path | None = None) -> tuple[dict[str, np.ndarray], str]:
+    """The first iteration of the one runner of a Polygraphy RunResults JSON file, and its runner's name
+    (``below``: the directory the user named, read through no link below it)."""
     what = f"{str(path)!r} is not a Polygraphy outputs file"
-    data = read_json(path, INPUT_LIMIT // 3 * 4 + (1 << 20), "--load-outputs", max_depth=16)
+    data = read_json(path, INPUT_LIMIT // 3 * 4 + (1 << 20), "--load-outputs", max_depth=16, below=below)
     runners = data.get("lst") if isinstance(data, dict) else None
     if not isinstance(runners, list) or not runners:
         raise CustomOpsError(
@@ -72,12 +74,8 @@ def _polygraphy_outputs(path: Path) -> tuple[dict[str, np.ndarray], str]:
     outputs = first.get("outputs") if isinstance(first, dict) else None
     if not isinstance(outputs, dict) or not outputs:
         raise CustomOpsError(f"{what}: its runner has no iteration with outputs")
-    # arrays are {"array": ...} or, wrapped as Polygraphy's lazy arrays, {"values": {"array": ...}}
-    plain = {
-        k: v.get("values", v) if isinstance(v, dict) and v.get(POLYGRAPHY_CLASS) == "LazyNumpyArray" else v
-        for k, v in outputs.items()
-    }
-    return decode_arrays(plain, what, "output"), f"Polygraphy runner {runner[0]!s}"
+    # each array wrapped as Polygraphy's lazy array: {"values": {"array": ...}, "polygraphy_class": "LazyArray"}
+    return decode_arrays(outputs, what, "output"), f"Polygraphy runner {runner[0]!s}"
 
 
 def _npz_outputs(path: Path) -> tuple[dict[str, np.ndarray], str]:
@@ -90,13 +88,27 @@ def _npz_outputs(path: Path) -> tuple[dict[str, np.ndarray], str]:
     return arrays, ".npz"
 
 
+def _read(p: Path) -> tuple[dict[str, np.ndarray], str]:
+    """The arrays of ``--load-outputs`` ``p`` by tensor name, and what kind of file held them."""
+    if p.is_dir():  # polygraphy run --save-outputs DIR: one RunResults file per iteration
+        first = first_iteration(p)
+        if first is None:
+            raise CustomOpsError(
+                f"--load-outputs {str(p)!r} is a directory without .json files (Polygraphy's per-iteration "
+                "outputs, polygraphy run --save-outputs DIR)"
+            )
+        values, source = _polygraphy_outputs(first, below=p)
+        return values, f"{source}, iteration file {first.name}"
+    if not p.is_file():
+        raise CustomOpsError(f"--load-outputs {str(p)!r} is not a file")
+    return _polygraphy_outputs(p) if p.suffix.lower() == ".json" else _npz_outputs(p)
+
+
 def load_outputs(path: str, model: ModelProto) -> LoadedOutputs:
     """``--load-outputs FILE`` for ``model``: CustomOpsError (bad input) for a file that is not one of the
     kinds above, a name that is no value of the main graph, or a graph output it lacks."""
     p = Path(path)
-    if not p.is_file():
-        raise CustomOpsError(f"--load-outputs {path!r} is not a file")
-    values, source = _polygraphy_outputs(p) if p.suffix.lower() == ".json" else _npz_outputs(p)
+    values, source = _read(p)
     computed = {o for n in model.graph.node for o in n.output if o}
     graph_outputs = [o.name for o in model.graph.output]
     unknown = [k for k in values if k not in computed and k not in graph_outputs]
