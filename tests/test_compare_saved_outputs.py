@@ -125,15 +125,84 @@ def test_arrays_saved_as_compressed_npz_by_older_polygraphy_are_read(real, tmp_p
     assert np.array_equal(arrays["builtin/output"], expected)
 
 
-def test_a_mark_all_file_compares_the_swapped_node_inside_the_model(real, tmp_path):
+def test_a_mark_all_file_compares_every_tensor_and_says_where_the_difference_starts(real, tmp_path):
+    """``--onnx-outputs mark all``: every tensor of the file is compared, ORT's own nodes too. The
+    Resize that ORT's built-in kernel (which wrote the file) computes otherwise starts the difference:
+    its input agrees with the file's, its output does not; the Add after it (ORT's, not swapped) carries
+    it in. The default table shows both rows."""
+    loaded = _first_iteration(real / "all.json")
+    assert set(loaded) == {"scaled", "resized", "output"}
     status, doc, arrays = _compared(
         "--inputs", str(real / "i.json"), "--load-outputs", str(real / "all.json"), tmp_path=tmp_path
     )
-    loaded = _first_iteration(real / "all.json")
-    assert set(loaded) == {"scaled", "resized", "output"}
-    assert np.array_equal(arrays["builtin/resized"], loaded["resized"])
-    resize = next(n for n in doc["nodes"] if n["node"] == "downsample_align_corners")
-    assert status == 1 and resize["verdict"] == "disagree" and resize["isolated"] is None
+    assert status == 1
+    assert {k.removeprefix("builtin/") for k in arrays if k.startswith("builtin/")} == set(loaded)
+    for name, value in loaded.items():
+        assert np.array_equal(arrays[f"builtin/{name}"], value), name
+    by_output = {n["output"]: n for n in doc["nodes"]}
+    assert [n["output"] for n in doc["nodes"]] == ["scaled", "resized", "output"]  # graph order
+    mul, resize, add = by_output["scaled"], by_output["resized"], by_output["output"]
+    assert (mul["verdict"], mul["origin"], mul["swapped"], mul["op"]) == ("agree", "none", False, "Mul")
+    assert (resize["node"], resize["verdict"], resize["origin"], resize["swapped"]) == (
+        "downsample_align_corners",
+        "disagree",
+        "starts-here",
+        True,
+    )
+    assert resize["isolated"] is None  # no node is run alone against loaded outputs
+    assert (add["verdict"], add["origin"], add["swapped"]) == ("disagree", "carried-in", False)
+    assert doc["summary"] == (
+        f"DISAGREE: 2 node(s), 1 output(s) differ from the outputs loaded from {real / 'all.json'}; the "
+        "difference starts at 'downsample_align_corners' [Resize-13]: its inputs agree with the loaded "
+        "values, its output does not; 1 node(s) after it carry the difference in"
+    )
+    proc = run_cli(
+        "compare", DEVIATION, "--inputs", str(real / "i.json"), "--load-outputs", str(real / "all.json")
+    )
+    rows = {
+        line.split()[0]: line for line in proc.stdout.splitlines()[3:] if line and not line.startswith(" ")
+    }
+    assert "starts-here" in rows["downsample_align_corners"]
+    assert "Add (not swapped)" in rows[add["node"]] and "carried-in" in rows[add["node"]]
+    assert mul["node"] not in rows and "1 more node(s) agree with the loaded outputs" in proc.stdout
+
+
+def test_a_node_whose_inputs_the_file_lacks_is_compared_without_an_origin(real, tmp_path):
+    """``--onnx-outputs resized output``: the file holds the Resize's output, not its input, so whether
+    the difference starts at the Resize is not known; the Add, whose input the file holds, carries it."""
+    some = ("--onnx-outputs", "resized", "output", "--save-outputs", "some.json")
+    polygraphy("run", DEVIATION, "--onnxrt", "--load-inputs", str(real / "i.json"), *some, cwd=tmp_path)
+    _, doc, _ = _compared(
+        "--inputs", str(real / "i.json"), "--load-outputs", str(tmp_path / "some.json"), tmp_path=tmp_path
+    )
+    assert [(n["output"], n["origin"]) for n in doc["nodes"]] == [
+        ("resized", "unknown"),
+        ("output", "carried-in"),
+    ]
+    assert "where the difference starts is not known" in doc["summary"]
+
+
+def test_an_outputs_only_file_says_why_the_swapped_nodes_were_not_compared(tmp_path):
+    """A file of graph outputs only holds no value for the swapped nodes of the main graph: the verdict
+    says so, and how to save one that does, not that they sit inside subgraphs or functions."""
+    model = str(Path(DEVIATION).parent / "preprocess_pipeline.onnx")
+    polygraphy("run", model, "--onnxrt", "--save-inputs", "i.json", "--save-outputs", "o.json", cwd=tmp_path)
+    proc = run_cli(
+        "compare",
+        model,
+        "--inputs",
+        str(tmp_path / "i.json"),
+        "--load-outputs",
+        str(tmp_path / "o.json"),
+        "-q",
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.startswith("AGREE: ")
+    assert "subgraphs" not in proc.stdout
+    assert (
+        "swapped node(s) not compared: the loaded file holds no value for their outputs (save it with "
+        "--onnx-outputs mark all)" in proc.stdout
+    )
 
 
 def test_polygraphy_s_per_iteration_directories_give_their_first_iteration(real, tmp_path):
@@ -178,7 +247,7 @@ def test_load_outputs_polygraphy_json_of_the_spec_answer_agrees(saved, tmp_path)
     doc = strict_json(report.read_text())
     assert doc["verdict"] == "agree"
     assert doc["sides"]["builtin"]["loaded_from"] == str(path)
-    assert [n["node"] for n in doc["nodes"]] == ["downsample_align_corners"]
+    assert [n["node"] for n in doc["nodes"] if n["swapped"]] == ["downsample_align_corners"]
 
 
 def test_load_outputs_of_our_npz_is_the_built_in_side_again(saved, tmp_path):

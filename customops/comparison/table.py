@@ -21,8 +21,10 @@ def _fmt(x: Any, spec: str = ".3g") -> str:
 
 def shown(report: dict[str, Any], all_rows: bool) -> list[dict[str, Any]]:
     """The node rows of the table: with ``all_rows`` all, else the nodes where a difference starts, a
-    side fails, or whose swap moves the outputs (report["amplified"])."""
+    side fails, or whose swap moves the outputs (report["amplified"]); against loaded outputs, every node
+    that differs from them (no node ran alone: where the difference comes from is its origin)."""
     moving = {name for e in report.get("amplified", []) for name in e["nodes"]}
+    loaded = _loaded(report)
     return [
         n
         for n in report["nodes"]
@@ -30,7 +32,22 @@ def shown(report: dict[str, Any], all_rows: bool) -> list[dict[str, Any]]:
         or n["origin"] in ("starts-here", "rounding")
         or n["verdict"] == "side-failed"
         or n["node"] in moving
+        or (loaded and n["verdict"] != "agree")
     ]
+
+
+def _hidden_lines(report: dict[str, Any], hidden: int) -> list[str]:
+    """The line that counts the node rows :func:`shown` leaves out, if any."""
+    if not hidden:
+        return []
+    if _loaded(report):
+        return [f"  {hidden} more node(s) agree with the loaded outputs (--all-rows shows them)"]
+    return [f"  {hidden} more swapped node(s) agree alone or carry a difference in (--all-rows shows them)"]
+
+
+def _loaded(report: dict[str, Any]) -> bool:
+    """Whether side A is outputs loaded from a file (--load-outputs)."""
+    return "loaded_from" in report["sides"]["builtin"]
 
 
 def format_table(report: dict[str, Any], all_rows: bool = True) -> str:
@@ -57,7 +74,7 @@ def format_table(report: dict[str, Any], all_rows: bool = True) -> str:
         attribution = n["attribution"] + (f" ({', '.join(known)})" if known else "")
         row(
             n["node"],
-            n["op"],
+            n["op"] if n.get("swapped", True) else f"{n['op']} (not swapped)",
             alone or in_model or {},
             n["verdict"],
             (attribution, n["origin"]),
@@ -69,11 +86,7 @@ def format_table(report: dict[str, Any], all_rows: bool = True) -> str:
     widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
-    hidden = len(report["nodes"]) - len(nodes)
-    if hidden:
-        lines.append(
-            f"  {hidden} more swapped node(s) agree alone or carry a difference in (--all-rows shows them)"
-        )
+    lines.extend(_hidden_lines(report, len(report["nodes"]) - len(nodes)))
     lines.extend(_passing_tolerances(report, nodes))
     lines.extend(error_stat_lines(report, nodes))
     lines.extend(_ulp_notes(report, nodes))
