@@ -105,7 +105,7 @@ def test_input_shape_and_val_range_shape_the_generated_inputs(tmp_path):
         (["--val-range", "5,1"], "finite LO <= HI"),
         (["--val-range", "nosuch:0,1"], "names no graph input"),
         (["--save-inputs", "in.txt"], "must end in .npz or .json"),
-        (["--save-outputs", "out.json"], "must end in .npz"),
+        (["--save-outputs", "out.txt"], "must end in .npz or .json"),
     ],
 )
 def test_bad_input_options_exit_2_with_one_line(tmp_path, args, needle):

@@ -384,7 +384,9 @@ def load_inputs(path: str | os.PathLike[str], model: ModelProto) -> dict[str, np
     directory (input_N.pb, directly or in test_data_set_0/); at most :data:`INPUT_LIMIT` bytes in all."""
     p = Path(path)
     if not p.exists():
-        raise CustomOpsError(f"inputs {str(p)!r} do not exist")
+        shape = re.fullmatch(r".+:\[[\d, ]*\]", str(path))  # Polygraphy's --inputs NAME:[DIMS]: shapes
+        hint = ": a shape NAME:[DIMS] goes to --input-shapes (Polygraphy's --inputs)" if shape else ""
+        raise CustomOpsError(f"inputs {str(p)!r} do not exist{hint}")
     if p.suffix.lower() == ".json":
         return read_polygraphy_json(p)
     if p.is_dir():
@@ -645,25 +647,26 @@ def _decoded(raw: bytes, label: str, spent: int) -> tuple[np.ndarray, int]:
     return np.load(io.BytesIO(raw), allow_pickle=False), total
 
 
+def encoded_array(value: np.ndarray) -> dict[str, str]:
+    """One array as Polygraphy's JSON files hold it: base64 of its .npy (strings as a unicode array), of
+    class ``ndarray``."""
+    import base64
+    import io
+
+    buffer = io.BytesIO()
+    np.save(buffer, value.astype(str) if value.dtype == object else value, allow_pickle=False)
+    return {"array": base64.b64encode(buffer.getvalue()).decode(), POLYGRAPHY_CLASS: "ndarray"}
+
+
 def save_arrays(path: str | os.PathLike[str], arrays: dict[str, np.ndarray]) -> None:
     """Write ``arrays`` to ``path`` whole or not at all: an .npz (strings as unicode arrays, loadable
     without pickle), or, for a .json path, a Polygraphy inputs file (``polygraphy run --load-inputs``)."""
-    import base64
     import io
     import json
 
-    plain = {k: (v.astype(str) if v.dtype == object else v) for k, v in arrays.items()}
     if str(path).lower().endswith(".json"):
-        encoded = {}
-        for name, value in plain.items():
-            buffer = io.BytesIO()
-            np.save(buffer, value, allow_pickle=False)
-            encoded[name] = {
-                "array": base64.b64encode(buffer.getvalue()).decode(),
-                POLYGRAPHY_CLASS: "ndarray",
-            }
-        write_atomic(path, json.dumps([encoded]) + "\n")
+        write_atomic(path, json.dumps([{k: encoded_array(v) for k, v in arrays.items()}]) + "\n")
         return
     buffer = io.BytesIO()
-    np.savez(buffer, **plain)
+    np.savez(buffer, **{k: (v.astype(str) if v.dtype == object else v) for k, v in arrays.items()})
     write_atomic(path, buffer.getvalue())

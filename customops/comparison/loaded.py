@@ -94,7 +94,7 @@ def judge_loaded(
         key = node.name or node.output[0]
         record = swapped.get(key) if p.nodes.get(key) is node else None
         origin = compared.origin(node)
-        found = {o: metrics_of(a_values[o], b_values.get(o), *s.tol(o), s.stat) for o in held}
+        found = {o: metrics_of(a_values[o], b_values.get(o), *s.tol(o), s.criterion(o)) for o in held}
         compared.agrees.update({o: m is not None and m.passed for o, m in found.items()})
         if record is None and set(held) <= graph and origin == "unknown":
             continue

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -49,7 +49,7 @@ from customops.comparison.optimizer import Optimization
 from customops.comparison.prepared import Prepared, WholeRuns, with_outputs
 from customops.comparison.results import Comparison, NodeResult, OutputResult, Report
 from customops.comparison.saved import LoadedOutputs
-from customops.comparison.settings import Settings, checked_settings
+from customops.comparison.settings import ErrorCheck, Settings, checked_settings
 from customops.comparison.summary import parted_summary, summary_line
 from customops.errors import CustomOpsError
 from customops.eval.cases.testcase import tensor_value
@@ -249,7 +249,7 @@ def judge_outputs(
     for o in p.model.graph.output:
         a, b = runs.a.values.get(o.name), runs.b.values.get(o.name)
         tensors[o.name] = (a, b)
-        results.append(OutputResult(o.name, metrics_of(a, b, *s.tol(o.name), s.stat)))
+        results.append(OutputResult(o.name, metrics_of(a, b, *s.tol(o.name), s.criterion(o.name))))
     return results
 
 
@@ -278,7 +278,7 @@ def judge_node(
     node = p.nodes[record.node]
     out_name = node.output[0]
     a_val, b_val = runs.a_exposed.values.get(out_name), runs.b_exposed.values.get(out_name)
-    in_model = metrics_of(a_val, b_val, *s.tol(out_name), s.stat)  # divided by ours, as alone
+    in_model = metrics_of(a_val, b_val, *s.tol(out_name), s.criterion(out_name))  # divided by ours, as alone
     entry = NodeResult(
         record.node,
         record.op,
@@ -300,8 +300,8 @@ def judge_node(
         iso = run_isolated(
             node, known, p.model, s.reference_limit, s.providers, s.reference_timeout, s.optimization
         )
-        add_yardstick(iso, *s.tol(out_name), s.stat)
-        word, pairs = attribute(iso, *s.tol(out_name), s.stat)
+        add_yardstick(iso, *s.tol(out_name), s.criterion(out_name))
+        word, pairs = attribute(iso, *s.tol(out_name), s.criterion(out_name))
         pairs_json = {k: None if m is None else m.to_json() for k, m in pairs.items()}
         entry.isolated, entry.attribution = {**pairs_json, "errors": iso.errors}, word
         if iso.yardstick is not None:
@@ -415,11 +415,12 @@ def _check_tolerance_names(p: Prepared, s: Settings, loaded: LoadedOutputs | Non
     ``loaded`` outputs, a value the file holds)."""
     names = [o.name for o in p.model.graph.output] + [p.nodes[r.node].output[0] for r in p.swapped]
     names += list(loaded.values) if loaded is not None else []
-    for name in s.by_name:
+    named = [("a tolerance", n) for n in s.by_name] + [("an error statistic", n) for n in s.check.names()]
+    for what, name in named:
         if name not in names:
             also = " nor a value of the loaded file" if loaded is not None else ""
             raise CustomOpsError(
-                f"a tolerance names {name!r}, which is neither a graph output nor a swapped node's output{also} "
+                f"{what} names {name!r}, which is neither a graph output nor a swapped node's output{also} "
                 f"(those are: {', '.join(map(repr, dict.fromkeys(names)))})"
             )
 
@@ -484,7 +485,9 @@ def compare_model(
     progress: Callable[[str], None] | None = None,
     providers: Sequence[str] | None = None,
     tolerances: dict[str, tuple[float | None, float | None]] | None = None,
-    check_error_stat: str = "elemwise",
+    check_error_stat: str | Mapping[str, str] = "elemwise",
+    error_quantile: float | Mapping[str, float] | None = None,
+    infinities_compare_equal: bool = False,
     reference_timeout: float = REFERENCE_TIMEOUT,
     graph_optimization_level: str = "all",
     plan: InputPlan | None = None,
@@ -497,8 +500,8 @@ def compare_model(
     op, customops.registry.CustomOp.reference_limit) at least 0 (0: onnx.reference is given empty inputs
     only). ``providers``: execution providers of the built-in side (ORT names or aliases such as cuda; default
     CPU); ours always run on CPU. ``tolerances``: (rtol, atol) by tensor name (graph outputs, swapped nodes'
-    outputs), either None for the global one. ``check_error_stat``: what decides whether a tensor passes
-    (customops.eval.judging.metrics.STATS: each element, or the max, mean or median error, as Polygraphy's).
+    outputs), either None for the global one. ``check_error_stat``, ``error_quantile`` and
+    ``infinities_compare_equal``: what decides a tensor at its tolerances (customops.comparison.settings.ErrorCheck).
     ``reference_timeout``: seconds onnx.reference may take for one node (a positive finite number).
     ``graph_optimization_level``: ORT's, for every ORT session of both sides
     (customops.comparison.optimizer.OPTIMIZATION_LEVELS). ``plan``: how ``feed`` was generated, to draw it
@@ -509,7 +512,11 @@ def compare_model(
     settings = checked_settings(
         (rtol, atol, tolerances),
         (repeats, reference_limit, reference_timeout),
-        (providers, check_error_stat, graph_optimization_level),
+        (
+            providers,
+            ErrorCheck.of(check_error_stat, error_quantile, infinities_compare_equal),
+            graph_optimization_level,
+        ),
     )
     settings.choices = choices or Choices()
     check_in_memory(model, model_name)  # the sides' children get bytes: nothing may point at other files

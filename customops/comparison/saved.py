@@ -26,6 +26,9 @@ from customops.safeio import read_json
 
 SIDES = ("builtin", "custom")
 
+RUNNERS = {"builtin": "customops builtin", "custom": "customops custom"}
+"""The runners of a Polygraphy RunResults file written by ``--save-outputs PATH.json``, by side."""
+
 
 @dataclass
 class LoadedOutputs:
@@ -53,6 +56,32 @@ def compared_arrays(
     return arrays
 
 
+def save_run_results(path: str, arrays: dict[str, np.ndarray]) -> None:
+    """``--save-outputs PATH.json``: :func:`compared_arrays` (``side/NAME``) as a Polygraphy RunResults
+    file of one iteration per side, its runners :data:`RUNNERS` (``polygraphy run --load-outputs``
+    compares them; ``compare --load-outputs`` takes the built-in one), written whole or not at all."""
+    import json
+
+    from customops.comparison.inputs import POLYGRAPHY_CLASS, encoded_array
+    from customops.safeio import write_atomic
+
+    lst = []
+    for side in SIDES:
+        lazy = {
+            k.split("/", 1)[1]: {"values": encoded_array(v), POLYGRAPHY_CLASS: "LazyArray"}
+            for k, v in arrays.items()
+            if k.startswith(f"{side}/")
+        }
+        iteration = {
+            "outputs": lazy,
+            "runtime": None,  # not timed
+            "runner_name": RUNNERS[side],
+            POLYGRAPHY_CLASS: "IterationResult",
+        }
+        lst.append([RUNNERS[side], [iteration]])
+    write_atomic(path, json.dumps({"lst": lst, POLYGRAPHY_CLASS: "RunResults"}) + "\n")
+
+
 def _polygraphy_outputs(path: Path, below: Path | None = None) -> tuple[dict[str, np.ndarray], str]:
     """The first iteration of the one runner of a Polygraphy RunResults JSON file, and its runner's name
     (``below``: the directory the user named, read through no link below it)."""
@@ -63,12 +92,13 @@ def _polygraphy_outputs(path: Path, below: Path | None = None) -> tuple[dict[str
         raise CustomOpsError(
             f'{what}: expected {{"lst": [[runner, [iteration, ...]], ...]}} (polygraphy run --save-outputs)'
         )
-    if len(runners) != 1:
-        names = [str(r[0]) if isinstance(r, list) and r else "?" for r in runners]
+    names = [str(r[0]) if isinstance(r, list) and r else "?" for r in runners]
+    if len(runners) != 1 and RUNNERS["builtin"] not in names:
         raise CustomOpsError(
             f"{what}: it holds {len(runners)} runners ({', '.join(names)}); save one runner's outputs"
         )
-    runner = runners[0]
+    # one runner, or the built-in side of a file compare --save-outputs wrote
+    runner = runners[0] if len(runners) == 1 else runners[names.index(RUNNERS["builtin"])]
     iterations = runner[1] if isinstance(runner, list) and len(runner) == 2 else None
     first = iterations[0] if isinstance(iterations, list) and iterations else None
     outputs = first.get("outputs") if isinstance(first, dict) else None

@@ -89,6 +89,7 @@ def format_table(report: dict[str, Any], all_rows: bool = True) -> str:
     lines.extend(_hidden_lines(report, len(report["nodes"]) - len(nodes)))
     lines.extend(_passing_tolerances(report, nodes))
     lines.extend(error_stat_lines(report, nodes))
+    lines.extend(decided_by_lines(report, nodes))
     lines.extend(_ulp_notes(report, nodes))
     for n in nodes:
         errors = (n["isolated"] or {}).get("errors") or {}
@@ -174,6 +175,26 @@ def error_stat_lines(report: dict[str, Any], nodes: list[dict[str, Any]]) -> lis
             for key, label in (("abs", "|A-B|"), ("rel", "rel"))
         ]
         lines.append(f"  {name}: {'; '.join(parts)}")
+    return lines
+
+
+def decided_by_lines(report: dict[str, Any], nodes: list[dict[str, Any]]) -> list[str]:
+    """For each output and shown node decided by an error statistic (--check-error-stat, not elemwise):
+    the statistic, its quantile, whether matching infinities counted as errors of 0, and its absolute and
+    relative values against atol and rtol (its figures in the model: where they are decided)."""
+    items = [(o["name"], o["metrics"]) for o in report["outputs"]]
+    items += [(n["node"], n["in_model"]) for n in nodes]
+    lines = []
+    for name, m in items:
+        if not m or not m.get("stat"):
+            continue
+        stat = m["stat"] + (f" {_fmt(m['quantile'])}" if m.get("quantile") is not None else "")
+        infinities = ", matching infinities as 0" if m.get("infinities_equal") else ""
+        lines.append(
+            f"  {name}: --check-error-stat {stat}{infinities}: |A-B| {_fmt(m['stat_abs'])} (atol "
+            f"{_fmt(m['atol'])}), rel {_fmt(m['stat_rel'])} (rtol {_fmt(m['rtol'])}): "
+            + ("passes" if m.get("pass") else "fails")
+        )
     return lines
 
 
