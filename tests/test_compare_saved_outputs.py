@@ -270,6 +270,20 @@ def _pickled() -> str:
     return base64.b64encode(buffer.getvalue()).decode()
 
 
+def _claiming_huge(npz: bool) -> str:
+    """A .npy header that declares 2**40 float32 elements over none (in an .npz when ``npz``): numpy
+    would allocate 4 TiB before finding the data short."""
+    import zipfile
+
+    buffer = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buffer, {"descr": "<f4", "fortran_order": False, "shape": (2**40,)})
+    if npz:
+        header, buffer = buffer.getvalue(), io.BytesIO()
+        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as z:
+            z.writestr("arr_0.npy", header)
+    return base64.b64encode(buffer.getvalue()).decode()
+
+
 def _tampered(real: Path, path: Path, payload: str) -> Path:
     """The real outputs file with its array replaced by ``payload`` (a hostile file: no writer makes it)."""
     doc = json.loads((real / "o.json").read_text())
@@ -287,6 +301,8 @@ def _tampered(real: Path, path: Path, payload: str) -> Path:
         ("pickled", "output 'output'"),
         ("not base64", "output 'output'"),
         ("torch", "a torch tensor"),
+        ("huge", "declares more data than it holds"),
+        ("huge npz", "declares more data than it holds"),
     ],
 )
 def test_load_outputs_refuses_bad_files_in_one_line(real, tmp_path, capsys, content, message):
@@ -305,6 +321,8 @@ def test_load_outputs_refuses_bad_files_in_one_line(real, tmp_path, capsys, cont
             "polygraphy_class": "Tensor",
         }
         path.write_text(json.dumps(doc))
+    elif content.startswith("huge"):
+        _tampered(real, path, _claiming_huge(npz=content == "huge npz"))
     else:
         _tampered(real, path, _pickled() if content == "pickled" else "%%%")
     before = path.read_bytes()

@@ -92,7 +92,7 @@ def judge_loaded(
         if not held:
             continue
         key = node.name or node.output[0]
-        record = swapped.get(key) if p.nodes.get(key) is node else None
+        record = swapped.get(key) if p.nodes.get(key) == node else None  # not a namesake
         origin = compared.origin(node)
         found = {o: metrics_of(a_values[o], b_values.get(o), *s.tol(o), s.criterion(o)) for o in held}
         compared.agrees.update({o: m is not None and m.passed for o, m in found.items()})
