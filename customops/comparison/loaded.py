@@ -151,6 +151,8 @@ def _first_text(bad: list[NodeResult]) -> str:
     """The words for the first node in the model whose output differs from the loaded one."""
     first = bad[0]
     where = f"{first.node!r} [{first.op}{'' if first.swapped else ', not swapped'}]"
+    if first.verdict == "side-failed":
+        return f"the custom side has no value for the output of {where}"
     if first.origin == "starts-here":
         after = sum(n.origin == "carried-in" for n in bad)
         carried = f"; {after} node(s) after it carry the difference in" if after else ""
