@@ -250,6 +250,22 @@ def run_cli(
     )
 
 
+def polygraphy(*args: str, cwd: object, check: bool = True) -> subprocess.CompletedProcess:
+    """The real ``polygraphy ARGS`` in ``cwd`` (the script installed beside this Python: Polygraphy has
+    no ``python -m`` entry; it is in the ``test`` extra), which must succeed unless ``check`` is False:
+    the files it writes are the interop tests' fixtures."""
+    script = os.path.join(os.path.dirname(sys.executable), "polygraphy")
+    proc = subprocess.run(
+        [script if os.path.exists(script) else "polygraphy", *args],
+        capture_output=True,
+        text=True,
+        timeout=NEVER,
+        cwd=cwd,
+    )
+    assert proc.returncode == 0 or not check, f"polygraphy {' '.join(args)}:\n{proc.stdout}{proc.stderr}"
+    return proc
+
+
 def run_python(
     *args: str, env: dict[str, str] | None = None, timeout: float = NEVER
 ) -> subprocess.CompletedProcess:

@@ -12,10 +12,11 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper
+from polygraphy.json import load_json
 
 from customops.comparison import inputs as gen
 from customops.errors import CustomOpsError
-from tests.helpers import run_cli
+from tests.helpers import polygraphy, run_cli
 
 
 def _model(path: Path, dims: list, elem: int = TensorProto.FLOAT) -> Path:
@@ -30,26 +31,19 @@ def _model(path: Path, dims: list, elem: int = TensorProto.FLOAT) -> Path:
     return path
 
 
-def _polygraphy_json(path: Path, feed: dict) -> Path:
-    encoded = {}
-    for name, value in feed.items():
-        buffer = io.BytesIO()
-        np.save(buffer, value, allow_pickle=False)
-        encoded[name] = {"array": base64.b64encode(buffer.getvalue()).decode(), "polygraphy_class": "ndarray"}
-    path.write_text(json.dumps([encoded]))
-    return path
-
-
 def test_polygraphy_inputs_are_read_and_what_compare_saves_reads_back(tmp_path):
+    """The inputs ``polygraphy run --save-inputs`` wrote are the ones compared, and the .json compare
+    saves is one ``polygraphy run --load-inputs`` reads (both by the real polygraphy)."""
     model = _model(tmp_path / "m.onnx", [1, 1, 3, 3])
-    x = np.arange(9, dtype=np.float32).reshape(1, 1, 3, 3)
+    polygraphy("run", str(model), "--onnxrt", "--save-inputs", "in.json", cwd=tmp_path)
+    x = load_json(str(tmp_path / "in.json"))[0]["x"]
     saved = tmp_path / "saved.json"
     outputs = tmp_path / "out.npz"
     proc = run_cli(
         "compare",
         str(model),
         "--inputs",
-        str(_polygraphy_json(tmp_path / "in.json", {"x": x})),
+        str(tmp_path / "in.json"),
         "--save-inputs",
         str(saved),
         "--save-outputs",
@@ -60,6 +54,17 @@ def test_polygraphy_inputs_are_read_and_what_compare_saves_reads_back(tmp_path):
     with np.load(outputs, allow_pickle=False) as got:
         assert sorted(got.files) == ["builtin/y", "custom/y"]
         assert got["builtin/y"].shape == (1, 1, 6, 6) and np.array_equal(got["builtin/y"], got["custom/y"])
+    polygraphy(
+        "run",
+        str(model),
+        "--onnxrt",
+        "--load-inputs",
+        "saved.json",
+        "--save-inputs",
+        "again.json",
+        cwd=tmp_path,
+    )
+    assert np.array_equal(load_json(str(tmp_path / "again.json"))[0]["x"], x)
 
 
 def test_a_polygraphy_file_holding_pickled_objects_is_refused(tmp_path):
@@ -100,7 +105,7 @@ def test_input_shape_and_val_range_shape_the_generated_inputs(tmp_path):
         (["--val-range", "5,1"], "finite LO <= HI"),
         (["--val-range", "nosuch:0,1"], "names no graph input"),
         (["--save-inputs", "in.txt"], "must end in .npz or .json"),
-        (["--save-outputs", "out.json"], "must end in .npz"),
+        (["--save-outputs", "out.txt"], "must end in .npz or .json"),
     ],
 )
 def test_bad_input_options_exit_2_with_one_line(tmp_path, args, needle):

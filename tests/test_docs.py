@@ -122,11 +122,14 @@ def test_ci_runs_the_readme_test_line():
 
 
 def _commands(parser, words=("customops",)):
-    """(words of a command, its long options and positional metavars) for every (sub)command."""
+    """(words of a command, its long options and positional metavars) for every (sub)command; of an
+    option spelt several ways, its first long spelling (the others are other tools' spellings of it,
+    listed in the docs of the command: docs/compare.md for compare's Polygraphy spellings)."""
     import argparse
 
     subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-    options = [o for a in parser._actions for o in a.option_strings if o.startswith("--") and o != "--help"]
+    longs = [[o for o in a.option_strings if o.startswith("--")] for a in parser._actions]
+    options = [spellings[0] for spellings in longs if spellings and spellings[0] != "--help"]
     positionals = [
         a.metavar or a.dest
         for a in parser._actions

@@ -25,7 +25,10 @@ from customops.signals import NATIVE_PACKAGES, import_held, signals_held
 class OneLineParser(argparse.ArgumentParser):
     """argparse with usage mistakes reported as bad input is: one line on stderr naming the problem and
     where to read the usage, exit status 2. Subcommand parsers made from it are of this class too, and
-    report arguments they do not know themselves (naming the subcommand)."""
+    report arguments they do not know themselves (naming the subcommand), with the option meant where
+    one is close (:meth:`hint`)."""
+
+    refusals: dict[str, str] = {}  # noqa: RUF012  # a subcommand's: options of another tool it does not take, and why
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} -h')\n")
@@ -33,8 +36,23 @@ class OneLineParser(argparse.ArgumentParser):
     def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:  # type: ignore[override]
         parsed, extras = super().parse_known_args(args, namespace)
         if extras:
-            self.error(f"unrecognized arguments: {' '.join(extras)}")
+            self.error(f"unrecognized arguments: {' '.join(extras)}{self.hint(extras)}")
         return parsed, extras
+
+    def hint(self, extras: list[str]) -> str:
+        """For the first unknown option among ``extras``: why this command does not take it (another
+        tool's option, :attr:`refusals`), or the option of this parser it is closest to ("did you
+        mean --atol?"); empty when none is close."""
+        import difflib
+
+        unknown = next((e.split("=", 1)[0] for e in extras if e.startswith("--")), None)
+        if unknown is None:
+            return ""
+        if unknown in self.refusals:
+            return f" ({unknown}: {self.refusals[unknown]})"
+        known = [o for o in self._option_string_actions if o.startswith("--")]
+        close = difflib.get_close_matches(unknown, known, n=1, cutoff=0.75)
+        return f" (did you mean {close[0]}?)" if close else ""
 
 
 VERSIONED = ("onnx", "onnxruntime", "onnxruntime-extensions", "numpy", "numba")

@@ -45,7 +45,8 @@ class OutputResult:
 
 @dataclass
 class NodeResult:
-    """One swapped node of the main graph (docs/compare.md, Verdicts)."""
+    """One swapped node of the main graph (docs/compare.md, Verdicts), or, against loaded outputs, a node
+    of ORT's whose output the file holds (``swapped`` False)."""
 
     node: str
     op: str
@@ -67,6 +68,9 @@ class NodeResult:
     """Where the difference of its inputs comes from, when they differ (customops.comparison.carried):
     ``ort-nodes`` (no swapped node upstream makes a difference of its own) or ``swapped-nodes``; None: they do
     not."""
+    swapped: bool = True
+    """False for a node of ORT's, compared only against loaded outputs that hold its output
+    (customops.comparison.loaded)."""
 
     @property
     def breaks_agreement(self) -> bool:
@@ -94,6 +98,7 @@ class NodeResult:
             "provider": self.provider,
             "fed_from": self.fed_from,
             "carried_from": self.carried_from,
+            "swapped": self.swapped,
         }
 
 

@@ -1,7 +1,7 @@
 """The report's verdict line (``summary``) and its clauses, in words: an agreement, the node where the
 first difference starts, differences within rounding, differences amplified downstream, two sides that
-stop at different nodes, differences carried in from ORT's own nodes, and a disagreement with loaded
-outputs (docs/compare.md, Verdicts)."""
+stop at different nodes and differences carried in from ORT's own nodes (docs/compare.md, Verdicts; the
+verdict against loaded outputs is customops.comparison.loaded's)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,10 @@ from customops.comparison.amplify import Effect
 from customops.comparison.carried import CarriedIn
 from customops.comparison.failures import FailPoint
 from customops.comparison.results import NodeResult, OutputResult
-from customops.comparison.saved import LoadedOutputs
 from customops.model.rewriter import NodeReport
 from customops.registry import OP_TYPES
 
-__all__ = ["carried_text", "loaded_summary", "nothing_summary", "parted_summary", "summary_line"]
+__all__ = ["carried_text", "nothing_summary", "parted_summary", "summary_line"]
 
 
 def summary_line(
@@ -180,13 +179,3 @@ def carried_text(carried: CarriedIn, nodes: list[NodeResult]) -> str:
         f"{text}; at --graph-optimization-level {level} they match {how}: ORT's graph optimizations "
         f"(level {carried.optimization.level}) made them, not a kernel"
     )
-
-
-def loaded_summary(outputs: list[OutputResult], nodes: list[NodeResult], loaded: LoadedOutputs) -> str:
-    """The verdict line of a disagreement with loaded outputs: no node was run alone, so no side is named."""
-    bad = [n for n in nodes if n.verdict != "agree"]
-    bad_out = [o for o in outputs if o.verdict != "agree"]
-    head = f"DISAGREE: {len(bad)} node(s), {len(bad_out)} output(s) differ from the outputs loaded from {loaded.path}"
-    if bad:
-        return f"{head}; the first node in the model whose output differs: {bad[0].node!r} [{bad[0].op}]"
-    return head

@@ -21,8 +21,10 @@ def _fmt(x: Any, spec: str = ".3g") -> str:
 
 def shown(report: dict[str, Any], all_rows: bool) -> list[dict[str, Any]]:
     """The node rows of the table: with ``all_rows`` all, else the nodes where a difference starts, a
-    side fails, or whose swap moves the outputs (report["amplified"])."""
+    side fails, or whose swap moves the outputs (report["amplified"]); against loaded outputs, every node
+    that differs from them (no node ran alone: where the difference comes from is its origin)."""
     moving = {name for e in report.get("amplified", []) for name in e["nodes"]}
+    loaded = _loaded(report)
     return [
         n
         for n in report["nodes"]
@@ -30,7 +32,22 @@ def shown(report: dict[str, Any], all_rows: bool) -> list[dict[str, Any]]:
         or n["origin"] in ("starts-here", "rounding")
         or n["verdict"] == "side-failed"
         or n["node"] in moving
+        or (loaded and n["verdict"] != "agree")
     ]
+
+
+def _hidden_lines(report: dict[str, Any], hidden: int) -> list[str]:
+    """The line that counts the node rows :func:`shown` leaves out, if any."""
+    if not hidden:
+        return []
+    if _loaded(report):
+        return [f"  {hidden} more node(s) agree with the loaded outputs (--all-rows shows them)"]
+    return [f"  {hidden} more swapped node(s) agree alone or carry a difference in (--all-rows shows them)"]
+
+
+def _loaded(report: dict[str, Any]) -> bool:
+    """Whether side A is outputs loaded from a file (--load-outputs)."""
+    return "loaded_from" in report["sides"]["builtin"]
 
 
 def format_table(report: dict[str, Any], all_rows: bool = True) -> str:
@@ -65,7 +82,7 @@ def _table(report: dict[str, Any], all_rows: bool) -> str:
         attribution = n["attribution"] + (f" ({', '.join(known)})" if known else "")
         row(
             n["node"],
-            n["op"],
+            n["op"] if n.get("swapped", True) else f"{n['op']} (not swapped)",
             alone or in_model or {},
             n["verdict"],
             (attribution, n["origin"]),
@@ -77,13 +94,10 @@ def _table(report: dict[str, Any], all_rows: bool) -> str:
     widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
-    hidden = len(report["nodes"]) - len(nodes)
-    if hidden:
-        lines.append(
-            f"  {hidden} more swapped node(s) agree alone or carry a difference in (--all-rows shows them)"
-        )
+    lines.extend(_hidden_lines(report, len(report["nodes"]) - len(nodes)))
     lines.extend(_passing_tolerances(report, nodes))
     lines.extend(error_stat_lines(report, nodes))
+    lines.extend(decided_by_lines(report, nodes))
     lines.extend(_ulp_notes(report, nodes))
     for n in nodes:
         errors = (n["isolated"] or {}).get("errors") or {}
@@ -182,6 +196,26 @@ def error_stat_lines(report: dict[str, Any], nodes: list[dict[str, Any]]) -> lis
             for key, label in (("abs", "|A-B|"), ("rel", "rel"))
         ]
         lines.append(f"  {name}: {'; '.join(parts)}")
+    return lines
+
+
+def decided_by_lines(report: dict[str, Any], nodes: list[dict[str, Any]]) -> list[str]:
+    """For each output and shown node decided by an error statistic (--check-error-stat, not elemwise):
+    the statistic, its quantile, whether matching infinities counted as errors of 0, and its absolute and
+    relative values against atol and rtol (its figures in the model: where they are decided)."""
+    items = [(o["name"], o["metrics"]) for o in report["outputs"]]
+    items += [(n["node"], n["in_model"]) for n in nodes]
+    lines = []
+    for name, m in items:
+        if not m or not m.get("stat"):
+            continue
+        stat = m["stat"] + (f" {_fmt(m['quantile'])}" if m.get("quantile") is not None else "")
+        infinities = ", matching infinities as 0" if m.get("infinities_equal") else ""
+        lines.append(
+            f"  {name}: --check-error-stat {stat}{infinities}: |A-B| {_fmt(m['stat_abs'])} (atol "
+            f"{_fmt(m['atol'])}), rel {_fmt(m['stat_rel'])} (rtol {_fmt(m['rtol'])}): "
+            + ("passes" if m.get("pass") else "fails")
+        )
     return lines
 
 
