@@ -535,8 +535,7 @@ def compare_model(
     check_in_memory(model, model_name)  # the sides' children get bytes: nothing may point at other files
     say = progress or (lambda _m: None)
     clock = Phases(started)
-    # start during the rewrite
-    sides.start_all(without=("builtin", "reference") if loaded is not None else ())
+    sides.start_all(without=("builtin", "reference") if loaded is not None else ())  # during the rewrite
     p = prepare(model, feed, ops, say, settings.choices)
     _check_tolerance_names(p, settings, loaded)
     clock.lap("prepare")
