@@ -37,7 +37,7 @@ ALL_DTYPES = (
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 """The repository's root."""
-DEVIATION = os.path.join(ROOT, "models", "ort_deviation.onnx")
+DEVIATION = os.path.join(ROOT, "customops", "examples", "ort_deviation.onnx")
 """The bundled model on which ORT leaves the spec (the README's quickstart)."""
 
 NEVER = 1800.0
@@ -248,6 +248,22 @@ def run_cli(
         cwd=cwd,
         env={**os.environ, **(env or {})},
     )
+
+
+def polygraphy(*args: str, cwd: object, check: bool = True) -> subprocess.CompletedProcess:
+    """The real ``polygraphy ARGS`` in ``cwd`` (the script installed beside this Python: Polygraphy has
+    no ``python -m`` entry; it is in the ``test`` extra), which must succeed unless ``check`` is False:
+    the files it writes are the interop tests' fixtures."""
+    script = os.path.join(os.path.dirname(sys.executable), "polygraphy")
+    proc = subprocess.run(
+        [script if os.path.exists(script) else "polygraphy", *args],
+        capture_output=True,
+        text=True,
+        timeout=NEVER,
+        cwd=cwd,
+    )
+    assert proc.returncode == 0 or not check, f"polygraphy {' '.join(args)}:\n{proc.stdout}{proc.stderr}"
+    return proc
 
 
 def run_python(

@@ -64,7 +64,7 @@ FUZZ_SIDE = {
 
 
 def test_compare_and_fuzz_blame_the_same_side_on_the_bundled_deviations():
-    """Every swapped node of models/ort_deviation.onnx run alone on the three real sides: compare's
+    """Every swapped node of customops/examples/ort_deviation.onnx run alone on the three real sides: compare's
     attribution and the fuzz triage's finding name the same odd one out, and ORT is blamed at least once
     (the model exists to show its deviations)."""
     from pathlib import Path
@@ -77,7 +77,7 @@ def test_compare_and_fuzz_blame_the_same_side_on_the_bundled_deviations():
     from customops.fuzz.spaces.base import Verdict
     from customops.fuzz.triage import classify
 
-    model = onnx.load(Path(__file__).parent.parent / "models" / "ort_deviation.onnx")
+    model = onnx.load(Path(__file__).parent.parent / "customops" / "examples" / "ort_deviation.onnx")
     comparison = compare_model(model, generate_inputs(model))
     words = []
     for entry in comparison.report.nodes:

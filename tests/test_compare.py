@@ -589,7 +589,9 @@ def test_an_amplified_difference_is_blamed_on_the_swap_that_moves_the_output(mon
 
 
 def test_no_search_when_a_node_starts_the_difference_and_the_quickstart_names_its_deviation():
-    model = onnx.load(Path(__file__).resolve().parent.parent / "models" / "ort_deviation.onnx")
+    model = onnx.load(
+        Path(__file__).resolve().parent.parent / "customops" / "examples" / "ort_deviation.onnx"
+    )
     report = compare_model(model, generate_inputs(model)).report
     assert "starts at" in report.summary and report.amplified == []
     assert report.summary.endswith("builtin-leaves-spec (known: R-ALIGN-CORNERS-INT-LENGTH)")

@@ -11,7 +11,7 @@ import pytest
 import customops
 from customops.comparison import results
 
-MODEL = Path(__file__).resolve().parent.parent / "models" / "ort_deviation.onnx"
+MODEL = Path(__file__).resolve().parent.parent / "customops" / "examples" / "ort_deviation.onnx"
 
 
 def _untimed(document: dict) -> dict:

@@ -12,10 +12,11 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper
+from polygraphy.json import load_json
 
 from customops.comparison import inputs as gen
 from customops.errors import CustomOpsError
-from tests.helpers import run_cli
+from tests.helpers import polygraphy, run_cli
 
 
 def _model(path: Path, dims: list, elem: int = TensorProto.FLOAT) -> Path:
@@ -30,26 +31,19 @@ def _model(path: Path, dims: list, elem: int = TensorProto.FLOAT) -> Path:
     return path
 
 
-def _polygraphy_json(path: Path, feed: dict) -> Path:
-    encoded = {}
-    for name, value in feed.items():
-        buffer = io.BytesIO()
-        np.save(buffer, value, allow_pickle=False)
-        encoded[name] = {"array": base64.b64encode(buffer.getvalue()).decode(), "polygraphy_class": "ndarray"}
-    path.write_text(json.dumps([encoded]))
-    return path
-
-
 def test_polygraphy_inputs_are_read_and_what_compare_saves_reads_back(tmp_path):
+    """The inputs ``polygraphy run --save-inputs`` wrote are the ones compared, and the .json compare
+    saves is one ``polygraphy run --load-inputs`` reads (both by the real polygraphy)."""
     model = _model(tmp_path / "m.onnx", [1, 1, 3, 3])
-    x = np.arange(9, dtype=np.float32).reshape(1, 1, 3, 3)
+    polygraphy("run", str(model), "--onnxrt", "--save-inputs", "in.json", cwd=tmp_path)
+    x = load_json(str(tmp_path / "in.json"))[0]["x"]
     saved = tmp_path / "saved.json"
     outputs = tmp_path / "out.npz"
     proc = run_cli(
         "compare",
         str(model),
         "--inputs",
-        str(_polygraphy_json(tmp_path / "in.json", {"x": x})),
+        str(tmp_path / "in.json"),
         "--save-inputs",
         str(saved),
         "--save-outputs",
@@ -60,6 +54,17 @@ def test_polygraphy_inputs_are_read_and_what_compare_saves_reads_back(tmp_path):
     with np.load(outputs, allow_pickle=False) as got:
         assert sorted(got.files) == ["builtin/y", "custom/y"]
         assert got["builtin/y"].shape == (1, 1, 6, 6) and np.array_equal(got["builtin/y"], got["custom/y"])
+    polygraphy(
+        "run",
+        str(model),
+        "--onnxrt",
+        "--load-inputs",
+        "saved.json",
+        "--save-inputs",
+        "again.json",
+        cwd=tmp_path,
+    )
+    assert np.array_equal(load_json(str(tmp_path / "again.json"))[0]["x"], x)
 
 
 def test_a_polygraphy_file_holding_pickled_objects_is_refused(tmp_path):
@@ -100,7 +105,7 @@ def test_input_shape_and_val_range_shape_the_generated_inputs(tmp_path):
         (["--val-range", "5,1"], "finite LO <= HI"),
         (["--val-range", "nosuch:0,1"], "names no graph input"),
         (["--save-inputs", "in.txt"], "must end in .npz or .json"),
-        (["--save-outputs", "out.json"], "must end in .npz"),
+        (["--save-outputs", "out.txt"], "must end in .npz or .json"),
     ],
 )
 def test_bad_input_options_exit_2_with_one_line(tmp_path, args, needle):
@@ -109,6 +114,43 @@ def test_bad_input_options_exit_2_with_one_line(tmp_path, args, needle):
     assert proc.returncode == 2 and proc.stdout == "", proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and needle in lines[0], lines
+
+
+def test_a_dim_that_an_input_shape_contradicts_is_refused(tmp_path):
+    """``--input-shape x:1x1x3x3 --dim N=2``: x's whole shape is given, so N=2 would be silently ignored
+    for it (and would give N two sizes with another input using N): bad input naming both. A --dim that
+    agrees with the shape is accepted."""
+    model = _model(tmp_path / "m.onnx", ["N", 1, "H", "W"])
+    proc = run_cli("compare", str(model), "--input-shape", "x:1x1x3x3", "--dim", "N=2", cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stdout == "", proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--dim N=2 contradicts --input-shape x:1x1x3x3" in lines[0], lines
+    assert "'N' (axis 0) the size 1" in lines[0], lines
+    loaded = onnx.load(model)
+    plan = gen.InputPlan(loaded, 0, {"N": 1, "H": 3}, {"x": [1, 1, 3, 3]})
+    assert plan.generate()["x"].shape == (1, 1, 3, 3)
+    with pytest.raises(CustomOpsError, match="--dim H=4 contradicts --input-shape x:1x1x3x3"):
+        gen.InputPlan(loaded, 0, {"H": 4}, {"x": [1, 1, 3, 3]})
+
+
+def test_the_sizes_of_defaulted_dims_are_said_before_the_runs_and_not_under_quiet(tmp_path):
+    """Symbolic dimensions left to the default 4 (batch included) are named on stderr before any run,
+    with how to set them; one given by --dim is not among them; -q says nothing of it."""
+    model = _model(tmp_path / "m.onnx", ["N", 1, "H", "W"])
+    proc = run_cli("compare", str(model), "--dim", "N=1", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    note = (
+        "generated inputs: symbolic dims H=4, W=4 (default 4; set with --dim NAME=VALUE or "
+        "--input-shape NAME:DIMS)"
+    )
+    lines = proc.stderr.splitlines()
+    assert note in lines, lines
+    assert lines.index(note) < lines.index("running the model with ORT's built-in kernels"), lines
+    assert "symbolic dims N=1, H=4, W=4" in proc.stdout  # the report's inputs line: the sizes used
+    quiet = run_cli("compare", str(model), "-q", cwd=tmp_path)
+    assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr
+    given = gen.InputPlan(onnx.load(model), 0, {"N": 1}, {"x": [1, 1, 2, 2]})
+    assert given.defaults_note() is None  # every symbolic dimension has its size from the user
 
 
 def test_generation_options_with_inputs_are_refused(tmp_path):

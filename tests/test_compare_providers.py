@@ -12,7 +12,7 @@ from customops.comparison.providers import resolve
 from customops.errors import CustomOpsError
 from tests.helpers import run_cli, strict_json
 
-MODEL = Path(__file__).resolve().parent.parent / "models" / "ort_deviation.onnx"
+MODEL = Path(__file__).resolve().parent.parent / "customops" / "examples" / "ort_deviation.onnx"
 
 
 def test_aliases_and_ort_names_resolve_once_each():

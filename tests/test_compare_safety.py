@@ -30,7 +30,7 @@ from tests.helpers import (
 )
 
 F32 = np.float32
-MODELS = Path(__file__).resolve().parent.parent / "models"
+MODELS = Path(__file__).resolve().parent.parent / "customops" / "examples"
 
 # ---------------------------------------------------------------------------------------------------------
 # attribute(): every (built-in, custom, reference) outcome
@@ -279,7 +279,7 @@ def test_no_third_vote_on_a_node_without_rounding_is_not_blamed_on_either_side(w
 
 
 def _masked_deviation() -> onnx.ModelProto:
-    """models/ort_deviation.onnx (its align_corners Resize is builtin-leaves-spec) with its output
+    """The example ort_deviation.onnx (its align_corners Resize is builtin-leaves-spec) with its output
     multiplied by 0: the difference never reaches the graph output."""
     model = onnx.load(MODELS / "ort_deviation.onnx")
     (out,) = model.graph.output

@@ -4,6 +4,7 @@ registry, CI runs the README's test line, and the docs' links lead somewhere."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 from pathlib import Path
 
@@ -61,22 +62,53 @@ def test_readme_python_example_runs():
     assert namespace["original"].SerializeToString() == namespace["model"].SerializeToString()
 
 
-def test_readme_quickstart_compares_a_bundled_model_and_finds_what_it_says():
+def test_readme_quickstart_runs_from_an_installed_wheel_and_finds_what_it_says(tmp_path):
+    """The wheel holds the example models, and the README's first command, run where the wheel is
+    installed and away from any checkout, compares the example and prints the verdict the README shows."""
+    import shlex
+    import shutil
     import subprocess
     import sys
+    import zipfile
 
     quick = README.split("## Quickstart")[1].split("<!-- test-command -->")[0]
     line = quick.split("```")[1].strip()
-    assert line.count("\n") == 0 and "pip install" in line and "customops compare models/" in line
-    model = line.split("customops compare ")[1].split()[0]
-    assert (ROOT / model).exists()
-    proc = subprocess.run(
-        [sys.executable, "-m", "customops.cli.main", "compare", model],
-        cwd=ROOT,
+    assert line.count("\n") == 0 and "/pip install -q . && " in line, line
+    command = line.split(" && ")[-1]
+    assert command.startswith(".venv/bin/customops compare ") and "examples ort_deviation" in command
+    src = tmp_path / "src"  # the wheel is built from a copy: the checkout gets no build/ or egg-info
+    shutil.copytree(ROOT / "customops", src / "customops", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, src / name)
+    pip = [sys.executable, "-m", "pip", "-q"]
+    wheels = tmp_path / "dist"
+    built = subprocess.run(
+        [*pip, "wheel", "--no-deps", "-w", str(wheels), str(src)],
         capture_output=True,
         text=True,
         timeout=NEVER,
     )
+    assert built.returncode == 0, built.stderr[-2000:]
+    (wheel,) = wheels.glob("customops-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for name in ("ort_deviation.onnx", "preprocess_pipeline.onnx", "README.md"):
+        assert f"customops/examples/{name}" in names, sorted(names)
+    site = tmp_path / "site"  # installed into a directory of its own; its dependencies are this Python's
+    installed = subprocess.run(
+        [*pip, "install", "--no-deps", "--target", str(site), str(wheel)],
+        capture_output=True,
+        text=True,
+        timeout=NEVER,
+    )
+    assert installed.returncode == 0, installed.stderr[-2000:]
+    # CUSTOMOPS_JIT=0: the numpy kernels (the same verdict) spare compiling the fresh copy's loops
+    env = {**os.environ, "PYTHONPATH": str(site), "CUSTOMOPS_JIT": "0"}
+    bin_dir = f"{shlex.quote(str(site))}/bin/"
+    (tmp_path / "elsewhere").mkdir()
+    run = {"capture_output": True, "text": True, "timeout": NEVER, "env": env, "cwd": tmp_path / "elsewhere"}
+    where = subprocess.run([f"{site}/bin/customops", "examples", "ort_deviation"], **run)
+    assert where.stdout.strip() == str(site / "customops" / "examples" / "ort_deviation.onnx"), where
+    proc = subprocess.run(["bash", "-c", command.replace(".venv/bin/", bin_dir)], **run)
     assert proc.returncode == 1, proc.stderr
     verdict = proc.stdout.strip().splitlines()[-1]
     assert verdict in README and "builtin-leaves-spec" in verdict
@@ -90,11 +122,14 @@ def test_ci_runs_the_readme_test_line():
 
 
 def _commands(parser, words=("customops",)):
-    """(words of a command, its long options and positional metavars) for every (sub)command."""
+    """(words of a command, its long options and positional metavars) for every (sub)command; of an
+    option spelt several ways, its first long spelling (the others are other tools' spellings of it,
+    listed in the docs of the command: docs/compare.md for compare's Polygraphy spellings)."""
     import argparse
 
     subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-    options = [o for a in parser._actions for o in a.option_strings if o.startswith("--") and o != "--help"]
+    longs = [[o for o in a.option_strings if o.startswith("--")] for a in parser._actions]
+    options = [spellings[0] for spellings in longs if spellings and spellings[0] != "--help"]
     positionals = [
         a.metavar or a.dest
         for a in parser._actions

@@ -3,7 +3,7 @@
 Their JSON reports on fixed inputs are pinned here, field by field, so that a change meant to keep
 behaviour can show that both commands give the same reports:
 
-- compare on the bundled models (models/ort_deviation.onnx, models/preprocess_pipeline.onnx) with their
+- compare on the bundled example models (customops/examples/: ort_deviation.onnx, preprocess_pipeline.onnx) with their
   generated inputs (default seed 0), and on three tiny models built below: a difference that starts at
   a node and one carried in from upstream, next to a node that agrees (``chain``); a side that cannot run
   the model (``uint16_resize``: ORT has no uint16 Resize kernel); nodes inside an If body
@@ -76,7 +76,7 @@ def normalise(doc: Any, paths: dict[str, str]) -> Any:
 
     Not normalised, on purpose: versions (see the module docstring); fuzz's ``jobs`` (the golden
     campaigns pass ``--jobs 1``, and the cap by usable cores and cases can only lower a request, so it
-    is 1 on every machine); relative paths such as the bundled models' ``models/...`` (the command
+    is 1 on every machine); relative paths such as the bundled models' ``customops/examples/...`` (the command
     runs in the repository root)."""
     order = sorted(paths.items(), key=lambda kv: -len(kv[0]))
 
@@ -287,8 +287,8 @@ BUILT: dict[str, Callable[[], onnx.ModelProto]] = {
 
 # name -> (model: a path relative to the repository root, or a builder of BUILT; extra arguments)
 COMPARES: dict[str, tuple[str, list[str]]] = {
-    "ort_deviation": ("models/ort_deviation.onnx", []),
-    "preprocess_pipeline": ("models/preprocess_pipeline.onnx", []),
+    "ort_deviation": ("customops/examples/ort_deviation.onnx", []),
+    "preprocess_pipeline": ("customops/examples/preprocess_pipeline.onnx", []),
     "chain": ("chain", []),
     "uint16_resize": ("uint16_resize", []),
     "if_body": ("if_body", ["--ops", "Resize"]),

@@ -268,6 +268,21 @@ def test_tables_have_every_column(parsed: StrictParser, page: str):
     assert "Skipped nodes" in text
 
 
+def test_headings_and_relative_error_columns_name_their_side():
+    """A graph output named "output" (a common export name) is not headed "output output", and each row
+    of a detail table names the side its relative error divides by: ours against the built-in side, the
+    reference against the reference."""
+    report = {**REPORT, "outputs": [{**REPORT["outputs"][0], "name": "output"}]}
+    page = render(report, {**TENSORS, "output": TENSORS["y"]})
+    text = " ".join(" ".join(parse(page).text).split())
+    assert "output output" not in text and "output (graph output)" in text
+    assert "the side named second" not in text
+    assert "max rel err (÷ |spec side|)" in text
+    for row in ("builtin vs custom (÷ |custom|)", "isolated: builtin vs reference (÷ |reference|)"):
+        assert row in text
+    assert "isolated: custom vs reference (÷ |reference|)" in text
+
+
 def test_each_side_gets_a_heat_map_and_the_slice_is_named(parsed: StrictParser, page: str):
     for side in ("builtin", "custom"):
         img = image(parsed, f"{side}: resize<script>")

@@ -15,7 +15,7 @@ from customops.model.inspect import inspect_model
 from customops.model.rewriter import rewrite_model
 from tests.helpers import ROOT, one_error_line, run_cli, run_python
 
-PIPELINE = os.path.join(ROOT, "models", "preprocess_pipeline.onnx")
+PIPELINE = os.path.join(ROOT, "customops", "examples", "preprocess_pipeline.onnx")
 
 
 def _mixed_model() -> onnx.ModelProto:

@@ -1,5 +1,6 @@
-"""The bundled example models: reproducible from tools/make_models.py, valid, and showing what they claim
-(the pipeline agrees between ORT and customops; on ort_deviation ORT leaves the spec and we do not)."""
+"""The example models installed with the package (customops/examples/): reproducible from
+tools/make_models.py, valid, reached by ``customops examples``, and showing what they claim (the pipeline
+agrees between ORT and customops; on ort_deviation ORT leaves the spec and we do not)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from onnx.reference import ReferenceEvaluator
 import customops
 
 ROOT = Path(__file__).resolve().parent.parent
-MODELS = ROOT / "models"
+MODELS = ROOT / "customops" / "examples"
 NAMES = ("preprocess_pipeline.onnx", "ort_deviation.onnx")
 
 # The deviation model, restated here so that the spec values below do not come from the script.
@@ -54,6 +55,27 @@ def test_script_reproduces_the_committed_models_byte_for_byte(tmp_path: Path):
         committed = (MODELS / name).read_bytes()
         assert (tmp_path / name).read_bytes() == committed, f"{name}: run tools/make_models.py and commit"
         assert len(committed) < 1_000_000
+
+
+def test_customops_examples_lists_every_model_and_prints_the_path_of_one():
+    """``customops examples``: each model of customops/examples/ by name with its path;
+    ``customops examples NAME``: that path alone, for
+    ``$(...)``; a name that is no example is bad input, one line naming the examples."""
+    from tests.helpers import run_cli
+
+    assert sorted(p.name for p in MODELS.glob("*.onnx")) == sorted(NAMES)
+    assert not (ROOT / "models").exists()  # their old place: one copy, in the package
+    listed = run_cli("examples")
+    assert listed.returncode == 0, listed.stderr
+    for name in NAMES:
+        assert f"{name.removesuffix('.onnx')}  " in listed.stdout and str(MODELS / name) in listed.stdout
+    one = run_cli("examples", "ort_deviation")
+    assert one.returncode == 0 and one.stdout == f"{MODELS / 'ort_deviation.onnx'}\n", one
+    bad = run_cli("examples", "resnet")
+    assert bad.returncode == 2 and bad.stdout == "", bad
+    assert bad.stderr.splitlines() == [
+        "customops examples: error: no example model 'resnet' (examples: ort_deviation, preprocess_pipeline)"
+    ]
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -233,6 +233,7 @@ def _resize_rerun(tol):
 
     from customops.comparison.inputs import generate_inputs
     from customops.comparison.optimizer import Rerun
+    from customops.eval.judging.metrics import Criterion
     from customops.model.rewriter import rewrite_model
 
     graph = helper.make_graph(
@@ -245,7 +246,9 @@ def _resize_rerun(tol):
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
     feed = generate_inputs(model)
     rewritten = rewrite_model(model).model
-    return Rerun(model, rewritten, feed, ["y"], tol, "elemwise", ["CPUExecutionProvider"], lambda _m: None)
+    return Rerun(
+        model, rewritten, feed, ["y"], tol, lambda _n: Criterion(), ["CPUExecutionProvider"], lambda _m: None
+    )
 
 
 def test_the_reruns_stop_at_the_first_level_that_passes_within_tolerance():

@@ -1,23 +1,14 @@
 """A Polygraphy inputs file may hold several feeds (one per iteration of ``polygraphy run``): compare runs
-the first, as its help says."""
+the first, as its help says. The file is the real ``polygraphy run --iterations 2 --save-inputs``'s."""
 
 from __future__ import annotations
-
-import base64
-import io
-import json
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper
+from polygraphy.json import load_json
 
-from tests.helpers import run_cli
-
-
-def _encoded(value: np.ndarray) -> dict[str, str]:
-    buffer = io.BytesIO()
-    np.save(buffer, value, allow_pickle=False)
-    return {"array": base64.b64encode(buffer.getvalue()).decode(), "polygraphy_class": "ndarray"}
+from tests.helpers import polygraphy, run_cli
 
 
 def test_of_two_feeds_the_first_is_compared(tmp_path):
@@ -30,12 +21,16 @@ def test_of_two_feeds_the_first_is_compared(tmp_path):
     )
     model = tmp_path / "m.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)]), model)
-    first = np.array([[1, 2, 3]], np.float32)
-    second = np.array([[7, 8, 9]], np.float32)
-    feeds = tmp_path / "feeds.json"
-    feeds.write_text(json.dumps([{"x": _encoded(first)}, {"x": _encoded(second)}]))
+    polygraphy(
+        "run", str(model), "--onnxrt", "--iterations", "2", "--save-inputs", "feeds.json", cwd=tmp_path
+    )
+    feeds = load_json(str(tmp_path / "feeds.json"))
+    first, second = (feed["x"] for feed in feeds)
+    assert not np.array_equal(first, second)
     outputs = tmp_path / "out.npz"
-    proc = run_cli("compare", str(model), "--inputs", str(feeds), "--save-outputs", str(outputs), "-q")
+    proc = run_cli(
+        "compare", str(model), "--inputs", str(tmp_path / "feeds.json"), "--save-outputs", str(outputs), "-q"
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     with np.load(outputs, allow_pickle=False) as got:
         for side in ("builtin", "custom"):

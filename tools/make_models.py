@@ -1,4 +1,4 @@
-"""Write the example models bundled in models/ (``python tools/make_models.py [--out models]``).
+"""Write the example models bundled in customops/examples/ (``python tools/make_models.py [--out DIR]``).
 
 - ``preprocess_pipeline.onnx`` (opset 19): three preprocessing branches built from the operators
   customops re-implements, on which ONNX Runtime's built-in kernels and ours agree:
@@ -28,7 +28,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 PRODUCER = "customops tools/make_models.py"
-DEFAULT_OUT = Path(__file__).resolve().parent.parent / "models"
+DEFAULT_OUT = Path(__file__).resolve().parent.parent / "customops" / "examples"
 
 #: Image branch of the pipeline.
 IMAGE_SHAPE = (1, 3, 60, 80)
@@ -212,9 +212,11 @@ def write_models(out: Path) -> list[Path]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Command line: ``--out DIR`` (default: the repository's models/)."""
+    """Command line: ``--out DIR`` (default: the package's customops/examples/)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output directory (default: models/)")
+    parser.add_argument(
+        "--out", type=Path, default=DEFAULT_OUT, help="output directory (default: customops/examples/)"
+    )
     args = parser.parse_args(argv)
     for path in write_models(args.out):
         print(f"wrote {path} ({path.stat().st_size} bytes)")

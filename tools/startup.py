@@ -3,8 +3,8 @@
     python tools/startup.py [--runs N] [--conformance-runs N] [--cold-runs M] [--no-cold] [--importtime]
 
 Rows: ``customops -h`` and ``customops --version`` (median of N runs), ``customops conformance`` warm
-(after one untimed run), and the README's first command (``customops compare
-models/ort_deviation.onnx``) cold, each run with an empty numba cache directory of its own
+(after one untimed run), and the README's first command (``customops compare`` on the bundled example
+ort_deviation, customops/examples/ort_deviation.onnx) cold, each run with an empty numba cache directory of its own
 (``NUMBA_CACHE_DIR``: every loop it needs is compiled), then warm (that directory filled by the cold run:
 loops loaded). The difference of the two is what compiling costs a machine's first run. Times are wall
 clock of the whole command and the CPU time of it and its child processes (user + system), whose median
@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-README_MODEL = ROOT / "models" / "ort_deviation.onnx"
+README_MODEL = ROOT / "customops" / "examples" / "ort_deviation.onnx"
 WORKDIR = tempfile.gettempdir()
 """Where the commands run: not the source tree, so that ``python -m`` in this process's own commands cannot
 pick up the tree's ``customops`` instead of PYTHONPATH's (compare's child processes start in the package's

@@ -16,7 +16,7 @@ import time
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from customops.cli import bench, compare, conformance, fuzz, inspect, ops, rewrite
+from customops.cli import bench, compare, conformance, examples, fuzz, inspect, ops, rewrite
 from customops.errors import CustomOpsError
 from customops.safeio import printable
 from customops.signals import NATIVE_PACKAGES, import_held, signals_held
@@ -25,7 +25,10 @@ from customops.signals import NATIVE_PACKAGES, import_held, signals_held
 class OneLineParser(argparse.ArgumentParser):
     """argparse with usage mistakes reported as bad input is: one line on stderr naming the problem and
     where to read the usage, exit status 2. Subcommand parsers made from it are of this class too, and
-    report arguments they do not know themselves (naming the subcommand)."""
+    report arguments they do not know themselves (naming the subcommand), with the option meant where
+    one is close (:meth:`hint`)."""
+
+    refusals: dict[str, str] = {}  # noqa: RUF012  # a subcommand's: options of another tool it does not take, and why
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} -h')\n")
@@ -33,8 +36,23 @@ class OneLineParser(argparse.ArgumentParser):
     def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:  # type: ignore[override]
         parsed, extras = super().parse_known_args(args, namespace)
         if extras:
-            self.error(f"unrecognized arguments: {' '.join(extras)}")
+            self.error(f"unrecognized arguments: {' '.join(extras)}{self.hint(extras)}")
         return parsed, extras
+
+    def hint(self, extras: list[str]) -> str:
+        """For the first unknown option among ``extras``: why this command does not take it (another
+        tool's option, :attr:`refusals`), or the option of this parser it is closest to ("did you
+        mean --atol?"); empty when none is close."""
+        import difflib
+
+        unknown = next((e.split("=", 1)[0] for e in extras if e.startswith("--")), None)
+        if unknown is None:
+            return ""
+        if unknown in self.refusals:
+            return f" ({unknown}: {self.refusals[unknown]})"
+        known = [o for o in self._option_string_actions if o.startswith("--")]
+        close = difflib.get_close_matches(unknown, known, n=1, cutoff=0.75)
+        return f" (did you mean {close[0]}?)" if close else ""
 
 
 VERSIONED = ("onnx", "onnxruntime", "onnxruntime-extensions", "numpy", "numba")
@@ -86,7 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-COMMANDS = (ops, inspect, rewrite, compare, conformance, bench, fuzz)
+COMMANDS = (ops, inspect, rewrite, compare, conformance, bench, fuzz, examples)
 """The modules of the subcommands, in the order of ``customops -h``: each has ``add_parser(subparsers)``
 (cheap: heavy imports happen in the command itself) registering a parser whose ``func(args) -> int`` runs
 it (``rewrite`` registers ``restore`` too)."""
@@ -101,10 +119,10 @@ def _on_sigterm(signum: int, frame: Any) -> NoReturn:
     raise Terminated(128 + signum)
 
 
-NATIVE_NEEDED = {"inspect": ("numpy", "onnx"), "compare": ("numpy", "onnx", "onnxruntime")}
+NATIVE_NEEDED = {"inspect": ("numpy", "onnx"), "compare": ("numpy", "onnx", "onnxruntime"), "examples": ()}
 """Commands that need fewer native packages than :data:`~customops.signals.NATIVE_PACKAGES`: inspect runs
 nothing, so ONNX Runtime is not imported (it would cost most of its time); compare runs no session
-itself (its sides' children do, and they import onnxruntime-extensions)."""
+itself (its sides' children do, and they import onnxruntime-extensions); examples only prints paths."""
 
 ORT_COMMANDS = frozenset({"compare", "conformance", "bench", "ops", "fuzz"})
 """Commands that run ONNX Runtime in this process: its default logger is kept below errors there."""
@@ -112,8 +130,8 @@ ORT_COMMANDS = frozenset({"compare", "conformance", "bench", "ops", "fuzz"})
 
 def main(argv: Sequence[str] | None = None, started: float | None = None) -> int:
     """Run the command line; returns the exit status (0 ok, 1 findings, 2 bad input or usage, 130 Ctrl-C,
-    143 SIGTERM). ``started``: the perf_counter time the command started (None: now), from which
-    compare reports its wall time."""
+    143 SIGTERM). ``started``: the perf_counter time the command started (None: now; the program's is
+    its interpreter's start, :func:`process_started`), from which compare reports its wall time."""
     started = time.perf_counter() if started is None else started
     try:
         return _main(argv, started)
@@ -139,9 +157,22 @@ def entry() -> int:
     return status
 
 
-def process_started() -> float | None:
-    """The perf_counter time at which this process started (Linux: from /proc/self/stat, to a clock
-    tick), so that a command's wall time includes Python's start and the imports; None where unknown."""
+def process_started() -> float:
+    """The perf_counter time at which this command's interpreter started, so that a command's wall time
+    includes Python's start and the imports. The process's creation time (/proc/self/stat) is not it: a
+    process keeps it through ``exec``, so a shell that ``exec``s customops after a wait, or a parent that
+    forks, waits and then ``exec``s, would count the wait. Until this call the interpreter has done
+    nothing but start and import (CPU work, on one thread), so its CPU time so far stands for that:
+    the start is now minus the CPU time, never before the process was created."""
+    now = time.perf_counter()
+    started = now - time.process_time()
+    created = _created(now)
+    return started if created is None else max(started, created)
+
+
+def _created(now: float) -> float | None:
+    """The perf_counter time at which this process was created (Linux: from /proc/self/stat, to a clock
+    tick: the fork, not the last ``exec``); None where unknown."""
     try:
         with open("/proc/self/stat", "rb") as f:
             stat = f.read()
@@ -149,7 +180,7 @@ def process_started() -> float | None:
         age = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError, AttributeError):
         return None
-    return time.perf_counter() - age if 0 <= age < 3600 else None
+    return now - age if age >= 0 else None
 
 
 def _main(argv: Sequence[str] | None, started: float) -> int:

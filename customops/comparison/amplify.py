@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from customops.comparison.isolate import metrics_of, run_side
+from customops.eval.judging.metrics import Criterion
 
 if TYPE_CHECKING:
     from onnx import ModelProto
@@ -54,7 +55,8 @@ class CulpritSearch:
     tol: Callable[[str], tuple[float | None, float | None]]
     """(rtol, atol) of a tensor by name (None: the dtype's default)."""
     say: Callable[[str], None]
-    stat: str = "elemwise"
+    stat: Callable[[str], Criterion] = lambda _name: Criterion()
+    """What decides a tensor by name at its tolerances (customops.comparison.settings.Settings.criterion)."""
     runs: int = 0
     optimization: str = "all"
     """ORT's graph optimization level of the runs (customops.eval.running.worker.OPTIMIZATION_LEVELS)."""
@@ -72,7 +74,9 @@ def effect_of(search: CulpritSearch, nodes: Sequence[tuple[str, str]]) -> Effect
     max_abs: dict[str, float | None] = {}
     passes = run.error is None
     for name, expected in search.builtin.items():
-        m = metrics_of(expected, run.values.get(name), *search.tol(name), search.stat)  # as judge_outputs
+        m = metrics_of(
+            expected, run.values.get(name), *search.tol(name), search.stat(name)
+        )  # as judge_outputs
         max_abs[name] = None if m is None else m.max_abs
         passes = passes and m is not None and m.passed
     return Effect(names, [op for _, op in nodes], max_abs, passes)

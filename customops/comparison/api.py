@@ -30,7 +30,9 @@ def compare(
     reference_limit: int | None = None,
     providers: Sequence[str] | None = None,
     tolerances: Mapping[str, tuple[float | None, float | None]] | None = None,
-    check_error_stat: str = "elemwise",
+    check_error_stat: str | Mapping[str, str] = "elemwise",
+    error_quantile: float | Mapping[str, float] | None = None,
+    infinities_compare_equal: bool = False,
     reference_timeout: float = REFERENCE_TIMEOUT,
     graph_optimization_level: str = "all",
     nodes: Sequence[str] | None = None,
@@ -41,17 +43,19 @@ def compare(
 ) -> Report:
     """Run ``model`` (a ModelProto, serialized bytes or a path) with ORT's built-in kernels and with ours,
     node by node, with onnx.reference as third vote; returns the typed report (``.verdict``: 'agree',
-    'disagree', 'failed', or 'invalid' (``validate`` found NaN or inf); ``.summary``; ``.nodes``;
-    ``.outputs``; ``.amplified``; ``.validation``; ``.stopped``; ``.to_json()`` is the document
-    of ``customops compare --json``). ``inputs``: arrays by graph input name, an .npz file or an ONNX
-    test-case directory; None draws them from the declared types and shapes (``seed``; symbolic
-    dimensions from ``dims``, else 4, then 32, 64 and 320 while both sides fail alike: docs/compare.md,
-    Inputs). ``providers``: the built-in side's execution providers (ORT names or aliases: cpu, cuda,
+    'disagree', 'failed', 'invalid' (``validate`` found NaN or inf) or 'nothing-to-compare' (no node
+    swapped: neither side run); ``.summary``; ``.nodes``; ``.outputs``; ``.amplified``; ``.validation``;
+    ``.stopped``; ``.to_json()`` is the document of ``customops compare --json``). ``inputs``: arrays
+    by graph input name, an .npz file or an ONNX test-case directory; None draws them from the declared
+    types and shapes (``seed``; symbolic dimensions from ``dims``, else 4, then 32, 64 and 320 while both
+    sides fail alike: docs/compare.md, Inputs). ``providers``: the built-in side's execution providers (ORT names or aliases: cpu, cuda,
     tensorrt, dml, openvino, coreml; default CPU); ours run on CPU. ``tolerances``: (rtol, atol) by
-    tensor name (graph outputs, swapped nodes' outputs; None: the global one). Every other keyword is
-    the option of the same name (``check_error_stat`` is ``--check-error-stat``, ``kernel_times``
-    ``--kernel-times``: each node's ``time_us``). Raises CustomOpsError for bad input, as the command
-    exits 2."""
+    tensor name (graph outputs, swapped nodes' outputs; None: the global one). ``check_error_stat`` and
+    ``error_quantile``: one value for every tensor, or values by tensor name with ``""`` for every other
+    one, as Polygraphy's comparator takes them (``--check-error-stat [NAME:]STAT``, ``--error-quantile
+    [NAME:]Q``). Every other keyword is the option of the same name (``infinities_compare_equal`` is
+    ``--infinities-compare-equal``, ``kernel_times`` ``--kernel-times``: each node's ``time_us``). Raises CustomOpsError for bad input, as the command
+    exits 2. Longer than 60 lines: a keyword per option of the command, each passed on."""
     from customops.model.rewriter import as_model
 
     started = time.perf_counter()
@@ -70,6 +74,8 @@ def compare(
         providers=providers,
         tolerances=dict(tolerances or {}),
         check_error_stat=check_error_stat,
+        error_quantile=error_quantile,
+        infinities_compare_equal=infinities_compare_equal,
         reference_timeout=reference_timeout,
         graph_optimization_level=graph_optimization_level,
         plan=plan,

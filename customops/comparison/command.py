@@ -34,7 +34,7 @@ def check_destinations(args: Any, files: list[Path]) -> None:
     outputs = [(option, target) for option, target in options if target]
     for option, target, suffixes in (
         ("--save-inputs", args.save_inputs, (".npz", ".json")),
-        ("--save-outputs", args.save_outputs, (".npz",)),
+        ("--save-outputs", args.save_outputs, (".npz", ".json")),
     ):
         if target and not str(target).lower().endswith(suffixes):
             raise CustomOpsError(f"{option} {str(target)!r} must end in {' or '.join(suffixes)}")
@@ -98,10 +98,12 @@ def write_outputs(args: Any, comparison: Comparison) -> None:
             log(nothing_saved(comparison))  # even with -q: an output asked for and not written
     if args.save_outputs:
         from customops.comparison.inputs import save_arrays
-        from customops.comparison.saved import compared_arrays
+        from customops.comparison.saved import compared_arrays, save_run_results
 
         report = comparison.report
-        save_arrays(args.save_outputs, compared_arrays(report.outputs, report.nodes, comparison.tensors))
+        arrays = compared_arrays(report.outputs, report.nodes, comparison.tensors)
+        json_path = str(args.save_outputs).lower().endswith(".json")
+        (save_run_results if json_path else save_arrays)(args.save_outputs, arrays)
 
 
 def loaded_outputs(args: Any, model: ModelProto) -> Any:
@@ -152,7 +154,7 @@ def run(args: Any) -> int:
         rtol=rtol,
         atol=atol,
         tolerances=by_name,
-        check_error_stat=args.check_error_stat,
+        **error_checks(args.check_error_stat or [], args.error_quantile or [], args.infinities_compare_equal),
         model_name=str(args.model),
         seed=args.seed,
         progress=None if args.quiet else log,
@@ -175,7 +177,7 @@ def run(args: Any) -> int:
     )
     write_outputs(args, comparison)
     if not args.quiet:
-        started = getattr(args, "started", None) or time.perf_counter()  # the command's start: its process's
+        started = getattr(args, "started", None) or time.perf_counter()  # the interpreter's start
         log(f"compare took {time.perf_counter() - started:.1f} s")
     return comparison.exit_status
 
@@ -200,3 +202,32 @@ def tolerances(
     names = sorted({name for _, name in found if name is not None})
     by_name = {n: (found.get(("--rtol", n)), found.get(("--atol", n))) for n in names}
     return found.get(("--rtol", None)), found.get(("--atol", None)), by_name
+
+
+def error_checks(stats: list[str], quantiles: list[str], infinities_equal: bool) -> dict[str, Any]:
+    """``--check-error-stat`` and ``--error-quantile`` items (``VALUE`` for every tensor, ``NAME:VALUE``
+    for one) and ``--infinities-compare-equal``, as customops.comparison.pipeline.compare_model's keywords
+    (by tensor name, ``""`` for every tensor; checked there); CustomOpsError for a quantile that is no
+    number or an item given twice."""
+    by_stat: dict[str, str] = {}
+    by_quantile: dict[str, float] = {}
+    for option, items, found in (
+        ("--check-error-stat", stats, by_stat),
+        ("--error-quantile", quantiles, by_quantile),
+    ):
+        for item in items:
+            name, _, text = item.rpartition(":")
+            if name in found:
+                raise CustomOpsError(f"{option} for {name or 'every tensor'!r} is given twice")
+            if found is by_quantile:
+                try:
+                    by_quantile[name] = float(text)
+                except ValueError:
+                    raise CustomOpsError(f"{option} {item!r} is not a number or NAME:NUMBER") from None
+            else:
+                by_stat[name] = text
+    return {
+        "check_error_stat": by_stat or "elemwise",
+        "error_quantile": by_quantile or None,
+        "infinities_compare_equal": infinities_equal,
+    }

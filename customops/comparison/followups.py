@@ -63,7 +63,7 @@ def find_culprits(
         return []
     say("no swapped node differs alone: running the model with one swap at a time")
     builtin = {o.name: runs.a.values[o.name] for o in outputs if o.name in runs.a.values}
-    search = CulpritSearch(p.model, feed, builtin, s.tol, say, s.stat, optimization=s.optimization)
+    search = CulpritSearch(p.model, feed, builtin, s.tol, say, s.criterion, optimization=s.optimization)
     swaps = list(dict.fromkeys((r.node, r.op) for r in p.all_swapped))
     found = culprits(search, swaps)
     say(f"{search.runs} model run(s) to find {len(found)} swap(s) that move the outputs")
@@ -85,7 +85,7 @@ def check_optimizer(
     if not unexplained(runs, judged):
         return found
     names = [o.name for o in outputs]
-    rerun = Rerun(p.model, p.rewritten, feed, names, s.tol, s.stat, s.providers, say)
+    rerun = Rerun(p.model, p.rewritten, feed, names, s.tol, s.criterion, s.providers, say)
     return optimizer.check(rerun, s.optimization)
 
 
@@ -158,7 +158,7 @@ def check_carried(
     if unexplained(runs, (outputs, nodes)):  # the graph outputs are rerun at the lower levels anyway
         return carried
     a, b = with_outputs(p.model, names, p.types), with_outputs(p.rewritten, names, p.types)
-    rerun = Rerun(a, b, feed, names, s.tol, s.stat, s.providers, say)
+    rerun = Rerun(a, b, feed, names, s.tol, s.criterion, s.providers, say)
     why = "inputs of swapped nodes differ, made by ORT's own nodes"
     carried.optimization = optimizer.check(rerun, s.optimization, why)
     return carried

@@ -280,16 +280,18 @@ def _metric_head(denominator: str) -> str:
     )
 
 
-def _metrics_detail(rows: list[tuple[str, Any]]) -> str:
-    """A table of several METRICS dicts, one row each, with every field of the schema."""
+def _metrics_detail(rows: list[tuple[str, str, Any]]) -> str:
+    """A table of several METRICS dicts, one row each, with every field of the schema; each row is
+    (comparison, its spec side: the side its relative error divides by, METRICS)."""
     out = [
         "<table><tr><th>comparison</th>",
-        _metric_head("|the side named second|"),
+        _metric_head("|spec side|"),
         "<th>NaN / inf match</th><th>needed atol / rtol</th><th>atol / rtol</th><th>pass</th></tr>",
     ]
-    for title, m in rows:
+    for comparison, spec, m in rows:
+        title = f"{_e(comparison)} <small>(÷ |{_e(spec)}|)</small>"
         if not isinstance(m, Mapping):
-            out.append(f'<tr><td>{_e(title)}</td><td colspan="10" class="note">not available</td></tr>')
+            out.append(f'<tr><td>{title}</td><td colspan="10" class="note">not available</td></tr>')
             continue
         nan_inf = f"{_num(m.get('nan_match'))} / {_num(m.get('inf_match'))}"
         needed = f"{_needed(m.get('needed_atol'))} / {_needed(m.get('needed_rtol'))}"
@@ -297,7 +299,7 @@ def _metrics_detail(rows: list[tuple[str, Any]]) -> str:
         passed = m.get("pass")
         badge = _verdict("pass" if passed else "fail") if passed is not None else "–"
         out.append(
-            f"<tr><td>{_e(title)}</td>{_metric_cells(m)}<td>{_e(nan_inf)}</td>"
+            f"<tr><td>{title}</td>{_metric_cells(m)}<td>{_e(nan_inf)}</td>"
             f"<td>{_e(needed)}</td><td>{_e(tol)}</td><td>{badge}</td></tr>"
         )
     out.append("</table>")
@@ -474,7 +476,7 @@ def _header(report: Mapping[str, Any]) -> str:
         if info is None:
             continue
         ok = _get(info, "ok")
-        status = "ran" if ok else (_verdict("failed") if ok is not None else "unknown")
+        status = "ran" if ok else (_verdict("failed") if ok is not None else "not run")
         out.append(f"<p>{_e(side)} side: {status}</p>")
         error = _get(info, "error")
         if error:
@@ -641,9 +643,9 @@ def _output_sections(outputs: list[Any], panel: Callable[[str], str]) -> list[st
     for i, item in enumerate(outputs):
         name = str(_get(item, "name", "?"))
         sections.append(
-            f'<section class="tensor" id="{_section_id("output", i)}"><h3>output {_e(name)} '
-            f"{_verdict(_get(item, 'verdict'))}</h3>"
-            f"{_metrics_detail([('builtin vs custom', _get(item, 'metrics'))])}{panel(name)}</section>"
+            f'<section class="tensor" id="{_section_id("output", i)}"><h3>{_e(name)} '
+            f"<small>(graph output)</small> {_verdict(_get(item, 'verdict'))}</h3>"
+            f"{_metrics_detail([('builtin vs custom', 'custom', _get(item, 'metrics'))])}{panel(name)}</section>"
         )
     return sections
 
@@ -687,10 +689,10 @@ def _node_section(i: int, item: Any, panel: Callable[[str], str]) -> str:
     )
     table = _metrics_detail(
         [
-            ("in the model: builtin vs custom", _get(item, "in_model")),
-            ("isolated: builtin vs custom", _get(isolated, "builtin_vs_custom")),
-            ("isolated: builtin vs reference", _get(isolated, "builtin_vs_reference")),
-            ("isolated: custom vs reference", _get(isolated, "custom_vs_reference")),
+            ("in the model: builtin vs custom", "custom", _get(item, "in_model")),
+            ("isolated: builtin vs custom", "custom", _get(isolated, "builtin_vs_custom")),
+            ("isolated: builtin vs reference", "reference", _get(isolated, "builtin_vs_reference")),
+            ("isolated: custom vs reference", "reference", _get(isolated, "custom_vs_reference")),
         ]
     )
     return head + facts + table + _isolated_errors(isolated) + panel(name) + "</section>"

@@ -205,6 +205,23 @@ def _check_names(model: ModelProto, dims: dict, shapes: dict, ranges: dict) -> N
                 )
 
 
+def check_dims_against_shapes(model: ModelProto, dims: dict[str, int], shapes: dict[str, list[int]]) -> None:
+    """Refuse a ``--dim`` that an ``--input-shape`` contradicts: an input whose whole shape is given
+    uses that symbolic dimension at another size (the shape wins there, so the --dim would be ignored
+    for it, or the inputs would give one dimension two sizes)."""
+    for v in graph_inputs(model):
+        shape = shapes.get(v.name)
+        if shape is None:
+            continue
+        for axis, d in enumerate(_declared(v)[1]):
+            if isinstance(d, str) and d in dims and axis < len(shape) and shape[axis] != dims[d]:
+                given = "x".join(map(str, shape))
+                raise CustomOpsError(
+                    f"--dim {d}={dims[d]} contradicts --input-shape {v.name}:{given}, which gives {d!r} "
+                    f"(axis {axis}) the size {shape[axis]}: give that size in one of them, or the same in both"
+                )
+
+
 def _check_shape(name: str, shape: list[int], declared: list[int | str | None]) -> None:
     """A shape given for ``name`` has the declared rank and keeps its fixed dimensions."""
     if declared and len(shape) != len(declared):
@@ -259,6 +276,9 @@ class InputPlan:
     shapes: dict[str, list[int]] = field(default_factory=dict)
     ranges: dict[str | None, Range] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        check_dims_against_shapes(self.model, self.dims, self.shapes)
+
     def generate(self, sizes: dict[str, int] | None = None) -> dict[str, np.ndarray]:
         """The inputs, with ``sizes`` for some symbolic dimensions besides ``dims``."""
         return generate_inputs(
@@ -281,6 +301,17 @@ class InputPlan:
         """The size each symbolic dimension takes: ``chosen``, else ``--dim``, else :data:`DEFAULT_DIM`."""
         given = {**self.dims, **(chosen or {})}
         return {d: given.get(d, DEFAULT_DIM) for d in self.positions()}
+
+    def defaults_note(self) -> str | None:
+        """The progress line naming the symbolic dimensions left to :data:`DEFAULT_DIM` (no ``--dim``,
+        their inputs' shapes not given) and how to set them; None when there is none."""
+        left = {d: DEFAULT_DIM for d in self.positions() if d not in self.dims}
+        if not left:
+            return None
+        return (
+            f"generated inputs: symbolic dims {sizes_text(left)} (default {DEFAULT_DIM}; set with "
+            "--dim NAME=VALUE or --input-shape NAME:DIMS)"
+        )
 
     def ladder(self) -> list[dict[str, int]]:
         """The sizes to try after :data:`DEFAULT_DIM` (:data:`LADDER`) for the dimensions left to it, a
@@ -379,39 +410,63 @@ def _integers(rng: np.random.Generator, n: int, dtype: np.dtype, value_range: Ra
 
 def load_inputs(path: str | os.PathLike[str], model: ModelProto) -> dict[str, np.ndarray]:
     """Inputs from an .npz file (keys = graph input names; never unpickled: strings as unicode or bytes
-    arrays), a Polygraphy inputs file (.json, as ``polygraphy run --save-inputs`` writes it) or an ONNX
-    test-case directory (input_N.pb, directly or in test_data_set_0/); at most :data:`INPUT_LIMIT` bytes
-    in all."""
+    arrays), a Polygraphy inputs file (.json, as ``polygraphy run --save-inputs`` writes it), a directory
+    of Polygraphy's per-iteration inputs files (``--save-inputs DIR``: its first) or an ONNX test-case
+    directory (input_N.pb, directly or in test_data_set_0/); at most :data:`INPUT_LIMIT` bytes in all."""
     p = Path(path)
     if not p.exists():
-        raise CustomOpsError(f"inputs {str(p)!r} do not exist")
+        shape = re.fullmatch(r".+:\[[\d, ]*\]", str(path))  # Polygraphy's --inputs NAME:[DIMS]: shapes
+        hint = ": a shape NAME:[DIMS] goes to --input-shapes (Polygraphy's --inputs)" if shape else ""
+        raise CustomOpsError(f"inputs {str(p)!r} do not exist{hint}")
     if p.suffix.lower() == ".json":
         return read_polygraphy_json(p)
     if p.is_dir():
         sub = p / "test_data_set_0"
+        if not sub.is_dir() and not any(p.glob("input_*.pb")):
+            first = first_iteration(p)
+            if first is not None:
+                return read_polygraphy_json(first, below=p)
         names = [v.name for v in graph_inputs(model)]
         return read_inputs(sub if sub.is_dir() else p, names, INPUT_LIMIT)
     return read_npz(p)
 
 
+def first_iteration(directory: Path) -> Path | None:
+    """The first (by name, as Polygraphy orders them) ``*.json`` file of a directory of Polygraphy's
+    per-iteration files (``polygraphy run --save-inputs DIR`` or ``--save-outputs DIR``: one file per
+    iteration, ``0000000000.json`` first); None when it holds none."""
+    try:
+        names = [e.name for e in os.scandir(directory) if e.name.lower().endswith(".json")]
+    except OSError as exc:
+        raise CustomOpsError(f"cannot list {str(directory)!r}: {exc.strerror or exc}") from None
+    return directory / min(names) if names else None
+
+
 def read_npz(path: Path) -> dict[str, np.ndarray]:
     """The arrays of an .npz file, read as untrusted: at most :data:`INPUT_LIMIT` bytes on disk and in
     memory, every header checked before numpy allocates, never unpickled."""
+    with open_bounded(path, INPUT_LIMIT, "inputs file") as f:
+        return npz_arrays(f, f"{str(path)!r} is not a readable .npz file", repr(str(path)))[0]
+
+
+def npz_arrays(f: Any, what: str, name: str, spent: int = 0) -> tuple[dict[str, np.ndarray], int]:
+    """The arrays of the .npz archive open as ``f`` (a seekable binary file), and the bytes they take in
+    memory: every member's header checked before numpy allocates (they and ``spent``, bytes already
+    taken, at most :data:`INPUT_LIMIT` together), never unpickled; CustomOpsError naming ``what``
+    (``name``: the file, or the array that holds the archive, as the message shows it) otherwise."""
     import zipfile
 
-    what = f"{str(path)!r} is not a readable .npz file"
-    with open_bounded(path, INPUT_LIMIT, "inputs file") as f:
-        try:
-            with zipfile.ZipFile(f) as z:
-                declared = sum(info.file_size for info in z.infolist())
-        except (OSError, zipfile.BadZipFile, ValueError) as exc:
-            raise CustomOpsError(f"{what} ({type(exc).__name__}: an .npz is a zip of .npy arrays)") from None
-        if declared > INPUT_LIMIT:
-            raise CustomOpsError(f"{what}: its arrays take {declared} bytes, over the {INPUT_LIMIT} allowed")
-        f.seek(0)
-        _check_npz_headers(f, what, str(path))
-        f.seek(0)
-        return _npz_arrays(f, path, what)
+    try:
+        with zipfile.ZipFile(f) as z:
+            declared = sum(info.file_size for info in z.infolist())
+    except (OSError, zipfile.BadZipFile, ValueError) as exc:
+        raise CustomOpsError(f"{what} ({type(exc).__name__}: an .npz is a zip of .npy arrays)") from None
+    if declared > INPUT_LIMIT - spent:
+        raise CustomOpsError(f"{what}: its arrays take {declared} bytes, over the {INPUT_LIMIT} allowed")
+    f.seek(0)
+    total = _check_npz_headers(f, what, name, spent)
+    f.seek(0)
+    return _npz_arrays(f, name, what), total
 
 
 def npy_declared(fp: Any, available: int) -> int:
@@ -437,12 +492,13 @@ def _check_declared(total: int, what: str) -> None:
         )
 
 
-def _check_npz_headers(f: Any, what: str, name: str) -> None:
+def _check_npz_headers(f: Any, what: str, name: str, spent: int = 0) -> int:
     """Refuse an .npz member that is not a .npy array or whose header declares more array bytes than the
-    member holds, and arrays that would take more than :data:`INPUT_LIMIT` bytes in memory together."""
+    member holds, and arrays that would take more than :data:`INPUT_LIMIT` bytes in memory together with
+    ``spent``; returns the bytes they take."""
     import zipfile
 
-    total = 0
+    total = spent
     try:
         with zipfile.ZipFile(f) as z:
             for info in z.infolist():
@@ -454,17 +510,18 @@ def _check_npz_headers(f: Any, what: str, name: str) -> None:
                         raise CustomOpsError(f"{what}: {info.filename!r}: {exc}") from None
     except (OSError, zipfile.BadZipFile, ValueError) as exc:
         raise CustomOpsError(f"{what} ({described(exc)})") from None
-    _check_declared(total, repr(name))
+    _check_declared(total, name)
+    return total
 
 
-def _npz_arrays(f: Any, path: Path, what: str) -> dict[str, np.ndarray]:
+def _npz_arrays(f: Any, name: str, what: str) -> dict[str, np.ndarray]:
     try:
         with np.load(f, allow_pickle=False) as data:
             return {k: data[k] for k in data.files}
     except ValueError as exc:
         if "pickle" in str(exc):
             raise CustomOpsError(
-                f"{str(path)!r} holds Python objects, which are never unpickled: save strings as unicode "
+                f"{name} holds Python objects, which are never unpickled: save strings as unicode "
                 "or bytes arrays (np.str_, np.bytes_)"
             ) from None
         raise CustomOpsError(f"{what} ({described(exc)})") from None
@@ -532,66 +589,115 @@ def _strings(name: str, value: np.ndarray) -> np.ndarray:
 
 
 POLYGRAPHY_CLASS = "polygraphy_class"
+"""The key that names the class an object of Polygraphy's JSON files encodes (``ndarray``, ``LazyArray``,
+``IterationResult``, ``RunResults``)."""
+
+LAZY_CLASSES = ("LazyArray", "LazyNumpyArray")
+"""Polygraphy's wrappers of an output array in a RunResults file (``{"values": <ndarray>,
+"polygraphy_class": ...}``): ``LazyArray`` since Polygraphy 0.48, ``LazyNumpyArray`` before."""
+
+_LEGACY_PREFIX, _LEGACY_MARK = "__polygraphy_encoded_", "polygraphy_serialized_json_type"
+"""Polygraphy's older way of naming a class: ``{"__polygraphy_encoded_<class>": "polygraphy_serialized_json_type"}``."""
 
 
-def read_polygraphy_json(path: Path) -> dict[str, np.ndarray]:
-    """The first feed of a Polygraphy inputs file: a JSON list of {name: {"array": base64 of a .npy,
-    "polygraphy_class": "ndarray"}} (never unpickled: a .npy of Python objects is refused)."""
+def polygraphy_class(value: Any) -> str | None:
+    """The class an object of Polygraphy's JSON files encodes (its ``polygraphy_class``, or the older
+    ``__polygraphy_encoded_<class>`` marker); None: a plain object."""
+    if not isinstance(value, dict):
+        return None
+    found = value.get(POLYGRAPHY_CLASS)
+    if isinstance(found, str):
+        return found
+    legacy = (k for k, v in value.items() if str(k).startswith(_LEGACY_PREFIX) and v == _LEGACY_MARK)
+    return next((str(k).removeprefix(_LEGACY_PREFIX) for k in legacy), None)
+
+
+def read_polygraphy_json(path: Path, below: Path | None = None) -> dict[str, np.ndarray]:
+    """The first feed of a Polygraphy inputs file: a JSON list of feeds (``polygraphy run --save-inputs
+    FILE.json``) or one feed (each file of ``--save-inputs DIR``), a feed being {name: {"array": base64
+    of a .npy, "polygraphy_class": "ndarray"}} (never unpickled: a .npy of Python objects is refused);
+    ``below``: the directory the user named, read through no link below it."""
     import json
 
     what = f"{str(path)!r} is not a Polygraphy inputs file"
-    raw = read_bounded(path, INPUT_LIMIT // 3 * 4 + (1 << 20), "inputs file")
+    raw = read_bounded(path, INPUT_LIMIT // 3 * 4 + (1 << 20), "inputs file", below=below)
     try:
         data = json.loads(raw.decode("utf-8"))
     except (ValueError, RecursionError):
         raise CustomOpsError(f"{what} (not JSON)") from None
-    feed = data[0] if isinstance(data, list) and data else None
+    if polygraphy_class(data) == "RunResults":
+        raise CustomOpsError(
+            f"{what}: it holds a runner's outputs (polygraphy run --save-outputs); inputs are saved with --save-inputs"
+        )
+    feed = (data[0] if data else None) if isinstance(data, list) else data
     if not isinstance(feed, dict) or not feed:
-        raise CustomOpsError(f"{what}: expected a list of {{input name: array}} objects")
+        raise CustomOpsError(f"{what}: expected a list of {{input name: array}} objects, or one of them")
     return decode_arrays(feed, what, "input")
 
 
 def decode_arrays(encoded: dict[str, Any], what: str, noun: str) -> dict[str, np.ndarray]:
-    """Polygraphy's encoded arrays ({name: {"array": base64 of a .npy, "polygraphy_class": "ndarray"}}),
-    decoded without pickle, at most :data:`INPUT_LIMIT` bytes in memory together; CustomOpsError naming
-    ``what`` and the ``noun`` (input, output) otherwise."""
+    """Polygraphy's encoded arrays ({name: {"array": base64 of a .npy, "polygraphy_class": "ndarray"}},
+    each possibly wrapped as an output's lazy array, :data:`LAZY_CLASSES`; older Polygraphy wrote a
+    compressed .npz in place of the .npy: its first array), decoded without pickle, at most
+    :data:`INPUT_LIMIT` bytes in memory together; CustomOpsError naming ``what`` and the ``noun``
+    (input, output) otherwise."""
     import base64
-    import io
+    import binascii
 
     arrays, total = {}, 0
     for name, value in encoded.items():
+        if polygraphy_class(value) in LAZY_CLASSES:
+            value = value.get("values")
         data = value.get("array") if isinstance(value, dict) else None
         if not isinstance(data, str):
-            raise CustomOpsError(f"{what}: {noun} {str(name)!r} is not an encoded array")
+            torch = isinstance(value, dict) and "tensor" in value
+            why = (
+                ": a torch tensor (saved by pickle, which is never read): save numpy arrays" if torch else ""
+            )
+            raise CustomOpsError(f"{what}: {noun} {str(name)!r} is not an encoded array{why}")
+        label = f"{what}: {noun} {str(name)!r}"
         try:
-            raw = base64.b64decode(data, validate=True)
-            total += npy_declared(io.BytesIO(raw), len(raw))
-            _check_declared(total, repr(name))
-            arrays[str(name)] = np.load(io.BytesIO(raw), allow_pickle=False)
-        except ValueError as exc:
-            raise CustomOpsError(f"{what}: {noun} {str(name)!r} ({described(exc)})") from None
+            arrays[str(name)], total = _decoded(base64.b64decode(data, validate=True), label, total)
+        except (ValueError, binascii.Error) as exc:
+            raise CustomOpsError(f"{label} ({described(exc)})") from None
     return arrays
+
+
+def _decoded(raw: bytes, label: str, spent: int) -> tuple[np.ndarray, int]:
+    """The array of one of Polygraphy's encoded arrays (a .npy, or an .npz: its first array), and the
+    bytes taken in memory with ``spent``, checked against :data:`INPUT_LIMIT` before numpy allocates."""
+    import io
+
+    if raw[:2] == b"PK":  # a zip: the compressed .npz of older Polygraphy
+        found, total = npz_arrays(io.BytesIO(raw), label, label, spent)
+        if not found:
+            raise CustomOpsError(f"{label}: an .npz that holds no array")
+        return next(iter(found.values())), total
+    total = spent + npy_declared(io.BytesIO(raw), len(raw))
+    _check_declared(total, label)
+    return np.load(io.BytesIO(raw), allow_pickle=False), total
+
+
+def encoded_array(value: np.ndarray) -> dict[str, str]:
+    """One array as Polygraphy's JSON files hold it: base64 of its .npy (strings as a unicode array), of
+    class ``ndarray``."""
+    import base64
+    import io
+
+    buffer = io.BytesIO()
+    np.save(buffer, value.astype(str) if value.dtype == object else value, allow_pickle=False)
+    return {"array": base64.b64encode(buffer.getvalue()).decode(), POLYGRAPHY_CLASS: "ndarray"}
 
 
 def save_arrays(path: str | os.PathLike[str], arrays: dict[str, np.ndarray]) -> None:
     """Write ``arrays`` to ``path`` whole or not at all: an .npz (strings as unicode arrays, loadable
     without pickle), or, for a .json path, a Polygraphy inputs file (``polygraphy run --load-inputs``)."""
-    import base64
     import io
     import json
 
-    plain = {k: (v.astype(str) if v.dtype == object else v) for k, v in arrays.items()}
     if str(path).lower().endswith(".json"):
-        encoded = {}
-        for name, value in plain.items():
-            buffer = io.BytesIO()
-            np.save(buffer, value, allow_pickle=False)
-            encoded[name] = {
-                "array": base64.b64encode(buffer.getvalue()).decode(),
-                POLYGRAPHY_CLASS: "ndarray",
-            }
-        write_atomic(path, json.dumps([encoded]) + "\n")
+        write_atomic(path, json.dumps([{k: encoded_array(v) for k, v in arrays.items()}]) + "\n")
         return
     buffer = io.BytesIO()
-    np.savez(buffer, **plain)
+    np.savez(buffer, **{k: (v.astype(str) if v.dtype == object else v) for k, v in arrays.items()})
     write_atomic(path, buffer.getvalue())

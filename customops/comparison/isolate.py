@@ -14,7 +14,7 @@ from onnx import ModelProto, NodeProto, helper
 from customops import dtypes
 from customops.eval.cases.testcase import tensor_proto
 from customops.eval.judging.attribution import Within, attribution
-from customops.eval.judging.metrics import Metrics, compare_arrays, tolerance_for
+from customops.eval.judging.metrics import Criterion, Metrics, compare_arrays, tolerance_for
 from customops.eval.judging.yardstick import Measured, custom_call, judge
 from customops.eval.running import sides
 from customops.eval.running.sides import SideRun
@@ -162,7 +162,7 @@ def metrics_of(
     b: np.ndarray | None,
     rtol: float | None,
     atol: float | None,
-    stat: str = "elemwise",
+    stat: str | Criterion = "elemwise",
 ) -> Metrics | None:
     """``a`` against ``b``, the spec side (the reference where it is one of the two, else ours): the
     relative error and rtol divide by ``b``; at the tolerances (None: ``b``'s dtype's default) and
@@ -190,7 +190,9 @@ def yardstick_of(iso: Isolated) -> Measured | None:
     return judge(iso.model, iso.feed, iso.outputs, run64)
 
 
-def add_yardstick(iso: Isolated, rtol: float | None, atol: float | None, stat: str = "elemwise") -> None:
+def add_yardstick(
+    iso: Isolated, rtol: float | None, atol: float | None, stat: str | Criterion = "elemwise"
+) -> None:
     """Measure ``iso`` against the yardstick (:func:`yardstick_of`) when built-in and custom both ran and
     differ at the tolerances: only then does it decide anything."""
     o = iso.outputs
@@ -207,7 +209,7 @@ def within_of(iso: Isolated) -> Within | None:
 
 
 def attribute(
-    iso: Isolated, rtol: float | None, atol: float | None, stat: str = "elemwise"
+    iso: Isolated, rtol: float | None, atol: float | None, stat: str | Criterion = "elemwise"
 ) -> tuple[str, dict[str, Metrics | None]]:
     """Who leaves the spec on the isolated node (customops.eval.judging.attribution), judged against its
     yardstick where :func:`add_yardstick` measured one: returns the attribution and the three pairwise

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from customops.comparison.isolate import metrics_of, run_side
+from customops.eval.judging.metrics import Criterion
 from customops.eval.running.worker import OPTIMIZATION_LEVELS
 
 if TYPE_CHECKING:
@@ -102,7 +103,8 @@ class Rerun:
     outputs: Sequence[str]
     tol: Callable[[str], tuple[float | None, float | None]]
     """(rtol, atol) of a tensor by name (None: the dtype's default)."""
-    stat: str
+    stat: Callable[[str], Criterion]
+    """What decides a tensor by name at its tolerances (customops.comparison.settings.Settings.criterion)."""
     providers: list[str]
     say: Callable[[str], None]
 
@@ -128,7 +130,7 @@ def rerun_at(r: Rerun, level: str) -> LevelRun:
     passes, identical, max_abs = True, True, {}
     for name in r.outputs:
         va, vb = a.values.get(name), b.values.get(name)
-        m = metrics_of(va, vb, *r.tol(name), r.stat)  # as judge_outputs
+        m = metrics_of(va, vb, *r.tol(name), r.stat(name))  # as judge_outputs
         max_abs[name] = None if m is None else m.max_abs
         passes = passes and m is not None and m.passed
         identical = identical and same_bits(va, vb)

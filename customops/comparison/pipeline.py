@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -43,13 +43,14 @@ from customops.comparison.isolate import (
     run_isolated,
     run_side,
 )
+from customops.comparison.loaded import judge_loaded, loaded_summary, runs_against_loaded
 from customops.comparison.node_labels import labels
 from customops.comparison.optimizer import Optimization
 from customops.comparison.prepared import Prepared, WholeRuns, with_outputs
-from customops.comparison.results import Comparison, NodeResult, OutputResult, Report
+from customops.comparison.results import NOTHING_TO_COMPARE, Comparison, NodeResult, OutputResult, Report
 from customops.comparison.saved import LoadedOutputs
-from customops.comparison.settings import Settings, checked_settings
-from customops.comparison.summary import loaded_summary, parted_summary, summary_line
+from customops.comparison.settings import ErrorCheck, Settings, checked_settings
+from customops.comparison.summary import nothing_summary, parted_summary, summary_line
 from customops.errors import CustomOpsError
 from customops.eval.cases.testcase import tensor_value
 from customops.eval.judging.metrics import DEFAULT_TOLERANCES
@@ -135,47 +136,6 @@ def _both_sides(
     return [SideRun() if m is None else next(ran) for m in models]
 
 
-def runs_against_loaded(
-    p: Prepared, feed: dict[str, np.ndarray], s: Settings, loaded: LoadedOutputs, say: Callable[[str], None]
-) -> WholeRuns:
-    """``--load-outputs``: the loaded values stand in for side A (its model is not run); side B runs as
-    usual, with the exposed values as outputs too."""
-    say(
-        f"the built-in side: outputs loaded from {printable(loaded.path)} ({printable(loaded.source)}), not run"
-    )
-    say("running the model with customops kernels")
-    b = run_side(p.rewritten, feed, custom=True, repeats=s.repeats, optimization=s.optimization)
-    b_exposed = SideRun()
-    if p.exposed and not b.error:
-        exposed = with_outputs(p.rewritten, p.exposed, p.types)
-        b_exposed = run_side(exposed, feed, custom=True, optimization=s.optimization)
-    graph = {o.name for o in p.model.graph.output}
-    a = SideRun(values={k: v for k, v in loaded.values.items() if k in graph})
-    a_exposed = SideRun(values={k: v for k, v in loaded.values.items() if k in set(p.exposed)})
-    return WholeRuns(a, b, a_exposed, b_exposed)
-
-
-def judge_in_model(
-    p: Prepared, runs: WholeRuns, s: Settings, tensors: dict[str, tuple[np.ndarray | None, np.ndarray | None]]
-) -> list[NodeResult]:
-    """``--load-outputs``: each swapped node whose output the file holds, compared inside the model only
-    (run alone, a node would judge ORT's built-in kernel, not the runtime that wrote the file); verdict
-    disagree where it differs. Nodes whose output the file lacks are not compared."""
-    nodes = []
-    for record in p.swapped:
-        out_name = p.nodes[record.node].output[0]
-        a, b = runs.a_exposed.values.get(out_name), runs.b_exposed.values.get(out_name)
-        if a is None:
-            continue
-        in_model = metrics_of(a, b, *s.tol(out_name), s.stat)
-        entry = NodeResult(record.node, record.op, out_name, record.scope, in_model, {}, "builtin")
-        if in_model is None or not in_model.passed:
-            entry.verdict = "disagree" if in_model is not None else "side-failed"
-        tensors[record.node] = (a, b)
-        nodes.append(entry)
-    return nodes
-
-
 def fail_points(p: Prepared, runs: WholeRuns) -> dict[str, FailPoint | None]:
     """The node where each side's whole-model run stopped (None: it ran, or its error names no node of
     the model; customops.comparison.failures)."""
@@ -204,6 +164,7 @@ def runs_that_fit(
     (customops.comparison.inputs.LADDER) until they do not. Still at fault: CustomOpsError naming the
     node, the errors and the sizes tried. Both failing at different nodes: each side's values up to
     where it stopped (:func:`values_before_failures`)."""
+    _note_defaults(plan, say)
     runs = run_whole(p, feed, s, say)
     used = InputsUsed.of(feed, plan)
     for step in plan.ladder() if plan is not None else []:
@@ -224,6 +185,14 @@ def runs_that_fit(
     if runs.a.error and runs.b.error:
         runs = values_before_failures(p, feed, runs, s)
     return runs, feed, used
+
+
+def _note_defaults(plan: InputPlan | None, say: Callable[[str], None]) -> None:
+    """Before the first run, once every option is checked: which symbolic dimensions of generated
+    inputs took the default size, and how to set them (customops.comparison.inputs.InputPlan)."""
+    note = None if plan is None else plan.defaults_note()
+    if note:
+        say(note)
 
 
 def _neither_text(p: Prepared, runs: WholeRuns, used: InputsUsed) -> str:
@@ -289,7 +258,7 @@ def judge_outputs(
     for o in p.model.graph.output:
         a, b = runs.a.values.get(o.name), runs.b.values.get(o.name)
         tensors[o.name] = (a, b)
-        results.append(OutputResult(o.name, metrics_of(a, b, *s.tol(o.name), s.stat)))
+        results.append(OutputResult(o.name, metrics_of(a, b, *s.tol(o.name), s.criterion(o.name))))
     return results
 
 
@@ -318,7 +287,7 @@ def judge_node(
     node = p.nodes[record.node]
     out_name = node.output[0]
     a_val, b_val = runs.a_exposed.values.get(out_name), runs.b_exposed.values.get(out_name)
-    in_model = metrics_of(a_val, b_val, *s.tol(out_name), s.stat)  # divided by ours, as alone
+    in_model = metrics_of(a_val, b_val, *s.tol(out_name), s.criterion(out_name))  # divided by ours, as alone
     entry = NodeResult(
         record.node,
         record.op,
@@ -340,8 +309,8 @@ def judge_node(
         iso = run_isolated(
             node, known, p.model, s.reference_limit, s.providers, s.reference_timeout, s.optimization
         )
-        add_yardstick(iso, *s.tol(out_name), s.stat)
-        word, pairs = attribute(iso, *s.tol(out_name), s.stat)
+        add_yardstick(iso, *s.tol(out_name), s.criterion(out_name))
+        word, pairs = attribute(iso, *s.tol(out_name), s.criterion(out_name))
         pairs_json = {k: None if m is None else m.to_json() for k, m in pairs.items()}
         entry.isolated, entry.attribution = {**pairs_json, "errors": iso.errors}, word
         if iso.yardstick is not None:
@@ -372,6 +341,11 @@ def _tolerances(s: Settings) -> dict[str, dict[str, float | None]]:
     return out
 
 
+def _skipped(p: Prepared) -> list[dict[str, str]]:
+    """The report's ``skipped``: each node of our ops the rewriter left out, and why."""
+    return [{"node": r.node, "op": r.op, "reason": r.reason, "scope": r.scope} for r in p.skipped]
+
+
 def _report(
     p: Prepared,
     runs: WholeRuns,
@@ -395,7 +369,7 @@ def _report(
         for r in p.all_swapped
         if r not in p.swapped
     ]
-    skipped = [{"node": r.node, "op": r.op, "reason": r.reason, "scope": r.scope} for r in p.skipped]
+    skipped = _skipped(p)
     failed = bool(runs.a.error or runs.b.error)
     disagree = any(n.breaks_agreement for n in nodes) or any(o.verdict != "agree" for o in outputs)
     verdict = "failed" if failed else ("disagree" if disagree else "agree")
@@ -449,13 +423,17 @@ def _why_outputs_differ(
 # the entry points
 
 
-def _check_tolerance_names(p: Prepared, s: Settings) -> None:
-    """Every tensor named in a tolerance is a graph output or a swapped node's output."""
+def _check_tolerance_names(p: Prepared, s: Settings, loaded: LoadedOutputs | None) -> None:
+    """Every tensor named in a tolerance is a graph output or a swapped node's output (or, against
+    ``loaded`` outputs, a value the file holds)."""
     names = [o.name for o in p.model.graph.output] + [p.nodes[r.node].output[0] for r in p.swapped]
-    for name in s.by_name:
+    names += list(loaded.values) if loaded is not None else []
+    named = [("a tolerance", n) for n in s.by_name] + [("an error statistic", n) for n in s.check.names()]
+    for what, name in named:
         if name not in names:
+            also = " nor a value of the loaded file" if loaded is not None else ""
             raise CustomOpsError(
-                f"a tolerance names {name!r}, which is neither a graph output nor a swapped node's output "
+                f"{what} names {name!r}, which is neither a graph output nor a swapped node's output{also} "
                 f"(those are: {', '.join(map(repr, dict.fromkeys(names)))})"
             )
 
@@ -520,7 +498,9 @@ def compare_model(
     progress: Callable[[str], None] | None = None,
     providers: Sequence[str] | None = None,
     tolerances: dict[str, tuple[float | None, float | None]] | None = None,
-    check_error_stat: str = "elemwise",
+    check_error_stat: str | Mapping[str, str] = "elemwise",
+    error_quantile: float | Mapping[str, float] | None = None,
+    infinities_compare_equal: bool = False,
     reference_timeout: float = REFERENCE_TIMEOUT,
     graph_optimization_level: str = "all",
     plan: InputPlan | None = None,
@@ -533,32 +513,76 @@ def compare_model(
     op, customops.registry.CustomOp.reference_limit) at least 0 (0: onnx.reference is given empty inputs
     only). ``providers``: execution providers of the built-in side (ORT names or aliases such as cuda; default
     CPU); ours always run on CPU. ``tolerances``: (rtol, atol) by tensor name (graph outputs, swapped nodes'
-    outputs), either None for the global one. ``check_error_stat``: what decides whether a tensor passes
-    (customops.eval.judging.metrics.STATS: each element, or the max, mean or median error, as Polygraphy's).
+    outputs), either None for the global one. ``check_error_stat``, ``error_quantile`` and
+    ``infinities_compare_equal``: what decides a tensor at its tolerances (customops.comparison.settings.ErrorCheck).
     ``reference_timeout``: seconds onnx.reference may take for one node (a positive finite number).
     ``graph_optimization_level``: ORT's, for every ORT session of both sides
     (customops.comparison.optimizer.OPTIMIZATION_LEVELS). ``plan``: how ``feed`` was generated, to draw it
     again at other sizes when both sides fail on it (:func:`runs_that_fit`). ``started``: the perf_counter
     time the command started (its process, or the call), timed as the phase ``start``. ``loaded``: saved
-    outputs that stand in for side A (:func:`runs_against_loaded`; customops.comparison.saved). ``choices``:
+    outputs that stand in for side A (customops.comparison.loaded, customops.comparison.saved). ``choices``:
     the nodes compared, --validate and --fail-fast (customops.comparison.choices)."""
     settings = checked_settings(
         (rtol, atol, tolerances),
         (repeats, reference_limit, reference_timeout),
-        (providers, check_error_stat, graph_optimization_level),
+        (
+            providers,
+            ErrorCheck.of(check_error_stat, error_quantile, infinities_compare_equal),
+            graph_optimization_level,
+        ),
     )
     settings.choices = choices or Choices()
     check_in_memory(model, model_name)  # the sides' children get bytes: nothing may point at other files
     say = progress or (lambda _m: None)
     clock = Phases(started)
-    # start during the rewrite
-    sides.start_all(without=("builtin", "reference") if loaded is not None else ())
+    sides.start_all(without=("builtin", "reference") if loaded is not None else ())  # during the rewrite
     p = prepare(model, feed, ops, say, settings.choices)
-    _check_tolerance_names(p, settings)
+    _check_tolerance_names(p, settings, loaded)
     clock.lap("prepare")
+    if not p.all_swapped:
+        return nothing_to_compare(p, feed, settings, plan, (model_name, seed, clock))
     if loaded is not None:
         return compare_loaded(p, feed, settings, loaded, (model_name, seed, say, clock, plan))
     return run_and_judge(p, feed, settings, plan, (model_name, seed, say, clock))
+
+
+def nothing_to_compare(
+    p: Prepared,
+    feed: dict[str, np.ndarray],
+    s: Settings,
+    plan: InputPlan | None,
+    meta: tuple[str, int, Phases],
+) -> Comparison:
+    """:func:`compare_model` when no node is swapped: both sides would run ORT's built-in kernels alone,
+    so neither is run; the report's verdict is :data:`NOTHING_TO_COMPARE`, its line says why (no node of
+    our ops, or each one left out: the report's ``skipped``). ``meta``: model name, seed, phase clock."""
+    import onnxruntime as ort
+
+    import customops
+
+    model_name, seed, clock = meta
+    sides = {
+        "builtin": {"ok": None, "error": None, "providers": s.providers},
+        "custom": {"ok": None, "error": None, "providers": ["CPUExecutionProvider"]},
+    }
+    report = Report(
+        model_name,
+        ort.__version__,
+        customops.__version__,
+        seed,
+        NOTHING_TO_COMPARE,
+        nothing_summary(p.skipped),
+        _tolerances(s),
+        sides,
+        [],
+        [],
+        skipped=_skipped(p),
+    )
+    report.phase_seconds = clock.seconds
+    record_optimization(report, Optimization(s.optimization))
+    report.inputs = InputsUsed.of(feed, plan)
+    record_choices(report, p, {}, s.choices)  # --validate: nothing compared, nothing found
+    return Comparison(report, {}, {}, feed)
 
 
 def run_and_judge(
@@ -596,19 +620,20 @@ def compare_loaded(
     meta: tuple[str, int, Callable[[str], None], Phases, InputPlan | None],
 ) -> Comparison:
     """:func:`compare_model` against outputs loaded from a file in place of side A: the graph outputs, and
-    the swapped nodes inside the model where the file holds their output (:func:`judge_in_model`); no
-    node alone, no rerun of side A. ``meta``: model name, seed, progress, phase clock, input plan."""
+    every node whose output the file holds, inside the model (customops.comparison.loaded); no node
+    alone, no rerun of side A. ``meta``: model name, seed, progress, phase clock, input plan."""
     model_name, seed, say, clock, plan = meta
+    _note_defaults(plan, say)
     runs = runs_against_loaded(p, feed, s, loaded, say)
     clock.lap("whole runs")
     tensors: dict[str, tuple[np.ndarray | None, np.ndarray | None]] = {}
     outputs = judge_outputs(p, runs, s, tensors)
-    nodes = judge_in_model(p, runs, s, tensors)
+    nodes = judge_loaded(p, runs, s, feed, tensors)
     clock.lap("nodes in the model")
     report = _report(p, runs, outputs, nodes, s, (model_name, seed, []))
     report.sides["builtin"] = {"ok": True, "error": None, "loaded_from": loaded.path, "source": loaded.source}
-    if report.verdict == "disagree":
-        report.summary = loaded_summary(outputs, nodes, loaded)
+    if report.verdict != "failed":
+        report.summary = loaded_summary(outputs, nodes, loaded, p)
     report.phase_seconds = clock.seconds
     record_optimization(report, Optimization(s.optimization))
     note_failures(report, fail_points(p, runs), nodes, InputsUsed.of(feed, plan))

@@ -56,6 +56,8 @@ def nothing_saved(comparison: Comparison) -> str:
     """Why ``--save-repro`` wrote nothing (:func:`save_repros` found no node to write), in one line."""
     if comparison.report.verdict == "agree":
         why = "the two sides agree"
+    elif not comparison.report.nodes and not comparison.report.outputs:
+        why = "nothing was compared (see the verdict)"
     else:
         why = "no swapped node of the main graph differs or fails alone (see the verdict)"
     return f"--save-repro wrote nothing: {why}; reproducers are of nodes where a difference starts or a side fails"

@@ -18,7 +18,11 @@ from customops.comparison.isolate import Isolated
 from customops.comparison.optimizer import Optimization
 from customops.eval.judging.metrics import Metrics
 
-__all__ = ["Comparison", "NodeResult", "OutputResult", "Report"]
+__all__ = ["NOTHING_TO_COMPARE", "Comparison", "NodeResult", "OutputResult", "Report"]
+
+NOTHING_TO_COMPARE = "nothing-to-compare"
+"""The verdict of a comparison in which no node is swapped (the model has no node of our ops, or --ops,
+--nodes and --exclude leave none): neither side is run, and the command exits 2."""
 
 
 @dataclass
@@ -41,7 +45,8 @@ class OutputResult:
 
 @dataclass
 class NodeResult:
-    """One swapped node of the main graph (docs/compare.md, Verdicts)."""
+    """One swapped node of the main graph (docs/compare.md, Verdicts), or, against loaded outputs, a node
+    of ORT's whose output the file holds (``swapped`` False)."""
 
     node: str
     op: str
@@ -63,6 +68,9 @@ class NodeResult:
     """Where the difference of its inputs comes from, when they differ (customops.comparison.carried):
     ``ort-nodes`` (no swapped node upstream makes a difference of its own) or ``swapped-nodes``; None: they do
     not."""
+    swapped: bool = True
+    """False for a node of ORT's, compared only against loaded outputs that hold its output
+    (customops.comparison.loaded)."""
 
     @property
     def breaks_agreement(self) -> bool:
@@ -90,6 +98,7 @@ class NodeResult:
             "provider": self.provider,
             "fed_from": self.fed_from,
             "carried_from": self.carried_from,
+            "swapped": self.swapped,
         }
 
 
@@ -164,4 +173,7 @@ class Comparison:
 
     @property
     def exit_status(self) -> int:
+        """0 agree; 2 nothing to compare (no node swapped: as a usage error, never a pass); else 1."""
+        if self.report.verdict == NOTHING_TO_COMPARE:
+            return 2
         return 0 if self.report.verdict == "agree" else 1

@@ -4,7 +4,8 @@
 ``custom/NAME``, NAME the tensor's name in the model: each graph output and each swapped node's output.
 
 ``--load-outputs FILE`` reads outputs saved elsewhere, which then stand in for the built-in side (A):
-Polygraphy's ``polygraphy run --save-outputs`` JSON (one runner; its first iteration), an .npz written
+Polygraphy's ``polygraphy run --save-outputs`` JSON (one runner; its first iteration; of a directory of
+per-iteration files, the first file), an .npz written
 by ``--save-outputs`` (its ``builtin/`` arrays) or an .npz keyed by tensor name. Everything is read as
 untrusted: bounded sizes (customops.comparison.inputs.INPUT_LIMIT), never unpickled; every name must
 be a value the main graph computes, and every graph output must be there.
@@ -19,11 +20,14 @@ from typing import Any
 import numpy as np
 from onnx import ModelProto
 
-from customops.comparison.inputs import INPUT_LIMIT, POLYGRAPHY_CLASS, decode_arrays, read_npz
+from customops.comparison.inputs import INPUT_LIMIT, decode_arrays, first_iteration, read_npz
 from customops.errors import CustomOpsError
 from customops.safeio import read_json
 
 SIDES = ("builtin", "custom")
+
+RUNNERS = {"builtin": "customops builtin", "custom": "customops custom"}
+"""The runners of a Polygraphy RunResults file written by ``--save-outputs PATH.json``, by side."""
 
 
 @dataclass
@@ -52,32 +56,56 @@ def compared_arrays(
     return arrays
 
 
-def _polygraphy_outputs(path: Path) -> tuple[dict[str, np.ndarray], str]:
-    """The first iteration of the one runner of a Polygraphy RunResults JSON file, and its runner's name."""
+def save_run_results(path: str, arrays: dict[str, np.ndarray]) -> None:
+    """``--save-outputs PATH.json``: :func:`compared_arrays` (``side/NAME``) as a Polygraphy RunResults
+    file of one iteration per side, its runners :data:`RUNNERS` (``polygraphy run --load-outputs``
+    compares them; ``compare --load-outputs`` takes the built-in one), written whole or not at all."""
+    import json
+
+    from customops.comparison.inputs import POLYGRAPHY_CLASS, encoded_array
+    from customops.safeio import write_atomic
+
+    lst = []
+    for side in SIDES:
+        lazy = {
+            k.split("/", 1)[1]: {"values": encoded_array(v), POLYGRAPHY_CLASS: "LazyArray"}
+            for k, v in arrays.items()
+            if k.startswith(f"{side}/")
+        }
+        iteration = {
+            "outputs": lazy,
+            "runtime": None,  # not timed
+            "runner_name": RUNNERS[side],
+            POLYGRAPHY_CLASS: "IterationResult",
+        }
+        lst.append([RUNNERS[side], [iteration]])
+    write_atomic(path, json.dumps({"lst": lst, POLYGRAPHY_CLASS: "RunResults"}) + "\n")
+
+
+def _polygraphy_outputs(path: Path, below: Path | None = None) -> tuple[dict[str, np.ndarray], str]:
+    """The first iteration of the one runner of a Polygraphy RunResults JSON file, and its runner's name
+    (``below``: the directory the user named, read through no link below it)."""
     what = f"{str(path)!r} is not a Polygraphy outputs file"
-    data = read_json(path, INPUT_LIMIT // 3 * 4 + (1 << 20), "--load-outputs", max_depth=16)
+    data = read_json(path, INPUT_LIMIT // 3 * 4 + (1 << 20), "--load-outputs", max_depth=16, below=below)
     runners = data.get("lst") if isinstance(data, dict) else None
     if not isinstance(runners, list) or not runners:
         raise CustomOpsError(
             f'{what}: expected {{"lst": [[runner, [iteration, ...]], ...]}} (polygraphy run --save-outputs)'
         )
-    if len(runners) != 1:
-        names = [str(r[0]) if isinstance(r, list) and r else "?" for r in runners]
+    names = [str(r[0]) if isinstance(r, list) and r else "?" for r in runners]
+    if len(runners) != 1 and RUNNERS["builtin"] not in names:
         raise CustomOpsError(
             f"{what}: it holds {len(runners)} runners ({', '.join(names)}); save one runner's outputs"
         )
-    runner = runners[0]
+    # one runner, or the built-in side of a file compare --save-outputs wrote
+    runner = runners[0] if len(runners) == 1 else runners[names.index(RUNNERS["builtin"])]
     iterations = runner[1] if isinstance(runner, list) and len(runner) == 2 else None
     first = iterations[0] if isinstance(iterations, list) and iterations else None
     outputs = first.get("outputs") if isinstance(first, dict) else None
     if not isinstance(outputs, dict) or not outputs:
         raise CustomOpsError(f"{what}: its runner has no iteration with outputs")
-    # arrays are {"array": ...} or, wrapped as Polygraphy's lazy arrays, {"values": {"array": ...}}
-    plain = {
-        k: v.get("values", v) if isinstance(v, dict) and v.get(POLYGRAPHY_CLASS) == "LazyNumpyArray" else v
-        for k, v in outputs.items()
-    }
-    return decode_arrays(plain, what, "output"), f"Polygraphy runner {runner[0]!s}"
+    # each array wrapped as Polygraphy's lazy array: {"values": {"array": ...}, "polygraphy_class": "LazyArray"}
+    return decode_arrays(outputs, what, "output"), f"Polygraphy runner {runner[0]!s}"
 
 
 def _npz_outputs(path: Path) -> tuple[dict[str, np.ndarray], str]:
@@ -90,13 +118,27 @@ def _npz_outputs(path: Path) -> tuple[dict[str, np.ndarray], str]:
     return arrays, ".npz"
 
 
+def _read(p: Path) -> tuple[dict[str, np.ndarray], str]:
+    """The arrays of ``--load-outputs`` ``p`` by tensor name, and what kind of file held them."""
+    if p.is_dir():  # polygraphy run --save-outputs DIR: one RunResults file per iteration
+        first = first_iteration(p)
+        if first is None:
+            raise CustomOpsError(
+                f"--load-outputs {str(p)!r} is a directory without .json files (Polygraphy's per-iteration "
+                "outputs, polygraphy run --save-outputs DIR)"
+            )
+        values, source = _polygraphy_outputs(first, below=p)
+        return values, f"{source}, iteration file {first.name}"
+    if not p.is_file():
+        raise CustomOpsError(f"--load-outputs {str(p)!r} is not a file")
+    return _polygraphy_outputs(p) if p.suffix.lower() == ".json" else _npz_outputs(p)
+
+
 def load_outputs(path: str, model: ModelProto) -> LoadedOutputs:
     """``--load-outputs FILE`` for ``model``: CustomOpsError (bad input) for a file that is not one of the
     kinds above, a name that is no value of the main graph, or a graph output it lacks."""
     p = Path(path)
-    if not p.is_file():
-        raise CustomOpsError(f"--load-outputs {path!r} is not a file")
-    values, source = _polygraphy_outputs(p) if p.suffix.lower() == ".json" else _npz_outputs(p)
+    values, source = _read(p)
     computed = {o for n in model.graph.node for o in n.output if o}
     graph_outputs = [o.name for o in model.graph.output]
     unknown = [k for k in values if k not in computed and k not in graph_outputs]

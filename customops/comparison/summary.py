@@ -1,7 +1,7 @@
 """The report's verdict line (``summary``) and its clauses, in words: an agreement, the node where the
 first difference starts, differences within rounding, differences amplified downstream, two sides that
-stop at different nodes, differences carried in from ORT's own nodes, and a disagreement with loaded
-outputs (docs/compare.md, Verdicts)."""
+stop at different nodes and differences carried in from ORT's own nodes (docs/compare.md, Verdicts; the
+verdict against loaded outputs is customops.comparison.loaded's)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ from customops.comparison.amplify import Effect
 from customops.comparison.carried import CarriedIn
 from customops.comparison.failures import FailPoint
 from customops.comparison.results import NodeResult, OutputResult
-from customops.comparison.saved import LoadedOutputs
+from customops.model.rewriter import NodeReport
+from customops.registry import OP_TYPES
 
-__all__ = ["carried_text", "loaded_summary", "parted_summary", "summary_line"]
+__all__ = ["carried_text", "nothing_summary", "parted_summary", "summary_line"]
 
 
 def summary_line(
@@ -124,6 +125,24 @@ def _ulps(node: NodeResult) -> tuple[int, int] | None:
     return int(b["max_ulp"]), int(c["max_ulp"])
 
 
+def nothing_summary(skipped: list[NodeReport]) -> str:
+    """The verdict line when no node is swapped (``skipped``: the nodes of our ops left out, and why):
+    both sides would run ORT's built-in kernels alone, so neither is run (docs/compare.md, Outputs and
+    exit status)."""
+    head = "NOTHING TO COMPARE: no node is swapped, so neither side was run"
+    if not skipped:
+        return (
+            f"{head}: the model has no node of an op customops implements ({', '.join(OP_TYPES)}; "
+            "'customops ops' lists their versions and element types)"
+        )
+    first = skipped[0]
+    more = f"; and {len(skipped) - 1} more" if len(skipped) > 1 else ""
+    return (
+        f"{head}: each of the model's {len(skipped)} node(s) of an op customops implements is left out "
+        f"({first.node!r} [{first.op}]: {first.reason}{more})"
+    )
+
+
 def parted_summary(a: FailPoint, b: FailPoint, nodes: list[NodeResult]) -> str:
     """The verdict line of two sides that stop at different nodes: the one whose kernel refuses a node
     the other side runs, with its attribution and known ids, first."""
@@ -160,13 +179,3 @@ def carried_text(carried: CarriedIn, nodes: list[NodeResult]) -> str:
         f"{text}; at --graph-optimization-level {level} they match {how}: ORT's graph optimizations "
         f"(level {carried.optimization.level}) made them, not a kernel"
     )
-
-
-def loaded_summary(outputs: list[OutputResult], nodes: list[NodeResult], loaded: LoadedOutputs) -> str:
-    """The verdict line of a disagreement with loaded outputs: no node was run alone, so no side is named."""
-    bad = [n for n in nodes if n.verdict != "agree"]
-    bad_out = [o for o in outputs if o.verdict != "agree"]
-    head = f"DISAGREE: {len(bad)} node(s), {len(bad_out)} output(s) differ from the outputs loaded from {loaded.path}"
-    if bad:
-        return f"{head}; the first node in the model whose output differs: {bad[0].node!r} [{bad[0].op}]"
-    return head

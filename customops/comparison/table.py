@@ -21,8 +21,10 @@ def _fmt(x: Any, spec: str = ".3g") -> str:
 
 def shown(report: dict[str, Any], all_rows: bool) -> list[dict[str, Any]]:
     """The node rows of the table: with ``all_rows`` all, else the nodes where a difference starts, a
-    side fails, or whose swap moves the outputs (report["amplified"])."""
+    side fails, or whose swap moves the outputs (report["amplified"]); against loaded outputs, every node
+    that differs from them (no node ran alone: where the difference comes from is its origin)."""
     moving = {name for e in report.get("amplified", []) for name in e["nodes"]}
+    loaded = _loaded(report)
     return [
         n
         for n in report["nodes"]
@@ -30,11 +32,34 @@ def shown(report: dict[str, Any], all_rows: bool) -> list[dict[str, Any]]:
         or n["origin"] in ("starts-here", "rounding")
         or n["verdict"] == "side-failed"
         or n["node"] in moving
+        or (loaded and n["verdict"] != "agree")
     ]
 
 
+def _hidden_lines(report: dict[str, Any], hidden: int) -> list[str]:
+    """The line that counts the node rows :func:`shown` leaves out, if any."""
+    if not hidden:
+        return []
+    if _loaded(report):
+        return [f"  {hidden} more node(s) agree with the loaded outputs (--all-rows shows them)"]
+    return [f"  {hidden} more swapped node(s) agree alone or carry a difference in (--all-rows shows them)"]
+
+
+def _loaded(report: dict[str, Any]) -> bool:
+    """Whether side A is outputs loaded from a file (--load-outputs)."""
+    return "loaded_from" in report["sides"]["builtin"]
+
+
 def format_table(report: dict[str, Any], all_rows: bool = True) -> str:
-    """The human-readable report: the verdict, the table (see :func:`shown`), the errors, the verdict."""
+    """The human-readable report: the verdict, the table (see :func:`shown`), the errors, the verdict;
+    when nothing was compared, the verdict and the nodes left out."""
+    if report["verdict"] == "nothing-to-compare":
+        return _nothing_compared(report)
+    return _table(report, all_rows)
+
+
+def _table(report: dict[str, Any], all_rows: bool) -> str:
+    """The report of a comparison: see :func:`format_table`."""
     head = ("node / output", "op", "shape", "dtype", "max abs", "max rel /|B|", "mism.", "ulp", "verdict")
     timed = any(v is not None for n in report["nodes"] for v in (n.get("time_us") or {}).values())
     rows: list[tuple[str, ...]] = [(*head, "attribution", "starts", *(("A µs", "B µs") if timed else ()))]
@@ -57,7 +82,7 @@ def format_table(report: dict[str, Any], all_rows: bool = True) -> str:
         attribution = n["attribution"] + (f" ({', '.join(known)})" if known else "")
         row(
             n["node"],
-            n["op"],
+            n["op"] if n.get("swapped", True) else f"{n['op']} (not swapped)",
             alone or in_model or {},
             n["verdict"],
             (attribution, n["origin"]),
@@ -69,21 +94,17 @@ def format_table(report: dict[str, Any], all_rows: bool = True) -> str:
     widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
-    hidden = len(report["nodes"]) - len(nodes)
-    if hidden:
-        lines.append(
-            f"  {hidden} more swapped node(s) agree alone or carry a difference in (--all-rows shows them)"
-        )
+    lines.extend(_hidden_lines(report, len(report["nodes"]) - len(nodes)))
     lines.extend(_passing_tolerances(report, nodes))
     lines.extend(error_stat_lines(report, nodes))
+    lines.extend(decided_by_lines(report, nodes))
     lines.extend(_ulp_notes(report, nodes))
     for n in nodes:
         errors = (n["isolated"] or {}).get("errors") or {}
         for side, err in errors.items():
             if err and not (side == "reference" and n["verdict"] == "agree"):
                 lines.append(f"  {n['node']}: {side}: {err}")
-    for s in report["skipped"]:
-        lines.append(f"  skipped {s['node']} [{s['op']}]: {s['reason']}")
+    lines.extend(_skipped_lines(report))
     lines.extend(_placement_lines(report))
     lines.extend(_optimization_lines(report))
     for side, info in report["sides"].items():
@@ -93,6 +114,20 @@ def format_table(report: dict[str, Any], all_rows: bool = True) -> str:
     lines.extend(choice_lines(report))
     lines = [report["summary"], "", *lines, report["summary"]]
     return "\n".join(printable(line) for line in lines)
+
+
+def _nothing_compared(report: dict[str, Any]) -> str:
+    """The report of a comparison in which no node is swapped: the verdict, and each node of our ops
+    left out with why (between the verdict and its repetition)."""
+    lines = _skipped_lines(report)
+    if lines:
+        lines = [report["summary"], "", *lines, report["summary"]]
+    return "\n".join(printable(line) for line in lines or [report["summary"]])
+
+
+def _skipped_lines(report: dict[str, Any]) -> list[str]:
+    """A line for each node of our ops the rewriter left out, with why."""
+    return [f"  skipped {s['node']} [{s['op']}]: {s['reason']}" for s in report["skipped"]]
 
 
 def _in_context(n: dict[str, Any]) -> str:
@@ -161,6 +196,26 @@ def error_stat_lines(report: dict[str, Any], nodes: list[dict[str, Any]]) -> lis
             for key, label in (("abs", "|A-B|"), ("rel", "rel"))
         ]
         lines.append(f"  {name}: {'; '.join(parts)}")
+    return lines
+
+
+def decided_by_lines(report: dict[str, Any], nodes: list[dict[str, Any]]) -> list[str]:
+    """For each output and shown node decided by an error statistic (--check-error-stat, not elemwise):
+    the statistic, its quantile, whether matching infinities counted as errors of 0, and its absolute and
+    relative values against atol and rtol (its figures in the model: where they are decided)."""
+    items = [(o["name"], o["metrics"]) for o in report["outputs"]]
+    items += [(n["node"], n["in_model"]) for n in nodes]
+    lines = []
+    for name, m in items:
+        if not m or not m.get("stat"):
+            continue
+        stat = m["stat"] + (f" {_fmt(m['quantile'])}" if m.get("quantile") is not None else "")
+        infinities = ", matching infinities as 0" if m.get("infinities_equal") else ""
+        lines.append(
+            f"  {name}: --check-error-stat {stat}{infinities}: |A-B| {_fmt(m['stat_abs'])} (atol "
+            f"{_fmt(m['atol'])}), rel {_fmt(m['stat_rel'])} (rtol {_fmt(m['rtol'])}): "
+            + ("passes" if m.get("pass") else "fails")
+        )
     return lines
 
 

@@ -21,7 +21,7 @@ from customops.cli.main import main
 from tests.helpers import NEVER, one_error_line
 
 ROOT = Path(__file__).resolve().parents[2]
-DEVIATION = ROOT / "models" / "ort_deviation.onnx"
+DEVIATION = ROOT / "customops" / "examples" / "ort_deviation.onnx"
 
 
 def _tree(path: Path) -> dict[str, str]:

@@ -22,7 +22,7 @@ from customops.eval.running.sides import INJECT_ENV
 from tests.helpers import NEVER, run_cli, run_python
 
 ROOT = Path(__file__).resolve().parents[2]
-DEVIATION = ROOT / "models" / "ort_deviation.onnx"
+DEVIATION = ROOT / "customops" / "examples" / "ort_deviation.onnx"
 
 
 def test_a_custom_side_that_aborts_is_reported_and_compare_lives_on(tmp_path):
@@ -74,12 +74,15 @@ def test_a_real_abort_in_the_layer_takes_down_only_the_child(tmp_path):
 
 
 def test_ort_log_lines_stay_out_unless_verbose(tmp_path):
-    node = helper.make_node("Foo", ["x"], ["y"], domain="some.vendor")
+    # a Pad of ours first, so that the model is run (a model with no node of ours is not)
+    pad = helper.make_node("Pad", ["x", "pads"], ["padded"], name="pad")
+    node = helper.make_node("Foo", ["padded"], ["y"], domain="some.vendor")
     graph = helper.make_graph(
-        [node],
+        [pad, node],
         "g",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [onnx.numpy_helper.from_array(np.array([1, 1], np.int64), "pads")],
     )
     opsets = [helper.make_opsetid("", 19), helper.make_opsetid("some.vendor", 1)]
     path = tmp_path / "vendor.onnx"

@@ -164,7 +164,16 @@ def test_inputs_handed_to_the_api_count_the_bytes_of_each_string(tmp_path, small
 
 
 def _symbolic_float_model(path: Path) -> Path:
-    return _identity_model(path, TensorProto.FLOAT, ["n", "m"])
+    """A Pad (a node of ours, so that the model is compared) of a float input ``x`` of symbolic dims n, m."""
+    graph = helper.make_graph(
+        [helper.make_node("Pad", ["x", "pads"], ["y"], name="pad")],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", "m"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [onnx.numpy_helper.from_array(np.array([1, 1, 1, 1], np.int64), "pads")],
+    )
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)]), path)
+    return path
 
 
 @pytest.mark.parametrize(

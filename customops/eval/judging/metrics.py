@@ -69,6 +69,10 @@ class Metrics:
     """What decides ``passed``: each element (``elemwise``), or a statistic of the errors (:data:`STATS`)."""
     stat_abs: float | None = None
     stat_rel: float | None = None
+    quantile: float | None = None
+    """The quantile of ``stat`` quantile (None: another statistic)."""
+    infinities_equal: bool = False
+    """Whether matching infinities counted as errors of 0 in ``stat`` (:class:`Criterion`)."""
     errors: ErrorStats | None = None
     """Mean, median and 99th percentile of the absolute and relative errors (None: no finite element, or
     strings, or shapes that differ)."""
@@ -95,11 +99,19 @@ class Metrics:
             "atol": self.atol,
             "pass": self.passed,
             "error_stats": None if self.errors is None else self.errors.to_json(),
-            **(
-                {}
-                if self.stat == "elemwise"
-                else {"stat": self.stat, "stat_abs": self.stat_abs, "stat_rel": self.stat_rel}
-            ),
+            **({} if self.stat == "elemwise" else self._stat_json()),
+        }
+
+    def _stat_json(self) -> dict[str, Any]:
+        """What decided a tensor by an error statistic: the statistic (and its quantile), whether matching
+        infinities counted as errors of 0, and its absolute and relative values."""
+        quantile = {} if self.quantile is None else {"quantile": self.quantile}
+        return {
+            "stat": self.stat,
+            **quantile,
+            "infinities_equal": self.infinities_equal,
+            "stat_abs": self.stat_abs,
+            "stat_rel": self.stat_rel,
         }
 
 
@@ -107,10 +119,28 @@ def _strings(a: np.ndarray, b: np.ndarray) -> bool:
     return a.dtype == object or b.dtype == object or a.dtype.kind in "US" or b.dtype.kind in "US"
 
 
-STATS = ("elemwise", "max", "mean", "median")
+STATS = ("elemwise", "max", "mean", "median", "quantile")
 """``--check-error-stat``: elemwise (each element passes when |a - b| <= atol + rtol * |b|), or, as
-Polygraphy's, the tensor passes when the max, mean or median of |a - b| is at most atol or that of
-|a - b| / |b| at most rtol (over the finite elements; NaN and inf must still sit at the same places)."""
+Polygraphy's, the tensor passes when the max, mean, median or quantile (:attr:`Criterion.quantile`) of
+|a - b| is at most atol or that of |a - b| / |b| at most rtol (over the finite elements, and the matching
+infinities with :attr:`Criterion.infinities_equal`; NaN and inf must still sit at the same places)."""
+
+DEFAULT_QUANTILE = 0.99
+"""The quantile of ``--check-error-stat quantile`` without ``--error-quantile`` (Polygraphy's default)."""
+
+
+@dataclass(frozen=True)
+class Criterion:
+    """What decides whether a tensor passes at its tolerances: each element, or an error statistic
+    (:data:`STATS`; ``quantile``: numpy's linear quantile ``quantile`` of the errors, as Polygraphy's
+    ``np.quantile``); ``infinities_equal``: the elements where both sides hold the same infinity count in
+    the statistic as an error of 0 (Polygraphy's ``infinities_compare_equal``), instead of being left out
+    with the other non-finite ones. Element by element, matching infinities always pass."""
+
+    stat: str = "elemwise"
+    quantile: float = DEFAULT_QUANTILE
+    infinities_equal: bool = False
+
 
 REPORTED = ("mean", "median", "p99")
 """The error statistics every comparison reports beside the maxima (:class:`ErrorStats`)."""
@@ -122,24 +152,27 @@ _REDUCE: dict[str, Any] = {
     "max": np.max,
     "mean": np.mean,
     "median": np.median,
-    "p99": lambda x: _percentile(x, 99),
+    "p99": lambda x: _quantile(x, 0.99),
 }
 
 
-def _percentile(x: np.ndarray, q: float) -> float:
-    """numpy's (linear) percentile, or where it falls between a finite value and inf (a relative error
-    against a reference of 0 with atol 0), the higher of the two: inf, never NaN."""
+def _quantile(x: np.ndarray, q: float) -> float:
+    """numpy's (linear) quantile ``q`` (in [0, 1]), or where it falls between a finite value and inf (a
+    relative error against a reference of 0 with atol 0), the higher of the two: inf, never NaN."""
     with np.errstate(invalid="ignore"):
-        found = float(np.percentile(x, q))
-    return float(np.percentile(x, q, method="higher")) if math.isnan(found) else found
+        found = float(np.quantile(x, q))
+    return float(np.quantile(x, q, method="higher")) if math.isnan(found) else found
 
 
-_SAMPLED = ("median", "p99")
+_SAMPLED = ("median", "p99", "quantile")
 
 
-def _errors(a: np.ndarray, b: np.ndarray, atol: float, sample: bool) -> tuple[np.ndarray, np.ndarray] | None:
-    """|a - b| and the relative error (to max(|b|, atol), as max_rel) over the finite elements, of every
-    element or (``sample``) of a regular stride of at most :data:`STAT_SAMPLE`; None: none is finite."""
+def _errors(
+    a: np.ndarray, b: np.ndarray, atol: float, sample: bool, infinities_equal: bool = False
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """|a - b| and the relative error (to max(|b|, atol), as max_rel) over the finite elements (and, with
+    ``infinities_equal``, the elements where both hold the same infinity, as errors of 0), of every
+    element or (``sample``) of a regular stride of at most :data:`STAT_SAMPLE`; None: none is there."""
     fa, fb = a.reshape(-1), b.reshape(-1)
     if sample and fa.size > STAT_SAMPLE:
         step = -(-fa.size // STAT_SAMPLE)
@@ -148,10 +181,13 @@ def _errors(a: np.ndarray, b: np.ndarray, atol: float, sample: bool) -> tuple[np
         np.complex128 if fa.dtype.kind == "c" or fb.dtype.kind == "c" else np.float64
     )  # |a - b| of both parts
     fa, fb = fa.astype(wide), fb.astype(wide)
-    keep = np.isfinite(fa) & np.isfinite(fb)
+    finite = np.isfinite(fa) & np.isfinite(fb)
+    keep = finite | (np.isinf(fa) & (fa == fb)) if infinities_equal else finite
     if not keep.any():
         return None
-    diff, mag = np.abs(fa[keep] - fb[keep]), np.maximum(np.abs(fb[keep]), atol)
+    with np.errstate(invalid="ignore"):  # inf - inf where they match: an error of 0 (below)
+        diff = np.where(finite[keep], np.abs(fa[keep] - fb[keep]), 0.0)
+    mag = np.maximum(np.abs(fb[keep]), atol)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         rel = np.where(mag > 0, diff / mag, np.where(diff > 0, np.inf, 0.0))
     return diff, rel
@@ -181,11 +217,18 @@ def error_stats(
 
 
 def error_stat(
-    a: np.ndarray, b: np.ndarray, stat: str, atol: float = 0.0
+    a: np.ndarray, b: np.ndarray, criterion: Criterion, atol: float = 0.0
 ) -> tuple[float | None, float | None]:
-    """(absolute, relative) error statistic ``stat`` over the finite elements of ``a`` against ``b``
-    (relative to max(|b|, atol), as max_rel; :func:`error_stats`)."""
-    return error_stats(a, b, (stat,), atol)[stat]
+    """(absolute, relative) error statistic of ``criterion`` (its stat, quantile and infinities) of ``a``
+    against ``b`` (relative to max(|b|, atol), as max_rel), over the elements :func:`_errors` keeps; the
+    median and a quantile over a regular sample of at most :data:`STAT_SAMPLE` elements."""
+    errors = _errors(a, b, atol, criterion.stat in _SAMPLED, criterion.infinities_equal)
+    if errors is None:
+        return (None, None)
+    if criterion.stat == "quantile":
+        return _quantile(errors[0], criterion.quantile), _quantile(errors[1], criterion.quantile)
+    reduce = _REDUCE[criterion.stat]
+    return float(reduce(errors[0])), float(reduce(errors[1]))
 
 
 HISTOGRAM_DECADES = 16
@@ -232,15 +275,17 @@ class ErrorStats:
 
 
 def compare_arrays(
-    a: Any, b: Any, rtol: float, atol: float, stat: str = "elemwise", shortcut: bool = True
+    a: Any, b: Any, rtol: float, atol: float, stat: str | Criterion = "elemwise", shortcut: bool = True
 ) -> Metrics:
     """Compare ``a`` (the side under test) with ``b`` (the side compared against) at ``rtol``/``atol``,
-    element by element or by an error statistic (:data:`STATS`). With ``shortcut``, tensors equal bit for
+    element by element or by an error statistic (``stat``: one of :data:`STATS`, or a :class:`Criterion`
+    with its quantile and infinities). With ``shortcut``, tensors equal bit for
     bit (most of a model's agreeing values) skip the pass over their elements: the figures are those the
     pass gives for them (``shortcut=False`` makes the pass anyway; tests/test_metrics.py holds both
     equal)."""
     a = np.asarray(a)
     b = np.asarray(b)
+    criterion = stat if isinstance(stat, Criterion) else Criterion(stat)
     m = Metrics(
         list(a.shape),
         list(b.shape),
@@ -266,14 +311,21 @@ def compare_arrays(
         m.errors = ErrorStats.of(a, b, atol, same=m.max_abs == 0)
     if _strings(a, b):
         m.passed = m.mismatches == 0 and m.dtype_match
-    elif stat == "elemwise":
+    elif criterion.stat == "elemwise":
         m.passed = bool(m.mismatches == 0 and m.nan_match and m.inf_match and m.dtype_match)
     else:
-        m.stat = stat
-        m.stat_abs, m.stat_rel = error_stat(a, b, stat, atol)
-        close = m.stat_abs is None or m.stat_abs <= atol or (m.stat_rel is not None and m.stat_rel <= rtol)
-        m.passed = bool(close and m.nan_match and m.inf_match and m.dtype_match)
+        _decide_by_stat(m, a, b, criterion)
     return m
+
+
+def _decide_by_stat(m: Metrics, a: np.ndarray, b: np.ndarray, criterion: Criterion) -> None:
+    """``m.passed`` by ``criterion``'s error statistic: at most atol, or its relative one at most rtol
+    (NaN and inf at the same places and one dtype still required)."""
+    m.stat, m.infinities_equal = criterion.stat, criterion.infinities_equal
+    m.quantile = criterion.quantile if criterion.stat == "quantile" else None
+    m.stat_abs, m.stat_rel = error_stat(a, b, criterion, m.atol)
+    close = m.stat_abs is None or m.stat_abs <= m.atol or (m.stat_rel is not None and m.stat_rel <= m.rtol)
+    m.passed = bool(close and m.nan_match and m.inf_match and m.dtype_match)
 
 
 def _plain_tolerances(rtol: float, atol: float) -> bool:
