@@ -63,7 +63,9 @@ def _onnx_types(op: str, version: int, name: str) -> tuple[str, ...]:
         (c.allowed_type_strs for c in schema.type_constraints if c.type_param_str == formal.type_str), None
     )
     strings = allowed if allowed is not None else [formal.type_str]
-    return tuple(sorted(s[len("tensor(") : -1] for s in strings))
+    # version 28's float6 types have no numpy type: the kernels hold 25's list there (the rewriter refuses
+    # a float6 tensor before it reaches them)
+    return tuple(sorted(s[len("tensor(") : -1] for s in strings if not s.startswith("tensor(float6")))
 
 
 @pytest.mark.parametrize("version", VERSIONS)
