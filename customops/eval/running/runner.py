@@ -7,6 +7,8 @@ lanes of three (built-in, custom, reference) and a pool of lanes, so a campaign 
 from __future__ import annotations
 
 import contextlib
+import math
+import numbers
 import os
 import queue
 import signal
@@ -29,6 +31,25 @@ from customops.eval.running.worker import SIDES, Reply, Request, verbose
 
 STARTUP_TIMEOUT = 300.0
 """Seconds a new child may take to import onnxruntime and say it is ready."""
+
+MAX_SECONDS = 1_000_000.0
+"""The longest time limit a user may give (compare's ``--reference-timeout``, fuzz's ``--case-timeout`` and
+``--time-budget``, ``customops.compare``'s ``reference_timeout``): about 11.5 days, far past any run, and
+far inside what waiting on a child can count (poll(2) takes at most 2**31 - 1 ms; a deadline of 1e10 s
+overflows Python's clock)."""
+
+
+def checked_seconds(value: object, option: str) -> float:
+    """``value`` as a time limit in seconds, or CustomOpsError naming ``option`` and the allowed range
+    (above 0, at most :data:`MAX_SECONDS`): the one rule of every time limit a user gives."""
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        seconds = float(value)
+        if math.isfinite(seconds) and 0 < seconds <= MAX_SECONDS:
+            return seconds
+    raise CustomOpsError(
+        f"{option} {value!r} must be a positive number of seconds, at most {MAX_SECONDS:.0f} (11.5 days)"
+    )
+
 
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 """The directory holding this customops package: the children start there, so that ``python -m`` finds
@@ -181,7 +202,9 @@ class SideProcess:
         while True:
             try:
                 wait = None if deadline is None else max(deadline - time.perf_counter(), 0.0)
-                if not self.conn.poll(wait):
+                if not self.conn.poll(None if wait is None else min(wait, MAX_SECONDS)):
+                    if wait is not None and wait > MAX_SECONDS:  # a caller's far deadline: wait again
+                        continue
                     break
                 got, reply = self.conn.recv()
             except (EOFError, OSError):
