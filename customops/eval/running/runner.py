@@ -26,7 +26,7 @@ from typing import Any
 
 from customops.accel import jit
 from customops.errors import CustomOpsError
-from customops.eval.running import forked
+from customops.eval.running import forked, lifeline
 from customops.eval.running.worker import SIDES, Reply, Request, verbose
 
 STARTUP_TIMEOUT = 300.0
@@ -131,24 +131,35 @@ class SideProcess:
         self.noting = self.note and jit.announcing()
         fds = [child.fileno(), *(_stderr_fd() if self.noting else [])]
         try:
-            if fork and forked.possible():
-                note = fds[1] if len(fds) > 1 else None
-                self.proc = forked.fork_side(self.side, fds[0], note, self.log.fileno(), verbose())
-            else:
-                self.proc = subprocess.Popen(
-                    [sys.executable, "-m", "customops.eval.running.child", self.side, *map(str, fds)],
-                    pass_fds=fds,
-                    stdin=subprocess.DEVNULL,
-                    stdout=self.log,
-                    stderr=None if verbose() else self.log,
-                    cwd=PACKAGE_ROOT,
-                )
+            self.proc = lifeline.started(lambda: self._spawn(fds, fork))
         finally:
             child.close()
             for fd in fds[1:]:
                 os.close(fd)
         self.conn = Connection(parent.detach())
         self.ready = False
+
+    def _spawn(self, fds: list[int], fork: bool) -> subprocess.Popen[bytes] | forked.ForkedChild:
+        """The child, forked or started afresh (:meth:`start`), serving the connection ``fds[0]``; on a
+        thread that outlives it (customops.eval.running.lifeline.started)."""
+        if fork and forked.possible():
+            note = fds[1] if len(fds) > 1 else None
+            return forked.fork_side(self.side, fds[0], note, self.log.fileno(), verbose())
+        return subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "customops.eval.running.child",
+                self.side,
+                str(os.getpid()),
+                *map(str, fds),
+            ],
+            pass_fds=fds,
+            stdin=subprocess.DEVNULL,
+            stdout=self.log,
+            stderr=None if verbose() else self.log,
+            cwd=PACKAGE_ROOT,
+        )
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -244,17 +255,19 @@ class SideProcess:
         self.start()
 
     def close(self) -> None:
-        """End the child (politely first, once it is ready: one still starting is killed at once)."""
+        """End the child (politely first, once it is ready: one still starting is killed at once; so is
+        one still running when a signal cuts the wait short)."""
         if self.proc is None:
             return
-        if self.ready:
-            with contextlib.suppress(Exception):
-                self.conn.send(None)
-            self._reap(2)
-        else:
+        try:
+            if self.ready:
+                with contextlib.suppress(Exception):
+                    self.conn.send(None)
+                self._reap(2)
+        finally:
             self.proc.kill()
-            self.proc.wait(10)
-        self.conn.close()
+            self.conn.close()
+        self.proc.wait(10)
         self.proc = None
 
 
