@@ -599,16 +599,15 @@ def test_no_search_when_a_node_starts_the_difference_and_the_quickstart_names_it
 
 
 def test_the_reference_limit_is_per_op_unless_one_is_given():
-    """Defaults measured (docs/compare.md): Col2Im's reference loops over blocks, Pad's copies slices."""
+    """Defaults measured per op, each in its own unit (docs/compare.md): a 720p image resized x2 gets its
+    third vote."""
     from customops.comparison.isolate import reference_limit_of, run_isolated
+    from customops.kernels.work import reference_work
     from customops.registry import CUSTOM_OPS
 
-    assert (
-        reference_limit_of("Col2Im", None)
-        < reference_limit_of("Resize", None)
-        < reference_limit_of("Pad", None)
-    )
-    assert reference_limit_of("Resize", None) >= 3 * 720 * 1280  # a 720p image gets its third vote
+    image = [np.zeros((1, 3, 720, 1280), F32), None, np.array([1, 1, 2, 2], F32), None]
+    for mode in ("nearest", "linear", "cubic"):
+        assert reference_work("Resize", image, {"mode": mode}) <= reference_limit_of("Resize", None)
     assert all(reference_limit_of(op, None) == c.reference_limit for op, c in CUSTOM_OPS.items())
     assert reference_limit_of("Col2Im", 7) == 7
     model, feed = one_node_model(

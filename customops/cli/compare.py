@@ -63,9 +63,10 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--reference-limit",
         type=int,
-        help="most work a node may ask of onnx.reference: output elements x taps, RoiAlign's samples, at "
-        "least its inputs' elements (default per op, about 5 s of the reference: Resize and Upsample 48M, "
-        "Pad and CenterCropPad 50M, AffineGrid 12M, RoiAlign 1M, Col2Im 500k, DeformConv 50k, GridSample 30k)",
+        help="most work a node may ask of onnx.reference: lines of its Python loops or elements of its "
+        "arrays, at least its inputs' elements (default per op, about 5 s of the reference: Resize 500M, "
+        "Upsample 48M, Pad and CenterCropPad 50M, AffineGrid 600M, RoiAlign 100M, Col2Im 30M, DeformConv 30M, "
+        "GridSample 40M)",
     )
     p.add_argument(
         "--reference-timeout",

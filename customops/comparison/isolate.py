@@ -95,7 +95,8 @@ def _reference_refusal(op: str, rewritten: Any, feed: dict[str, np.ndarray], lim
     if work <= most:
         return None
     return (
-        f"not run: the node asks onnx.reference for about {work:.3g} steps (elements, samples, taps), "
+        f"not run: the node asks onnx.reference for about {work:.3g} steps (lines of its Python, elements "
+        f"of its arrays), "
         f"over the reference limit {most}"
     )
 

@@ -14,6 +14,7 @@ from customops.comparison.inputs import check_seed
 from customops.comparison.optimizer import OPTIMIZATION_LEVELS
 from customops.errors import CustomOpsError
 from customops.eval.judging.metrics import DEFAULT_QUANTILE, STATS, Criterion
+from customops.eval.running.runner import checked_seconds
 from customops.eval.running.sides import REFERENCE_TIMEOUT
 
 __all__ = ["ErrorCheck", "Settings", "check_settings", "checked_settings"]
@@ -158,10 +159,9 @@ def checked_settings(
     from customops.comparison.providers import resolve
 
     check.check()
-    if not (math.isfinite(reference_timeout) and reference_timeout > 0):
-        raise CustomOpsError(f"--reference-timeout {reference_timeout!r} must be a finite number above 0")
+    timeout = checked_seconds(reference_timeout, "--reference-timeout")
     settings = Settings(
-        rtol, atol, repeats, reference_limit, reference_timeout, resolve(providers), dict(tolerances or {})
+        rtol, atol, repeats, reference_limit, timeout, resolve(providers), dict(tolerances or {})
     )
     settings.check, settings.optimization = check, graph_optimization_level
     return settings

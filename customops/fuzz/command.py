@@ -50,14 +50,16 @@ def _int(value: str | None, name: str, default: int, minimum: int) -> int:
 
 
 def _seconds(value: str | None, name: str, default: float | None) -> float | None:
+    """A time limit option (customops.eval.running.runner.checked_seconds: the one rule of them)."""
+    from customops.eval.running.runner import checked_seconds
+
     if value is None:
         return default
     try:
         x = float(value)
     except ValueError:
         raise CustomOpsError(f"{name} {value!r} is not a number of seconds") from None
-    if not x > 0 or x == float("inf"):
-        raise CustomOpsError(f"{name} {value!r} must be a positive number of seconds")
+    checked_seconds(x, name)
     return x
 
 

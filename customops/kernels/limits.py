@@ -29,11 +29,21 @@ CHECKED = 1 << 20
 
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 
+MEMINFO = "/proc/meminfo"
+SELF_CGROUP = "/proc/self/cgroup"
+CGROUP_ROOT = "/sys/fs/cgroup"
+"""Where :func:`machine_room` reads what the machine can give now: the kernel's memory counters, this
+process's control groups and where they are mounted. The one seam for tests: they point these at files
+of their own (tests/hostile/test_layer_limits.py) to play a machine under memory pressure."""
+
+UNLIMITED_CGROUP = 1 << 62
+"""A cgroup v1 memory limit from which it means none (the kernel writes 2**63 less a page)."""
+
 
 def _meminfo() -> dict[str, int]:
-    """/proc/meminfo in bytes ({} where there is none)."""
+    """/proc/meminfo (:data:`MEMINFO`) in bytes ({} where there is none)."""
     try:
-        with open("/proc/meminfo", encoding="ascii") as f:
+        with open(MEMINFO, encoding="ascii") as f:
             lines = f.read().splitlines()
     except OSError:
         return {}
@@ -67,12 +77,76 @@ def _statm() -> tuple[int, int]:
     return int(fields[0]) * _PAGE, int(fields[5]) * _PAGE
 
 
+def _read_int(path: str) -> int | None:
+    try:
+        with open(path, encoding="ascii") as f:
+            return int(f.read().strip())
+    except (OSError, ValueError):  # absent, or "max"
+        return None
+
+
+def _cgroup_dirs(base: str, path: str) -> list[str]:
+    """The directories of the cgroup ``path`` under the mount ``base`` and of each cgroup above it (a
+    limit anywhere up the tree binds), deepest first."""
+    parts = [p for p in path.split("/") if p and p not in (".", "..")]
+    return [os.path.join(base, *parts[:n]) for n in range(len(parts), -1, -1)]
+
+
+def _cgroup_room() -> list[tuple[int, str]]:
+    """Each memory limit of this process's control groups less their usage (cgroup v2 ``memory.max`` -
+    ``memory.current``; v1 ``memory.limit_in_bytes`` - ``memory.usage_in_bytes``), with the file that
+    sets it. Past a cgroup's limit the kernel's OOM killer ends a process, or an allocation fails."""
+    try:
+        with open(SELF_CGROUP, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return []
+    found = []
+    for line in lines:
+        fields = line.split(":", 2)
+        if len(fields) != 3:
+            continue
+        _, controllers, path = fields
+        if controllers == "":
+            base, limit_file, usage_file = CGROUP_ROOT, "memory.max", "memory.current"
+        elif "memory" in controllers.split(","):
+            base, limit_file, usage_file = (
+                os.path.join(CGROUP_ROOT, "memory"),
+                "memory.limit_in_bytes",
+                "memory.usage_in_bytes",
+            )
+        else:
+            continue
+        for directory in _cgroup_dirs(base, path):
+            limit = _read_int(os.path.join(directory, limit_file))
+            usage = _read_int(os.path.join(directory, usage_file))
+            if limit is not None and usage is not None and limit < UNLIMITED_CGROUP:
+                found.append(
+                    (limit - usage, f"the memory cgroup's limit, {os.path.join(directory, limit_file)}")
+                )
+    return found
+
+
+def machine_room() -> list[tuple[int, str]]:
+    """What the machine can give this process now, and what says so: the memory available without
+    pushing other processes out (``MemAvailable`` and ``SwapFree`` of /proc/meminfo) and the room left
+    under each memory cgroup limit. Others may hold most of the memory: an allocation past this is then
+    refused by the kernel (a C++ exception in the layer: an abort) or answered by its OOM killer."""
+    info = _meminfo()
+    found = _cgroup_room()
+    if "MemAvailable" in info:
+        found.append(
+            (info["MemAvailable"] + info.get("SwapFree", 0), "the memory available now (MemAvailable)")
+        )
+    return found
+
+
 def headroom() -> tuple[int, str] | None:
     """The bytes this process can still allocate and the limit that says so (``RLIMIT_AS``,
-    ``RLIMIT_DATA`` or the kernel's commit limit under strict overcommit), or None when none of them
-    applies (then only RAM itself limits, and running out of it ends in the OOM killer, not in a failed
-    allocation)."""
-    found: list[tuple[int, str]] = []
+    ``RLIMIT_DATA``, the kernel's commit limit under strict overcommit, or what the machine can give
+    now: :func:`machine_room`), or None when none of them can be read (no /proc: then only RAM itself
+    limits)."""
+    found: list[tuple[int, str]] = machine_room()
     as_limit = resource.getrlimit(resource.RLIMIT_AS)[0]
     data_limit = resource.getrlimit(resource.RLIMIT_DATA)[0]
     if as_limit != resource.RLIM_INFINITY or data_limit != resource.RLIM_INFINITY:

@@ -1,14 +1,19 @@
 """The work onnx.reference does for one node of our ops, estimated before it runs (compare's
 ``--reference-limit``).
 
-onnx.reference runs most of these operators as Python loops over the output: its time and memory grow
-with what a node asks for (output elements, interpolation taps, RoiAlign's samples per bin), which its
-inputs' sizes alone do not bound (a RoiAlign roi of [-1e30, 0, 1e30, 4] with sampling_ratio 0 asks for
-2e30 samples from 5 numbers). :func:`reference_work` counts that work from the node as the rewriter
+onnx.reference runs most of these operators as Python loops: its time and memory grow with what a node
+asks for (output elements, interpolation taps, RoiAlign's samples per bin) and with how its loops walk
+the shapes (GridSample's linear mode reads the whole first spatial axis for every grid point), which
+the inputs' sizes alone do not bound (a RoiAlign roi of [-1e30, 0, 1e30, 4] with sampling_ratio 0 asks
+for 2e30 samples from 5 numbers). :func:`reference_work` counts that work from the node as the rewriter
 writes it in our domain (the custom op's fixed inputs, in order, ``None`` where a value is not known;
-its attributes decoded), in steps of about one output element or one tap. It is pure arithmetic on
-Python numbers: exact integers where sizes are integers, ``math.inf`` where a size computed from the
-values is not finite (which never fits a limit), and it never allocates an array of the size it counts.
+its attributes decoded), following onnx.reference's own code (onnx 1.23) op by op: the ops it runs in
+Python loops (GridSample, DeformConv, RoiAlign, Col2Im) in lines of that Python, as a trace of it counts
+them (tests/hostile/test_reference_cost.py), the ops it runs in numpy in elements of its arrays (Resize
+with its Python at :data:`PYTHON_MICROSECOND` elements a microsecond). Each op's limit
+(customops.registry) is measured in its own unit. It is pure arithmetic on Python numbers: exact
+integers where sizes are integers, ``math.inf`` where a size computed from the values is not finite
+(which never fits a limit), and it never allocates an array of the size it counts.
 """
 
 from __future__ import annotations
@@ -45,13 +50,78 @@ def _prod(sizes: Sequence[float]) -> float:
 
 
 _TAPS = {"nearest": 1, "linear": 2, "cubic": 4, "bilinear": 2, "bicubic": 4}
-"""Input elements read per output element and per interpolated axis."""
+"""Input elements read per output element and per interpolated axis (Upsample)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Resize: onnx.reference (1.23) resizes one axis at a time in numpy (op_resize._interpolate_nd), after a
+# Python loop over the output positions of that axis for their coefficients; with ``axes`` it does all
+# of that once per element of the axes left alone (a Python loop over them). Counted in elements of its
+# arrays, the Python time at :data:`PYTHON_MICROSECOND` elements per microsecond.
+
+PYTHON_MICROSECOND = 100
+"""Elements of numpy work that cost onnx.reference's Resize about as much as a microsecond of its Python:
+on arrays past the caches an element gathered, weighed or summed takes about 10 ns (measured on a 2-core
+VM; on small arrays it is faster, so the estimate is then larger than the cost)."""
+
+_RESIZE_TAPS = {"nearest": 2, "linear": 2, "cubic": 4}
+"""The coefficients of one output position (onnx.reference's nearest has two, one of them 0)."""
+
+
+def _resize_taps(mode: str, antialias: bool, scale: float) -> float:
+    """The coefficients per output position on an axis scaled by ``scale``: with antialias a downscale
+    widens linear's to about 2 / scale + 2 and cubic's to about 4 / scale + 2."""
+    base = _RESIZE_TAPS.get(mode, 4)
+    if not antialias or mode == "nearest" or scale >= 1:
+        return base
+    if not scale > 0:
+        return math.inf
+    return math.ceil(base / scale) + 2
+
+
+def _coefficient_microseconds(mode: str, antialias: bool, taps: float) -> float:
+    """Python time of one output position's coefficients: a call of about 1.5 µs (cubic 2.5 µs); with
+    antialias linear's is vectorized (5 µs), cubic's a Python call per tap (0.5 µs each)."""
+    if antialias and mode == "cubic":
+        return 2.5 + 0.5 * taps
+    if antialias and mode == "linear":
+        return 5.0
+    return 2.5 if mode == "cubic" else 1.5
+
+
+def _resize_pass(shape: Sequence[float], out: Sequence[float], mode: str, antialias: bool) -> float:
+    """One call of onnx.reference's ``_interpolate_nd`` on an array of ``shape`` resized to ``out``:
+    the input widened to float64, per changed axis its Python loop (25 µs a call, the coefficients of
+    each output position) and three passes over the gathered taps, the output cast back."""
+    current = [float(d) for d in shape]
+    work = _prod(current) + _prod(out)
+    for axis, (before, after) in enumerate(zip(shape, out, strict=True)):
+        if before == after:
+            continue  # the reference skips an axis it does not change
+        taps = _resize_taps(mode, antialias, after / before if before else 1.0)
+        current[axis] = after
+        python = 25 + max(after, 0) * _coefficient_microseconds(mode, antialias, taps)
+        work += 3 * _prod(current) * taps + PYTHON_MICROSECOND * python
+    return work
+
+
+def _resize_work(shape: tuple[int, ...], out: list[float], mode: str, antialias: bool, axes: Any) -> float:
+    """The reference's work for a Resize of ``shape`` to ``out``: one pass (:func:`_resize_pass`) over
+    the whole array, or with ``axes`` one per element of the other axes (5 µs each besides)."""
+    if not axes:
+        return _resize_pass(shape, out, mode, antialias)
+    rank = len(shape)
+    chosen = sorted({int(a) % rank for a in axes})
+    others = _prod([shape[a] for a in range(rank) if a not in chosen])
+    inner = _resize_pass([shape[a] for a in chosen], [out[a] for a in chosen], mode, antialias)
+    return others * (inner + 5 * PYTHON_MICROSECOND)
 
 
 def _resized(
     shape: tuple[int, ...], scales: list[float] | None, sizes: list[float] | None, axes: Any
 ) -> list[float]:
-    """Output dimensions of a Resize or Upsample (rounded up: the estimate may only be larger)."""
+    """Output dimensions of a Resize or Upsample, not rounded down (the reference floors them; the
+    estimate may only be larger)."""
     out: list[float] = [float(d) for d in shape]
     rank = len(shape)
     chosen = [int(a) % rank for a in axes] if axes else list(range(rank))
@@ -64,37 +134,37 @@ def _resized(
         else 0.0
     )
     for a, g in zip(chosen, given, strict=True):
-        out[a] = max(abs(g), biggest * shape[a]) if sizes is not None else abs(g) * shape[a] + 1
+        out[a] = max(abs(g), biggest * shape[a]) if sizes is not None else abs(g) * shape[a]
     return out
-
-
-def _resize_work(shape: tuple[int, ...], out: list[float], mode: str, antialias: bool) -> float:
-    taps = _TAPS.get(mode, 4)
-    total = _prod(out)
-    for before, after in zip(shape, out, strict=True):
-        if before != after:
-            shrink = before / after if antialias and math.isfinite(after) and 0 < after < before else 1
-            total *= taps * math.ceil(shrink)
-    return total
 
 
 def resize(inputs: Inputs, attrs: Mapping[str, Any]) -> float:
     x, _, scales, sizes = (list(inputs) + [None] * 4)[:4]
     if x is None:
         return _elements(inputs)
-    out = _resized(x.shape, _values(scales), _values(sizes), attrs.get("axes"))
-    return _resize_work(x.shape, out, str(attrs.get("mode", "nearest")), bool(attrs.get("antialias", 0)))
+    axes = attrs.get("axes")
+    out = _resized(x.shape, _values(scales), _values(sizes), axes)
+    mode, antialias = str(attrs.get("mode", "nearest")), bool(attrs.get("antialias", 0))
+    return _resize_work(x.shape, out, mode, antialias, axes)
 
 
 def upsample(inputs: Inputs, attrs: Mapping[str, Any]) -> float:
+    """onnx.reference's Upsample repeats elements (nearest with integer scales; it refuses the rest at
+    once): output elements times taps."""
     x, scales = (list(inputs) + [None] * 2)[:2]
     if x is None:
         return _elements(inputs)
     out = _resized(x.shape, _values(scales), None, None)
-    return _resize_work(x.shape, out, str(attrs.get("mode", "nearest")), False)
+    taps = _TAPS.get(str(attrs.get("mode", "nearest")), 4)
+    total = _prod(out)
+    for before, after in zip(x.shape, out, strict=True):
+        if before != after:
+            total *= taps
+    return total
 
 
 def pad(inputs: Inputs, attrs: Mapping[str, Any]) -> float:
+    """numpy's pad: output elements."""
     data, pads, _, axes = (list(inputs) + [None] * 4)[:4]
     given = _values(pads)
     if data is None or given is None:
@@ -110,15 +180,21 @@ def pad(inputs: Inputs, attrs: Mapping[str, Any]) -> float:
 
 
 def col2im(inputs: Inputs, attrs: Mapping[str, Any]) -> float:
+    """onnx.reference's Col2Im (op_col2im) calls a Python function per batch and channel (about 100
+    lines, as long as 200 with its numpy calls, and an image of zeros: a fifth of a line per element),
+    whose loop runs once per element of the input, each about 8 + 13 lines per image axis. In lines of
+    its Python."""
     x, image, block = (list(inputs) + [None] * 3)[:3]
     image_v, block_v = _values(image), _values(block)
     if x is None or x.ndim < 2 or image_v is None or block_v is None:
         return _elements(inputs)
-    channels = x.shape[1] / max(_prod(block_v), 1)
-    return _elements(inputs) + x.shape[0] * channels * _prod(image_v)
+    calls = x.shape[0] * math.floor(x.shape[1] / max(_prod(block_v), 1))
+    per_element = 8 + 13 * len(image_v)
+    return x.size * per_element + calls * (200 + _prod(image_v) / 5)
 
 
 def center_crop_pad(inputs: Inputs, attrs: Mapping[str, Any]) -> float:
+    """Slices in numpy: input and output elements."""
     x, shape = (list(inputs) + [None] * 2)[:2]
     given = _values(shape)
     if x is None or given is None or not x.ndim:
@@ -131,58 +207,120 @@ def center_crop_pad(inputs: Inputs, attrs: Mapping[str, Any]) -> float:
 
 
 def affine_grid(inputs: Inputs, attrs: Mapping[str, Any]) -> float:
-    size = _values((list(inputs) + [None] * 2)[1])
-    if size is None or len(size) < 3:
+    """onnx.reference's AffineGrid (op_affine_grid) builds the base grid of the spatial size once (about
+    2 x axes + 4 arrays of it, whatever the batch), then multiplies it by each theta (axes x (axes + 1)
+    products per point) and copies the result twice: elements of its arrays. The batch is theta's (the
+    reference ignores ``size``'s first value)."""
+    theta, size = (list(inputs) + [None] * 2)[:2]
+    given = _values(size)
+    if given is None or len(given) < 3:
         return _elements(inputs)
-    return _prod([size[0], *size[2:]]) * (len(size) - 2) + _elements(inputs)
+    axes = len(given) - 2
+    batch = theta.shape[0] if theta is not None and theta.ndim else given[0]
+    points = _prod(given[2:])
+    return (2 * axes + 4) * points + 3 * _prod([batch]) * axes * (axes + 1) * points + _elements(inputs)
+
+
+# ---------------------------------------------------------------------------------------------
+# GridSample and DeformConv: onnx.reference's GridSample (op_grid_sample) interpolates each output point
+# in Python, recursively: linear and cubic read the whole first spatial axis (1-D interpolations along
+# it for every row, then one across), so a point of an N-D input costs 1 + D1 + D1 x D2 + ... 1-D
+# interpolations whatever the grid; its DeformConv calls GridSample once per output position, input
+# channel of the group and output channel. Counted in lines of its Python (measured by tracing it).
+
+_POINT_LINES = 20
+"""Lines of one output point besides its axes and interpolation."""
+_AXIS_LINES = {"nearest": 24}
+"""Lines per spatial axis of one output point (denormalized, bordered; nearest: its pixel too)."""
+_ROW_LINES = {"linear": 43, "cubic": 78, "bilinear": 43, "bicubic": 78}
+"""Lines of one 1-D interpolation (the recursion's rows)."""
+
+
+def grid_point_lines(dims: Sequence[int], mode: str, padding: str) -> float:
+    """Lines of onnx.reference's GridSample for one output point on an input of spatial ``dims``."""
+    axes = len(dims)
+    if mode == "nearest":
+        # zeros padding: a point outside the first axes makes an array of zeros of the rest
+        zeros = sum(_prod(dims[j:]) for j in range(1, axes)) / 100 if padding == "zeros" else 0
+        return _POINT_LINES + _AXIS_LINES["nearest"] * axes + zeros
+    rows = sum(_prod(dims[:j]) for j in range(axes))  # 1 + D1 + D1 x D2 + ...
+    return _POINT_LINES + 12 * axes + _ROW_LINES.get(mode, 78) * rows
 
 
 def grid_sample(inputs: Inputs, attrs: Mapping[str, Any]) -> float:
+    """X's batch x channels x the grid's points, each :func:`grid_point_lines` (45 lines per batch and
+    channel besides)."""
     x, grid = (list(inputs) + [None] * 2)[:2]
     if x is None or grid is None or x.ndim < 3 or grid.ndim < 3:
         return _elements(inputs)
-    spatial = grid.ndim - 2
-    taps = _TAPS.get(str(attrs.get("mode", "linear")), 4) ** spatial
-    return x.shape[0] * x.shape[1] * math.prod(grid.shape[1:-1]) * taps + _elements(inputs)
+    mode, padding = str(attrs.get("mode", "linear")), str(attrs.get("padding_mode", "zeros"))
+    planes = x.shape[0] * x.shape[1]
+    points = planes * math.prod(grid.shape[1:-1])
+    if points == 0:
+        return _elements(inputs)
+    per_point = grid_point_lines([int(d) for d in x.shape[2:]], mode, padding)
+    return points * per_point + planes * 45 + _elements(inputs)
+
+
+DEFORM_CALL_LINES = 1500
+"""onnx.reference's DeformConv per call of GridSample: its own lines and the evaluator's set-up, about
+100 µs, as many as 1,500 lines of GridSample's Python."""
 
 
 def deform_conv(inputs: Inputs, attrs: Mapping[str, Any]) -> float:
+    """Per batch, output channel, input channel of the group and output position a GridSample of the
+    kernel's taps on the (1, 1, H, W) plane; every other input channel is passed over (3 lines)."""
     x, w, offset = (list(inputs) + [None] * 3)[:3]
-    if x is None or w is None or offset is None or w.ndim < 3 or offset.ndim < 3:
+    if x is None or w is None or offset is None or x.ndim < 3 or w.ndim < 3 or offset.ndim < 3:
         return _elements(inputs)
-    # every output element of every output channel sums in-channels / group x kernel taps, each bilinear
-    per_output = math.prod(w.shape[1:]) * 4
-    return x.shape[0] * w.shape[0] * math.prod(offset.shape[2:]) * per_output + _elements(inputs)
+    batch, channels, spatial = x.shape[0], x.shape[1], [int(d) for d in x.shape[2:]]
+    per_channel = batch * w.shape[0]  # the reference's loops over batch and output channels
+    calls = per_channel * w.shape[1] * math.prod(offset.shape[2:])
+    taps = math.prod(w.shape[2:])
+    per_call = DEFORM_CALL_LINES + taps * grid_point_lines(spatial, "linear", "zeros")
+    return calls * per_call + per_channel * channels * 3 + _elements(inputs)
+
+
+# ---------------------------------------------------------------------------------------------
+# RoiAlign: onnx.reference's RoiAlign (op_roi_align) loops in Python over rois, a table of samples per
+# bin (made as a list of sample_h x sample_w objects per bin, even when both are negative), then
+# channels, bins and samples. Counted in lines of its Python.
 
 
 def roi_align(inputs: Inputs, attrs: Mapping[str, Any]) -> float:
-    """Per roi: (channels + 1) x output bins x samples per bin (the reference's precomputed table and
-    its loop over channels), samples counted from the roi's own size as onnx.reference does."""
+    """Per roi: 52 lines, 10 per channel, per bin 5 + 7 per channel, per sample row of a bin 8 + 2 per
+    channel, per sample 45 + 21 per channel and 12 per object of the table; samples counted from the
+    roi's own size as onnx.reference does (negative sizes make no samples, but two make a table)."""
     x, rois = (list(inputs) + [None] * 2)[:2]
     if x is None or rois is None or x.ndim != 4 or rois.ndim != 2 or rois.shape[1] != 4:
         return _elements(inputs)
     height, width = int(attrs.get("output_height", 1)), int(attrs.get("output_width", 1))
     ratio, scale = int(attrs.get("sampling_ratio", 0)), float(attrs.get("spatial_scale", 1.0))
     half_pixel = str(attrs.get("coordinate_transformation_mode", "half_pixel")) == "half_pixel"
+    channels, bins = x.shape[1], max(height, 0) * max(width, 0)
     with np.errstate(all="ignore"):
         boxes = np.asarray(rois, np.float64) * scale
         size_h, size_w = boxes[:, 3] - boxes[:, 1], boxes[:, 2] - boxes[:, 0]
         if not half_pixel:  # output_half_pixel: malformed rois become 1x1
             size_h, size_w = np.maximum(size_h, 1.0), np.maximum(size_w, 1.0)
-        samples = _samples(size_h, height, ratio) * _samples(size_w, width, ratio)
-        total = float(np.sum(samples))
+        grid_h, grid_w = _samples(size_h, height, ratio), _samples(size_w, width, ratio)
+        rows, samples = np.maximum(grid_h, 0), np.maximum(grid_h, 0) * np.maximum(grid_w, 0)
+        table = np.maximum(grid_h * grid_w, 0)
+        per_bin = 5 + 7 * channels + rows * (8 + 2 * channels) + samples * (45 + 21 * channels) + 12 * table
+        total = float(np.sum(52 + 10 * channels + bins * per_bin))
     if not math.isfinite(total):
         return math.inf
-    return height * width * (x.shape[1] + 1) * total + _elements(inputs)
+    return total + _elements(inputs)
 
 
 def _samples(size: np.ndarray, pooled: int, ratio: int) -> np.ndarray:
-    """RoiAlign's samples per bin on one axis for each roi: ``sampling_ratio``, or ceil(size / pooled)
-    when it is 0 (none when that is negative; inf or NaN where the size is not finite)."""
+    """RoiAlign's samples per bin on one axis for each roi, as onnx.reference counts them:
+    ``sampling_ratio``, or ceil(size / pooled) when it is 0 (negative for a negative size; inf where the
+    size is not finite)."""
     if ratio > 0:
         return np.full(size.shape, float(ratio))
     per = np.ceil(size / max(pooled, 1))
-    return np.where(np.isnan(per), np.inf, np.maximum(per, 0.0))
+    return np.where(np.isnan(per), np.inf, per)
 
 
 WORK: dict[str, Callable[[Inputs, Mapping[str, Any]], float]] = {

@@ -47,7 +47,8 @@ def test_roi_align_s_work_counts_samples_from_the_roi_s_own_size():
     x, bi = np.ones((1, 3, 4, 4), np.float32), np.zeros(1, np.int64)
     small = reference_work("RoiAlign", [x, np.array([[0, 0, 2, 2]], np.float32), bi], ROI_ATTRS)
     wide = reference_work("RoiAlign", [x, np.array([[0, 0, 2000, 2]], np.float32), bi], ROI_ATTRS)
-    assert wide - small == 4 * (2000 - 2) * 2  # (channels + 1) x 1 bin x extra samples x 2 rows
+    # 2 rows x 1998 extra samples, each 45 lines of the table, 21 per channel and 12 for its object
+    assert wide - small == (45 + 21 * 3 + 12) * 2 * (2000 - 2)
     huge = reference_work("RoiAlign", [x, np.array([[-1e30, 0, 1e30, 4]], np.float32), bi], ROI_ATTRS)
     assert huge > 1e30
     for bad in (np.inf, np.nan):
@@ -55,7 +56,9 @@ def test_roi_align_s_work_counts_samples_from_the_roi_s_own_size():
             reference_work("RoiAlign", [x, np.array([[0, 0, bad, 4]], np.float32), bi], ROI_ATTRS) == math.inf
         )
     fixed = dict(ROI_ATTRS, sampling_ratio=2)  # a fixed ratio does not read the roi's size
-    assert reference_work("RoiAlign", [x, np.array([[-1e30, 0, 1e30, 4]], np.float32), bi], fixed) < 100
+    assert reference_work("RoiAlign", [x, np.array([[-1e30, 0, 1e30, 4]], np.float32), bi], fixed) == (
+        reference_work("RoiAlign", [x, np.array([[0, 0, 2, 2]], np.float32), bi], fixed)
+    )
 
 
 def test_grid_sample_s_work_counts_channels_times_grid_points_times_taps():

@@ -25,6 +25,8 @@ import threading
 import time
 import traceback
 
+from customops.eval.running.lifeline import die_with_parent
+
 HELD = {signal.SIGINT, signal.SIGTERM}
 """Blocked in the command around the fork: a signal then waits for the command's handler in the command,
 and never runs it in the child before the child has set its own."""
@@ -80,20 +82,27 @@ def fork_side(side: str, conn_fd: int, note_fd: int | None, log_fd: int, own_std
         with contextlib.suppress(Exception):
             stream.flush()
     blocked = signal.pthread_sigmask(signal.SIG_BLOCK, HELD)
+    parent = os.getpid()
     try:
         pid = os.fork()
         if pid == 0:
-            _serve_in_child(side, conn_fd, note_fd, log_fd, own_stderr)
+            _serve_in_child(side, (conn_fd, parent), note_fd, log_fd, own_stderr)
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
     return ForkedChild(pid)
 
 
-def _serve_in_child(side: str, conn_fd: int, note_fd: int | None, log_fd: int, own_stderr: bool) -> None:
-    """The forked child: set up as ``python -m customops.eval.running.child`` would be, serve, and end without
-    running anything of the command's (its exit handlers, its buffered output)."""
+def _serve_in_child(
+    side: str, conn: tuple[int, int], note_fd: int | None, log_fd: int, own_stderr: bool
+) -> None:
+    """The forked child (``conn``: its connection's descriptor and the command's process id): set up as
+    ``python -m customops.eval.running.child`` would be, killed with the command
+    (customops.eval.running.lifeline), serve, and end without running anything of the command's (its exit
+    handlers, its buffered output)."""
     code = 1
+    conn_fd, parent = conn
     try:
+        die_with_parent(parent)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_SETMASK, set())

@@ -7,6 +7,8 @@ lanes of three (built-in, custom, reference) and a pool of lanes, so a campaign 
 from __future__ import annotations
 
 import contextlib
+import math
+import numbers
 import os
 import queue
 import signal
@@ -24,11 +26,30 @@ from typing import Any
 
 from customops.accel import jit
 from customops.errors import CustomOpsError
-from customops.eval.running import forked
+from customops.eval.running import forked, lifeline
 from customops.eval.running.worker import SIDES, Reply, Request, verbose
 
 STARTUP_TIMEOUT = 300.0
 """Seconds a new child may take to import onnxruntime and say it is ready."""
+
+MAX_SECONDS = 1_000_000.0
+"""The longest time limit a user may give (compare's ``--reference-timeout``, fuzz's ``--case-timeout`` and
+``--time-budget``, ``customops.compare``'s ``reference_timeout``): about 11.5 days, far past any run, and
+far inside what waiting on a child can count (poll(2) takes at most 2**31 - 1 ms; a deadline of 1e10 s
+overflows Python's clock)."""
+
+
+def checked_seconds(value: object, option: str) -> float:
+    """``value`` as a time limit in seconds, or CustomOpsError naming ``option`` and the allowed range
+    (above 0, at most :data:`MAX_SECONDS`): the one rule of every time limit a user gives."""
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        seconds = float(value)
+        if math.isfinite(seconds) and 0 < seconds <= MAX_SECONDS:
+            return seconds
+    raise CustomOpsError(
+        f"{option} {value!r} must be a positive number of seconds, at most {MAX_SECONDS:.0f} (11.5 days)"
+    )
+
 
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 """The directory holding this customops package: the children start there, so that ``python -m`` finds
@@ -110,24 +131,35 @@ class SideProcess:
         self.noting = self.note and jit.announcing()
         fds = [child.fileno(), *(_stderr_fd() if self.noting else [])]
         try:
-            if fork and forked.possible():
-                note = fds[1] if len(fds) > 1 else None
-                self.proc = forked.fork_side(self.side, fds[0], note, self.log.fileno(), verbose())
-            else:
-                self.proc = subprocess.Popen(
-                    [sys.executable, "-m", "customops.eval.running.child", self.side, *map(str, fds)],
-                    pass_fds=fds,
-                    stdin=subprocess.DEVNULL,
-                    stdout=self.log,
-                    stderr=None if verbose() else self.log,
-                    cwd=PACKAGE_ROOT,
-                )
+            self.proc = lifeline.started(lambda: self._spawn(fds, fork))
         finally:
             child.close()
             for fd in fds[1:]:
                 os.close(fd)
         self.conn = Connection(parent.detach())
         self.ready = False
+
+    def _spawn(self, fds: list[int], fork: bool) -> subprocess.Popen[bytes] | forked.ForkedChild:
+        """The child, forked or started afresh (:meth:`start`), serving the connection ``fds[0]``; on a
+        thread that outlives it (customops.eval.running.lifeline.started)."""
+        if fork and forked.possible():
+            note = fds[1] if len(fds) > 1 else None
+            return forked.fork_side(self.side, fds[0], note, self.log.fileno(), verbose())
+        return subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "customops.eval.running.child",
+                self.side,
+                str(os.getpid()),
+                *map(str, fds),
+            ],
+            pass_fds=fds,
+            stdin=subprocess.DEVNULL,
+            stdout=self.log,
+            stderr=None if verbose() else self.log,
+            cwd=PACKAGE_ROOT,
+        )
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -181,7 +213,9 @@ class SideProcess:
         while True:
             try:
                 wait = None if deadline is None else max(deadline - time.perf_counter(), 0.0)
-                if not self.conn.poll(wait):
+                if not self.conn.poll(None if wait is None else min(wait, MAX_SECONDS)):
+                    if wait is not None and wait > MAX_SECONDS:  # a caller's far deadline: wait again
+                        continue
                     break
                 got, reply = self.conn.recv()
             except (EOFError, OSError):
@@ -221,17 +255,19 @@ class SideProcess:
         self.start()
 
     def close(self) -> None:
-        """End the child (politely first, once it is ready: one still starting is killed at once)."""
+        """End the child (politely first, once it is ready: one still starting is killed at once; so is
+        one still running when a signal cuts the wait short)."""
         if self.proc is None:
             return
-        if self.ready:
-            with contextlib.suppress(Exception):
-                self.conn.send(None)
-            self._reap(2)
-        else:
+        try:
+            if self.ready:
+                with contextlib.suppress(Exception):
+                    self.conn.send(None)
+                self._reap(2)
+        finally:
             self.proc.kill()
-            self.proc.wait(10)
-        self.conn.close()
+            self.conn.close()
+        self.proc.wait(10)
         self.proc = None
 
 

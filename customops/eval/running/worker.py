@@ -6,7 +6,7 @@ run in customops.InferenceSession) or onnx.reference (``reference``). compare an
 when profiled) or a one-node case (its first output). Whatever the model does to ONNX Runtime or to the
 Python-op layer (an abort in a callback, a segmentation fault) takes down only this process.
 
-The child is ``python -m customops.eval.running.child SIDE FD [NOTE_FD]``; it talks to the parent over a socket
+The child is ``python -m customops.eval.running.child SIDE PARENT FD [NOTE_FD]``; it talks to the parent over a socket
 pair with ``multiprocessing.connection`` (pickles between our own two processes only). Its stdout and
 stderr are the parent's log of it, emptied before each request, so a crash leaves its last words there
 (with ``-v`` its stderr is the user's, which is written to and never emptied).
