@@ -167,6 +167,16 @@ def _dequantize_int4_blocked() -> Case:
     return Case("DequantizeLinear", 21, "int4", inputs, {"axis": 1, "block_size": 2})
 
 
+def _quantize_int4_per_axis() -> Case:
+    """An int4 output (Cast to int8 for ORT's Python API) that saturates, +inf included."""
+    inputs = {
+        "x": Tensor(np.array([[0.5, 1.5, 9, -20], [3, -2.5, 0, math.inf]], F32)),
+        "y_scale": Tensor(np.array([1, 0.5], F32)),
+        "y_zero_point": Tensor(np.array([1, -2], ml_dtypes.int4), True),
+    }
+    return Case("QuantizeLinear", 21, "float", inputs, {"axis": 0})
+
+
 def _dequantize_nan_scale() -> Case:
     inputs = {
         "x": Tensor(np.array([1, 2, 3], np.uint8)),
@@ -208,7 +218,7 @@ def _qlinear_conv() -> Case:
 
 
 def test_cases_the_three_sides_agree_on_give_no_finding():
-    """Ties rounded to even per axis, int4 blocked through Casts, a NaN scale into a float output
+    """Ties rounded to even per axis, an int4 output and int4 blocked inputs through Casts, a NaN scale into a float output
     (NaN everywhere on every side), mixed uint8 x int8 with a per-column zero point, the three outputs
     of DynamicQuantizeLinear packed in one, a per-channel QLinearConv."""
     from customops.eval.running.runner import Pool
@@ -216,6 +226,7 @@ def test_cases_the_three_sides_agree_on_give_no_finding():
 
     cases = [
         _quantize_ties(),
+        _quantize_int4_per_axis(),
         _dequantize_int4_blocked(),
         _dequantize_nan_scale(),
         _matmul_integer(),
@@ -231,6 +242,26 @@ def test_cases_the_three_sides_agree_on_give_no_finding():
     assert packed.output_elem == "double" and output_elems(_dynamic()) == ["uint8", "float", "uint8"]
     (graph_output,) = packed.model.graph.output
     assert graph_output.type.tensor_type.elem_type == 11  # DOUBLE: y's 4 values, y_scale, y_zero_point
+
+
+def test_outputs_are_compared_exactly():
+    """int32 x times a float scale: ORT and onnx.reference round x to float32 and then the product (two
+    roundings), ours rounds the exact product once; one ulp apart, which the float32 tolerance of other ops
+    would let pass."""
+    from customops.eval.running.runner import Pool
+    from customops.fuzz.triage import evaluate
+
+    inputs = {
+        "x": Tensor(np.array([-166982471, 4], np.int32)),
+        "x_scale": Tensor(np.array(1.5, F32)),
+        "x_zero_point": None,
+    }
+    case = Case("DequantizeLinear", 13, "int32", inputs, {})
+    with Pool(1, NEVER) as pool:
+        ev = evaluate(pool, case)
+    ours, ort = (np.asarray(ev.outcomes[s].value) for s in ("custom", "builtin"))
+    assert ours[0] == np.float32(-250473712) and ort[0] == np.float32(-250473696) and ours[1] == ort[1] == 6
+    assert [(f.side, f.kind) for f in ev.findings] == [("unknown", "value")]  # no reference of version 13
 
 
 def test_a_nan_into_an_integer_type_is_an_invalid_case_ort_accepts():
