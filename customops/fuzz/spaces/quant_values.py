@@ -27,8 +27,6 @@ SPECIAL_SCALE_SHARE = 0.08
 COMMON = ("uint8", "int8", "float")
 """The types ONNX Runtime implements most: drawn three times as often as the others."""
 
-FLOAT_KINDS = ("float", "float16", "bfloat16")
-
 
 def variables(opv: OpVersion) -> dict[str, tuple[str, ...]]:
     """Each type variable of ``opv`` and its element types."""
@@ -50,10 +48,6 @@ def draw_elem(rng: np.random.Generator, types: tuple[str, ...]) -> str:
     """One of ``types``, :data:`COMMON` ones three times as likely."""
     weights = np.array([3.0 if t in COMMON else 1.0 for t in types])
     return str(types[int(rng.choice(len(types), p=weights / weights.sum()))])
-
-
-def is_integer(elem: str) -> bool:
-    return V.is_int(elem)
 
 
 def has_no_nan(elem: str) -> bool:
