@@ -333,7 +333,8 @@ def test_a_case_of_several_element_types_round_trips_through_the_files(tmp_path)
 def test_a_seeded_campaign_over_the_family_finds_what_ort_refuses_of_the_spec(tmp_path):
     """ORT refuses a per-channel ConvInteger weight zero point ("Non per-tensor quantization is not supported
     now"), has no QLinearMatMul or QLinearConv kernel for a uint8 input with an int8 output, and computes
-    NaN into integers; the reproducers of those groups replay."""
+    NaN into integers; the reproducers of those groups replay, and merge into another directory keeps
+    every case as it was."""
     out = tmp_path / "quantized"
     proc = run_cli(
         "fuzz",
@@ -374,3 +375,9 @@ def test_a_seeded_campaign_over_the_family_finds_what_ort_refuses_of_the_spec(tm
     ]
     replay = run_cli("fuzz", "replay", *map(str, refused))
     assert replay.stdout.count("REPRODUCES") == len(refused), replay.stdout + replay.stderr[-2000:]
+    merged = tmp_path / "merged"
+    proc = run_cli("fuzz", "merge", str(out), "--out", str(merged))
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    for g in groups:
+        cases = [strict_json((d / g["dir"] / "finding.json").read_text())["case"] for d in (out, merged)]
+        assert cases[0] == cases[1], g["dir"]
