@@ -58,6 +58,7 @@ class CaseRecord:
     index: int
     target: str
     dtype: str
+    """T, or a run case's types in a word (customops.fuzz.case.Case.types: each type variable's)."""
     status: str
     """'run', 'skipped' (``note`` says why) or 'not-run' (the time budget ran out first)."""
     valid: bool | None = None
@@ -136,7 +137,7 @@ def run_cases(plan: Plan, pool: Pool, jobs: int, budget: float | None) -> list[C
                 record = CaseRecord(
                     g,
                     opv.key,
-                    drawn.dtype,
+                    drawn.case.types,
                     "run",
                     drawn.verdict.valid,
                     drawn.verdict.reason,

@@ -5,6 +5,11 @@ the generator, the validity oracle and the shrinker can reason about them; :func
 into the one-node model every side runs. Element types ONNX Runtime's Python API cannot pass in or out
 (bfloat16, float8, int4, ...) travel as a wider *carrier* type through Cast nodes around the node; the
 casts are exact for every value of the narrow type.
+
+A case has one element type T (``dtype``, its main input's). The quantized family's ops have several type
+variables: each input then has its own element type (its array's), and the output's follows the op's
+rule (:func:`output_elems`). A node with several outputs (DynamicQuantizeLinear) gives one graph output,
+:data:`PACKED`.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ from onnx import ModelProto, helper
 from customops.dtypes import CODE, elem_of, numpy_dtype
 from customops.errors import CustomOpsError
 from customops.eval.cases.testcase import tensor_proto
+from customops.model.translate import Skip
+from customops.model.typed import output_types
 from customops.registry import NATIVE_TYPES, OPS, OpVersion, type_support
 from customops.safeio import inflate_bounded
 
@@ -32,6 +39,11 @@ CARRIER: dict[str, str] = {"int4": "int8", "int2": "int8", "uint4": "uint8", "ui
 """Carrier of the narrow integer types; every other narrow type travels as float32."""
 
 MAIN_OUTPUT = "Y"
+
+PACKED = "double"
+"""The element type of the one graph output of a case whose node has several outputs: each output
+flattened, Cast to it (exactly: it holds every value of the quantized family's output types) and
+concatenated in the node's order."""
 
 MAX_ARRAY_BYTES = 1 << 20
 """Largest input array a case read from a file may decode to (bytes; also its most elements, and the
@@ -142,21 +154,42 @@ class Case:
                 out.attrs[k] = v
         return out
 
+    @property
+    def types(self) -> str:
+        """The case's element types in a word: T, or for an op of several type variables the type each
+        variable is bound to by the inputs given, and the output's (``T1=uint8 T2=int8 T3=int8 ->
+        int8``)."""
+        opv = self.opv
+        if not opv.type_vars:
+            return self.dtype
+        bound: dict[str, str] = {}
+        for inp in opv.inputs:
+            t = self.inputs.get(inp.name)
+            var = inp.types[0]
+            if t is not None and len(dict(opv.type_vars).get(var, ())) > 1:
+                bound.setdefault(var, t.elem)
+        words = [f"{var}={elem}" for var, elem in bound.items()] or [self.dtype]
+        return " ".join([*words, "->", ",".join(output_elems(self))])
+
     def size(self) -> int:
         """Total number of elements over all inputs."""
         return sum(int(t.value.size) for t in self.inputs.values() if t is not None)
 
     def describe(self) -> str:
-        """One line: op-version, dtype, shapes and attributes."""
+        """One line: op-version, dtype, shapes and attributes (and, for an op of several type variables,
+        each input's element type and the output's)."""
+        opv = self.opv
         parts = [f"{self.key} {self.dtype}"]
         for name, t in self.inputs.items():
             if t is None:
                 continue
             v = t.value
             shown = "x".join(map(str, v.shape)) if v.size > 8 or v.ndim > 1 else _short_list(v)
-            typed = any(i.name == name and len(i.types) > 1 for i in self.opv.inputs)
+            typed = opv.type_vars or any(i.name == name and len(i.types) > 1 for i in opv.inputs)
             label = f"{name}:{t.elem}" if typed else name
             parts.append(f"{label}{'(init)' if t.const else ''}={shown}")
+        if opv.type_vars:
+            parts.append("->" + ",".join(output_elems(self)))
         parts.extend(f"{k}={_fmt_attr(v)}" for k, v in sorted(self.attrs.items()))
         return " ".join(parts)
 
@@ -179,14 +212,39 @@ def _fmt_attr(v: Any) -> str:
     return str(v)
 
 
+def output_elems(case: Case) -> list[str]:
+    """The element type of each output of the case's node: T, or for an op of several type variables
+    the op's rule (customops.model.typed.output_types) on the types of the inputs given. Where an invalid
+    case breaks the rule (an output_dtype its version does not allow, a required input missing), the
+    rule without output_dtype, else T: the type the graph declares for a node no side should run."""
+    opv = case.opv
+    if not opv.type_vars:
+        return [case.dtype]
+    variables: dict[str, str] = {}
+    for inp in opv.inputs:
+        t = case.inputs.get(inp.name)
+        if t is not None:
+            variables.setdefault(inp.types[0], t.elem)
+    plain = {k: v for k, v in case.attrs.items() if k != "output_dtype"}
+    for attrs in (case.attrs, plain):
+        try:
+            return output_types(opv, attrs, variables)
+        except (Skip, KeyError):
+            continue
+    return [case.dtype]
+
+
 def carriable(case: Case) -> tuple[bool, str]:
     """Whether every side can run ``case`` at all: (True, '') or (False, why it is skipped)."""
     how, why = type_support(case.opv, case.dtype)
     if how == "no":
         return False, why or f"element type {case.dtype} is not supported"
-    for t in case.inputs.values():
-        if t is not None and t.elem not in FEEDABLE and not cast_available(t.elem, opset_of(case.opv)):
-            return False, f"ONNX Runtime {_ort_version()} cannot Cast to or from {t.elem}"
+    elems = [t.elem for t in case.inputs.values() if t is not None] + output_elems(case)
+    for elem in elems:
+        if not known_elem(elem):
+            return False, f"element type {elem} has no numpy type here"
+        if elem not in FEEDABLE and not cast_available(elem, opset_of(case.opv)):
+            return False, f"ONNX Runtime {_ort_version()} cannot Cast to or from {elem}"
     return True, ""
 
 
@@ -230,66 +288,85 @@ class Built:
     model: ModelProto
     feed: dict[str, np.ndarray]
     output_elem: str
-    """Element type of the node's output (the logical one; the graph output may be its carrier)."""
+    """Element type of the node's output (the logical one; the graph output may be its carrier), or
+    :data:`PACKED` for a node of several outputs."""
+
+
+@dataclass
+class _Graph:
+    """A case's model as it is built: graph inputs, initializers, feed and nodes."""
+
+    inputs: list[Any] = field(default_factory=list)
+    inits: list[Any] = field(default_factory=list)
+    feed: dict[str, np.ndarray] = field(default_factory=dict)
+    nodes: list[Any] = field(default_factory=list)
+
+    def cast(self, source: str, target: str, elem: str, name: str) -> None:
+        self.nodes.append(helper.make_node("Cast", [source], [target], name=name, to=CODE[elem]))
+
+    def add_input(self, name: str, t: Tensor) -> None:
+        """Input ``name`` of the node: an initializer or a graph input, through its carrier and a Cast for
+        a narrow type (so any ORT loads a constant of it too)."""
+        elem, value = t.elem, t.value
+        carrier = carrier_of(elem)
+        source = name if elem == carrier else f"{name}_carrier"
+        if elem != carrier:
+            value = value.astype(numpy_dtype(carrier))
+            self.cast(source, name, elem, f"cast_{name}")
+        if t.const:
+            self.inits.append(tensor_proto(value, source))
+        else:
+            self.inputs.append(helper.make_tensor_value_info(source, CODE[carrier], list(value.shape)))
+            self.feed[source] = value
+
+    def add_outputs(self, node_outputs: list[str], elems: list[str]) -> str:
+        """The graph output ``Y`` from the node's outputs: its one output (Cast to its carrier), or each of
+        several flattened, Cast to :data:`PACKED` and concatenated; returns Y's element type."""
+        if len(elems) == 1:
+            if node_outputs[0] != MAIN_OUTPUT:
+                self.cast(node_outputs[0], MAIN_OUTPUT, carrier_of(elems[0]), "cast_Y")
+            return carrier_of(elems[0])
+        shape = f"{MAIN_OUTPUT}_flat_shape"
+        self.inits.append(tensor_proto(np.array([-1], dtype=np.int64), shape))
+        flat = []
+        for i, (out, elem) in enumerate(zip(node_outputs, elems, strict=True)):
+            if elem != PACKED:
+                self.cast(out, f"{out}_{PACKED}", PACKED, f"cast_{out}")
+                out = f"{out}_{PACKED}"
+            flat.append(f"{MAIN_OUTPUT}_{i}_flat")
+            self.nodes.append(helper.make_node("Reshape", [out, shape], [flat[-1]], name=f"flatten_{i}"))
+        self.nodes.append(helper.make_node("Concat", flat, [MAIN_OUTPUT], name="concat_Y", axis=0))
+        return PACKED
 
 
 def build_model(case: Case, declare_output_shape: list[Any] | None = None) -> Built:
-    """The model with the node alone in its standard domain (plus carrier Casts for narrow types)."""
+    """The model with the node alone in its standard domain (plus carrier Casts for narrow types, and the
+    packing of several outputs into one)."""
     opv = case.opv
     opset = opset_of(opv)
+    g = _Graph()
     names = []
-    graph_inputs, inits, feed, nodes = [], [], {}, []
     for inp in opv.inputs:
         t = case.inputs.get(inp.name)
-        if t is None:
-            names.append("")
-            continue
-        names.append(inp.name)
-        elem = t.elem
-        carrier = carrier_of(elem)
-        if t.const:
-            if elem == carrier:
-                inits.append(tensor_proto(t.value, inp.name))
-            else:  # a constant of a narrow type: stored as its carrier and cast, so any ORT loads it
-                inits.append(tensor_proto(t.value.astype(numpy_dtype(carrier)), f"{inp.name}_carrier"))
-                nodes.append(
-                    helper.make_node(
-                        "Cast",
-                        [f"{inp.name}_carrier"],
-                        [inp.name],
-                        name=f"cast_{inp.name}",
-                        to=CODE[elem],
-                    )
-                )
-            continue
-        if elem == carrier:
-            graph_inputs.append(helper.make_tensor_value_info(inp.name, CODE[elem], list(t.value.shape)))
-            feed[inp.name] = t.value
-        else:
-            graph_inputs.append(
-                helper.make_tensor_value_info(f"{inp.name}_carrier", CODE[carrier], list(t.value.shape))
-            )
-            feed[f"{inp.name}_carrier"] = t.value.astype(numpy_dtype(carrier))
-            nodes.append(
-                helper.make_node(
-                    "Cast", [f"{inp.name}_carrier"], [inp.name], name=f"cast_{inp.name}", to=CODE[elem]
-                )
-            )
+        names.append("" if t is None else inp.name)
+        if t is not None:
+            g.add_input(inp.name, t)
     while names and names[-1] == "":
         names.pop()
-    out_elem = case.dtype
-    out_carrier = carrier_of(out_elem)
-    node_out = MAIN_OUTPUT if out_carrier == out_elem else f"{MAIN_OUTPUT}_{out_elem}"
-    nodes.append(helper.make_node(case.op, names, [node_out], name=f"{case.op}_node", **case.attrs))
-    if node_out != MAIN_OUTPUT:
-        nodes.append(helper.make_node("Cast", [node_out], [MAIN_OUTPUT], name="cast_Y", to=CODE[out_carrier]))
-    out_info = helper.make_tensor_value_info(MAIN_OUTPUT, CODE[out_carrier], declare_output_shape)
-    graph = helper.make_graph(nodes, f"fuzz_{case.key}", graph_inputs, [out_info], inits)
+    elems = output_elems(case)
+    if len(elems) == 1:
+        outs = [MAIN_OUTPUT if carrier_of(elems[0]) == elems[0] else f"{MAIN_OUTPUT}_{elems[0]}"]
+    else:
+        outs = [f"{MAIN_OUTPUT}_{i}" for i in range(len(elems))]
+    g.nodes.append(helper.make_node(case.op, names, outs, name=f"{case.op}_node", **case.attrs))
+    out_type = g.add_outputs(outs, elems)
+    out_info = helper.make_tensor_value_info(MAIN_OUTPUT, CODE[out_type], declare_output_shape)
+    graph = helper.make_graph(g.nodes, f"fuzz_{case.key}", g.inputs, [out_info], g.inits)
     model = helper.make_model(
         graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="customops fuzz"
     )
     model.ir_version = ir_version_of(opset)
-    return Built(model, feed, out_elem)
+    return Built(model, g.feed, elems[0] if len(elems) == 1 else PACKED)
 
 
 # ---------------------------------------------------------------------------------------------

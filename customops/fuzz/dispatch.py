@@ -16,6 +16,13 @@ from customops.fuzz.spaces.deform_conv import DeformConvSpace
 from customops.fuzz.spaces.grid_sample import GridSampleSpace
 from customops.fuzz.spaces.max_roi_pool import MaxRoiPoolSpace
 from customops.fuzz.spaces.pad import CenterCropPadSpace, PadSpace
+from customops.fuzz.spaces.quant_conv import ConvIntegerSpace, QLinearConvSpace
+from customops.fuzz.spaces.quant_matmul import MatMulIntegerSpace, QLinearMatMulSpace
+from customops.fuzz.spaces.quantize import (
+    DequantizeLinearSpace,
+    DynamicQuantizeLinearSpace,
+    QuantizeLinearSpace,
+)
 from customops.fuzz.spaces.resize import ResizeSpace, UpsampleSpace
 from customops.fuzz.spaces.roi_align import RoiAlignSpace
 from customops.registry import OpVersion, type_support
@@ -36,6 +43,13 @@ def spaces() -> dict[str, Space]:
             RoiAlignSpace(),
             MaxRoiPoolSpace(),
             DeformConvSpace(),
+            QuantizeLinearSpace(),
+            DequantizeLinearSpace(),
+            DynamicQuantizeLinearSpace(),
+            MatMulIntegerSpace(),
+            QLinearMatMulSpace(),
+            ConvIntegerSpace(),
+            QLinearConvSpace(),
         )
     }
 

@@ -56,8 +56,14 @@ def tolerance(elem: str) -> tuple[float, float]:
     return 0.0, 0.0
 
 
-def _agree(a: Any, b: Any, elem: str, magnitude: float = 0.0) -> Metrics:
-    rtol, atol = tolerance(elem)
+Tolerance = str | tuple[float, float]
+"""How outputs are compared: the element type whose :func:`tolerance` applies, or (rtol, atol) given."""
+
+EXACT: Tolerance = (0.0, 0.0)
+
+
+def _agree(a: Any, b: Any, tol: Tolerance, magnitude: float = 0.0) -> Metrics:
+    rtol, atol = tolerance(tol) if isinstance(tol, str) else tol
     return compare_arrays(a, b, rtol, atol + rtol * magnitude)
 
 
@@ -123,14 +129,15 @@ def error_key(message: str) -> str:
 
 
 def classify(
-    dtype: str,
+    dtype: Tolerance,
     verdict: Verdict,
     outcomes: dict[str, Outcome],
     scale: float = 0.0,
     within: Within | None = None,
 ) -> list[Finding]:
     """The findings of one case (several when several sides crash or hang, or when the reference alone
-    does while ORT's kernel or ours has a finding too); ``scale`` widens the absolute tolerance (see
+    does while ORT's kernel or ours has a finding too), its outputs compared at ``dtype``'s tolerance
+    (or the (rtol, atol) given); ``scale`` widens the absolute tolerance (see
     :func:`magnitude`); ``within``: the sides against the case's yardstick, where measured
     (:func:`yardstick_within`): built-in and custom both within rounding of it is no finding."""
     found = [
@@ -147,7 +154,7 @@ def classify(
 
 
 def _compared(
-    dtype: str, verdict: Verdict, outcomes: dict[str, Outcome], scale: float, within: Within | None
+    dtype: Tolerance, verdict: Verdict, outcomes: dict[str, Outcome], scale: float, within: Within | None
 ) -> list[Finding]:
     """The findings of a case on which no side crashed or hung, except perhaps the reference."""
     b, c, r = (outcomes[s] for s in SIDES)
@@ -169,7 +176,7 @@ def _compared(
 
 
 def _judged(
-    b: Outcome, c: Outcome, r: Outcome, dtype: str, scale: float, within: Within | None = None
+    b: Outcome, c: Outcome, r: Outcome, dtype: Tolerance, scale: float, within: Within | None = None
 ) -> list[Finding]:
     """The finding of a valid case both ORT's kernel and ours ran: the side that leaves the spec
     (customops.eval.judging.attribution, against the yardstick where ``within`` is given) with the kind of its
@@ -215,15 +222,18 @@ def observed(ev: Evaluation) -> Observed:
 
 
 def evaluate(pool: Pool, case: Case, verdict: Verdict | None = None, tag: str = "triage") -> Evaluation:
-    """Run ``case`` on the three sides and classify."""
-    verdict = verdict or space_of(case.op).validate(case)
+    """Run ``case`` on the three sides and classify: the outputs compared at the tolerance of the node's
+    output type, or exactly for a space of exact outputs (:attr:`Space.exact`)."""
+    space = space_of(case.op)
+    verdict = verdict or space.validate(case)
     built = build_model(case)
     index = case.index if case.index is not None else -1
     request = Request(built.model.SerializeToString(), built.feed, index=index, tag=tag)
     outcomes = pool.run(request)
     scale = magnitude(case)
-    within = yardstick_within(pool, built.model, built.feed, outcomes, (case.dtype, scale), index)
-    return Evaluation(case, verdict, outcomes, classify(case.dtype, verdict, outcomes, scale, within))
+    tol = EXACT if space.exact else built.output_elem
+    within = yardstick_within(pool, built.model, built.feed, outcomes, (tol, scale), index)
+    return Evaluation(case, verdict, outcomes, classify(tol, verdict, outcomes, scale, within))
 
 
 def yardstick_within(
@@ -231,7 +241,7 @@ def yardstick_within(
     model: Any,
     feed: dict[str, Any],
     outcomes: dict[str, Outcome],
-    tol: tuple[str, float],
+    tol: tuple[Tolerance, float],
     index: int = -1,
 ) -> Within | None:
     """Built-in and custom against the case's yardstick (customops.eval.judging.yardstick.judge, compare's

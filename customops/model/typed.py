@@ -11,7 +11,7 @@ back after the node, under the node's output name.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from onnx import NodeProto, helper
 
@@ -36,7 +36,7 @@ from customops.registry import (
     custom_defaults,
 )
 
-__all__ = ["translate"]
+__all__ = ["output_types", "translate"]
 
 
 def translate(
@@ -52,7 +52,7 @@ def translate(
     b = Builder(node, opv, opset, type_of, namer)
     given = _given(b)
     variables = _variables(b, given)
-    outputs = _output_types(b, values, variables)
+    outputs = output_types(opv, values, variables)
     types = [t or _absent_type(b, i, variables, outputs) for i, t in enumerate(given)]
     for t in (*types, *outputs):
         _carried(t, opv)
@@ -111,9 +111,12 @@ def _variables(b: Builder, given: list[str | None]) -> dict[str, str]:
     return bound
 
 
-def _output_types(b: Builder, values: dict[str, object], variables: dict[str, str]) -> list[str]:
-    """The element type of each output, by the op's rule."""
-    op, version = b.opv.op, b.opv.version
+def output_types(opv: OpVersion, values: Mapping[str, object], variables: Mapping[str, str]) -> list[str]:
+    """The element type of each output of a node of the typed ``opv``, by the op's rule, from its
+    attribute ``values`` and the type each variable is bound to by the inputs given (customops.fuzz
+    builds its cases by it too). Skip for an ``output_dtype`` the version does not allow; KeyError when
+    a required input's variable is not bound."""
+    op, version = opv.op, opv.version
     if op in ("MatMulInteger", "ConvInteger"):
         return ["int32"]
     if op == "DynamicQuantizeLinear":
@@ -121,23 +124,23 @@ def _output_types(b: Builder, values: dict[str, object], variables: dict[str, st
     if op in ("QLinearMatMul", "QLinearConv"):
         return [variables["T3"]]
     if op == "QuantizeLinear":
-        var = b.opv.inputs[2].types[0]
-        return [variables.get(var) or _output_dtype(b, values, var, "uint8")]
+        var = opv.inputs[2].types[0]
+        return [variables.get(var) or _output_dtype(opv, values, var, "uint8")]
     if version < 19:  # DequantizeLinear
         return ["float"]
-    return [_output_dtype(b, values, "T3", variables["T2"]) if version >= 23 else variables["T2"]]
+    return [_output_dtype(opv, values, "T3", variables["T2"]) if version >= 23 else variables["T2"]]
 
 
-def _output_dtype(b: Builder, values: dict[str, object], var: str, default: str) -> str:
+def _output_dtype(opv: OpVersion, values: Mapping[str, object], var: str, default: str) -> str:
     """The type the output_dtype attribute names (0 or absent: ``default``), checked against ``var``."""
     code = int(values.get("output_dtype") or 0)  # type: ignore[call-overload]
     if not code:
         return default
     name = dtypes.name_of(code)
-    allowed = dict(b.opv.type_vars)[var]
+    allowed = dict(opv.type_vars)[var]
     if name not in allowed:
         raise Skip(
-            f"output_dtype {code} ({name}) is not allowed by {b.opv.key} (allowed: {', '.join(allowed)})"
+            f"output_dtype {code} ({name}) is not allowed by {opv.key} (allowed: {', '.join(allowed)})"
         )
     return name
 

@@ -58,6 +58,9 @@ class Space:
     """The case space of one operator (every version of it)."""
 
     op: str = ""
+    exact: bool = False
+    """Whether every output is its formula rounded once, so that the sides are compared exactly rather
+    than at the tolerance of the output's type (the quantized family)."""
 
     def generate(self, rng: np.random.Generator, opv: OpVersion, dtype: str) -> Case:
         """A valid case whose output fits OUT_LIMIT, drawn with input budgets that shrink every four
@@ -253,13 +256,15 @@ def mutate_enum_attr(rng: np.random.Generator, case: Case) -> Case | None:
 
 
 def convert_case(case: Case, to: str) -> Case | None:
-    """``case`` with T changed to ``to`` (every input of type T converted), or None if impossible."""
+    """``case`` with T changed to ``to`` (every input of the main input's type variable converted: T, or
+    the first input's variable of an op of several), or None if impossible."""
     if to not in case.opv.types or to == case.dtype:
         return None
     out = case.clone(dtype=to)
+    main = case.opv.inputs[0].types
     for inp in case.opv.inputs:
         t = case.inputs.get(inp.name)
-        if t is None or inp.types != ("T",):
+        if t is None or inp.types != main:
             continue
         converted = V.convert(t.value, case.dtype, to)
         if converted is None:
