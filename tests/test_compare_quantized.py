@@ -62,8 +62,22 @@ def test_every_output_of_a_node_is_compared_in_the_model_and_alone_and_the_worst
     model_path, inputs = tmp_path / "m.onnx", tmp_path / "x.npz"
     onnx.save(_dql_chain(), model_path)
     np.savez(inputs, x=np.zeros((2, 3), F32))
-    report, saved, repro = tmp_path / "r.json", tmp_path / "o.npz", tmp_path / "repro"
-    files = ("--json", str(report), "--save-outputs", str(saved), "--save-repro", str(repro))
+    report, saved, repro, page = (
+        tmp_path / "r.json",
+        tmp_path / "o.npz",
+        tmp_path / "repro",
+        tmp_path / "p.html",
+    )
+    files = (
+        "--json",
+        str(report),
+        "--save-outputs",
+        str(saved),
+        "--save-repro",
+        str(repro),
+        "--html",
+        str(page),
+    )
     proc = run_cli("compare", str(model_path), "--inputs", str(inputs), *files)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "first difference starts at 'dql' [DynamicQuantizeLinear-11]: builtin-leaves-spec" in proc.stdout
@@ -87,6 +101,9 @@ def test_every_output_of_a_node_is_compared_in_the_model_and_alone_and_the_worst
             data.files
         )
         assert (data["builtin/y_scale"], data["custom/y_scale"]) == (1.0, 0.0)
+    html = page.read_text()
+    assert "output y_scale isolated (builtin-leaves-spec): builtin vs custom" in html
+    assert "output y_zp in the model: builtin vs custom" in html
     case = onnx.load(repro / "dql" / "model.onnx")  # the reproducer declares the output it shows
     assert [o.name for o in case.graph.output] == ["y_scale"]
     expected = numpy_helper.to_array(onnx.load_tensor(str(repro / "dql" / "test_data_set_0" / "output_0.pb")))
