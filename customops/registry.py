@@ -356,6 +356,7 @@ QUANTIZED_OPS = (
         signatures=signatures(T1=_Q8, T2=_Q8),
         backend_tests=("test_matmulinteger",),
         case_module="matmulinteger",
+        reference_limit=2_000_000_000,  # multiply-adds, array elements x 10: 0.25 to 1.2 s per billion
     ),
     _quantized(
         "ConvInteger",
@@ -367,6 +368,7 @@ QUANTIZED_OPS = (
         signatures=signatures(T1=_Q8, T2=_Q8),
         backend_tests=("test_convinteger",),
         case_module="convinteger",
+        reference_limit=1_000_000_000,  # as MatMulInteger: 0.1 to 0.5 s per billion; bounds its im2col
     ),
     _quantized(
         "QLinearMatMul",
@@ -386,6 +388,7 @@ QUANTIZED_OPS = (
         signatures=signatures(T1=_Q_CARRIED, T2=_Q_CARRIED, T3=_Q_CARRIED),
         backend_tests=("test_qlinearmatmul",),
         case_module="qlinearmatmul",
+        reference_limit=2_000_000_000,  # as MatMulInteger: 0.4 to 1.6 s per billion
     ),
     _quantized(
         "QLinearConv",
@@ -407,6 +410,7 @@ QUANTIZED_OPS = (
         signatures=signatures(T1=_Q8, T2=_Q8, T3=_Q8),
         backend_tests=("test_qlinearconv",),
         case_module="qlinearconv",
+        reference_limit=1_000_000_000,  # as ConvInteger: 0.1 to 0.45 s per billion
     ),
     _quantized(
         "QuantizeLinear",
@@ -427,6 +431,7 @@ QUANTIZED_OPS = (
         ),
         backend_tests=("test_quantizelinear",),
         case_module="quantizelinear",
+        reference_limit=4_000_000_000,  # x elements x 8 passes x 10: 50M elements, 0.1 s per billion
     ),
     _quantized(
         "DequantizeLinear",
@@ -438,6 +443,7 @@ QUANTIZED_OPS = (
         signatures=signatures(T1=("int8", "uint8", "int16", "uint16", "int32", "float")),
         backend_tests=("test_dequantizelinear",),
         case_module="dequantizelinear",
+        reference_limit=3_000_000_000,  # x elements x 6 passes x 10: 50M elements, 0.06 s per billion
     ),
     _quantized(
         "DynamicQuantizeLinear",
@@ -447,6 +453,7 @@ QUANTIZED_OPS = (
         outputs=("uint8", "float", "uint8"),
         backend_tests=("test_dynamicquantizelinear",),
         case_module="dynamicquantizelinear",
+        reference_limit=3_000_000_000,  # x elements x 7 passes x 10: 43M elements, 0.07 s per billion
     ),
 )
 """The quantized integer family: each integer or float8 tensor crosses the layer in its carrier

@@ -150,11 +150,14 @@ def test_a_mark_all_file_compares_every_tensor_and_says_where_the_difference_sta
         True,
     )
     assert resize["isolated"] is None  # no node is run alone against loaded outputs
+    # labelled by the rules from its inputs and the file's output (no side named: attribution unknown)
+    assert (resize["attribution"], resize["known"]) == ("unknown", ["R-ALIGN-CORNERS-INT-LENGTH"])
     assert (add["verdict"], add["origin"], add["swapped"]) == ("disagree", "carried-in", False)
     assert doc["summary"] == (
         f"DISAGREE: 2 node(s), 1 output(s) differ from the outputs loaded from {real / 'all.json'}; the "
         "difference starts at 'downsample_align_corners' [Resize-13]: its inputs agree with the loaded "
-        "values, its output does not; 1 node(s) after it carry the difference in"
+        "values, its output does not (known: R-ALIGN-CORNERS-INT-LENGTH); 1 node(s) after it carry the "
+        "difference in"
     )
     proc = run_cli(
         "compare", DEVIATION, "--inputs", str(real / "i.json"), "--load-outputs", str(real / "all.json")

@@ -75,7 +75,8 @@ def sources(
             differ = _differing(list(node.input), *values)
             if differ:
                 found.append(Source(key, differ, FROM_SWAPPED if upstream else FROM_ORT))
-            passes_on = (upstream or swapped[key]) and _output_differs(node.output[0], *values)
+            differs = any(_output_differs(o, *values) for o in node.output if o)
+            passes_on = (upstream or swapped[key]) and differs
         else:
             passes_on = upstream or _holds(node, inner, holders)
         if passes_on:

@@ -101,7 +101,7 @@ def write_outputs(args: Any, comparison: Comparison) -> None:
         from customops.comparison.saved import compared_arrays, save_run_results
 
         report = comparison.report
-        arrays = compared_arrays(report.outputs, report.nodes, comparison.tensors)
+        arrays = compared_arrays(report.outputs, report.nodes, comparison.tensors, comparison.several)
         json_path = str(args.save_outputs).lower().endswith(".json")
         (save_run_results if json_path else save_arrays)(args.save_outputs, arrays)
 

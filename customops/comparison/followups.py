@@ -102,10 +102,12 @@ def record_choices(
     p: Prepared,
     tensors: dict[str, tuple[np.ndarray | None, np.ndarray | None]],
     choices: Choices,
+    several: dict[str, dict[str, tuple[np.ndarray | None, np.ndarray | None]]] | None = None,
 ) -> None:
     """Into ``report``: where --fail-fast stopped and the swapped nodes it did not judge; with --validate,
-    each compared tensor (graph outputs, judged nodes' outputs) and side holding NaN or inf, which makes
-    an agreement "invalid" (exit status 1) and is named on the verdict line."""
+    each compared tensor (graph outputs, judged nodes' outputs: every output of a node of several, from
+    ``several``) and side holding NaN or inf, which makes an agreement "invalid" (exit status 1) and is
+    named on the verdict line."""
     judged = {n.node for n in report.nodes}
     if choices.fail_fast and len(judged) < len(p.swapped):
         last = report.nodes[-1]
@@ -115,7 +117,9 @@ def record_choices(
     if not choices.validate:
         return
     found = [v for o in report.outputs for v in non_finite(o.name, None, tensors[o.name])]
-    found += [v for n in report.nodes for v in non_finite(n.output, n.node, tensors[n.node])]
+    for n in report.nodes:
+        pairs = (several or {}).get(n.node) or {n.output: tensors[n.node]}
+        found += [v for name, pair in pairs.items() for v in non_finite(name, n.node, pair)]
     report.validation = found
     if not found:
         return
@@ -165,11 +169,15 @@ def check_carried(
 
 
 def _differs_alone(iso: Isolated | None) -> bool:
-    """Whether the two kernels alone give other bits (or either gave none, or the node was not run)."""
+    """Whether the two kernels alone give other bits on any output (or either gave none, or the node was
+    not run)."""
     if iso is None:
         return True
-    a, b = iso.outputs["builtin"], iso.outputs["custom"]
-    return a is None or b is None or not same_bits(np.asarray(a), np.asarray(b))
+    for values in iso.every.values() or [iso.outputs]:
+        a, b = values.get("builtin"), values.get("custom")
+        if a is None or b is None or not same_bits(np.asarray(a), np.asarray(b)):
+            return True
+    return False
 
 
 def record_carried(report: Report, carried: CarriedIn | None) -> None:

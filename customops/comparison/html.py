@@ -693,9 +693,22 @@ def _node_section(i: int, item: Any, panel: Callable[[str], str]) -> str:
             ("isolated: builtin vs custom", "custom", _get(isolated, "builtin_vs_custom")),
             ("isolated: builtin vs reference", "reference", _get(isolated, "builtin_vs_reference")),
             ("isolated: custom vs reference", "reference", _get(isolated, "custom_vs_reference")),
+            *_output_metrics(item),
         ]
     )
     return head + facts + table + _isolated_errors(isolated) + panel(name) + "</section>"
+
+
+def _output_metrics(item: Any) -> list[tuple[str, str, Any]]:
+    """The metric rows of each output of a node of several (its own figures are its worst output's): in
+    the model and alone, builtin vs custom, with its attribution alone."""
+    rows = []
+    for o in _items(_get(item, "outputs")):
+        name, word = _get(o, "output", "?"), _get(o, "attribution", "?")
+        rows.append((f"output {name} in the model: builtin vs custom", "custom", _get(o, "in_model")))
+        alone = _get(_get(o, "isolated", {}), "builtin_vs_custom")
+        rows.append((f"output {name} isolated ({word}): builtin vs custom", "custom", alone))
+    return rows
 
 
 def _isolated_errors(isolated: Any) -> str:

@@ -5,7 +5,7 @@ ORT's built-in kernel, by ours and by onnx.reference, and who leaves the spec
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -46,7 +46,7 @@ def run_side(
     return sides.run_side(model.SerializeToString(), feed, custom, repeats, providers, optimization)
 
 
-def _node_model(
+def node_model(
     node: NodeProto,
     values: dict[str, np.ndarray],
     opset_imports: Sequence[Any],
@@ -101,16 +101,42 @@ def _reference_refusal(op: str, rewritten: Any, feed: dict[str, np.ndarray], lim
     )
 
 
+SIDES = ("builtin", "custom", "reference")
+
+
 @dataclass
 class Isolated:
-    """The node alone on A's inputs: each side's output or error."""
+    """The node alone on A's inputs: each side's output (its first; :meth:`of` another) or error."""
 
     model: ModelProto
     feed: dict[str, np.ndarray]
     outputs: dict[str, np.ndarray | None]
     errors: dict[str, str | None]
     yardstick: Measured | None = None
-    """The sides against a float64 value of the formula (:func:`add_yardstick`), where it was needed."""
+    """The sides against the yardstick (:func:`add_yardstick`), where it was needed."""
+    every: dict[str, dict[str, np.ndarray | None]] = field(default_factory=dict)
+    """Each output of the node by name, in the node's order: each side's value (None: it gave none)."""
+
+    def of(self, name: str) -> Isolated:
+        """The node alone seen through its output ``name``: ``outputs`` that output's values (the same
+        errors, no yardstick yet); ``every`` that output alone."""
+        values = self.every.get(name, {})
+        return Isolated(
+            self.model, self.feed, {s: values.get(s) for s in SIDES}, self.errors, None, {name: values}
+        )
+
+
+def _by_output(
+    names: list[str], runs: dict[str, dict[str, np.ndarray]]
+) -> dict[str, dict[str, np.ndarray | None]]:
+    """Each of the node's outputs ``names``: each side's value from its run's values (by name, else by
+    position: a side's model may name its outputs otherwise)."""
+    every: dict[str, dict[str, np.ndarray | None]] = {name: {} for name in names}
+    for side, values in runs.items():
+        listed = list(values.values())
+        for i, name in enumerate(names):
+            every[name][side] = values.get(name, listed[i] if i < len(listed) else None)
+    return every
 
 
 def run_isolated(
@@ -130,7 +156,7 @@ def run_isolated(
     from customops.model.rewriter import rewrite_model
 
     constants = frozenset(t.name for t in model.graph.initializer)
-    one, feed = _node_model(node, values, model.opset_import, model.ir_version, constants)
+    one, feed = node_model(node, values, model.opset_import, model.ir_version, constants)
     rewritten = rewrite_model(one)
     errors: dict[str, str | None] = {"builtin": None, "custom": None, "reference": None}
     serialized = one.SerializeToString()
@@ -147,15 +173,17 @@ def run_isolated(
     runs = dict(
         zip([side for side, _ in jobs], sides.run_sides(jobs, {"reference": reference_timeout}), strict=True)
     )
-    outputs: dict[str, np.ndarray | None] = {"builtin": None, "custom": None, "reference": None}
+    values: dict[str, dict[str, np.ndarray]] = {}
     for side, run in runs.items():
         if side == "reference":
-            outputs[side], errors[side] = sides.reference_answer(run, reference_timeout)
+            values[side], errors[side] = sides.reference_values(run, reference_timeout)
         elif run.error:
             errors[side] = run.error
         else:
-            outputs[side] = next(iter(run.values.values()))
-    return Isolated(one, feed, outputs, errors)
+            values[side] = run.values
+    every = _by_output([o for o in node.output if o], values)
+    first = next(iter(every.values()), {})
+    return Isolated(one, feed, {s: first.get(s) for s in SIDES}, errors, None, every)
 
 
 def metrics_of(

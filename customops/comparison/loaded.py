@@ -14,8 +14,9 @@ import numpy as np
 from onnx import NodeProto
 
 from customops.comparison.isolate import metrics_of, run_side
+from customops.comparison.node_labels import loaded_labels
 from customops.comparison.prepared import Prepared, WholeRuns, with_outputs
-from customops.comparison.results import NodeResult, OutputResult
+from customops.comparison.results import NodeOutput, NodeResult, OutputResult
 from customops.comparison.saved import LoadedOutputs
 from customops.comparison.settings import Settings
 from customops.eval.judging.metrics import Metrics
@@ -74,18 +75,27 @@ class _Compared:
 
 
 def judge_loaded(
-    p: Prepared, runs: WholeRuns, s: Settings, feed: dict[str, np.ndarray], tensors: Tensors
+    p: Prepared,
+    runs: WholeRuns,
+    s: Settings,
+    feed: dict[str, np.ndarray],
+    tensors: tuple[Tensors, dict[str, Tensors]],
 ) -> list[NodeResult]:
     """Each node of the main graph, in graph order, whose outputs the file holds, compared inside the
     model (each of those outputs, at its tolerance; the node's figures are those of the first that
-    differs): a swapped node always; a node of ORT's (not swapped) unless its outputs there are graph
-    outputs only and the file lacks some of its inputs (it is then the graph output's row, and nothing
-    tells where its difference comes from). A differing node's ``origin``: :meth:`_Compared.origin`."""
+    differs, and with several held each is listed): a swapped node always; a node of ORT's (not swapped)
+    unless its outputs there are graph outputs only and the file lacks some of its inputs (it is then the
+    graph output's row, and nothing tells where its difference comes from). A differing node's
+    ``origin``: :meth:`_Compared.origin`; where a swapped node's difference starts, the known ids it
+    matches (customops.comparison.node_labels.loaded_labels). ``tensors``: the values shown by node, and
+    every held output's of a node that holds several (by node, then output), filled here."""
+    shown_values, several = tensors
     a_values = {**runs.a_exposed.values, **runs.a.values}
     b_values = {**runs.b_exposed.values, **runs.b.values}
     graph = {o.name for o in p.model.graph.output}
     swapped = {r.node: r for r in p.swapped}
     compared = _Compared(same={*p.initializers, *feed})
+    inputs = {**p.initializers, **feed, **a_values}  # what the file's runtime saw (where origin tells)
     nodes = []
     for node in p.model.graph.node:
         held = [o for o in node.output if o and o in a_values]
@@ -99,9 +109,15 @@ def judge_loaded(
         if record is None and set(held) <= graph and origin == "unknown":
             continue
         shown = next((o for o in held if not compared.agrees[o]), held[0])
-        tensors[key] = (a_values[shown], b_values.get(shown))
-        nodes.append(_entry(key, record.op if record else node.op_type, shown, found[shown], origin))
-        nodes[-1].swapped = record is not None
+        shown_values[key] = (a_values[shown], b_values.get(shown))
+        entry = _entry(key, record.op if record else node.op_type, shown, found[shown], origin)
+        entry.swapped = record is not None
+        if entry.swapped and entry.origin == "starts-here":
+            entry.known = loaded_labels(node, entry.op, inputs, p.model, (*shown_values[key], found[shown]))
+        if len(held) > 1:
+            entry.each = [NodeOutput(o, found[o]) for o in held]
+            several[key] = {o: (a_values[o], b_values.get(o)) for o in held}
+        nodes.append(entry)
     return nodes
 
 
@@ -156,7 +172,11 @@ def _first_text(bad: list[NodeResult]) -> str:
     if first.origin == "starts-here":
         after = sum(n.origin == "carried-in" for n in bad)
         carried = f"; {after} node(s) after it carry the difference in" if after else ""
-        return f"the difference starts at {where}: its inputs agree with the loaded values, its output does not{carried}"
+        known = f" (known: {', '.join(first.known)})" if first.known else ""
+        return (
+            f"the difference starts at {where}: its inputs agree with the loaded values, its output does "
+            f"not{known}{carried}"
+        )
     if first.origin == "unknown":
         return (
             f"the first node in the model whose output differs: {where} (the file holds no value for some "

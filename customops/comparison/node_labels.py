@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from onnx import NodeProto, helper
+from onnx import ModelProto, NodeProto, helper
 
 from customops import dtypes
 from customops.eval.cases.testcase import tensor_value
@@ -30,8 +30,10 @@ SIDES = {
     "builtin-cannot-run": "builtin",
     "custom-cannot-run": "custom",
     "reference-odd-one-out": "reference",
+    "unknown": "unknown",
 }
-"""compare's attribution -> the side of a fuzz finding (customops.eval.judging.attribution)."""
+"""compare's attribution -> the side of a fuzz finding (customops.eval.judging.attribution); ``unknown``:
+a node compared against loaded outputs, never run alone (:func:`loaded_labels`)."""
 
 
 def labels(
@@ -44,6 +46,29 @@ def labels(
     except (ArithmeticError, LookupError, TypeError, ValueError, MemoryError):
         return []
     return known_labels(found) if found is not None else []
+
+
+def loaded_labels(
+    node: NodeProto,
+    op: str,
+    values: dict[str, np.ndarray],
+    model: ModelProto,
+    compared: tuple[np.ndarray, np.ndarray | None, Metrics | None],
+) -> list[str]:
+    """The known ids of a node where a difference against loaded outputs starts (customops.comparison.
+    loaded): no side is named (``unknown``), the facts read the node's inputs in ``values`` (the file's
+    values, the graph inputs, ``model``'s initializers as its constants) and the file's output as ORT's.
+    ``compared``: the file's output, ours and their metrics."""
+    from customops.comparison.isolate import Isolated, node_model
+
+    loaded, ours, pair = compared
+    try:
+        constants = frozenset(t.name for t in model.graph.initializer)
+        one, feed = node_model(node, values, model.opset_import, model.ir_version, constants)
+    except (LookupError, TypeError, ValueError):
+        return []
+    iso = Isolated(one, feed, {"builtin": loaded, "custom": ours, "reference": None}, {})
+    return labels(node, op, "unknown", iso, {"builtin_vs_custom": pair})
 
 
 def subject(

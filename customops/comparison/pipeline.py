@@ -35,16 +35,9 @@ from customops.comparison.followups import (
     record_optimization,
 )
 from customops.comparison.inputs import InputPlan, InputsUsed, sizes_text
-from customops.comparison.isolate import (
-    Isolated,
-    add_yardstick,
-    attribute,
-    metrics_of,
-    run_isolated,
-    run_side,
-)
+from customops.comparison.isolate import Isolated, metrics_of, run_isolated, run_side
 from customops.comparison.loaded import judge_loaded, loaded_summary, runs_against_loaded
-from customops.comparison.node_labels import labels
+from customops.comparison.node_outputs import decide, judge_outputs_of, worst
 from customops.comparison.optimizer import Optimization
 from customops.comparison.prepared import Prepared, WholeRuns, with_outputs
 from customops.comparison.results import NOTHING_TO_COMPARE, Comparison, NodeResult, OutputResult, Report
@@ -60,6 +53,9 @@ from customops.graphs import check_in_memory
 from customops.safeio import printable
 
 __all__ = ["compare_loaded", "compare_model", "log", "run_and_judge"]
+
+Tensors = dict[str, tuple[np.ndarray | None, np.ndarray | None]]
+"""Compared values by key (a graph output's name, a node's name): (A, B), either None when missing."""
 
 
 def log(message: str) -> None:
@@ -97,7 +93,7 @@ def prepare(
     exposed: list[str] = []
     for r in swapped:
         node = nodes[r.node]
-        exposed.extend(node.output[:1])
+        exposed.extend(o for o in node.output if o)
         exposed.extend(i for i in node.input if i)
     inits = {t.name: tensor_value(t, "initializer") for t in model.graph.initializer}
     exposed = [n for n in dict.fromkeys(exposed) if n not in inits and n not in feed]
@@ -282,18 +278,23 @@ def placed(run: SideRun, node: NodeProto, providers: list[str]) -> str | None:
 def judge_node(
     p: Prepared, record: Any, runs: WholeRuns, known: dict[str, np.ndarray], s: Settings
 ) -> tuple[NodeResult, Isolated | None]:
-    """One swapped node: its output inside the model, then alone on the three sides when every input it
-    saw is known; the origin, attribution and verdict follow (docs/compare.md, Verdicts)."""
+    """One swapped node: each of its outputs inside the model, then alone on the three sides when every
+    input it saw is known; the origin, attribution and verdict follow, from its worst output
+    (customops.comparison.node_outputs; docs/compare.md, Verdicts)."""
     node = p.nodes[record.node]
-    out_name = node.output[0]
-    a_val, b_val = runs.a_exposed.values.get(out_name), runs.b_exposed.values.get(out_name)
-    in_model = metrics_of(a_val, b_val, *s.tol(out_name), s.criterion(out_name))  # divided by ours, as alone
+    iso = None
+    if all(n in known for n in node.input if n):
+        iso = run_isolated(
+            node, known, p.model, s.reference_limit, s.providers, s.reference_timeout, s.optimization
+        )
+    judged = judge_outputs_of(node, runs, iso, s)
+    shown = worst(judged)
     entry = NodeResult(
         record.node,
         record.op,
-        out_name,
+        shown.result.name,
         record.scope,
-        in_model,
+        shown.result.in_model,
         {"builtin": profiled(runs.a.times, node), "custom": profiled(runs.b.times, node)}
         if s.repeats  # else any times are a warm-up's (a profile for placements), not kernel times
         else {"builtin": None, "custom": None},
@@ -303,31 +304,15 @@ def judge_node(
             "custom": placed(runs.b, node, ["CPUExecutionProvider"]),
         },
     )
-    differs = in_model is not None and not in_model.passed
-    iso = None
-    if all(n in known for n in node.input if n):
-        iso = run_isolated(
-            node, known, p.model, s.reference_limit, s.providers, s.reference_timeout, s.optimization
-        )
-        add_yardstick(iso, *s.tol(out_name), s.criterion(out_name))
-        word, pairs = attribute(iso, *s.tol(out_name), s.criterion(out_name))
-        pairs_json = {k: None if m is None else m.to_json() for k, m in pairs.items()}
-        entry.isolated, entry.attribution = {**pairs_json, "errors": iso.errors}, word
-        if iso.yardstick is not None:
-            entry.isolated["yardstick"] = iso.yardstick.to_json()
-        starts = word not in ("agree", "reference-odd-one-out", "within-rounding")
-        entry.origin = "starts-here" if starts else ("carried-in" if differs else "none")
-        if starts or word == "reference-odd-one-out":  # the reference's own departures are named too
-            entry.known = labels(node, record.op, word, iso, pairs)
-        if word == "within-rounding":
-            entry.origin, entry.verdict = "rounding", "within-rounding"
-        elif word.endswith("cannot-run"):
-            entry.verdict = "agree" if word == "both-cannot-run" else "side-failed"
-        elif starts or differs:
-            entry.verdict = "disagree"
-    elif differs:
-        entry.verdict = "disagree"
-    if in_model is None and (runs.a_exposed.error or runs.b_exposed.error) and entry.verdict == "agree":
+    entry.each = [one.result for one in judged] if len(judged) > 1 else []
+    if iso is not None and shown.view is not None:
+        iso.yardstick = shown.view.yardstick  # the shown output's
+    decide(entry, node, shown, None if iso is None else iso.errors)
+    if (
+        shown.result.in_model is None
+        and (runs.a_exposed.error or runs.b_exposed.error)
+        and entry.verdict == "agree"
+    ):
         entry.verdict = "side-failed"
     return entry, iso
 
@@ -426,7 +411,8 @@ def _why_outputs_differ(
 def _check_tolerance_names(p: Prepared, s: Settings, loaded: LoadedOutputs | None) -> None:
     """Every tensor named in a tolerance is a graph output or a swapped node's output (or, against
     ``loaded`` outputs, a value the file holds)."""
-    names = [o.name for o in p.model.graph.output] + [p.nodes[r.node].output[0] for r in p.swapped]
+    names = [o.name for o in p.model.graph.output]
+    names += [o for r in p.swapped for o in p.nodes[r.node].output if o]
     names += list(loaded.values) if loaded is not None else []
     named = [("a tolerance", n) for n in s.by_name] + [("an error statistic", n) for n in s.check.names()]
     for what, name in named:
@@ -460,28 +446,32 @@ def _judge_nodes(
     runs: WholeRuns,
     feed: dict[str, np.ndarray],
     s: Settings,
-    out: tuple[dict[str, tuple[np.ndarray | None, np.ndarray | None]], Callable[[str], None]],
-) -> tuple[list[NodeResult], dict[str, Isolated]]:
+    out: tuple[Tensors, Callable[[str], None]],
+) -> tuple[list[NodeResult], dict[str, Isolated], dict[str, Tensors]]:
     """Each swapped node of the main graph, in the model and alone (:func:`judge_node`); its values in
-    the model go into ``tensors``."""
+    the model go into ``tensors`` (the output it shows), and, for a node of several outputs, each
+    output's into the third value returned (by node, then output)."""
     tensors, say = out
     # no value from A: feed the isolated node B's values instead (the report says so: fed_from)
     exposed = runs.a_exposed if not runs.a.error else runs.b_exposed
     known = {**p.initializers, **feed, **exposed.values}
-    nodes, isolated = [], {}
+    nodes, isolated, several = [], {}, {}
+
+    def pair(name: str) -> tuple[np.ndarray | None, np.ndarray | None]:
+        return runs.a_exposed.values.get(name), runs.b_exposed.values.get(name)
+
     for i, record in enumerate(p.swapped):
         say(f"node {i + 1}/{len(p.swapped)}: {record.node} [{record.op}] alone on three sides")
         entry, iso = judge_node(p, record, runs, known, s)
-        tensors[record.node] = (
-            runs.a_exposed.values.get(entry.output),
-            runs.b_exposed.values.get(entry.output),
-        )
+        tensors[record.node] = pair(entry.output)
+        if entry.each:
+            several[record.node] = {o.name: pair(o.name) for o in entry.each}
         if iso is not None:
             isolated[record.node] = iso
         nodes.append(entry)
         if s.choices.fail_fast and stops_here(entry.origin, entry.verdict):
             break  # --fail-fast: record_choices names the nodes not judged
-    return nodes, isolated
+    return nodes, isolated, several
 
 
 def compare_model(
@@ -599,7 +589,7 @@ def run_and_judge(
     clock.lap("whole runs")
     tensors: dict[str, tuple[np.ndarray | None, np.ndarray | None]] = {}
     outputs = judge_outputs(p, runs, settings, tensors)
-    nodes, isolated = _judge_nodes(p, runs, feed, settings, (tensors, say))
+    nodes, isolated, several = _judge_nodes(p, runs, feed, settings, (tensors, say))
     carried = check_carried(p, feed, runs, (outputs, nodes, isolated), settings, say)
     clock.lap("nodes alone")
     optimization, amplified = _why_outputs_differ(p, feed, runs, (outputs, nodes), settings, (say, clock))
@@ -608,8 +598,8 @@ def run_and_judge(
     record_optimization(report, optimization)
     record_carried(report, carried)
     note_failures(report, fail_points(p, runs), nodes, used)
-    record_choices(report, p, tensors, settings.choices)
-    return Comparison(report, tensors, isolated, feed)
+    record_choices(report, p, tensors, settings.choices, several)
+    return Comparison(report, tensors, isolated, feed, several)
 
 
 def compare_loaded(
@@ -628,7 +618,8 @@ def compare_loaded(
     clock.lap("whole runs")
     tensors: dict[str, tuple[np.ndarray | None, np.ndarray | None]] = {}
     outputs = judge_outputs(p, runs, s, tensors)
-    nodes = judge_loaded(p, runs, s, feed, tensors)
+    several: dict[str, Tensors] = {}
+    nodes = judge_loaded(p, runs, s, feed, (tensors, several))
     clock.lap("nodes in the model")
     report = _report(p, runs, outputs, nodes, s, (model_name, seed, []))
     report.sides["builtin"] = {"ok": True, "error": None, "loaded_from": loaded.path, "source": loaded.source}
@@ -638,5 +629,5 @@ def compare_loaded(
     record_optimization(report, Optimization(s.optimization))
     note_failures(report, fail_points(p, runs), nodes, InputsUsed.of(feed, plan))
     validate_only = Choices(s.choices.nodes, s.choices.exclude, s.choices.validate)  # nothing stops early
-    record_choices(report, p, tensors, validate_only)
-    return Comparison(report, tensors, {}, feed)
+    record_choices(report, p, tensors, validate_only, several)
+    return Comparison(report, tensors, {}, feed, several)

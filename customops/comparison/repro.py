@@ -64,11 +64,14 @@ def nothing_saved(comparison: Comparison) -> str:
 
 
 def _write_repro(into: Path, final: Path, n: NodeResult, iso: Isolated) -> None:
+    """The test case of node ``n`` alone: its model declaring the output the node shows (for a node of
+    several outputs, the worst one's), the inputs, the spec side's value of that output, README.txt."""
+    iso = iso.of(n.output) if n.output in iso.every else iso
     spec_side = "reference" if n.attribution == "custom-leaves-spec" else "custom"
     expected = iso.outputs.get(spec_side)
     if expected is None:
         spec_side, expected = "reference", iso.outputs.get("reference")
-    write_test_case(into, _typed_outputs(iso.model, expected), iso.feed, expected)
+    write_test_case(into, _typed_outputs(iso.model, expected, n.output), iso.feed, expected)
     known = f" (known: {', '.join(n.known)})" if n.known else ""
     lines = [
         f"{n.node!r} [{n.op}]: {n.attribution}{known} ({n.verdict})",
@@ -82,8 +85,9 @@ def _write_repro(into: Path, final: Path, n: NodeResult, iso: Isolated) -> None:
     (into / "README.txt").write_text("\n".join(lines) + "\n")
 
 
-def _typed_outputs(model: ModelProto, expected: np.ndarray | None) -> ModelProto:
-    """``model`` with its output declared (type and rank), so the saved test case passes the checker."""
+def _typed_outputs(model: ModelProto, expected: np.ndarray | None, shown: str) -> ModelProto:
+    """``model`` with one output declared (type and rank), so the saved test case passes the checker: the
+    one ``shown`` when it is one of the model's, else its first."""
     out = ModelProto()
     out.CopyFrom(model)
     first = out.graph.input[0].type.tensor_type
@@ -93,7 +97,8 @@ def _typed_outputs(model: ModelProto, expected: np.ndarray | None) -> ModelProto
         dims: list[Any] = list(value.shape)
     else:
         elem, dims = first.elem_type, [f"d{i}" for i in range(len(first.shape.dim))]
-    name = out.graph.output[0].name
+    names = [o.name for o in out.graph.output]
+    name = shown if shown in names else names[0]
     del out.graph.output[:]
     out.graph.output.append(helper.make_tensor_value_info(name, elem, dims))
     return out

@@ -18,7 +18,7 @@ from customops.comparison.isolate import Isolated
 from customops.comparison.optimizer import Optimization
 from customops.eval.judging.metrics import Metrics
 
-__all__ = ["NOTHING_TO_COMPARE", "Comparison", "NodeResult", "OutputResult", "Report"]
+__all__ = ["NOTHING_TO_COMPARE", "Comparison", "NodeOutput", "NodeResult", "OutputResult", "Report"]
 
 NOTHING_TO_COMPARE = "nothing-to-compare"
 """The verdict of a comparison in which no node is swapped (the model has no node of our ops, or --ops,
@@ -41,6 +41,27 @@ class OutputResult:
     def to_json(self) -> dict[str, Any]:
         metrics = None if self.metrics is None else self.metrics.to_json()
         return {"name": self.name, "metrics": metrics, "verdict": self.verdict}
+
+
+@dataclass
+class NodeOutput:
+    """One output of a node that has several (DynamicQuantizeLinear's y, y_scale and y_zero_point): its
+    figures inside the model and alone, and who leaves the spec on it alone; the node's own figures are
+    those of its worst output (customops.comparison.outputs)."""
+
+    name: str
+    in_model: Metrics | None
+    isolated: dict[str, Any] | None = None
+    """The node alone, this output: the three pairwise metrics and, where measured, the yardstick."""
+    attribution: str = "unknown"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "output": self.name,
+            "in_model": None if self.in_model is None else self.in_model.to_json(),
+            "isolated": self.isolated,
+            "attribution": self.attribution,
+        }
 
 
 @dataclass
@@ -71,6 +92,9 @@ class NodeResult:
     swapped: bool = True
     """False for a node of ORT's, compared only against loaded outputs that hold its output
     (customops.comparison.loaded)."""
+    each: list[NodeOutput] = field(default_factory=list)
+    """Every output compared, for a node of several (the JSON's ``outputs``); empty for a node of one,
+    whose figures are the node's own. ``output`` names the one whose figures the node shows."""
 
     @property
     def breaks_agreement(self) -> bool:
@@ -83,6 +107,7 @@ class NodeResult:
         return self.verdict == "disagree" and self.origin != "carried-in"
 
     def to_json(self) -> dict[str, Any]:
+        several = {"outputs": [o.to_json() for o in self.each]} if self.each else {}
         return {
             "node": self.node,
             "op": self.op,
@@ -99,6 +124,7 @@ class NodeResult:
             "fed_from": self.fed_from,
             "carried_from": self.carried_from,
             "swapped": self.swapped,
+            **several,
         }
 
 
@@ -170,6 +196,9 @@ class Comparison:
     isolated: dict[str, Isolated]
     feed: dict[str, np.ndarray] = field(default_factory=dict)
     """The inputs compared (generated ones at the sizes the verdict used)."""
+    several: dict[str, dict[str, tuple[np.ndarray | None, np.ndarray | None]]] = field(default_factory=dict)
+    """For each node of several outputs: every output's values (A, B) by output name (``tensors`` holds
+    the one the node shows)."""
 
     @property
     def exit_status(self) -> int:

@@ -40,15 +40,19 @@ class LoadedOutputs:
 
 
 def compared_arrays(
-    outputs: list[Any], nodes: list[Any], tensors: dict[str, tuple[Any, Any]]
+    outputs: list[Any],
+    nodes: list[Any],
+    tensors: dict[str, tuple[Any, Any]],
+    several: dict[str, dict[str, tuple[Any, Any]]] | None = None,
 ) -> dict[str, Any]:
     """``--save-outputs``: every compared tensor of both sides (``side/NAME``; a side without a value
     leaves its key out): the graph outputs (``outputs``: OutputResult) and the swapped nodes' outputs
-    (``nodes``: NodeResult, whose tensors are keyed by node name)."""
+    (``nodes``: NodeResult, whose tensors are keyed by node name; every output of a node of several, from
+    ``several``: by node, then output name)."""
     arrays: dict[str, Any] = {}
-    pairs = [(o.name, tensors.get(o.name)) for o in outputs] + [
-        (n.output, tensors.get(n.node)) for n in nodes
-    ]
+    pairs = [(o.name, tensors.get(o.name)) for o in outputs]
+    for n in nodes:
+        pairs += list(((several or {}).get(n.node) or {n.output: tensors.get(n.node)}).items())
     for name, pair in pairs:
         for side, value in zip(SIDES, pair or (None, None), strict=True):
             if value is not None:

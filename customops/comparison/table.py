@@ -1,7 +1,8 @@
 """compare's report as text, from its JSON document (customops.comparison.results.Report.to_json): the verdict
 first, the table of graph outputs and of the nodes where a difference starts (every swapped node with
 ``all_rows``), the side errors, and the verdict again last. A node's row shows the node alone (the figures its
-attribution is decided on); a row "in the model" under it shows its values inside the model run."""
+attribution is decided on); a row "in the model" under it shows its values inside the model run, and for a
+node of several outputs (whose figures are its worst output's) a row per output follows."""
 
 from __future__ import annotations
 
@@ -90,6 +91,8 @@ def _table(report: dict[str, Any], all_rows: bool) -> str:
         )
         if alone is not None and in_model is not None:
             row("  in the model", _in_context(n), in_model, "", ("", ""), {})
+        for name, where, figures, attribution in output_rows(n):
+            row(name, where, figures, "", (attribution, ""), {})
     rows = [tuple(printable(c) for c in r) for r in rows]  # names from the model: no control characters
     widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
@@ -114,6 +117,17 @@ def _table(report: dict[str, Any], all_rows: bool) -> str:
     lines.extend(choice_lines(report))
     lines = [report["summary"], "", *lines, report["summary"]]
     return "\n".join(printable(line) for line in lines)
+
+
+def output_rows(n: dict[str, Any]) -> list[tuple[str, str, dict[str, Any], str]]:
+    """A node of several outputs (its figures are its worst output's): a row for each output, its
+    figures alone (else in the model) and its attribution alone."""
+    rows = []
+    for o in n.get("outputs") or []:
+        figures = (o.get("isolated") or {}).get("builtin_vs_custom")
+        where = "(alone)" if figures is not None else "(in context)"
+        rows.append((f"  output {o['output']}", where, figures or o["in_model"] or {}, o["attribution"]))
+    return rows
 
 
 def _nothing_compared(report: dict[str, Any]) -> str:

@@ -10,7 +10,8 @@ writes it in our domain (the custom op's fixed inputs, in order, ``None`` where 
 its attributes decoded), following onnx.reference's own code (onnx 1.23) op by op: the ops it runs in
 Python loops (GridSample, DeformConv, RoiAlign, Col2Im) in lines of that Python, as a trace of it counts
 them (tests/hostile/test_reference_cost.py), the ops it runs in numpy in elements of its arrays (Resize
-with its Python at :data:`PYTHON_MICROSECOND` elements a microsecond). Each op's limit
+with its Python at :data:`PYTHON_MICROSECOND` elements a microsecond; the quantized integer family in
+multiply-adds of its int32 matmuls and elements of its arrays at :data:`ARRAY_ELEMENT` each). Each op's limit
 (customops.registry) is measured in its own unit. It is pure arithmetic on Python numbers: exact
 integers where sizes are integers, ``math.inf`` where a size computed from the values is not finite
 (which never fits a limit), and it never allocates an array of the size it counts.
@@ -323,6 +324,117 @@ def _samples(size: np.ndarray, pooled: int, ratio: int) -> np.ndarray:
     return np.where(np.isnan(per), np.inf, per)
 
 
+# ---------------------------------------------------------------------------------------------
+# The quantized integer family: onnx.reference (1.23) computes these in numpy alone (no Python loop over
+# the data): its integer matmuls (MatMulInteger, QLinearMatMul, and the Convs after an im2col of index
+# arrays) in int32, the rest elementwise, pass by pass. Counted in multiply-adds of those matmuls (about
+# 1.5 ns each on a 2-core VM) and, at :data:`ARRAY_ELEMENT` each, elements of the arrays it makes (a pass
+# over x, an index array, a copy): those cost 3 to 17 ns each there, and bound its memory.
+
+ARRAY_ELEMENT = 10
+"""An element of an array onnx.reference makes for the quantized family, in multiply-adds of its int32
+matmul (measured: 1 to 2 ns a multiply-add, 3 to 17 ns an element of its elementwise passes and im2col)."""
+
+_PASSES = {"QuantizeLinear": 8, "DequantizeLinear": 6, "DynamicQuantizeLinear": 7}
+"""Passes over x of the elementwise ops: QuantizeLinear divides, rounds, casts, adds the zero point,
+clips and casts again (a blocked scale and zero point are repeated to x's shape first); DequantizeLinear
+casts, subtracts, multiplies and casts (and repeats a blocked scale); DynamicQuantizeLinear reduces twice,
+then divides, rounds, adds, clips and casts."""
+
+
+def _elementwise(op: str) -> Callable[[Inputs, Mapping[str, Any]], float]:
+    def work(inputs: Inputs, attrs: Mapping[str, Any]) -> float:
+        x = inputs[0] if inputs else None
+        return _elements(inputs) if x is None else float(ARRAY_ELEMENT * _PASSES[op] * x.size)
+
+    return work
+
+
+def _matmul_shapes(a: np.ndarray, b: np.ndarray) -> tuple[int, int] | None:
+    """(multiply-adds, output elements) of numpy's matmul of ``a`` and ``b``'s shapes, None when they do
+    not fit."""
+    a_shape = a.shape if a.ndim > 1 else (1, *a.shape)
+    b_shape = b.shape if b.ndim > 1 else (*b.shape, 1)
+    if not a.ndim or not b.ndim or a_shape[-1] != b_shape[-2]:
+        return None
+    try:
+        batch = math.prod(np.broadcast_shapes(a_shape[:-2], b_shape[:-2]))
+    except ValueError:
+        return None
+    out = batch * a_shape[-2] * b_shape[-1]
+    return out * a_shape[-1], out
+
+
+def _gemm(a: np.ndarray | None, b: np.ndarray | None, out_passes: int, inputs: Inputs) -> float:
+    """A and B cast to int32 and their zero points subtracted (two passes each), the matmul's
+    multiply-adds, ``out_passes`` passes over its output."""
+    sizes = None if a is None or b is None else _matmul_shapes(a, b)
+    if sizes is None:
+        return _elements(inputs)
+    macs, out = sizes
+    return macs + ARRAY_ELEMENT * (2 * a.size + 2 * b.size + out_passes * out)  # type: ignore[union-attr]
+
+
+def matmul_integer(inputs: Inputs, attrs: Mapping[str, Any]) -> float:
+    """The matmul and its output (one pass)."""
+    a, b = (list(inputs) + [None] * 2)[:2]
+    return _gemm(a, b, 1, inputs)
+
+
+def qlinear_matmul(inputs: Inputs, attrs: Mapping[str, Any]) -> float:
+    """The int32 matmul, then six passes over its output: the product by the multiplier (float64), the
+    zero point added, rint, clip and the cast."""
+    a, b = (list(inputs) + [None] * 4)[0], (list(inputs) + [None] * 4)[3]
+    return _gemm(a, b, 6, inputs)
+
+
+def _conv_out(x: np.ndarray, kernel: Sequence[int], attrs: Mapping[str, Any]) -> list[int]:
+    """A Conv's output spatial lengths as onnx.reference makes them (ceil(length / stride) with SAME
+    padding; negative lengths: 0)."""
+    rank = len(kernel)
+    strides = list(attrs.get("strides") or [1] * rank)
+    dilations = list(attrs.get("dilations") or [1] * rank)
+    pads = list(attrs.get("pads") or [0] * 2 * rank)
+    pad = str(attrs.get("auto_pad") or "NOTSET")
+    out = []
+    for i, n in enumerate(x.shape[2:]):
+        if pad in ("SAME_UPPER", "SAME_LOWER"):
+            out.append(-(-n // max(strides[i], 1)))
+            continue
+        span = (kernel[i] - 1) * dilations[i] + 1
+        extra = pads[i] + pads[i + rank] if pad == "NOTSET" else 0
+        out.append(max((n + extra - span) // max(strides[i], 1) + 1, 0))
+    return out
+
+
+def _conv(
+    x: np.ndarray | None, w: np.ndarray | None, attrs: Mapping[str, Any], out_passes: int, inputs: Inputs
+) -> float:
+    """onnx.reference's Conv of integers: x and w cast and their zero points subtracted, an index array
+    per spatial axis and the gathered columns (C x kernel taps x output pixels, the columns per image
+    and a copy), the grouped int32 matmul, ``out_passes`` passes over the output."""
+    if x is None or w is None or x.ndim < 3 or w.ndim != x.ndim:
+        return _elements(inputs)
+    kernel = [int(k) for k in (attrs.get("kernel_shape") or w.shape[2:])]
+    out_pixels = math.prod(_conv_out(x, kernel, attrs))
+    batch, channels = x.shape[0], x.shape[1]
+    columns = channels * math.prod(kernel) * out_pixels
+    group = max(int(attrs.get("group") or 1), 1)
+    macs = w.shape[0] * (channels // group) * math.prod(kernel) * batch * out_pixels
+    arrays = 2 * x.size + 2 * w.size + (len(kernel) + 2 * batch) * columns
+    return macs + ARRAY_ELEMENT * (arrays + out_passes * batch * w.shape[0] * out_pixels)
+
+
+def conv_integer(inputs: Inputs, attrs: Mapping[str, Any]) -> float:
+    x, w = (list(inputs) + [None] * 2)[:2]
+    return _conv(x, w, attrs, 3, inputs)
+
+
+def qlinear_conv(inputs: Inputs, attrs: Mapping[str, Any]) -> float:
+    x, w = (list(inputs) + [None] * 4)[0], (list(inputs) + [None] * 4)[3]
+    return _conv(x, w, attrs, 9, inputs)
+
+
 WORK: dict[str, Callable[[Inputs, Mapping[str, Any]], float]] = {
     "Resize": resize,
     "Upsample": upsample,
@@ -333,6 +445,11 @@ WORK: dict[str, Callable[[Inputs, Mapping[str, Any]], float]] = {
     "GridSample": grid_sample,
     "DeformConv": deform_conv,
     "RoiAlign": roi_align,
+    "MatMulInteger": matmul_integer,
+    "QLinearMatMul": qlinear_matmul,
+    "ConvInteger": conv_integer,
+    "QLinearConv": qlinear_conv,
+    **{op: _elementwise(op) for op in _PASSES},
 }
 """The estimate of each custom op (by name in customops.registry.CUSTOM_OPS); any other op: its inputs'
 elements."""

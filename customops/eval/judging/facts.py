@@ -156,10 +156,117 @@ def _max_roi_pool_facts(inputs: dict[str, Any], attrs: dict[str, Any], builtin: 
     return out
 
 
+GEMM_LIMIT = 1 << 27
+"""Most multiply-adds of a node's integer GEMM the facts of ORT's arithmetic (:func:`_ort_gemm_facts`)
+are computed for (a few seconds of the numpy models): past it they are left out, as the labels only name
+a difference."""
+
+QLINEAR_MATMUL = ("a", "a_scale", "a_zero_point", "b", "b_scale", "b_zero_point", "y_scale", "y_zero_point")
+
+
+def _matmul_integer_facts(inputs: dict[str, Any], attrs: dict[str, Any], builtin: Any) -> dict[str, Any]:
+    """MatMulInteger: whether ORT's output is its u8 x s8 kernel's without VNNI, where saturating pairs
+    make it differ from the exact result (customops.eval.judging.ort_gemm, Q-U8S8-PAIR-SATURATION)."""
+    from customops.eval.judging.ort_gemm import explained_by_u8s8_saturation
+
+    a, b = inputs.get("A"), inputs.get("B")
+    if builtin is None or a is None or b is None or _gemm_work(a, b) > GEMM_LIMIT:
+        return {}
+    zeros = (inputs.get("a_zero_point"), inputs.get("b_zero_point"))
+    return {"u8s8_saturated": explained_by_u8s8_saturation(a, b, *zeros, builtin).explained}
+
+
+def _gemm_work(a: Any, b: Any) -> int:
+    """Multiply-adds of a matrix product of ``a`` and ``b``'s shapes (their batch axes broadcast)."""
+    a_shape, b_shape = np.shape(a), np.shape(b)
+    if not a_shape or not b_shape:
+        return 0
+    rows, columns = (a_shape[-2] if len(a_shape) > 1 else 1), (b_shape[-1] if len(b_shape) > 1 else 1)
+    batch = np.broadcast_shapes(a_shape[:-2], b_shape[:-2]) if min(len(a_shape), len(b_shape)) > 1 else ()
+    return int(np.prod(batch, dtype=np.int64)) * rows * a_shape[-1] * columns
+
+
+def _qlinear_matmul_facts(inputs: dict[str, Any], attrs: dict[str, Any], builtin: Any) -> dict[str, Any]:
+    """QLinearMatMul: :func:`_ort_gemm_facts` of ORT's QLinearMatMul (customops.eval.judging.ort_gemm)."""
+    from customops.eval.judging import ort_gemm
+
+    values = [inputs.get(name) for name in QLINEAR_MATMUL]
+    if builtin is None or any(v is None for v in values) or _gemm_work(values[0], values[3]) > GEMM_LIMIT:
+        return {}
+    a, a_zero, b, b_zero = values[0], values[2], values[3], values[5]
+
+    def ort(saturating: bool) -> np.ndarray:
+        return ort_gemm.qlinear_matmul(*values, saturating=saturating)
+
+    return _ort_gemm_facts(ort, lambda: ort_gemm.exact_matmul_integer(a, b, a_zero, b_zero), builtin)
+
+
+def _qlinear_conv_facts(inputs: dict[str, Any], attrs: dict[str, Any], builtin: Any) -> dict[str, Any]:
+    """QLinearConv: :func:`_ort_gemm_facts` of ORT's QLinearConv (customops.eval.judging.ort_gemm)."""
+    from customops.eval.judging import ort_gemm
+
+    x, w = inputs.get("x"), inputs.get("w")
+    if builtin is None or x is None or w is None or x.ndim < 3 or w.ndim != x.ndim:
+        return {}
+    quant = [ort_gemm.QuantParams(inputs.get(f"{n}_scale"), inputs.get(f"{n}_zero_point")) for n in "xwy"]
+    geometry = ort_gemm.ConvGeometry.of_attributes(attrs, tuple(x.shape[2:]), tuple(w.shape[2:]))
+    work = x.size // max(x.shape[1], 1) * w.size  # output pixels x M x K, at stride 1
+    if any(q.scale is None or q.zero_point is None for q in quant) or work > GEMM_LIMIT:
+        return {}
+
+    def ort(saturating: bool) -> np.ndarray:
+        bias = inputs.get("B")
+        return ort_gemm.qlinear_conv(
+            x, quant[0], w, quant[1], quant[2], bias, geometry, saturating=saturating
+        )
+
+    def sums() -> np.ndarray:
+        return ort_gemm.conv_sums(x, quant[0], w, quant[1], geometry, saturating=False)[0]
+
+    return _ort_gemm_facts(ort, sums, builtin)
+
+
+def _ort_gemm_facts(
+    ort: Callable[[bool], np.ndarray], sums: Callable[[], np.ndarray], builtin: Any
+) -> dict[str, Any]:
+    """The facts of a QLinear node from ORT's arithmetic as numpy (``ort``: with saturating pairs or
+    not) and its exact integer sums: ``ort_arithmetic``, ORT's output is its arithmetic on a CPU whose
+    GEMM is exact (a float32 multiplier, sums wrapped in int32, MLAS's rounding); ``u8s8_saturated``, it
+    is the saturating u8 x s8 kernel's and that differs from the exact GEMM's (Q-U8S8-PAIR-SATURATION);
+    ``sums_beyond_int32``, an exact sum leaves int32. None of them where ORT's kernels refuse the node
+    (the models raise ValueError)."""
+    try:
+        exact_path, paired, exact_sums = ort(False), ort(True), sums()
+    except ValueError:
+        return {}
+    value = np.asarray(builtin)
+
+    def same(model: np.ndarray) -> bool:
+        return model.shape == value.shape and bool(np.array_equal(model, value))
+
+    return {
+        "ort_arithmetic": same(exact_path),
+        "u8s8_saturated": same(paired) and not np.array_equal(paired, exact_path),
+        "sums_beyond_int32": bool((np.abs(exact_sums) > 2**31 - 1).any()),
+    }
+
+
+def _dynamic_quantize_linear_facts(
+    inputs: dict[str, Any], attrs: dict[str, Any], builtin: Any
+) -> dict[str, Any]:
+    """DynamicQuantizeLinear: whether x is all zeros or empty (docs/semantics.md: its zero range)."""
+    x = inputs.get("x")
+    return {} if x is None else {"x_all_zero": not bool(np.any(np.asarray(x)))}
+
+
 OP_FACTS: dict[str, Callable[[dict[str, Any], dict[str, Any], Any], dict[str, Any]]] = {
     "GridSample": _grid_sample_facts,
     "AffineGrid": _affine_grid_facts,
     "MaxRoiPool": _max_roi_pool_facts,
+    "MatMulInteger": _matmul_integer_facts,
+    "QLinearMatMul": _qlinear_matmul_facts,
+    "QLinearConv": _qlinear_conv_facts,
+    "DynamicQuantizeLinear": _dynamic_quantize_linear_facts,
 }
 """Facts some operators' rules read beyond :func:`facts`' common ones, by op type."""
 

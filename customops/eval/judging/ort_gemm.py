@@ -310,13 +310,20 @@ def qlinear_matmul(
     *,
     saturating: bool = True,
 ) -> np.ndarray:
-    """QLinearMatMul of uint8 A and int8 B with a uint8 output as ORT computes it: the u8 x s8 GEMM
-    (saturating, or exact with ``saturating=False``) requantized by MLAS's arithmetic."""
+    """QLinearMatMul as ORT computes it: the GEMM (the u8 x s8 kernel's saturating pairs where A is uint8
+    and B int8, or exact with ``saturating=False``; the other types' kernels are exact) requantized by
+    MLAS's arithmetic into Y's zero point's type (uint8 or int8)."""
     operands = matmul_operands(a, b, a_zero_point, b_zero_point)
     scale = output_scales(a_scale, per_column(b_scale, np.shape(b), "B's scale"), y_scale)
-    acc = _accumulators(operands, saturating)
-    out = requantize(acc, scale, _scalar_zero_point(y_zero_point, "Y's zero point"))
-    return _dropped(out, operands)
+    pairs = saturating and np.asarray(a).dtype == np.uint8 and np.asarray(b).dtype == np.int8
+    acc = _accumulators(operands, pairs)
+    zero = _scalar_zero_point(y_zero_point, "Y's zero point")
+    return _dropped(requantize(acc, scale, zero, _output_type(y_zero_point)), operands)
+
+
+def _output_type(y_zero_point: object) -> type[np.integer]:
+    """The element type of a QLinear output: int8 for an int8 zero point, else uint8 (a Python int too)."""
+    return np.int8 if np.asarray(y_zero_point).dtype == np.int8 else np.uint8
 
 
 IM2COL_LIMIT = 1 << 26
@@ -340,6 +347,25 @@ class ConvGeometry:
             tuple(pads or (0,) * (2 * rank)),
             tuple(dilations or (1,) * rank),
         )
+
+    @classmethod
+    def of_attributes(cls, attrs: dict, spatial: tuple[int, ...], kernel: tuple[int, ...]) -> ConvGeometry:
+        """A QLinearConv's or ConvInteger's attributes as ONNX defines them (``auto_pad`` SAME_UPPER or
+        SAME_LOWER: the pads that keep ceil(length / stride); VALID: none) for an input of ``spatial``
+        axes and a kernel of ``kernel`` taps."""
+        rank = len(kernel)
+        strides = tuple(attrs.get("strides") or (1,) * rank)
+        dilations = tuple(attrs.get("dilations") or (1,) * rank)
+        pad = str(attrs.get("auto_pad") or "NOTSET")
+        pads = tuple(attrs.get("pads") or (0,) * (2 * rank)) if pad == "NOTSET" else (0,) * (2 * rank)
+        if pad in ("SAME_UPPER", "SAME_LOWER"):
+            total = [
+                max(0, (-(-n // s) - 1) * s + (k - 1) * d + 1 - n)
+                for n, s, k, d in zip(spatial, strides, kernel, dilations, strict=True)
+            ]
+            begins = [t // 2 if pad == "SAME_UPPER" else t - t // 2 for t in total]
+            pads = (*begins, *(t - b for t, b in zip(total, begins, strict=True)))
+        return cls(int(attrs.get("group") or 1), strides, pads, dilations)
 
 
 def im2col_channels_last(
@@ -399,24 +425,33 @@ def qlinear_conv(
     *,
     saturating: bool = True,
 ) -> np.ndarray:
-    """QLinearConv of uint8 X [N, C, *spatial] and int8 W [M, C/group, *kernel] with a uint8 output as
-    ORT computes it: per group the u8 x s8 GEMM of :func:`im2col_channels_last`'s rows (saturating, or
-    exact with ``saturating=False``; a depthwise convolution is always exact), requantized per output
-    channel. W's zero point must be one value for all channels, as ORT requires."""
-    rank = w.ndim - 2
-    geometry = geometry or ConvGeometry.of(rank)
+    """QLinearConv of X [N, C, *spatial] and W [M, C/group, *kernel] as ORT computes it: per group the
+    GEMM of :func:`im2col_channels_last`'s rows (:func:`conv_sums`: the u8 x s8 kernel's saturating pairs
+    where X is uint8 and W int8, or exact with ``saturating=False``; a depthwise convolution and the
+    other types' kernels are always exact), requantized per output channel into Y's zero point's type.
+    W's zero point must be one value for all channels, as ORT requires."""
+    geometry = geometry or ConvGeometry.of(w.ndim - 2)
+    depthwise = w.shape[1] == 1 and w.shape[0] == geometry.group
+    pairs = saturating and not depthwise and x.dtype == np.uint8 and w.dtype == np.int8
+    acc, out = conv_sums(x, x_q, w, w_q, geometry, pairs)
+    scale = output_scales(x_q.scale, np.asarray(w_q.scale, np.float32).reshape(-1), y_q.scale)
+    y_zero = _scalar_zero_point(y_q.zero_point, "Y's zero point")
+    y = requantize(_wrap_int32(acc), scale, y_zero, _output_type(y_q.zero_point), bias=bias)
+    return np.moveaxis(y.reshape(x.shape[0], *out, w.shape[0]), -1, 1)
+
+
+def conv_sums(
+    x: np.ndarray, x_q: QuantParams, w: np.ndarray, w_q: QuantParams, geometry: ConvGeometry, saturating: bool
+) -> tuple[np.ndarray, tuple[int, ...]]:
+    """A QLinearConv's (or ConvInteger's) integer sums as int64, not wrapped, [N, output pixels, M] (the
+    u8 x s8 kernel's saturating pairs with ``saturating``, else exact), and the output's spatial shape.
+    W's zero point must be one value for all channels, as ORT requires."""
     w_zero = np.unique(np.asarray(w_q.zero_point).reshape(-1))
     if w_zero.size != 1:
         raise ValueError("ORT requires one zero point for all of W's channels")
     x_zero = _scalar_zero_point(x_q.zero_point, "X's zero point")
     cols, out = im2col_channels_last(x, tuple(w.shape[2:]), geometry, x_zero)
-    m, group = w.shape[0], geometry.group
-    depthwise = w.shape[1] == 1 and m == group
-    operands = matmul_operands(cols, conv_weights_as_b(w, group), x_zero, w_zero[0])
-    acc = _accumulators(operands, saturating and not depthwise)  # [N, group, pixels, M/group]
-    n, pixels = x.shape[0], cols.shape[2]
-    acc = acc.transpose(0, 2, 1, 3).reshape(n, pixels, m)
-    scale = output_scales(x_q.scale, np.asarray(w_q.scale, np.float32).reshape(-1), y_q.scale)
-    y_zero = _scalar_zero_point(y_q.zero_point, "Y's zero point")
-    y = requantize(acc, scale, y_zero, bias=bias)
-    return np.moveaxis(y.reshape(n, *out, m), -1, 1)
+    operands = matmul_operands(cols, conv_weights_as_b(w, geometry.group), x_zero, w_zero[0])
+    dot = saturating_dot(operands.a, operands.b)[0] if saturating else np.matmul(operands.a, operands.b)
+    acc = _with_zero_points(dot, operands)  # [N, group, pixels, M/group]
+    return acc.transpose(0, 2, 1, 3).reshape(x.shape[0], cols.shape[2], w.shape[0]), out

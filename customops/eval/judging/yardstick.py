@@ -50,11 +50,46 @@ class Yardstick:
     exact: str
     """The configurations that do not round (no yardstick there), in words."""
     reference_vote: bool
-    """Whether onnx.reference (onnx 1.23) is an independent implementation computing in float64."""
+    """Whether onnx.reference (onnx 1.23) is an independent implementation computing in float64 (for an
+    exact kernel: exactly)."""
     reference_note: str
+    exact_kernel: bool = False
+    """Our kernel is exact (integer outputs: exact integer arithmetic; float outputs: the spec's value
+    correctly rounded, or its float32 steps where the spec is a function body): the yardstick is our
+    output itself, with a bound of 0 on every output type (:data:`TERMS`' :func:`exact`)."""
 
 
 _OURS = "ours on the inputs widened to float64 (ours computes in float64 and rounds once)"
+
+EXACT_SOURCE = "ours: exact (integer sums exact, one rounding per float or requantized result)"
+"""The yardstick of the quantized integer family: our output itself (docs/semantics.md, "Quantized
+integer family kernels")."""
+
+QUANTIZED_REFERENCE: tuple[tuple[str, bool, str], ...] = (
+    (
+        "MatMulInteger",
+        True,
+        "own implementation in int32 (wraps as ours); a per-row a_zero_point [M] is subtracted along K, "
+        "a configuration ORT refuses",
+    ),
+    ("ConvInteger", True, "own implementation: im2col and a matmul in int32 (wraps as ours)"),
+    ("QLinearMatMul", False, "rounds the multiplier a_scale * b_scale / y_scale to float32 first"),
+    ("QLinearConv", False, "rounds the multiplier x_scale * w_scale / y_scale to float32 first"),
+    (
+        "QuantizeLinear",
+        False,
+        "the type's minimum for +inf and quotients beyond int32 (int16, int4, ...); numpy's promotion "
+        "for the division's precision; float8 zero points ignored",
+    ),
+    ("DequantizeLinear", False, "a float32 product, then a second rounding to float16 or bfloat16"),
+    (
+        "DynamicQuantizeLinear",
+        False,
+        "the function body's float32 steps, but x all zeros gives y_scale 1/255 (the spec's 0)",
+    ),
+)
+"""Whether onnx.reference (onnx 1.23) is a vote for each op of the quantized family, and why: a vote only
+where it is an independent exact implementation (docs/semantics.md lists where it is wrong)."""
 
 YARDSTICKS: dict[str, Yardstick] = {
     y.op: y
@@ -103,6 +138,10 @@ YARDSTICKS: dict[str, Yardstick] = {
             "a port of ORT's C++ in the input's type: not independent",
         ),
         Yardstick("MaxRoiPool", "none: maxima of copies", "-", "always", False, "onnx 1.23 has none"),
+        *(
+            Yardstick(op, EXACT_SOURCE, "-", "always (bound 0)", vote, note, exact_kernel=True)
+            for op, vote, note in QUANTIZED_REFERENCE
+        ),
         Yardstick(
             "DeformConv",
             "ours on float64 inputs (ours samples in float64, then a product in T; in float64 throughout "
@@ -260,6 +299,16 @@ def _deform_conv(inputs: Inputs, attrs: Mapping[str, Any], out_shape: Sequence[i
     return Terms(per_output * 2**rank + 1, rank, extent, scale)
 
 
+EXACT = Terms(0.0, 0, 0.0, 0.0)
+"""No rounding allowed: an exact kernel's output is the spec's value."""
+
+
+def exact(inputs: Inputs, attrs: Mapping[str, Any], out_shape: Sequence[int]) -> Terms | None:
+    """The quantized integer family: our kernel is exact (:attr:`Yardstick.exact_kernel`), so a side
+    is within its bound only where it gives our value."""
+    return EXACT
+
+
 def _interpolating_upsample(
     inputs: Inputs, attrs: Mapping[str, Any], out_shape: Sequence[int]
 ) -> Terms | None:
@@ -274,6 +323,7 @@ TERMS: dict[str, Callable[[Inputs, Mapping[str, Any], Sequence[int]], Terms | No
     "Col2Im": _col2im,
     "RoiAlign": _roi_align,
     "DeformConv": _deform_conv,
+    **{op: exact for op, _, _ in QUANTIZED_REFERENCE},
 }
 """The ops whose arithmetic rounds, and their :class:`Terms` from the custom op's inputs (in its order),
 decoded attributes and the output's shape; None for a configuration that does not round."""
@@ -288,8 +338,11 @@ def bound(
     each within COORDINATE_OPS half-ulps (COORDINATE_OPS / 2 eps E) of the largest coordinate E, moving
     an interpolation weight by that much times a difference of two pixels (at most 2 S). None where the
     op's configuration does not round (no yardstick), the output is not a float, or the bound is not
-    finite. An array (RoiAlign's: one per roi) broadcasts over the output."""
+    finite. An array (RoiAlign's: one per roi) broadcasts over the output. An exact kernel's bound is 0
+    on every output type."""
     terms_of = TERMS.get(op)
+    if terms_of is exact:
+        return 0.0
     if terms_of is None or not is_float(np.dtype(dtype)) or inputs[0] is None:
         return None
     with np.errstate(all="ignore"):
@@ -392,14 +445,18 @@ def measure(
     m = Measured(op, value, bound_)
     if value is None or bound_ is None:
         return m
-    vote = YARDSTICKS[op].reference_vote if op in YARDSTICKS else False
+    row = YARDSTICKS.get(op)
+    vote, any_type = (row.reference_vote, row.exact_kernel) if row else (False, False)
     for side, out in outputs.items():
         if out is None or (side == "reference" and not vote):
             m.distance[side], m.within[side] = None, None
             continue
         out = np.asarray(out)
-        if out.shape != value.shape or not is_float(out.dtype):
+        if out.shape != value.shape or not (is_float(out.dtype) or any_type):
             m.distance[side], m.within[side] = None, False
+            continue
+        if any_type:
+            m.distance[side], m.within[side] = exact_distance(out, value)
             continue
         rounded = value.astype(out.dtype).astype(np.float64)
         wide = out.astype(np.float64)
@@ -409,6 +466,20 @@ def measure(
             metrics.passed and _each_within(wide, rounded, bound_),
         )
     return m
+
+
+def exact_distance(out: np.ndarray, value: np.ndarray) -> tuple[float, bool]:
+    """A side's output against an exact kernel's ``value``: the largest |difference| (0 where the two
+    are one value: NaN at the same place, or the same infinity) and whether every element is ``value``'s
+    (in its element type: a bool, integer, float or float8 output of the same type)."""
+    if out.dtype != value.dtype:
+        return math.inf, False
+    a, b = out.astype(np.float64), value.astype(np.float64)
+    same = (a == b) | (np.isnan(a) & np.isnan(b))
+    if bool(same.all()):
+        return 0.0, True
+    with np.errstate(invalid="ignore", over="ignore"):
+        return float(np.abs(a - b)[~same].max()), False
 
 
 def _each_within(a: np.ndarray, b: np.ndarray, limit: float | np.ndarray) -> bool:
@@ -464,7 +535,7 @@ def judge(
     need = 8 * (ours.size + sum(np.asarray(v).size for v in feed.values() if is_float(np.asarray(v).dtype)))
     if need > MEMORY_LIMIT:
         return Measured(op, None, limit, error=f"the yardstick would hold {need} bytes, over {MEMORY_LIMIT}")
-    if ours.dtype == np.float64:
+    if ours.dtype == np.float64 or TERMS.get(op) is exact:  # the value itself
         return measure(op, ours, limit, outputs)
     value, error = run64(*widened(model, feed))
     if value is None or value.dtype != np.float64 or value.shape != ours.shape:

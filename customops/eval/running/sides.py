@@ -30,6 +30,7 @@ __all__ = [
     "quiet_ort_log",
     "reference_answer",
     "reference_request",
+    "reference_values",
     "run_reference",
     "run_side",
     "run_sides",
@@ -201,13 +202,20 @@ def reference_request(model: bytes, feed: dict[str, np.ndarray]) -> tuple[str, R
     return "reference", Request(model, feed, whole=True, limit=OUTPUT_LIMIT)
 
 
-def reference_answer(run: SideRun, timeout: float) -> tuple[np.ndarray | None, str | None]:
-    """(first output, None) or (None, why) of a reference run, a hang named by ``timeout`` (the option's)."""
+def reference_values(run: SideRun, timeout: float) -> tuple[dict[str, np.ndarray], str | None]:
+    """(its outputs by name, None) or ({}, why) of a reference run, a hang named by ``timeout`` (the
+    option's)."""
     if run.hung:  # the status, not the text: a side's own error could read the same
-        return None, f"not run: no answer within {timeout:g} s (--reference-timeout)"
+        return {}, f"not run: no answer within {timeout:g} s (--reference-timeout)"
     if run.error is not None:
-        return None, run.error
-    return next(iter(run.values.values()), None), None
+        return {}, run.error
+    return run.values, None
+
+
+def reference_answer(run: SideRun, timeout: float) -> tuple[np.ndarray | None, str | None]:
+    """(first output, None) or (None, why) of a reference run (:func:`reference_values`)."""
+    values, error = reference_values(run, timeout)
+    return next(iter(values.values()), None), error
 
 
 def run_reference(
