@@ -321,6 +321,25 @@ def inflate_bounded(data: bytes, limit: int, what: str) -> bytes:
     return out
 
 
+def json_values(data: bytes) -> int:
+    """An upper bound of the number of values (objects, arrays, strings, numbers, ...) the JSON text
+    ``data`` holds, counted without parsing it: each value but the first follows a ',', a ':' or a '['
+    (characters inside strings count too, so the bound only errs high)."""
+    return 1 + data.count(b",") + data.count(b":") + data.count(b"[")
+
+
+def check_json_values(data: bytes, max_values: int, what: str) -> None:
+    """CustomOpsError (one line naming ``what``) when ``data`` may hold more than ``max_values`` JSON
+    values: parsed, each costs Python tens of bytes or more whatever its size in the file (a file of
+    empty objects takes about 50 times its size), so their number is bounded before parsing."""
+    count = json_values(data)
+    if count > max_values:
+        raise CustomOpsError(
+            f"{what} holds up to {count} JSON values, over the {max_values} allowed (parsing costs memory "
+            "per value, so their number is bounded before it)"
+        )
+
+
 def read_json(
     path: str | os.PathLike[str],
     limit: int,
@@ -328,14 +347,18 @@ def read_json(
     max_depth: int | None = None,
     *,
     below: str | os.PathLike[str] | None = None,
+    max_values: int | None = None,
 ) -> Any:
     """The JSON document of ``path``, read as untrusted: at most ``limit`` bytes (:func:`read_bounded`,
-    with ``below`` through no symbolic link below that directory), strict JSON (NaN and Infinity
-    refused), and with ``max_depth`` at most that many arrays and objects deep. CustomOpsError (one line
-    naming ``what`` and the path) otherwise."""
+    with ``below`` through no symbolic link below that directory), with ``max_values`` at most that many
+    values (:func:`check_json_values`, before parsing), strict JSON (NaN and Infinity refused), and with
+    ``max_depth`` at most that many arrays and objects deep. CustomOpsError (one line naming ``what`` and
+    the path) otherwise."""
     import json
 
     data = read_bounded(path, limit, what, below=below)
+    if max_values is not None:
+        check_json_values(data, max_values, f"{what} {str(path)!r}")
     try:
         value = json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
     except (ValueError, RecursionError) as exc:

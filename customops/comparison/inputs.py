@@ -21,7 +21,7 @@ from customops import dtypes
 from customops.errors import CustomOpsError
 from customops.eval.cases.testcase import read_inputs
 from customops.eval.running.messages import described
-from customops.safeio import open_bounded, printable, read_bounded, write_atomic
+from customops.safeio import check_json_values, open_bounded, printable, read_bounded, write_atomic
 
 DEFAULT_DIM = 4
 """Size given to a symbolic dimension without ``--dim``."""
@@ -479,9 +479,34 @@ def npy_declared(fp: Any, available: int) -> int:
     version = np.lib.format.read_magic(fp)
     header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
     shape, _, dtype = header(fp)
+    check_array_dtype(dtype)
     if math.prod(shape) * dtype.itemsize > available - (fp.tell() - start):
         raise ValueError("its header declares more data than it holds")
     return dtypes.declared_nbytes(shape, dtype)
+
+
+JSON_VALUE_LIMIT = 1_000_000
+"""The most JSON values a Polygraphy inputs or outputs file may hold: such a file holds a few per tensor
+(a mark-all outputs file of 10,000 tensors about 60,000), and a million parsed cost at most a few hundred
+MB (customops.safeio.check_json_values)."""
+
+TENSOR_KINDS = "biufcUSO"
+"""numpy dtype kinds that hold a tensor's elements: bool, integers, floats, complex, strings (and
+objects, which are refused later as pickled data, with their own message)."""
+
+
+def check_array_dtype(dtype: np.dtype) -> None:
+    """ValueError for a saved array's dtype that is no tensor element type (a structured or void type, a
+    datetime or timedelta): such arrays have no ONNX type to compare as."""
+    if dtype.kind not in TENSOR_KINDS or dtype.fields is not None:
+        raise ValueError(
+            f"its dtype {dtype.str!r} is not a tensor element type (numbers, bool or strings are allowed)"
+        )
+
+
+def native(array: np.ndarray) -> np.ndarray:
+    """``array`` in the machine's byte order (a file saved big-endian reads as '>f4': the same values)."""
+    return array if array.dtype.isnative else array.astype(array.dtype.newbyteorder("="))
 
 
 def _check_declared(total: int, what: str) -> None:
@@ -517,7 +542,7 @@ def _check_npz_headers(f: Any, what: str, name: str, spent: int = 0) -> int:
 def _npz_arrays(f: Any, name: str, what: str) -> dict[str, np.ndarray]:
     try:
         with np.load(f, allow_pickle=False) as data:
-            return {k: data[k] for k in data.files}
+            return {k: native(data[k]) for k in data.files}
     except ValueError as exc:
         if "pickle" in str(exc):
             raise CustomOpsError(
@@ -621,6 +646,7 @@ def read_polygraphy_json(path: Path, below: Path | None = None) -> dict[str, np.
 
     what = f"{str(path)!r} is not a Polygraphy inputs file"
     raw = read_bounded(path, INPUT_LIMIT // 3 * 4 + (1 << 20), "inputs file", below=below)
+    check_json_values(raw, JSON_VALUE_LIMIT, f"inputs file {str(path)!r}")
     try:
         data = json.loads(raw.decode("utf-8"))
     except (ValueError, RecursionError):
@@ -675,7 +701,7 @@ def _decoded(raw: bytes, label: str, spent: int) -> tuple[np.ndarray, int]:
         return next(iter(found.values())), total
     total = spent + npy_declared(io.BytesIO(raw), len(raw))
     _check_declared(total, label)
-    return np.load(io.BytesIO(raw), allow_pickle=False), total
+    return native(np.load(io.BytesIO(raw), allow_pickle=False)), total
 
 
 def encoded_array(value: np.ndarray) -> dict[str, str]:

@@ -20,7 +20,13 @@ from typing import Any
 import numpy as np
 from onnx import ModelProto
 
-from customops.comparison.inputs import INPUT_LIMIT, decode_arrays, first_iteration, read_npz
+from customops.comparison.inputs import (
+    INPUT_LIMIT,
+    JSON_VALUE_LIMIT,
+    decode_arrays,
+    first_iteration,
+    read_npz,
+)
 from customops.errors import CustomOpsError
 from customops.safeio import read_json
 
@@ -86,7 +92,14 @@ def _polygraphy_outputs(path: Path, below: Path | None = None) -> tuple[dict[str
     """The first iteration of the one runner of a Polygraphy RunResults JSON file, and its runner's name
     (``below``: the directory the user named, read through no link below it)."""
     what = f"{str(path)!r} is not a Polygraphy outputs file"
-    data = read_json(path, INPUT_LIMIT // 3 * 4 + (1 << 20), "--load-outputs", max_depth=16, below=below)
+    data = read_json(
+        path,
+        INPUT_LIMIT // 3 * 4 + (1 << 20),
+        "--load-outputs",
+        max_depth=16,
+        below=below,
+        max_values=JSON_VALUE_LIMIT,
+    )
     runners = data.get("lst") if isinstance(data, dict) else None
     if not isinstance(runners, list) or not runners:
         raise CustomOpsError(
