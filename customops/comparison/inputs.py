@@ -472,13 +472,16 @@ def npz_arrays(f: Any, what: str, name: str, spent: int = 0) -> tuple[dict[str, 
 def npy_declared(fp: Any, available: int) -> int:
     """The bytes the .npy array at ``fp`` will take in memory once read (customops.dtypes.declared_nbytes of
     the shape and dtype its header declares); ValueError when the header declares more data than the
-    ``available`` bytes hold. numpy allocates what the header declares before reading the data, so a
-    crafted header is checked first; a zero-size element type (``<U0``) holds no data but still counts
-    its elements."""
+    ``available`` bytes hold, or a dimension that is negative or past int64 (numpy reads any integer
+    there, then counts the elements in int64: a traceback, or a wrapped count and an array of another
+    shape). numpy allocates what the header declares before reading the data, so a crafted header is
+    checked first; a zero-size element type (``<U0``) holds no data but still counts its elements."""
     start = fp.tell()
     version = np.lib.format.read_magic(fp)
     header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
     shape, _, dtype = header(fp)
+    if not all(0 <= d < 2**63 for d in shape):  # numpy takes any int; its int64 count then overflows or wraps
+        raise ValueError(f"its header declares the shape {shape!r}: each dimension from 0 to 2**63 - 1")
     if math.prod(shape) * dtype.itemsize > available - (fp.tell() - start):
         raise ValueError("its header declares more data than it holds")
     return dtypes.declared_nbytes(shape, dtype)
@@ -675,7 +678,12 @@ def _decoded(raw: bytes, label: str, spent: int) -> tuple[np.ndarray, int]:
         return next(iter(found.values())), total
     total = spent + npy_declared(io.BytesIO(raw), len(raw))
     _check_declared(total, label)
-    return np.load(io.BytesIO(raw), allow_pickle=False), total
+    try:
+        return np.load(io.BytesIO(raw), allow_pickle=False), total
+    except ValueError:
+        raise  # named by the caller (decode_arrays), as a header's faults are
+    except Exception as exc:  # numpy on a crafted .npy: anything it raises is this file's fault
+        raise CustomOpsError(f"{label} ({type(exc).__name__})") from None
 
 
 def encoded_array(value: np.ndarray) -> dict[str, str]:

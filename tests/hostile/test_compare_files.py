@@ -370,3 +370,37 @@ def test_an_array_header_claiming_more_than_its_data_is_refused_before_allocatin
         inputs.write_text(json.dumps([{"x": {"array": base64.b64encode(raw).decode()}}]))
     assert main(["compare", str(model), "--inputs", str(inputs)]) == 2
     assert "declares more data than it holds" in one_error_line(capsys)
+
+
+def _npy_shaped(shape: tuple[int, ...]) -> bytes:
+    """A .npy whose header declares ``shape`` of float32 over no data."""
+    header = f"{{'descr': '<f4', 'fortran_order': False, 'shape': {shape!r}, }}"
+    header += " " * (64 - (10 + len(header) + 1) % 64) + "\n"
+    return b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode()
+
+
+@pytest.mark.parametrize("kind", ["npz", "inputs json", "outputs json"])
+@pytest.mark.parametrize(
+    "shape",
+    [(2**70, 0), (-1, 4), (-(2**23), 2**41)],
+    ids=["past int64 (numpy's count overflowed: a traceback)", "negative", "negative (a wrapped count)"],
+)
+def test_an_array_header_with_a_dimension_outside_int64_or_negative_is_refused(tmp_path, capsys, kind, shape):
+    import base64
+    import json
+
+    model = _small_model(tmp_path / "m.onnx")
+    raw = _npy_shaped(shape)
+    path = tmp_path / f"f.{'npz' if kind == 'npz' else 'json'}"
+    encoded = {"array": base64.b64encode(raw).decode(), "polygraphy_class": "ndarray"}
+    if kind == "npz":
+        with zipfile.ZipFile(path, "w") as z:
+            z.writestr("x.npy", raw)
+    elif kind == "inputs json":
+        path.write_text(json.dumps([{"x": encoded}]))
+    else:
+        lazy = {"y": {"values": encoded, "polygraphy_class": "LazyArray"}}
+        path.write_text(json.dumps({"lst": [["r", [{"outputs": lazy}]]]}))
+    option = "--load-outputs" if kind == "outputs json" else "--inputs"
+    assert main(["compare", str(model), option, str(path)]) == 2
+    assert "each dimension from 0 to 2**63 - 1" in one_error_line(capsys)
