@@ -228,6 +228,29 @@ def test_polygraphy_s_per_iteration_directories_give_their_first_iteration(real,
     assert "0000000000.json" in doc["sides"]["builtin"]["source"]
 
 
+@pytest.mark.parametrize(
+    ("given", "output", "name"),
+    [
+        ("idir", "--json", "0000000000.json"),  # the first iteration, replaced by the report
+        ("idir", "--save-inputs", "0000000001.json"),
+        ("odir", "--save-outputs", "0000000000.json"),
+        ("odir", "--save-outputs", "00.json"),  # a new file: the next run's first iteration
+        ("odir", "--html", "r.html"),
+        ("odir", "--save-repro", "cases"),
+    ],
+)
+def test_no_output_lands_inside_a_directory_given_as_input(real, tmp_path, capsys, given, output, name):
+    """Polygraphy's per-iteration directories are inputs like any file: nothing is written inside them."""
+    import shutil
+
+    directory = shutil.copytree(real / given, tmp_path / given)
+    before = {p.name: p.read_bytes() for p in directory.iterdir()}
+    option = "--inputs" if given == "idir" else "--load-outputs"
+    assert main(["compare", DEVIATION, option, str(directory), output, str(directory / name)]) == 2
+    assert f"is inside {option}" in one_error_line(capsys)
+    assert {p.name: p.read_bytes() for p in directory.iterdir()} == before
+
+
 def _written(path: Path, *runners: dict[str, np.ndarray]) -> Path:
     """A RunResults file written by Polygraphy's own writer: one runner per dict of arrays."""
     results = RunResults()
