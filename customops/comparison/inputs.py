@@ -21,7 +21,7 @@ from customops import dtypes
 from customops.errors import CustomOpsError
 from customops.eval.cases.testcase import read_inputs
 from customops.eval.running.messages import described
-from customops.safeio import open_bounded, printable, read_bounded, write_atomic
+from customops.safeio import open_bounded, printable, read_json, write_atomic
 
 DEFAULT_DIM = 4
 """Size given to a symbolic dimension without ``--dim``."""
@@ -620,14 +620,8 @@ def read_polygraphy_json(path: Path, below: Path | None = None) -> dict[str, np.
     FILE.json``) or one feed (each file of ``--save-inputs DIR``), a feed being {name: {"array": base64
     of a .npy, "polygraphy_class": "ndarray"}} (never unpickled: a .npy of Python objects is refused);
     ``below``: the directory the user named, read through no link below it."""
-    import json
-
     what = f"{str(path)!r} is not a Polygraphy inputs file"
-    raw = read_bounded(path, INPUT_LIMIT // 3 * 4 + (1 << 20), "inputs file", below=below)
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except (ValueError, RecursionError):
-        raise CustomOpsError(f"{what} (not JSON)") from None
+    data = read_json(path, INPUT_LIMIT // 3 * 4 + (1 << 20), "inputs file", max_depth=16, below=below)
     if polygraphy_class(data) == "RunResults":
         raise CustomOpsError(
             f"{what}: it holds a runner's outputs (polygraphy run --save-outputs); inputs are saved with --save-inputs"
