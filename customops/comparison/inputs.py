@@ -554,7 +554,7 @@ def check_inputs(model: ModelProto, feed: dict[str, np.ndarray]) -> dict[str, np
     for name, v in expected.items():
         if name not in feed:
             raise CustomOpsError(f"graph input {name!r} has no value in the given inputs")
-        value = np.asarray(feed[name])
+        value = dtypes.native_order(np.asarray(feed[name]))
         total += dtypes.real_nbytes(value)
         _check_declared(total, "the inputs")
         elem, declared = _declared(v)

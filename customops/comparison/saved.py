@@ -139,14 +139,14 @@ def _tensor_array(name: str, value: np.ndarray, path: str) -> np.ndarray:
     output of a model holds one, and comparing it failed with a traceback)."""
     from customops import dtypes
 
-    native = value.dtype.newbyteorder("=") if value.dtype.byteorder in "<>" else value.dtype
+    native = dtypes.native_order(value)
     try:
-        dtypes.code_of(native)
+        dtypes.code_of(native.dtype)
     except (KeyError, ValueError, TypeError):
         raise CustomOpsError(
             f"--load-outputs {path!r}: {name!r} has dtype {value.dtype}, which no ONNX tensor has"
         ) from None
-    return value if native == value.dtype else value.astype(native)
+    return native
 
 
 def load_outputs(path: str, model: ModelProto) -> LoadedOutputs:
