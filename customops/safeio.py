@@ -321,23 +321,11 @@ def inflate_bounded(data: bytes, limit: int, what: str) -> bytes:
     return out
 
 
-def json_values(data: bytes) -> int:
-    """An upper bound of the number of values (objects, arrays, strings, numbers, ...) the JSON text
-    ``data`` holds, counted without parsing it: each value but the first follows a ',', a ':' or a '['
-    (characters inside strings count too, so the bound only errs high)."""
-    return 1 + data.count(b",") + data.count(b":") + data.count(b"[")
-
-
-def check_json_values(data: bytes, max_values: int, what: str) -> None:
-    """CustomOpsError (one line naming ``what``) when ``data`` may hold more than ``max_values`` JSON
-    values: parsed, each costs Python tens of bytes or more whatever its size in the file (a file of
-    empty objects takes about 50 times its size), so their number is bounded before parsing."""
-    count = json_values(data)
-    if count > max_values:
-        raise CustomOpsError(
-            f"{what} holds up to {count} JSON values, over the {max_values} allowed (parsing costs memory "
-            "per value, so their number is bounded before it)"
-        )
+MAX_JSON_ITEMS = 1 << 21
+"""Most JSON values a document read as untrusted may hold, counted before it is parsed as its ``[``, ``{``
+and ``,`` (each value but the first of an array or object follows a comma): each becomes a Python object
+of 50 to 150 bytes, so that a file of a few bytes a value (``[[],[],...]``) cannot cost gigabytes (a
+75 MB one took 3.7 GB). A Polygraphy file holds 5 of them an array, a campaign's files a few an entry."""
 
 
 def read_json(
@@ -347,20 +335,23 @@ def read_json(
     max_depth: int | None = None,
     *,
     below: str | os.PathLike[str] | None = None,
-    max_values: int | None = None,
 ) -> Any:
     """The JSON document of ``path``, read as untrusted: at most ``limit`` bytes (:func:`read_bounded`,
-    with ``below`` through no symbolic link below that directory), with ``max_values`` at most that many
-    values (:func:`check_json_values`, before parsing), strict JSON (NaN and Infinity refused), and with
-    ``max_depth`` at most that many arrays and objects deep. CustomOpsError (one line naming ``what`` and
-    the path) otherwise."""
+    with ``below`` through no symbolic link below that directory), strict JSON (NaN and Infinity
+    refused), at most :data:`MAX_JSON_ITEMS` values, and with ``max_depth`` at most that many arrays and
+    objects deep. CustomOpsError (one line naming ``what`` and the path) otherwise."""
     import json
 
     data = read_bounded(path, limit, what, below=below)
-    if max_values is not None:
-        check_json_values(data, max_values, f"{what} {str(path)!r}")
+    items = data.count(b"[") + data.count(b"{") + data.count(b",")
+    if items > MAX_JSON_ITEMS:
+        raise CustomOpsError(
+            f"{what} {str(path)!r} holds {items} JSON values (counted as its [, {{ and ,), over the "
+            f"{MAX_JSON_ITEMS} allowed"
+        )
     try:
-        value = json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
+        text, data = data.decode("utf-8"), b""  # the bytes go before the parse: one copy less at its peak
+        value = json.loads(text, parse_constant=_reject_constant)
     except (ValueError, RecursionError) as exc:
         reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc).splitlines()[0][:100]
         raise CustomOpsError(f"{what} {str(path)!r} is not valid JSON ({reason})") from None
