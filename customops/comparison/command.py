@@ -45,6 +45,11 @@ def check_destinations(args: Any, files: list[Path]) -> None:
     check_distinct(outputs)
     if args.save_repro:
         check_output_dir(args.save_repro, "--save-repro")
+        for option, target in outputs:  # the reproducers' directory holds only them
+            if inside(target, args.save_repro):
+                raise CustomOpsError(
+                    f"{option} {str(target)!r} is --save-repro's directory or inside it: choose another path"
+                )
         outputs.append(("--save-repro", args.save_repro))
     # a directory given as input (a test case, Polygraphy's per-iteration files) gains no file either
     for option, directory in (("--inputs", args.inputs), ("--load-outputs", args.load_outputs)):

@@ -163,6 +163,23 @@ def test_json_and_html_on_one_path_are_refused_before_the_work(tmp_path, capsys)
     assert not same.exists()
 
 
+@pytest.mark.parametrize("where", ["the directory", "inside it"])
+@pytest.mark.parametrize("option", ["--json", "--html", "--save-inputs", "--save-outputs"])
+def test_an_output_on_or_inside_save_repro_s_directory_is_refused_before_the_work(
+    tmp_path, capsys, option, where
+):
+    # --json OUT --save-repro OUT once did the whole comparison, wrote OUT, then refused --save-repro
+    model = _small_model(tmp_path / "m.onnx")
+    repro = tmp_path / "repro.npz"  # a name the file options take too
+    target = repro if where == "the directory" else repro / "r.npz"
+    if where == "inside it":
+        repro.mkdir()
+    code = main(["compare", str(model), option, str(target), "--save-repro", str(repro)])
+    assert code == 2
+    assert "--save-repro's directory or inside it" in one_error_line(capsys)
+    assert not target.exists() and (not repro.exists() or not any(repro.iterdir()))
+
+
 def _unwritable_dir(tmp_path: Path) -> Path:
     if os.geteuid() != 0:
         ro = tmp_path / "ro"
