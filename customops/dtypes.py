@@ -59,6 +59,12 @@ def code_of(dtype: np.dtype) -> int:
     return helper.np_dtype_to_tensor_dtype(dtype)
 
 
+def native_order(array: np.ndarray) -> np.ndarray:
+    """``array`` in this machine's byte order (a copy when it is not: an array saved on a big-endian
+    machine holds the same values, but its dtype, ``>f4``, is not ``float32``)."""
+    return array if array.dtype.isnative else array.astype(array.dtype.newbyteorder("="))
+
+
 def elem_of(array: np.ndarray) -> str:
     """The element type name of a numpy array."""
     return __getattr__("NAME")[code_of(np.asarray(array).dtype)]

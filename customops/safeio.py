@@ -321,6 +321,13 @@ def inflate_bounded(data: bytes, limit: int, what: str) -> bytes:
     return out
 
 
+MAX_JSON_ITEMS = 1 << 21
+"""Most JSON values a document read as untrusted may hold, counted before it is parsed as its ``[``, ``{``
+and ``,`` (each value but the first of an array or object follows a comma): each becomes a Python object
+of 50 to 150 bytes, so that a file of a few bytes a value (``[[],[],...]``) cannot cost gigabytes (a
+75 MB one took 3.7 GB). A Polygraphy file holds 5 of them an array, a campaign's files a few an entry."""
+
+
 def read_json(
     path: str | os.PathLike[str],
     limit: int,
@@ -331,13 +338,20 @@ def read_json(
 ) -> Any:
     """The JSON document of ``path``, read as untrusted: at most ``limit`` bytes (:func:`read_bounded`,
     with ``below`` through no symbolic link below that directory), strict JSON (NaN and Infinity
-    refused), and with ``max_depth`` at most that many arrays and objects deep. CustomOpsError (one line
-    naming ``what`` and the path) otherwise."""
+    refused), at most :data:`MAX_JSON_ITEMS` values, and with ``max_depth`` at most that many arrays and
+    objects deep. CustomOpsError (one line naming ``what`` and the path) otherwise."""
     import json
 
     data = read_bounded(path, limit, what, below=below)
+    items = data.count(b"[") + data.count(b"{") + data.count(b",")
+    if items > MAX_JSON_ITEMS:
+        raise CustomOpsError(
+            f"{what} {str(path)!r} holds {items} JSON values (counted as its [, {{ and ,), over the "
+            f"{MAX_JSON_ITEMS} allowed"
+        )
     try:
-        value = json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
+        text, data = data.decode("utf-8"), b""  # the bytes go before the parse: one copy less at its peak
+        value = json.loads(text, parse_constant=_reject_constant)
     except (ValueError, RecursionError) as exc:
         reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc).splitlines()[0][:100]
         raise CustomOpsError(f"{what} {str(path)!r} is not valid JSON ({reason})") from None

@@ -74,10 +74,13 @@ def test_a_polygraphy_file_holding_pickled_objects_is_refused(tmp_path):
     bad.write_text(json.dumps([{"x": {"array": base64.b64encode(buffer.getvalue()).decode()}}]))
     with pytest.raises(CustomOpsError, match="not a Polygraphy inputs file"):
         gen.read_polygraphy_json(bad)
-    for text in ("{}", "[]", '[{"x": 3}]', "not json"):
+    for text in ("{}", "[]", '[{"x": 3}]'):
         bad.write_text(text)
         with pytest.raises(CustomOpsError, match="not a Polygraphy inputs file"):
             gen.read_polygraphy_json(bad)
+    bad.write_text("not json")  # read as --load-outputs' files are (customops.safeio.read_json)
+    with pytest.raises(CustomOpsError, match="is not valid JSON"):
+        gen.read_polygraphy_json(bad)
 
 
 def test_input_shape_and_val_range_shape_the_generated_inputs(tmp_path):
@@ -158,3 +161,14 @@ def test_generation_options_with_inputs_are_refused(tmp_path):
     np.savez(tmp_path / "in.npz", x=np.zeros((1, 1, 3, 3), np.float32))
     proc = run_cli("compare", str(model), "--inputs", str(tmp_path / "in.npz"), "--val-range", "0,1")
     assert proc.returncode == 2 and "--val-range draws generated inputs" in proc.stderr
+
+
+def test_inputs_saved_big_endian_are_the_same_values(tmp_path):
+    """Inputs saved on a big-endian machine (dtype >f4) hold the values a little-endian file does: the
+    model's float32 input takes them, as --load-outputs takes such outputs (they were refused as
+    another dtype)."""
+    model = onnx.load(_model(tmp_path / "m.onnx", [1, 1, 3, 3]))
+    x = np.arange(9, dtype=np.float32).reshape(1, 1, 3, 3)
+    np.savez(tmp_path / "be.npz", x=x.astype(">f4"))
+    feed = gen.check_inputs(model, gen.load_inputs(tmp_path / "be.npz", model))
+    assert feed["x"].dtype == np.float32 and np.array_equal(feed["x"], x)

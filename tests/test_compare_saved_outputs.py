@@ -231,6 +231,29 @@ def test_polygraphy_s_per_iteration_directories_give_their_first_iteration(real,
     assert "0000000000.json" in doc["sides"]["builtin"]["source"]
 
 
+@pytest.mark.parametrize(
+    ("given", "output", "name"),
+    [
+        ("idir", "--json", "0000000000.json"),  # the first iteration, replaced by the report
+        ("idir", "--save-inputs", "0000000001.json"),
+        ("odir", "--save-outputs", "0000000000.json"),
+        ("odir", "--save-outputs", "00.json"),  # a new file: the next run's first iteration
+        ("odir", "--html", "r.html"),
+        ("odir", "--save-repro", "cases"),
+    ],
+)
+def test_no_output_lands_inside_a_directory_given_as_input(real, tmp_path, capsys, given, output, name):
+    """Polygraphy's per-iteration directories are inputs like any file: nothing is written inside them."""
+    import shutil
+
+    directory = shutil.copytree(real / given, tmp_path / given)
+    before = {p.name: p.read_bytes() for p in directory.iterdir()}
+    option = "--inputs" if given == "idir" else "--load-outputs"
+    assert main(["compare", DEVIATION, option, str(directory), output, str(directory / name)]) == 2
+    assert f"is inside {option}" in one_error_line(capsys)
+    assert {p.name: p.read_bytes() for p in directory.iterdir()} == before
+
+
 def _written(path: Path, *runners: dict[str, np.ndarray]) -> Path:
     """A RunResults file written by Polygraphy's own writer: one runner per dict of arrays."""
     results = RunResults()
@@ -332,6 +355,40 @@ def test_load_outputs_refuses_bad_files_in_one_line(real, tmp_path, capsys, cont
     assert main(["compare", DEVIATION, "--load-outputs", str(path)]) == 2
     assert message in one_error_line(capsys)
     assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    "dtype", ["V4", [("a", "<f4")], "m8[s]", "M8[s]"], ids=["void", "structured", "timedelta", "datetime"]
+)
+@pytest.mark.parametrize("kind", ["json", "npz"])
+def test_load_outputs_refuses_arrays_no_onnx_tensor_holds(tmp_path, capsys, dtype, kind):
+    """Polygraphy's writer saves any numpy array: one of a dtype no ONNX tensor has (written for an
+    output or an inner value) is refused in one line, not compared (a void one left a traceback)."""
+    arrays = {"output": np.zeros((1, 3, 19, 28), np.float32), "resized": np.zeros((1, 3, 19, 28), dtype)}
+    path = tmp_path / f"odd.{kind}"
+    if kind == "json":
+        _written(path, arrays)
+    else:
+        np.savez(path, **arrays)
+    assert main(["compare", DEVIATION, "--load-outputs", str(path)]) == 2
+    assert "'resized' has dtype" in one_error_line(capsys)
+
+
+def test_load_outputs_of_a_big_endian_machine_is_read(saved, tmp_path, capsys):
+    """The spec's answer written where arrays are big-endian holds the same values: it agrees (its dtype,
+    >f4, once made every value differ from float32)."""
+    arrays = saved["arrays"]
+    big = {n: arrays[f"custom/{n}"].astype(">f4") for n in ("output", "resized")}
+    assert main(["compare", DEVIATION, "--load-outputs", str(_written(tmp_path / "be.json", big)), "-q"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].startswith("AGREE")
+
+
+def test_a_file_of_many_runners_is_refused_in_one_short_line(tmp_path, capsys):
+    zeros = np.zeros((1, 3, 19, 28), np.float32)
+    path = _written(tmp_path / "many.json", *[{"output": zeros}] * 300)
+    assert main(["compare", DEVIATION, "--load-outputs", str(path)]) == 2
+    line = one_error_line(capsys)
+    assert "holds 300 runners" in line and len(line) < 400, line
 
 
 def test_load_outputs_refuses_providers_and_an_npz_of_other_names(tmp_path, capsys):

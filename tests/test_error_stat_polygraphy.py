@@ -195,7 +195,8 @@ def test_an_unknown_statistic_a_stray_quantile_and_a_misspelt_option_are_refused
     model = DEVIATION
     for args, needle in (
         (["--check-error-stat", "p99"], "is not one of elemwise, max, mean, median, quantile"),
-        (["--check-error-stat", "max", "--error-quantile", "0.5"], "has no effect"),
+        (["--check-error-stat", "max", "--error-quantile", "0.5"], "has no effect: no tensor is decided"),
+        (["--error-quantile", "output:0.5"], "has no effect: tensor 'output' is not decided by"),
         (["--check-error-stat", "quantile", "--error-quantile", "1.5"], "must be a number from 0 to 1"),
         (["--check-error-stat", "nosuch:max"], "'nosuch', which is neither a graph output"),
         (["--check-error-stat", "max", "--check-error-stat", "mean"], "given twice"),

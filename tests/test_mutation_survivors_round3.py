@@ -68,6 +68,7 @@ def _two_outputs_rerun(tol):
 
     from customops.comparison.inputs import generate_inputs
     from customops.comparison.optimizer import Rerun
+    from customops.eval.judging.metrics import Criterion
     from customops.model.rewriter import rewrite_model
 
     graph = helper.make_graph(
@@ -90,7 +91,16 @@ def _two_outputs_rerun(tol):
     feed = generate_inputs(model)
     rewritten = rewrite_model(model).model
     outputs = ["resized", "padded"]
-    return Rerun(model, rewritten, feed, outputs, tol, "elemwise", ["CPUExecutionProvider"], lambda _m: None)
+    return Rerun(
+        model,
+        rewritten,
+        feed,
+        outputs,
+        tol,
+        lambda _n: Criterion(),
+        ["CPUExecutionProvider"],
+        lambda _m: None,
+    )
 
 
 def test_a_rerun_passes_only_when_every_output_passes():

@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 
 
 def check_destinations(args: Any, files: list[Path]) -> None:
-    """Before any work: every destination can be written, none is an input, no two are the same file."""
+    """Before any work: every destination can be written, none is an input or inside an input directory,
+    no two are the same file."""
     from customops.model.io import check_output_spares_input
     from customops.safeio import check_distinct, check_output_dir, check_output_file, inside
 
@@ -44,11 +45,20 @@ def check_destinations(args: Any, files: list[Path]) -> None:
     check_distinct(outputs)
     if args.save_repro:
         check_output_dir(args.save_repro, "--save-repro")
-        if args.inputs and Path(args.inputs).is_dir() and inside(args.save_repro, args.inputs):
-            raise CustomOpsError(
-                f"--save-repro {str(args.save_repro)!r} is inside --inputs {str(args.inputs)!r}; the input is "
-                "never modified: choose a directory outside it"
-            )
+        for option, target in outputs:  # the reproducers' directory holds only them
+            if inside(target, args.save_repro):
+                raise CustomOpsError(
+                    f"{option} {str(target)!r} is --save-repro's directory or inside it: choose another path"
+                )
+        outputs.append(("--save-repro", args.save_repro))
+    # a directory given as input (a test case, Polygraphy's per-iteration files) gains no file either
+    for option, directory in (("--inputs", args.inputs), ("--load-outputs", args.load_outputs)):
+        for output, target in outputs if directory and Path(directory).is_dir() else ():
+            if inside(target, directory):
+                raise CustomOpsError(
+                    f"{output} {str(target)!r} is inside {option} {str(directory)!r}; the input is never "
+                    "modified: choose a path outside it"
+                )
 
 
 def feed_of(args: Any, model: ModelProto) -> tuple[dict[str, np.ndarray], InputPlan | None]:

@@ -21,7 +21,7 @@ from customops import dtypes
 from customops.errors import CustomOpsError
 from customops.eval.cases.testcase import read_inputs
 from customops.eval.running.messages import described
-from customops.safeio import open_bounded, printable, read_bounded, write_atomic
+from customops.safeio import open_bounded, printable, read_json, write_atomic
 
 DEFAULT_DIM = 4
 """Size given to a symbolic dimension without ``--dim``."""
@@ -472,13 +472,16 @@ def npz_arrays(f: Any, what: str, name: str, spent: int = 0) -> tuple[dict[str, 
 def npy_declared(fp: Any, available: int) -> int:
     """The bytes the .npy array at ``fp`` will take in memory once read (customops.dtypes.declared_nbytes of
     the shape and dtype its header declares); ValueError when the header declares more data than the
-    ``available`` bytes hold. numpy allocates what the header declares before reading the data, so a
-    crafted header is checked first; a zero-size element type (``<U0``) holds no data but still counts
-    its elements."""
+    ``available`` bytes hold, or a dimension that is negative or past int64 (numpy reads any integer
+    there, then counts the elements in int64: a traceback, or a wrapped count and an array of another
+    shape). numpy allocates what the header declares before reading the data, so a crafted header is
+    checked first; a zero-size element type (``<U0``) holds no data but still counts its elements."""
     start = fp.tell()
     version = np.lib.format.read_magic(fp)
     header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
     shape, _, dtype = header(fp)
+    if not all(0 <= d < 2**63 for d in shape):  # numpy takes any int; its int64 count then overflows or wraps
+        raise ValueError(f"its header declares the shape {shape!r}: each dimension from 0 to 2**63 - 1")
     if math.prod(shape) * dtype.itemsize > available - (fp.tell() - start):
         raise ValueError("its header declares more data than it holds")
     return dtypes.declared_nbytes(shape, dtype)
@@ -551,7 +554,7 @@ def check_inputs(model: ModelProto, feed: dict[str, np.ndarray]) -> dict[str, np
     for name, v in expected.items():
         if name not in feed:
             raise CustomOpsError(f"graph input {name!r} has no value in the given inputs")
-        value = np.asarray(feed[name])
+        value = dtypes.native_order(np.asarray(feed[name]))
         total += dtypes.real_nbytes(value)
         _check_declared(total, "the inputs")
         elem, declared = _declared(v)
@@ -617,14 +620,8 @@ def read_polygraphy_json(path: Path, below: Path | None = None) -> dict[str, np.
     FILE.json``) or one feed (each file of ``--save-inputs DIR``), a feed being {name: {"array": base64
     of a .npy, "polygraphy_class": "ndarray"}} (never unpickled: a .npy of Python objects is refused);
     ``below``: the directory the user named, read through no link below it."""
-    import json
-
     what = f"{str(path)!r} is not a Polygraphy inputs file"
-    raw = read_bounded(path, INPUT_LIMIT // 3 * 4 + (1 << 20), "inputs file", below=below)
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except (ValueError, RecursionError):
-        raise CustomOpsError(f"{what} (not JSON)") from None
+    data = read_json(path, INPUT_LIMIT // 3 * 4 + (1 << 20), "inputs file", max_depth=16, below=below)
     if polygraphy_class(data) == "RunResults":
         raise CustomOpsError(
             f"{what}: it holds a runner's outputs (polygraphy run --save-outputs); inputs are saved with --save-inputs"
@@ -675,7 +672,12 @@ def _decoded(raw: bytes, label: str, spent: int) -> tuple[np.ndarray, int]:
         return next(iter(found.values())), total
     total = spent + npy_declared(io.BytesIO(raw), len(raw))
     _check_declared(total, label)
-    return np.load(io.BytesIO(raw), allow_pickle=False), total
+    try:
+        return np.load(io.BytesIO(raw), allow_pickle=False), total
+    except ValueError:
+        raise  # named by the caller (decode_arrays), as a header's faults are
+    except Exception as exc:  # numpy on a crafted .npy: anything it raises is this file's fault
+        raise CustomOpsError(f"{label} ({type(exc).__name__})") from None
 
 
 def encoded_array(value: np.ndarray) -> dict[str, str]:

@@ -98,9 +98,8 @@ def _polygraphy_outputs(path: Path, below: Path | None = None) -> tuple[dict[str
         )
     names = [str(r[0]) if isinstance(r, list) and r else "?" for r in runners]
     if len(runners) != 1 and RUNNERS["builtin"] not in names:
-        raise CustomOpsError(
-            f"{what}: it holds {len(runners)} runners ({', '.join(names)}); save one runner's outputs"
-        )
+        listed = ", ".join(n[:80] for n in names[:3]) + (", ..." if len(names) > 3 else "")  # one short line
+        raise CustomOpsError(f"{what}: it holds {len(runners)} runners ({listed}); save one runner's outputs")
     # one runner, or the built-in side of a file compare --save-outputs wrote
     runner = runners[0] if len(runners) == 1 else runners[names.index(RUNNERS["builtin"])]
     iterations = runner[1] if isinstance(runner, list) and len(runner) == 2 else None
@@ -138,11 +137,29 @@ def _read(p: Path) -> tuple[dict[str, np.ndarray], str]:
     return _polygraphy_outputs(p) if p.suffix.lower() == ".json" else _npz_outputs(p)
 
 
+def _tensor_array(name: str, value: np.ndarray, path: str) -> np.ndarray:
+    """A loaded array of an element type some ONNX tensor has, in this machine's byte order (a file written
+    on a big-endian one); CustomOpsError for any other dtype (structured, void, datetime, float128: no
+    output of a model holds one, and comparing it failed with a traceback)."""
+    from customops import dtypes
+
+    native = dtypes.native_order(value)
+    try:
+        dtypes.code_of(native.dtype)
+    except (KeyError, ValueError, TypeError):
+        raise CustomOpsError(
+            f"--load-outputs {path!r}: {name!r} has dtype {value.dtype}, which no ONNX tensor has"
+        ) from None
+    return native
+
+
 def load_outputs(path: str, model: ModelProto) -> LoadedOutputs:
     """``--load-outputs FILE`` for ``model``: CustomOpsError (bad input) for a file that is not one of the
-    kinds above, a name that is no value of the main graph, or a graph output it lacks."""
+    kinds above, an array of a dtype no ONNX tensor has, a name that is no value of the main graph, or a
+    graph output it lacks."""
     p = Path(path)
     values, source = _read(p)
+    values = {name: _tensor_array(name, v, path) for name, v in values.items()}
     computed = {o for n in model.graph.node for o in n.output if o}
     graph_outputs = [o.name for o in model.graph.output]
     unknown = [k for k in values if k not in computed and k not in graph_outputs]

@@ -93,7 +93,7 @@ class ErrorCheck:
                 raise CustomOpsError(f"--error-quantile {_item(name, q)!r} must be a number from 0 to 1")
             used = "quantile" in self.stats.values() if not name else self.criterion(name).stat == "quantile"
             if not used:
-                whose = f"tensor {name!r} is" if name else "no tensor is"
+                whose = f"tensor {name!r} is not" if name else "no tensor is"
                 raise CustomOpsError(
                     f"--error-quantile {_item(name, q)!r} has no effect: {whose} decided by --check-error-stat quantile"
                 )

@@ -163,6 +163,23 @@ def test_json_and_html_on_one_path_are_refused_before_the_work(tmp_path, capsys)
     assert not same.exists()
 
 
+@pytest.mark.parametrize("where", ["the directory", "inside it"])
+@pytest.mark.parametrize("option", ["--json", "--html", "--save-inputs", "--save-outputs"])
+def test_an_output_on_or_inside_save_repro_s_directory_is_refused_before_the_work(
+    tmp_path, capsys, option, where
+):
+    # --json OUT --save-repro OUT once did the whole comparison, wrote OUT, then refused --save-repro
+    model = _small_model(tmp_path / "m.onnx")
+    repro = tmp_path / "repro.npz"  # a name the file options take too
+    target = repro if where == "the directory" else repro / "r.npz"
+    if where == "inside it":
+        repro.mkdir()
+    code = main(["compare", str(model), option, str(target), "--save-repro", str(repro)])
+    assert code == 2
+    assert "--save-repro's directory or inside it" in one_error_line(capsys)
+    assert not target.exists() and (not repro.exists() or not any(repro.iterdir()))
+
+
 def _unwritable_dir(tmp_path: Path) -> Path:
     if os.geteuid() != 0:
         ro = tmp_path / "ro"
@@ -370,3 +387,62 @@ def test_an_array_header_claiming_more_than_its_data_is_refused_before_allocatin
         inputs.write_text(json.dumps([{"x": {"array": base64.b64encode(raw).decode()}}]))
     assert main(["compare", str(model), "--inputs", str(inputs)]) == 2
     assert "declares more data than it holds" in one_error_line(capsys)
+
+
+def _npy_shaped(shape: tuple[int, ...]) -> bytes:
+    """A .npy whose header declares ``shape`` of float32 over no data."""
+    header = f"{{'descr': '<f4', 'fortran_order': False, 'shape': {shape!r}, }}"
+    header += " " * (64 - (10 + len(header) + 1) % 64) + "\n"
+    return b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode()
+
+
+@pytest.mark.parametrize("kind", ["npz", "inputs json", "outputs json"])
+@pytest.mark.parametrize(
+    "shape",
+    [(2**70, 0), (-1, 4), (-(2**23), 2**41)],
+    ids=["past int64 (numpy's count overflowed: a traceback)", "negative", "negative (a wrapped count)"],
+)
+def test_an_array_header_with_a_dimension_outside_int64_or_negative_is_refused(tmp_path, capsys, kind, shape):
+    import base64
+    import json
+
+    model = _small_model(tmp_path / "m.onnx")
+    raw = _npy_shaped(shape)
+    path = tmp_path / f"f.{'npz' if kind == 'npz' else 'json'}"
+    encoded = {"array": base64.b64encode(raw).decode(), "polygraphy_class": "ndarray"}
+    if kind == "npz":
+        with zipfile.ZipFile(path, "w") as z:
+            z.writestr("x.npy", raw)
+    elif kind == "inputs json":
+        path.write_text(json.dumps([{"x": encoded}]))
+    else:
+        lazy = {"y": {"values": encoded, "polygraphy_class": "LazyArray"}}
+        path.write_text(json.dumps({"lst": [["r", [{"outputs": lazy}]]]}))
+    option = "--load-outputs" if kind == "outputs json" else "--inputs"
+    assert main(["compare", str(model), option, str(path)]) == 2
+    assert "each dimension from 0 to 2**63 - 1" in one_error_line(capsys)
+
+
+@pytest.mark.parametrize("option", ["--inputs", "--load-outputs"])
+def test_a_json_file_of_many_small_values_is_refused_before_it_is_parsed(tmp_path, option):
+    """Every JSON value becomes a Python object of 50 bytes and more: a 30 MB file of empty arrays once
+    cost most of a gigabyte (a 75 MB one 3.7 GB) before compare found it was no Polygraphy file. The
+    values are counted first; the peak memory of the command (in a child) stays that of a small file."""
+    model = _small_model(tmp_path / "m.onnx")
+    path = tmp_path / "many.json"
+    path.write_text("[" + "[]," * 10_000_000 + "[]]")
+    script = (
+        "import resource, subprocess, sys; "
+        "p = subprocess.run(sys.argv[1:], capture_output=True, text=True); "
+        "print(p.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); "
+        "print(p.stderr, file=sys.stderr)"
+    )
+    command = [sys.executable, "-m", "customops", "compare", str(model), option, str(path)]
+    proc = subprocess.run(
+        [sys.executable, "-c", script, *command], capture_output=True, text=True, timeout=NEVER
+    )
+    status, peak_kib = map(int, proc.stdout.split())
+    assert status == 2, proc.stderr
+    (line,) = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert "JSON values" in line and str(2**21) in line, line
+    assert peak_kib < 400 * 1024, peak_kib  # the file and the interpreter; about 900 MB parsed
