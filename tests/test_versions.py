@@ -20,14 +20,22 @@ from customops.kernels.deform_conv import deform_conv
 from customops.kernels.grid_sample import grid_sample
 from customops.kernels.max_roi_pool import max_roi_pool
 from customops.kernels.pad import pad
+from customops.kernels.quantized.conv_integer import conv_integer
+from customops.kernels.quantized.dequantize_linear import dequantize_linear
+from customops.kernels.quantized.dynamic_quantize_linear import dynamic_quantize_linear
+from customops.kernels.quantized.matmul_integer import matmul_integer
+from customops.kernels.quantized.qlinear_conv import qlinear_conv
+from customops.kernels.quantized.qlinear_matmul import qlinear_matmul
+from customops.kernels.quantized.quantize_linear import quantize_linear
 from customops.kernels.resize import resize
 from customops.kernels.roi_align import roi_align
 from customops.kernels.upsample import upsample
 from customops.registry import NATIVE_TYPES, OPS
 from customops.support import probe_opset
-from tests.helpers import one_node_model
+from tests.helpers import NP_TO_ONNX, one_node_model
 
 F32 = np.float32
+I8 = np.int8
 
 
 def _data(shape, elem):
@@ -132,6 +140,76 @@ def _max_roi_pool_case(opv, elem, opset):
     return model, feed, max_roi_pool(x, rois, pooled_shape=[2, 2])
 
 
+def _zero(elem, value=3):
+    """A zero point of element type ``elem`` (one value)."""
+    return np.array(value, NUMPY_TYPES[elem])
+
+
+def _matmul_integer_case(opv, elem, opset):
+    a, b = _data((2, 3), elem), _data((3, 4), "int8")
+    inputs = {"A": a, "B": b, "a_zero_point": _zero(elem), "b_zero_point": np.array(-2, I8)}
+    model, feed = one_node_model(
+        "MatMulInteger", inputs, opset, out_type=TensorProto.INT32, initializers=("B",)
+    )
+    return model, feed, matmul_integer(*inputs.values(), version=opv.version)
+
+
+def _conv_integer_case(opv, elem, opset):
+    x, w = _data((1, 2, 3, 3), elem), _data((2, 2, 2, 2), "int8")
+    inputs = {"x": x, "w": w, "x_zero_point": _zero(elem), "w_zero_point": np.array([1, -2], I8)}
+    model, feed = one_node_model(
+        "ConvInteger", inputs, opset, out_type=TensorProto.INT32, initializers=("w",), pads=[1, 0, 0, 1]
+    )
+    return model, feed, conv_integer(*inputs.values(), pads=[1, 0, 0, 1], version=opv.version)
+
+
+def _qlinear_matmul_case(opv, elem, opset):
+    inputs = {"a": _data((2, 3), elem), "a_scale": np.array(0.5, F32), "a_zero_point": _zero(elem)}
+    inputs.update(b=_data((3, 4), "int8"), b_scale=np.array(0.25, F32), b_zero_point=np.array(-2, I8))
+    inputs.update(y_scale=np.array(0.75, F32), y_zero_point=_zero(elem, 5))
+    model, feed = one_node_model("QLinearMatMul", inputs, opset, initializers=("b",))
+    return model, feed, qlinear_matmul(*inputs.values(), version=opv.version)
+
+
+def _qlinear_conv_case(opv, elem, opset):
+    inputs = {"x": _data((1, 2, 3, 3), elem), "x_scale": np.array(0.5, F32), "x_zero_point": _zero(elem)}
+    inputs.update(w=_data((2, 2, 2, 2), "int8"), w_scale=np.array([0.25, 0.5], F32))
+    inputs.update(w_zero_point=np.array([0, 0], I8), y_scale=np.array(0.75, F32))
+    inputs.update(y_zero_point=_zero(elem, 5), B=np.array([7, -9], np.int32))
+    model, feed = one_node_model("QLinearConv", inputs, opset, initializers=("w", "B"), pads=[1, 0, 0, 1])
+    return model, feed, qlinear_conv(*inputs.values(), pads=[1, 0, 0, 1], version=opv.version)
+
+
+def _quantize_linear_case(opv, elem, opset):
+    x = _data((2, 3), elem) - NUMPY_TYPES[elem].type(5)
+    # the scale has x's type where the version says so (19, 21), float32 elsewhere
+    scale = np.array(2, x.dtype if opv.version in (19, 21) else F32)
+    zero = np.array(-3, I8) if elem == "float" else np.array(3, np.uint8)
+    inputs = {"x": x, "y_scale": scale, "y_zero_point": zero}
+    model, feed = one_node_model("QuantizeLinear", inputs, opset, out_type=NP_TO_ONNX[zero.dtype])
+    return model, feed, quantize_linear(*inputs.values(), version=opv.version)
+
+
+def _dequantize_linear_case(opv, elem, opset):
+    # an int32 x has no zero point but 0 in every version
+    zero = None if elem == "int32" else _zero(elem)
+    inputs = {"x": _data((2, 3), elem), "x_scale": np.array(0.375, F32), "x_zero_point": zero}
+    model, feed = one_node_model("DequantizeLinear", inputs, opset, out_type=TensorProto.FLOAT)
+    return model, feed, dequantize_linear(*inputs.values(), version=opv.version)
+
+
+def _dynamic_quantize_linear_case(opv, elem, opset):
+    x = (_data((2, 3), elem) - 4) / 3
+    model, feed = one_node_model("DynamicQuantizeLinear", {"x": x}, opset, out_type=TensorProto.UINT8)
+    node = model.graph.node[0]
+    node.output.extend(["Y_scale", "Y_zero_point"])
+    model.graph.output.extend(
+        helper.make_tensor_value_info(name, code, [])
+        for name, code in (("Y_scale", TensorProto.FLOAT), ("Y_zero_point", TensorProto.UINT8))
+    )
+    return model, feed, dynamic_quantize_linear(x, version=opv.version)
+
+
 BUILDERS = {
     "Resize": _resize_or_upsample_case,
     "Upsample": _resize_or_upsample_case,
@@ -143,6 +221,13 @@ BUILDERS = {
     "RoiAlign": _roi_align_case,
     "MaxRoiPool": _max_roi_pool_case,
     "DeformConv": _deform_conv_case,
+    "MatMulInteger": _matmul_integer_case,
+    "ConvInteger": _conv_integer_case,
+    "QLinearMatMul": _qlinear_matmul_case,
+    "QLinearConv": _qlinear_conv_case,
+    "QuantizeLinear": _quantize_linear_case,
+    "DequantizeLinear": _dequantize_linear_case,
+    "DynamicQuantizeLinear": _dynamic_quantize_linear_case,
 }
 """(model, feed, expected) of one (op version, element type), keyed by the custom op that runs it: a
 table, so that no op can fall through to another's builder."""
@@ -164,9 +249,12 @@ def test_every_registration_runs_end_to_end(opv, elem):
     model, feed, expected = _case(opv, elem)
     result = customops.rewrite_model(model)
     assert [r.status for r in result.nodes] == ["swapped"], [r.line() for r in result.nodes]
-    (got,) = customops.InferenceSession(result.model).run(None, feed)
-    assert got.dtype == expected.dtype and got.shape == expected.shape
-    assert got.tolist() == expected.tolist()
+    outputs = customops.InferenceSession(result.model).run(None, feed)
+    expected = expected if isinstance(expected, tuple) else (expected,)
+    assert len(outputs) == len(expected)
+    for got, want in zip(outputs, expected, strict=True):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        assert got.tolist() == want.tolist()
 
 
 def test_resize_10_nearest_rounds_down_when_growing_and_up_when_shrinking():
