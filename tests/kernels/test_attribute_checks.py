@@ -158,4 +158,9 @@ def test_every_registered_kernel_module_offers_bind(op) -> None:
     name, _, function = CUSTOM_OPS[op].kernel.partition(":")
     module = importlib.import_module(name)
     assert "bind" in module.__all__ and function in module.__all__
-    assert callable(module.bind())
+    custom = CUSTOM_OPS[op]
+    if "types" in dict(custom.attributes):  # the quantized family: told the real types and the version
+        ins, outs = custom.typed(custom.registrations()[0])
+        assert callable(module.bind(types=f"{' '.join(ins)} -> {' '.join(outs)}", version=10))
+    else:
+        assert callable(module.bind())
