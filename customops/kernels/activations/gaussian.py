@@ -1,0 +1,108 @@
+"""ONNX Erf (9, 13) and Gelu (20, both ``approximate`` values), correctly rounded.
+
+erf and erfc come from customops.kernels.activations.erfmath (Taylor tables; numpy has no erf). Gelu:
+
+- ``none``: ``x / 2 * (1 + erf(x / sqrt(2)))``, evaluated as ``x / 2 * erfc(|x| / sqrt(2))`` for x < 0,
+  whose relative accuracy holds in the far tail (``1 + erf`` would cancel), with ``exp(-x**2 / 2)``
+  taken from the exact square (x**2 of a float32 fits a float64; a double-double for double inputs);
+- ``tanh``: ``x / 2 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x**3)))`` with sqrt(2 / pi) and 0.044715 the
+  exact reals of the spec's text, evaluated as ``x * sigmoid(v)``, ``v = 2 sqrt(2/pi) (x + 0.044715
+  x**3)``, the same real number (1 + tanh(u) = 2 sigmoid(2u)) without cancellation for x < 0.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal, localcontext
+from typing import Any
+
+import numpy as np
+
+from customops.kernels.activations import ddmath, erfmath
+from customops.kernels.activations.ddmath import DD
+from customops.kernels.activations.evaluate import Activation, apply
+from customops.kernels.activations.logistic import sigmoid_parts
+from customops.kernels.args import choice
+
+__all__ = ["erf", "gelu"]
+
+_ERF_BOUND = 2.0**-46
+"""erfmath's float64 erf (2**-48) and the exp it calls."""
+
+_ERF = Activation(
+    "Erf",
+    lambda x: erfmath.erf_fast(x, x * x),
+    _ERF_BOUND,
+    lambda x: erfmath.erf(ddmath.dd(x)),
+    (1.0, -1.0),
+)
+
+
+def erf(X: Any) -> np.ndarray:
+    """ONNX Erf, correctly rounded (float types; Erf-9's integer types are not taken)."""
+    return apply(X, _ERF)
+
+
+def _constants() -> tuple[DD, DD, DD]:
+    """1 / sqrt(2), 2 sqrt(2 / pi) and 2 sqrt(2 / pi) 0.044715 as double-doubles."""
+    with localcontext() as context:
+        context.prec = 60
+        root = (2 / erfmath.PI).sqrt()
+        return (
+            ddmath.from_decimal(1 / Decimal(2).sqrt()),
+            ddmath.from_decimal(2 * root),
+            ddmath.from_decimal(2 * root * Decimal("0.044715")),
+        )
+
+
+_INV_ROOT2, _C1, _C3 = _constants()
+
+_GELU_BOUND = 2.0**-43
+"""erfc below z = 1 is 1 - erf, which multiplies erf's error by up to 5.4 (2**-45.5); tanh form: v's
+three roundings, times |v| <= 110 where a float32 result is not 0 (2**-44.6), and Sigmoid's bound."""
+
+
+def _gelu_fast(x: np.ndarray) -> np.ndarray:
+    z = np.abs(x) * _INV_ROOT2.hi
+    half_square = x * x * 0.5  # exact for float32 and narrower inputs
+    negative = x < 0
+    erfc = erfmath.erfc_fast(z, half_square)  # 1 + erf(x/sqrt2) for x < 0
+    erf = erfmath.erf_fast(z, half_square)
+    return 0.5 * x * np.where(negative, erfc, 1.0 + erf)
+
+
+def _gelu_precise(x: np.ndarray) -> DD:
+    xd = ddmath.dd(x)
+    z = ddmath.mul_float(_INV_ROOT2, np.abs(x))
+    half_square = ddmath.scaled(ddmath.two_prod(x, x), 0.5)
+    below = erfmath.erfc(z, half_square)
+    above = ddmath.add_float(erfmath.erf(z), 1.0)
+    negative = x < 0
+    factor = DD(np.where(negative, below.hi, above.hi), np.where(negative, below.lo, above.lo))
+    return ddmath.mul(ddmath.scaled(factor, 0.5), xd)
+
+
+def _gelu_tanh_fast(x: np.ndarray) -> np.ndarray:
+    v = x * (_C1.hi + _C3.hi * (x * x))
+    e = np.exp(-v)
+    e += 1.0
+    return x / e
+
+
+def _gelu_tanh_precise(x: np.ndarray) -> DD:
+    big = np.abs(x) > 2.0**300  # v passes the float64 range; sigmoid(v) is 0 or 1 long before
+    xc = np.where(big, np.sign(x) * 2.0**300, x)
+    square = ddmath.two_prod(xc, xc)
+    v = ddmath.mul_float(ddmath.add(ddmath.mul(_C3, square), _C1), xc)
+    k, s = sigmoid_parts(v)
+    return ddmath.ldexp(ddmath.mul_float(s, x), k)
+
+
+_GELU = {
+    "none": Activation("Gelu", _gelu_fast, _GELU_BOUND, _gelu_precise, (np.inf, -0.0)),
+    "tanh": Activation("Gelu", _gelu_tanh_fast, _GELU_BOUND, _gelu_tanh_precise, (np.inf, -0.0)),
+}
+
+
+def gelu(X: Any, approximate: Any = "none") -> np.ndarray:
+    """ONNX Gelu-20, correctly rounded; -0 at -inf (the limit; -inf * 0 is NaN)."""
+    return apply(X, _GELU[choice(approximate, "approximate", ("none", "tanh"))])
