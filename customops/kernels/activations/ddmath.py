@@ -253,16 +253,19 @@ def expm1(a: DD) -> DD:
     k, j, r = _reduce(a)
     _, _, _, _, hi, lo, _ = _exp_constants()
     t = DD(hi[j], lo[j])
-    with np.errstate(over="ignore"):
-        base = add_float(ldexp(t, k), -1.0)  # 2**k t - 1: exactly 0 when k = j = 0
-        return add(base, ldexp(mul(t, _expm1_reduced(r)), k))
+    over = k > 1023  # exp(a) beyond the float64 range
+    k = np.where(over, 0, k)
+    base = add_float(ldexp(t, k), -1.0)  # 2**k t - 1: exactly 0 when k = j = 0
+    value = add(base, ldexp(mul(t, _expm1_reduced(r)), k))
+    return DD(np.where(over, np.inf, value.hi), np.where(over, 0.0, value.lo))
 
 
 def _clamped(a: DD) -> DD:
-    out = np.abs(a.hi) > _EXP_LIMIT
-    if np.any(out):
-        return DD(np.clip(a.hi, -_EXP_LIMIT, _EXP_LIMIT), np.where(out, 0.0, a.lo))
-    return a
+    """a within [-1500, 1500] (a NaN, which only unused lanes of a masked evaluation hold, as -1500)."""
+    inside = np.abs(a.hi) <= _EXP_LIMIT
+    if np.all(inside):
+        return a
+    return DD(np.where(inside, a.hi, np.where(a.hi > 0, _EXP_LIMIT, -_EXP_LIMIT)), np.where(inside, a.lo, 0.0))
 
 
 def tanh(a: DD) -> DD:

@@ -101,6 +101,7 @@ def _row_index(z: np.ndarray, first: int, last: int) -> np.ndarray:
 
 
 def _series_fast(table: DD, first: int, last: int, z: np.ndarray) -> np.ndarray:
+    z = np.minimum(z, (last + 0.5) / _PER_UNIT)  # beyond the table the callers' exp(-z**2) is 0
     index = _row_index(z, first, last)
     t = z - index / _PER_UNIT  # exact: z and the center are within a factor 2 (or the center is 0)
     coefficients = table.hi[index - first]

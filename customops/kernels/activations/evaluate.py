@@ -128,7 +128,8 @@ def _narrow(activation: Activation, part: np.ndarray, dtype: np.dtype) -> np.nda
     if not finite:
         _specials(activation, x, y)
         doubt &= np.isfinite(x)
-    result = y.astype(dtype)
+    with np.errstate(over="ignore"):
+        result = y.astype(dtype)
     if np.any(doubt):
         _resolve(activation, x, result, doubt)
     return result
@@ -139,8 +140,8 @@ def _resolve(activation: Activation, x: np.ndarray, result: np.ndarray, doubt: n
     index = np.flatnonzero(doubt)
     with np.errstate(all="ignore"):
         value = activation.precise(x[index])
-    rounded = to_odd(value)
-    result[index] = rounded.astype(result.dtype)
+    with np.errstate(over="ignore"):
+        result[index] = to_odd(value).astype(result.dtype)
     if activation.exact is None:
         return
     still = _doubt(value.hi, PRECISE_BOUND * 2, result.dtype)
@@ -205,9 +206,8 @@ def _doubt_float32(y: np.ndarray, bound: float) -> np.ndarray:
 
 def _doubt(y: np.ndarray, bound: float, dtype: np.dtype) -> np.ndarray:
     """Where the values within ``bound`` (relative) of y do not all round to the same value of dtype."""
-    margin = np.abs(y) * bound
     with np.errstate(over="ignore", invalid="ignore"):
+        margin = np.where(np.isinf(y), 0.0, np.abs(y) * bound)  # inf: the float64 value overflowed
         low = (y - margin).astype(dtype)
         high = (y + margin).astype(dtype)
-    bits = f"u{np.dtype(dtype).itemsize}"
-    return low.view(bits) != high.view(bits)
+    return low != high  # by value: y - 0 and y + 0 are zeros of both signs at y = -0

@@ -72,11 +72,12 @@ def _gelu_fast(x: np.ndarray) -> np.ndarray:
 
 def _gelu_precise(x: np.ndarray) -> DD:
     xd = ddmath.dd(x)
-    z = ddmath.mul_float(_INV_ROOT2, np.abs(x))
-    half_square = ddmath.scaled(ddmath.two_prod(x, x), 0.5)
+    xc = np.clip(x, -64.0, 64.0)  # beyond, the factor below is 0 or 2
+    z = ddmath.mul_float(_INV_ROOT2, np.abs(xc))
+    half_square = ddmath.scaled(ddmath.two_prod(xc, xc), 0.5)
     below = erfmath.erfc(z, half_square)
     above = ddmath.add_float(erfmath.erf(z), 1.0)
-    negative = x < 0
+    negative = xc < 0
     factor = DD(np.where(negative, below.hi, above.hi), np.where(negative, below.lo, above.lo))
     return ddmath.mul(ddmath.scaled(factor, 0.5), xd)
 

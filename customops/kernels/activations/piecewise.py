@@ -156,8 +156,11 @@ def _celu(alpha: float) -> Activation:
     def precise(x: np.ndarray) -> DD:
         u = ddmath.div(ddmath.dd(np.minimum(x, 0.0)), ddmath.dd(alpha))
         below = ddmath.mul_float(ddmath.expm1(u), alpha)
-        hi = np.where(x > 0, x, np.where(x < 0, below.hi, 0.0))
-        return DD(hi, np.where(x < 0, below.lo, 0.0))
+        # x itself where |x| < 2**-600: alpha expm1(x / alpha) = x (1 + x / (2 alpha) + ...), and the
+        # correction is below 2**-450 of x (|alpha| >= 2**-149), where x / alpha could be subnormal
+        keep = (x > 0) | (np.abs(x) < 2.0**-600)
+        hi = np.where(keep, x, np.where(x < 0, below.hi, 0.0))
+        return DD(hi, np.where(keep, 0.0, np.where(x < 0, below.lo, 0.0)))
 
     return Activation("Celu", fast, _CELU_BOUND, precise, (np.inf, -alpha if alpha > 0 else -np.inf))
 
