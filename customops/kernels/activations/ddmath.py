@@ -16,9 +16,7 @@ them against mpmath on dense samples):
   in double-double, the rest in float64, where their rounding is below 2**-96 of the sum).
 - :func:`expm1`, :func:`exp`, :func:`tanh` (``expm1(2t) / (expm1(2t) + 2)``), :func:`log1p_small`
   (one Newton step on float64's log1p, all of whose terms keep their relative accuracy).
-- :func:`erf` and :func:`erfc` by Taylor tables: erf around multiples of 1/16 in [0, 1], and
-  ``g(z) = exp(z**2) erfc(z)`` around multiples of 1/16 in [1, 27.5] (:mod:`.erf_tables`), so that
-  ``erfc(z) = exp(-z**2) g(z)`` keeps its relative accuracy in the far tail.
+customops.kernels.activations.erfmath builds erf and erfc on these.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ Two tables, made once with the decimal module at 60 digits and kept as double-do
 
 With |t| <= 1/32, the terms after degree 11 are below 2**-58 of the value and those after degree 21
 below 2**-100: :func:`erf_fast` and :func:`erfc_fast` (float64, degree 11, relative error below 2**-48
-including the roundings of Horner's scheme and of exp) and :func:`erf` / :func:`erfc` (double-double,
+including the roundings of Horner's scheme and of exp) and :func:`erf` / :func:`erfc_parts` (double-double,
 degree 21, relative error below 2**-90). Beyond z = 27.5, erfc(z) < 2**-1090 and the results are 0
 (and erf is +-1).
 """
@@ -26,7 +26,7 @@ import numpy as np
 from customops.kernels.activations import ddmath
 from customops.kernels.activations.ddmath import DD
 
-__all__ = ["PI", "erf", "erf_fast", "erfc", "erfc_fast"]
+__all__ = ["PI", "erf", "erf_fast", "erfc_fast", "erfc_parts"]
 
 PI = Decimal("3.14159265358979323846264338327950288419716939937510582097494459230781640628620899863")
 """pi to 85 digits."""
@@ -163,21 +163,29 @@ def erf(x: DD) -> DD:
     return DD(np.where(small, near.hi, far.hi) * sign, np.where(small, near.lo, far.lo) * sign)
 
 
-def erfc(z: DD, square: DD) -> DD:
-    """erfc(z) for z >= 0 in double-double (relative error below 2**-90), given ``square`` = z**2."""
+def erfc_parts(z: DD, square: DD) -> tuple[np.ndarray, DD]:
+    """erfc(z) = m * 2**k for z >= 0: (k, m), m a double-double within 2**-90 (relative), given
+    ``square`` = z**2; the scaling is left to the caller, so that a product with erfc far below the float64
+    range keeps its significand."""
     erf_table, g_table = tables()
     small = z.hi < 1.0
     near = ddmath.add_float(ddmath.neg(_series(erf_table, 0, _G_FIRST, z)), 1.0)
-    far = _tail(g_table, z, square)
-    return DD(np.where(small, near.hi, far.hi), np.where(small, near.lo, far.lo))
+    k, far = _tail_parts(g_table, z, square)
+    return np.where(small, 0, k), DD(np.where(small, near.hi, far.hi), np.where(small, near.lo, far.lo))
+
+
+def _tail_parts(g_table: DD, z: DD, square: DD) -> tuple[np.ndarray, DD]:
+    """exp(-square) g(z) as (k, m) (m = 0 where z > 27.5)."""
+    inside = z.hi <= _G_LAST / _PER_UNIT
+    zc = DD(np.minimum(z.hi, _G_LAST / _PER_UNIT), np.where(inside, z.lo, 0.0))
+    g = _series(g_table, _G_FIRST, _G_LAST, zc)
+    k, m = ddmath.exp_parts(ddmath.neg(square))
+    value = ddmath.mul(m, g)
+    return k, DD(np.where(inside, value.hi, 0.0), np.where(inside, value.lo, 0.0))
 
 
 def _tail(g_table: DD, z: DD, square: DD) -> DD:
     """exp(-square) g(z) (0 where z > 27.5)."""
-    inside = z.hi <= _G_LAST / _PER_UNIT
-    zc = DD(np.minimum(z.hi, _G_LAST / _PER_UNIT), np.where(inside, z.lo, 0.0))
-    g = _series(g_table, _G_FIRST, _G_LAST, zc)
+    k, m = _tail_parts(g_table, z, square)
     with np.errstate(under="ignore"):
-        k, m = ddmath.exp_parts(ddmath.neg(square))
-        value = ddmath.ldexp(ddmath.mul(m, g), k)
-    return DD(np.where(inside, value.hi, 0.0), np.where(inside, value.lo, 0.0))
+        return ddmath.ldexp(m, k)

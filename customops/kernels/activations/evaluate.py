@@ -119,7 +119,8 @@ def _specials(activation: Activation, x: np.ndarray, y: np.ndarray) -> None:
 
 def _narrow(activation: Activation, part: np.ndarray, dtype: np.dtype) -> np.ndarray:
     x = part.astype(np.float64)
-    finite = bool(np.isfinite(np.add.reduce(x)))  # one pass: no inf or NaN in a sum of float32 values
+    with np.errstate(invalid="ignore"):
+        finite = bool(np.isfinite(np.add.reduce(x)))  # one pass: no inf or NaN in a sum of float32 values
     if not finite:
         x_clean = np.where(np.isfinite(x), x, 0.0)
     with np.errstate(all="ignore"):
@@ -161,6 +162,9 @@ def _double(activation: Activation, part: np.ndarray, dtype: np.dtype) -> np.nda
         doubt = np.abs(np.abs(value.lo) - half) <= PRECISE_BOUND * 2 * np.abs(y)
         for i in np.flatnonzero(doubt & finite):
             y[i] = _round_fraction(activation.exact(Fraction(float(x[i]))), np.dtype(np.float64))
+    zeros = part == 0
+    if np.any(zeros):  # the double-double arithmetic has no signed zeros; at +-0 the formula is exact
+        y[zeros] = activation.fast(part[zeros])
     if not every:
         _specials(activation, part, y)
     return y

@@ -75,11 +75,11 @@ def _gelu_precise(x: np.ndarray) -> DD:
     xc = np.clip(x, -64.0, 64.0)  # beyond, the factor below is 0 or 2
     z = ddmath.mul_float(_INV_ROOT2, np.abs(xc))
     half_square = ddmath.scaled(ddmath.two_prod(xc, xc), 0.5)
-    below = erfmath.erfc(z, half_square)
+    k, below = erfmath.erfc_parts(z, half_square)
     above = ddmath.add_float(erfmath.erf(z), 1.0)
     negative = xc < 0
     factor = DD(np.where(negative, below.hi, above.hi), np.where(negative, below.lo, above.lo))
-    return ddmath.mul(ddmath.scaled(factor, 0.5), xd)
+    return ddmath.ldexp(ddmath.mul(ddmath.scaled(factor, 0.5), xd), np.where(negative, k, 0))
 
 
 def _gelu_tanh_fast(x: np.ndarray) -> np.ndarray:
