@@ -34,6 +34,7 @@ __all__ = [
     "dd",
     "div",
     "exp",
+    "exp_constants",
     "exp_parts",
     "expm1",
     "fast_two_sum",
@@ -180,7 +181,7 @@ _EXP_LIMIT = 1500.0  # |a| beyond which exp saturates for every use here (the ca
 
 
 @functools.cache
-def _exp_constants() -> tuple[float, float, float, float, np.ndarray, np.ndarray, list[DD]]:
+def exp_constants() -> tuple[float, float, float, float, np.ndarray, np.ndarray, list[DD]]:
     """ln2 / 64 in three pieces (the first two with 35 significant bits, so that n times each is exact
     for |n| < 2**18), 64 / ln2, the table 2**(j/64) as double-doubles, and 1/n! for n = 1..5."""
     with localcontext() as context:
@@ -208,7 +209,7 @@ _TAIL = tuple(1.0 / f for f in (720.0, 5040.0, 40320.0, 362880.0, 3628800.0))  #
 
 def _expm1_reduced(r: DD) -> DD:
     """``expm1(r)`` for |r| <= 0.0055."""
-    inverse = _exp_constants()[6]
+    inverse = exp_constants()[6]
     tail = np.float64(_TAIL[-1])
     for c in reversed(_TAIL[:-1]):
         tail = tail * r.hi + c
@@ -220,7 +221,7 @@ def _expm1_reduced(r: DD) -> DD:
 
 def _reduce(a: DD) -> tuple[np.ndarray, np.ndarray, DD]:
     """``a = (64 k + j) ln2 / 64 + r``: k, j and r (|r| <= 0.0055), for |a| <= 1500."""
-    c1, c2, c3, inv, _, _, _ = _exp_constants()
+    c1, c2, c3, inv, _, _, _ = exp_constants()
     n = np.rint(a.hi * inv)
     r = two_sum(a.hi - n * c1, -(n * c2))  # a.hi - n c1 is exact (Sterbenz), and n c2 too
     r = add_float(r, a.lo - n * c3)
@@ -233,7 +234,7 @@ def exp_parts(a: DD) -> tuple[np.ndarray, DD]:
     """``exp(a) = m * 2**k``: (k, m), m a double-double in [1, 2.02); a clamped to [-1500, 1500]."""
     a = _clamped(a)
     k, j, r = _reduce(a)
-    _, _, _, _, hi, lo, _ = _exp_constants()
+    _, _, _, _, hi, lo, _ = exp_constants()
     t = DD(hi[j], lo[j])
     return k, add(t, mul(t, _expm1_reduced(r)))
 
@@ -249,7 +250,7 @@ def expm1(a: DD) -> DD:
     """``exp(a) - 1`` with its relative accuracy at every size (for a below 1500)."""
     a = _clamped(a)
     k, j, r = _reduce(a)
-    _, _, _, _, hi, lo, _ = _exp_constants()
+    _, _, _, _, hi, lo, _ = exp_constants()
     t = DD(hi[j], lo[j])
     over = k > 1023  # exp(a) beyond the float64 range
     k = np.where(over, 0, k)
@@ -263,7 +264,9 @@ def _clamped(a: DD) -> DD:
     inside = np.abs(a.hi) <= _EXP_LIMIT
     if np.all(inside):
         return a
-    return DD(np.where(inside, a.hi, np.where(a.hi > 0, _EXP_LIMIT, -_EXP_LIMIT)), np.where(inside, a.lo, 0.0))
+    return DD(
+        np.where(inside, a.hi, np.where(a.hi > 0, _EXP_LIMIT, -_EXP_LIMIT)), np.where(inside, a.lo, 0.0)
+    )
 
 
 def tanh(a: DD) -> DD:
