@@ -20,7 +20,8 @@ error below :data:`PRECISE_BOUND`), its values at +-inf and, for the rational on
   activations resolve those exactly too). Where the double-double's low part leaves the float64 range
   (results below about 2**-960), the error stays within 1 ulp of the subnormal result.
 
-NaN gives NaN; +-inf gives the limit of the formula (the activation's ``at_infinity``). Work is done in
+Sigmoid of float32 has a compiled loop (customops.accel.activation_loops, vectorized float64 with its own
+bound), whose elements in doubt take the path above. NaN gives NaN; +-inf gives the limit of the formula (the activation's ``at_infinity``). Work is done in
 chunks of :data:`CHUNK` elements (temporaries stay in the cache), shared by customops.accel.parallel's
 threads; every element is computed by the same arithmetic whichever chunk it falls in.
 """
@@ -36,7 +37,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from customops.accel import parallel
+from customops.accel import activation_loops, jit, parallel
 from customops.errors import KernelError
 from customops.kernels.activations.ddmath import DD
 
@@ -72,6 +73,9 @@ class Activation:
     """The values at +inf and -inf."""
     exact: Callable[[Fraction], Fraction] | None = None
     """For a rational activation: its exact value at a finite input."""
+    loop: str | None = None
+    """The compiled loop of customops.accel.activation_loops for float32 inputs, if any: it writes the
+    correctly rounded value, or NaN where its own bound leaves the rounding in doubt (and for NaN)."""
 
 
 def attribute(value: Any, name: str, op: str) -> float:
@@ -98,6 +102,15 @@ def apply(x: Any, activation: Activation) -> np.ndarray:
     if flat.size == 0:
         return out
     target = out.reshape(-1)
+    loop = (
+        jit.get(activation.loop, activation_loops) if activation.loop and data.dtype == np.float32 else None
+    )
+    if loop is not None:
+        parallel.run(loop, flat.size, flat.size, flat, target)
+        if np.isnan(np.maximum.reduce(target)):  # one pass; NaN marks the elements to evaluate again
+            again = np.flatnonzero(np.isnan(target))
+            target[again] = _narrow(activation, flat[again], target.dtype)
+        return out
     count = -(-flat.size // CHUNK)
     parallel.run(_chunks, count, flat.size, activation, flat, target)
     return out

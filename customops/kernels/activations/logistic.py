@@ -51,7 +51,9 @@ def _sigmoid_precise(x: np.ndarray) -> DD:
     return ddmath.ldexp(s, k)
 
 
-_SIGMOID = Activation("Sigmoid", _sigmoid_fast, _LIBM_BOUND, _sigmoid_precise, (1.0, 0.0))
+_SIGMOID = Activation(
+    "Sigmoid", _sigmoid_fast, _LIBM_BOUND, _sigmoid_precise, (1.0, 0.0), loop="sigmoid_float32"
+)
 
 
 def sigmoid(X: Any) -> np.ndarray:
