@@ -9,16 +9,19 @@ Two tables, made once with the decimal module at 60 digits and kept as double-do
   the continued fraction ``1 / (sqrt(pi) (z + (1/2) / (z + 1 / (z + (3/2) / ...))))`` (1600 / z0**2 + 60
   terms), and ``(n + 1) a_(n+1) = 2 z0 a_n + 2 a_(n-1)`` (from g' = 2 z g - 2 / sqrt(pi)).
 
-With |t| <= 1/32, the terms after degree 11 are below 2**-58 of the value and those after degree 21
-below 2**-100: :func:`erf_fast` and :func:`erfc_fast` (float64, degree 11, relative error below 2**-48
-including the roundings of Horner's scheme and of exp) and :func:`erf` / :func:`erfc_parts` (double-double,
-degree 21, relative error below 2**-90). Beyond z = 27.5, erfc(z) < 2**-1090 and the results are 0
-(and erf is +-1).
+With |t| <= 1/32, the terms after degree 21 are below 2**-100 of the value: :func:`erf` and
+:func:`erfc_parts` (double-double, relative error below 2**-90). The float64 evaluations
+(:func:`erf_fast`, :func:`erfc_fast`, :func:`series_fast`) use :func:`fast_table`, the same series
+re-expanded around multiples of 1/64 to degree 7 (|t| <= 1/128: the next term is below 2**-56 of the
+value; with Horner's roundings and exp's, the results are within 2**-48, 2**-46 for erfc below z = 1
+where 1 - erf multiplies erf's error by up to 5.4). Beyond z = 27.5, erfc(z) < 2**-1090 and the results
+are 0 (and erf is +-1).
 """
 
 from __future__ import annotations
 
 import functools
+import math
 from decimal import Decimal, localcontext
 
 import numpy as np
@@ -26,7 +29,7 @@ import numpy as np
 from customops.kernels.activations import ddmath
 from customops.kernels.activations.ddmath import DD
 
-__all__ = ["PI", "erf", "erf_fast", "erfc_fast", "erfc_parts"]
+__all__ = ["PI", "erf", "erf_fast", "erfc_fast", "erfc_parts", "fast_table", "series_fast", "tables"]
 
 PI = Decimal("3.14159265358979323846264338327950288419716939937510582097494459230781640628620899863")
 """pi to 85 digits."""
@@ -35,7 +38,6 @@ _PER_UNIT = 16
 _G_FIRST = 16  # g's table starts at z = 1
 _G_LAST = 440  # and ends at z = 27.5
 _DEGREE = 21
-_DEGREE_FAST = 11
 
 
 def _kummer_erf(x: Decimal, root_pi: Decimal) -> Decimal:
@@ -96,19 +98,51 @@ def tables() -> tuple[DD, DD]:
     return _as_dd(erf_rows), _as_dd(g_rows)
 
 
+_FINE = 64  # the fast table's centers: multiples of 1/64
+_FAST_DEGREE = 7
+
+
+@functools.cache
+def fast_table() -> np.ndarray:
+    """The float64 evaluations' table, by degree (8 rows) and center: columns 0..64 the erf series around
+    k / 64 (k = 0..64), then columns 65.. the g series around k / 64 (k = 64..1760), degree 7 each (|t| <= 1/128: the next term is below
+    2**-56 of the value). Each row is the coarse double-double series re-expanded around its center."""
+    erf_table, g_table = tables()
+    rows = [_recenter(erf_table, 0, k / _FINE) for k in range(_FINE + 1)]
+    rows += [_recenter(g_table, _G_FIRST, k / _FINE) for k in range(_FINE, _G_LAST * _FINE // _PER_UNIT + 1)]
+    return np.ascontiguousarray(np.array(rows).T)  # a row per degree: one gather per coefficient
+
+
+def _recenter(table: DD, first: int, center: float) -> list[float]:
+    """The Taylor coefficients 0.._FAST_DEGREE around ``center`` of the coarse series nearest it."""
+    row = int(np.clip(round(center * _PER_UNIT), first, first + table.hi.shape[0] - 1)) - first
+    coefficients = table.hi[row] + table.lo[row]
+    shift = center - (row + first) / _PER_UNIT
+    out = []
+    for m in range(_FAST_DEGREE + 1):
+        total = 0.0
+        for n in range(_DEGREE, m - 1, -1):  # sum of C(n, m) c_n shift**(n - m), small terms first
+            total += math.comb(n, m) * coefficients[n] * shift ** (n - m)
+        out.append(total)
+    return out
+
+
+def series_fast(z: np.ndarray) -> np.ndarray:
+    """For z >= 0 (float64): erf(z) below 1, g(z) = exp(z**2) erfc(z) from 1 on (up to 27.5)."""
+    table = fast_table()
+    z = np.minimum(z, _G_LAST / _PER_UNIT)
+    k = np.rint(z * _FINE)
+    t = z - k / _FINE  # exact: z and the center are within a factor 2 (or the center is 0)
+    row = k.astype(np.intp) + (z >= 1.0)
+    acc = table[_FAST_DEGREE].take(row)
+    for n in range(_FAST_DEGREE - 1, -1, -1):
+        acc *= t
+        acc += table[n].take(row)
+    return acc
+
+
 def _row_index(z: np.ndarray, first: int, last: int) -> np.ndarray:
     return np.clip(np.rint(z * _PER_UNIT), first, last).astype(np.intp)
-
-
-def _series_fast(table: DD, first: int, last: int, z: np.ndarray) -> np.ndarray:
-    z = np.minimum(z, (last + 0.5) / _PER_UNIT)  # beyond the table the callers' exp(-z**2) is 0
-    index = _row_index(z, first, last)
-    t = z - index / _PER_UNIT  # exact: z and the center are within a factor 2 (or the center is 0)
-    coefficients = table.hi[index - first]
-    acc = coefficients[:, _DEGREE_FAST]
-    for n in range(_DEGREE_FAST - 1, -1, -1):
-        acc = acc * t + coefficients[:, n]
-    return acc
 
 
 def _series(table: DD, first: int, last: int, z: DD) -> DD:
@@ -122,34 +156,19 @@ def _series(table: DD, first: int, last: int, z: DD) -> DD:
 def erf_fast(x: np.ndarray, square: np.ndarray) -> np.ndarray:
     """erf(x) in float64 (relative error below 2**-48), given ``square`` = x**2 (exact for the inputs of
     float32 and narrower types, whose squares fit a float64)."""
-    erf_table, g_table = tables()
     a = np.abs(x)
-    small = a < 1.0
-    result = np.empty_like(a)
-    if np.any(small):
-        result[small] = _series_fast(erf_table, 0, _G_FIRST, a[small])
-    large = ~small
-    if np.any(large):
-        with np.errstate(under="ignore"):
-            tail = np.exp(-square[large]) * _series_fast(g_table, _G_FIRST, _G_LAST, a[large])
-        result[large] = 1.0 - tail
+    s = series_fast(a)
+    with np.errstate(under="ignore"):
+        result = np.where(a < 1.0, s, 1.0 - np.exp(-square) * s)
     return np.copysign(result, x)
 
 
 def erfc_fast(z: np.ndarray, square: np.ndarray) -> np.ndarray:
     """erfc(z) for z >= 0 in float64 (relative error below 2**-48), given ``square`` = z**2 exactly (an
     erfc of the Gelu tail takes z = |x| / sqrt(2) and square = x**2 / 2)."""
-    erf_table, g_table = tables()
-    small = z < 1.0
-    result = np.empty_like(z)
-    if np.any(small):
-        result[small] = 1.0 - _series_fast(erf_table, 0, _G_FIRST, z[small])
-    large = ~small
-    if np.any(large):
-        with np.errstate(under="ignore"):
-            g = _series_fast(g_table, _G_FIRST, _G_LAST, z[large])
-            result[large] = np.exp(-square[large]) * g
-    return result
+    s = series_fast(z)
+    with np.errstate(under="ignore"):
+        return np.where(z < 1.0, 1.0 - s, np.exp(-square) * s)
 
 
 def erf(x: DD) -> DD:

@@ -62,12 +62,17 @@ three roundings, times |v| <= 110 where a float32 result is not 0 (2**-44.6), an
 
 
 def _gelu_fast(x: np.ndarray) -> np.ndarray:
+    """``x / 2 * (1 + erf(z))``, z = x / sqrt(2): with s the series of erfmath at |z| (erf(|z|) below 1,
+    g(|z|) above) and e = exp(-x**2 / 2) s (erfc(|z|) above 1), the factor is 1 +- s below |z| = 1, e
+    (x < 0) or 2 - e (x >= 0) above; x**2 / 2 is exact for float32 and narrower inputs."""
     z = np.abs(x) * _INV_ROOT2.hi
-    half_square = x * x * 0.5  # exact for float32 and narrower inputs
+    s = erfmath.series_fast(z)
+    with np.errstate(under="ignore"):
+        e = np.exp(x * x * -0.5) * s
     negative = x < 0
-    erfc = erfmath.erfc_fast(z, half_square)  # 1 + erf(x/sqrt2) for x < 0
-    erf = erfmath.erf_fast(z, half_square)
-    return 0.5 * x * np.where(negative, erfc, 1.0 + erf)
+    near = 1.0 + np.where(negative, -s, s)
+    far = np.where(negative, e, 2.0 - e)
+    return 0.5 * x * np.where(z < 1.0, near, far)
 
 
 def _gelu_precise(x: np.ndarray) -> DD:
