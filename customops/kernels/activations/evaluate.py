@@ -39,6 +39,7 @@ import numpy as np
 
 from customops.accel import activation_loops, jit, parallel
 from customops.errors import KernelError
+from customops.kernels import limits
 from customops.kernels.activations.ddmath import DD
 
 __all__ = ["CHUNK", "PRECISE_BOUND", "TYPES", "Activation", "apply", "attribute", "to_odd"]
@@ -97,6 +98,7 @@ def apply(x: Any, activation: Activation) -> np.ndarray:
         raise KernelError(
             f"{activation.name}: X has element type {data.dtype}; allowed: float16, bfloat16, float, double"
         )
+    limits.check_output(data.shape, data.dtype)
     flat = np.ascontiguousarray(data).reshape(-1)
     out = np.empty(data.shape, dtype=data.dtype)
     if flat.size == 0:
@@ -107,8 +109,8 @@ def apply(x: Any, activation: Activation) -> np.ndarray:
     )
     if loop is not None:
         parallel.run(loop, flat.size, flat.size, flat, target)
-        if np.isnan(np.maximum.reduce(target)):  # one pass; NaN marks the elements to evaluate again
-            again = np.flatnonzero(np.isnan(target))
+        again = np.flatnonzero(np.isnan(target))  # NaN marks the elements to evaluate again
+        if again.size:
             target[again] = _narrow(activation, flat[again], target.dtype)
         return out
     count = -(-flat.size // CHUNK)

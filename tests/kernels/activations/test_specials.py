@@ -10,6 +10,7 @@ import pytest
 
 from customops.accel import parallel
 from customops.errors import KernelError
+from customops.kernels import limits
 from customops.kernels.activations import evaluate, gaussian, logistic, piecewise
 from tests.kernels.activations.cases import BY_NAME, CASES, SELU, Case
 
@@ -165,3 +166,10 @@ def test_midpoints_of_rational_activations_round_to_even() -> None:
             ties += 1
             assert (np.float16(gi).view(np.uint16) & 1) == 0, xi
     assert ties > 0
+
+
+def test_output_is_checked_against_the_memory_left(monkeypatch) -> None:
+    monkeypatch.setattr(limits, "headroom", lambda: (1000, "a machine under test"))
+    with pytest.raises(KernelError, match="a machine under test"):
+        logistic.sigmoid(np.zeros(1 << 18, dtype=np.float32))
+    assert logistic.sigmoid(np.zeros(1000, dtype=np.float32)).shape == (1000,)  # small: not asked
