@@ -1,4 +1,5 @@
-"""Compiled loop of the activations (customops.kernels.activations): Sigmoid of float32 inputs.
+"""Compiled loops of the activations (customops.kernels.activations): Sigmoid of float32 inputs, and
+the one rounding of every activation's float64 values to float32 (:func:`round_float32`).
 
 A plain Python function, compiled on demand by :func:`customops.accel.jit.get` (``numba.njit``). It
 computes in float64 without a call to the C library, so that the loop is vectorized (numba has no vector
@@ -55,3 +56,17 @@ def sigmoid_float32(x: Any, out: Any, start: int, stop: int) -> None:
         y = 1.0 / (1.0 + p)
         settled = (np.float32(y - y * BOUND) == np.float32(y + y * BOUND)) & (xi == xi)
         out[i] = np.float32(y) if settled else np.float32(np.nan)
+
+
+def round_float32(y: Any, out: Any, bound: float) -> int:
+    """out[i] = y[i] (float64, within ``bound`` of an exact value) rounded to float32, or NaN where the
+    values within the bound do not all round alike (and where y is NaN); returns how many are NaN. An
+    infinite y (the float64 value overflowed) rounds to itself."""
+    marked = 0
+    for i in range(y.size):
+        yi = y[i]
+        margin = abs(yi) * bound if abs(yi) < np.inf else 0.0
+        settled = np.float32(yi - margin) == np.float32(yi + margin)  # False for NaN
+        out[i] = np.float32(yi) if settled else np.float32(np.nan)
+        marked += np.int64(not settled)
+    return marked

@@ -140,10 +140,18 @@ def _narrow(activation: Activation, part: np.ndarray, dtype: np.dtype) -> np.nda
         x_clean = np.where(np.isfinite(x), x, 0.0)
     with np.errstate(all="ignore"):
         y = activation.fast(x if finite else x_clean)
-    doubt = _doubt_float32(y, activation.bound) if dtype == np.float32 else _doubt(y, activation.bound, dtype)
     if not finite:
         _specials(activation, x, y)
-        doubt &= np.isfinite(x)
+    rounding = jit.get("round_float32", activation_loops) if dtype == np.float32 else None
+    if rounding is not None:
+        result = np.empty(y.shape, dtype=dtype)
+        if rounding(y, result, activation.bound):  # NaN marks the elements in doubt (and NaN values)
+            doubt = np.isnan(result) & np.isfinite(x)
+            result[np.isnan(x)] = np.nan
+            _resolve(activation, x, result, doubt)
+        return result
+    doubt = _doubt_float32(y, activation.bound) if dtype == np.float32 else _doubt(y, activation.bound, dtype)
+    doubt &= np.isfinite(x)
     with np.errstate(over="ignore"):
         result = y.astype(dtype)
     if np.any(doubt):

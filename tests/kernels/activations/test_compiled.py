@@ -11,6 +11,7 @@ import pytest
 
 from customops.accel import activation_loops, jit
 from customops.kernels.activations import logistic
+from tests.kernels.activations.cases import CASES, Case
 from tests.kernels.activations.test_accuracy import float32_points
 
 
@@ -21,6 +22,17 @@ def test_compiled_sigmoid_gives_the_numpy_paths_bits(compiled_calls) -> None:
     assert compiled_calls["sigmoid_float32"] >= 1
     with jit.numpy_only():
         plain = logistic.sigmoid(x)
+    assert compiled.tobytes() == plain.tobytes()
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_compiled_rounding_gives_the_numpy_paths_bits(case: Case, compiled_calls) -> None:
+    x = float32_points(seed=10)[::7]
+    x = np.concatenate([x, [np.nan, np.inf, -np.inf, 0.0, -0.0, 3.0e38, -3.0e38]]).astype(np.float32)
+    compiled = case(x)
+    assert compiled_calls["round_float32"] + compiled_calls["sigmoid_float32"] >= 1
+    with jit.numpy_only():
+        plain = case(x)
     assert compiled.tobytes() == plain.tobytes()
 
 
