@@ -159,9 +159,19 @@ def _narrow(activation: Activation, part: np.ndarray, dtype: np.dtype) -> np.nda
     return result
 
 
+_FEW = 32
+"""Elements in doubt of a rational activation below which their exact values are cheaper than one
+double-double evaluation (a hundred numpy calls)."""
+
+
 def _resolve(activation: Activation, x: np.ndarray, result: np.ndarray, doubt: np.ndarray) -> None:
-    """Evaluate again, in double-double, the elements in doubt, and exactly those still in doubt."""
+    """Evaluate again, in double-double, the elements in doubt, and exactly those still in doubt (a
+    rational activation's few: exactly at once; their fast values are often exact midpoints)."""
     index = np.flatnonzero(doubt)
+    if activation.exact is not None and index.size <= _FEW:
+        for i in index:
+            result[i] = _round_fraction(activation.exact(Fraction(float(x[i]))), result.dtype)
+        return
     with np.errstate(all="ignore"):
         value = activation.precise(x[index])
     with np.errstate(over="ignore"):
