@@ -139,7 +139,9 @@ def get(name: str, module: Any) -> Callable[..., Any] | None:
     None without numba or inside :func:`numpy_only`. The functions the module names in its ``HELPERS``
     are compiled first (its loops call them: compiled code must call compiled code), inlined unless also
     in its ``OUT_OF_LINE`` (compiled once as functions of their own, only ever called from compiled code:
-    no Python wrappers)."""
+    no Python wrappers). A module's ``ERROR_MODEL`` ("numpy": a float division by 0 gives inf, as
+    IEEE says, instead of raising, so that a loop dividing by a value that is never 0 is vectorized)
+    applies to its loops; "python" otherwise."""
     key = f"{module.__name__}.{name}"
     fn = _compiled.get(key)
     if fn is not None and not _numpy_only:
@@ -161,15 +163,19 @@ def get(name: str, module: Any) -> Callable[..., Any] | None:
             module._jit_helpers_done = True
         fn = _compiled.get(key)
         if fn is None:
-            fn = _njit(numba, getattr(module, name))
+            fn = _njit(numba, getattr(module, name), error_model=getattr(module, "ERROR_MODEL", "python"))
             _compiled[key] = fn
     return fn
 
 
 def _njit(
-    numba: Any, py_func: Callable[..., Any], inline: str = "never", wrappers: bool = True
+    numba: Any,
+    py_func: Callable[..., Any],
+    inline: str = "never",
+    wrappers: bool = True,
+    error_model: str = "python",
 ) -> Callable[..., Any]:
-    options = {"boundscheck": False, "nogil": True, "inline": inline}
+    options = {"boundscheck": False, "nogil": True, "inline": inline, "error_model": error_model}
     if not wrappers:  # a helper only compiled code calls: no entry point from Python or as a C callback
         options.update(no_cpython_wrapper=True, no_cfunc_wrapper=True)
     try:

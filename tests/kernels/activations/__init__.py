@@ -1,0 +1,1 @@
+"""Tests of the activation family (customops.kernels.activations)."""
