@@ -261,7 +261,9 @@ def test_outputs_are_compared_exactly():
         ev = evaluate(pool, case)
     ours, ort = (np.asarray(ev.outcomes[s].value) for s in ("custom", "builtin"))
     assert ours[0] == np.float32(-250473712) and ort[0] == np.float32(-250473696) and ours[1] == ort[1] == 6
-    assert [(f.side, f.kind) for f in ev.findings] == [("unknown", "value")]  # no reference of version 13
+    # onnx.reference has no version 13, but the family's yardstick is exact (our output, a bound of 0:
+    # customops.eval.judging.yardstick): the side one rounding off it is named
+    assert [(f.side, f.kind) for f in ev.findings] == [("builtin", "value")]
 
 
 def test_a_nan_into_an_integer_type_is_an_invalid_case_ort_accepts():
