@@ -64,12 +64,10 @@ QUANTIZED = frozenset(o.op for o in OPS if o.type_vars)
 def _input_code(opv: OpVersion, inp: Input, elem: str) -> int:
     """The element type a probe of ``opv`` on ``elem`` gives input ``inp``: ``elem`` for the main type
     variable (and an input ORT takes in it), else the input's last allowed type (for an op with several
-    type variables, the first type of the input's variable)."""
-    if opv.type_vars:
-        var = inp.types[0]
-        if var == opv.inputs[0].types[0]:
-            return _CODE[elem]
-        return _CODE[dict(opv.type_vars).get(var, (var,))[0]]
+    type variables, ``elem`` where the input's variable allows it, else its first type)."""
+    if opv.type_vars:  # another variable takes the main type where it allows it (u8 x u8 -> u8)
+        types = dict(opv.type_vars).get(inp.types[0], inp.types)
+        return _CODE[elem if elem in types else types[0]]
     same = inp.types == ("T",) or (inp.probe_as_t and elem in inp.types)
     return _CODE[elem] if same else _CODE[inp.types[-1]]
 
