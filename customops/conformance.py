@@ -70,32 +70,26 @@ def cases_of_our_modules() -> list[Any] | None:
     return list(cases)
 
 
-FEEDS_NATIVELY = frozenset({"float16"})
-"""The bridged types (customops.registry.BRIDGED_TYPES) that ONNX Runtime's Python API feeds and fetches:
-the others (bfloat16, float8, int4, ...) it cannot, so :func:`carried` puts their test's model between
-Casts."""
-
-
 def carried(model: Any) -> Any:
-    """``model`` whose graph inputs and outputs of a type the Python API cannot feed or fetch are given
-    in their carrier (customops.registry.BRIDGED_TYPES) and Cast exactly to and from the real type inside
-    the graph; the data sets' arrays are converted with :func:`to_carrier`."""
+    """``model`` whose graph inputs and outputs of a type ONNX Runtime's Python API cannot feed or fetch
+    are given in their carrier (customops.registry.python_carrier) and Cast exactly to and from the real
+    type inside the graph; the data sets' arrays are converted with :func:`to_carrier`."""
     from onnx import helper
 
     from customops import dtypes
-    from customops.registry import BRIDGED_TYPES
+    from customops.registry import python_carrier
 
     out = type(model)()
     out.CopyFrom(model)
     graph, before = out.graph, []
     for value in [*graph.input, *graph.output]:
         elem = dtypes.name_of(value.type.tensor_type.elem_type)
-        if elem not in BRIDGED_TYPES or elem in FEEDS_NATIVELY:
+        if python_carrier(elem) == elem:
             continue
         real, wide = value.name, f"{value.name}__carried"
         is_input = any(v is value for v in graph.input)
         value.name = wide
-        value.type.tensor_type.elem_type = dtypes.CODE[BRIDGED_TYPES[elem]]
+        value.type.tensor_type.elem_type = dtypes.CODE[python_carrier(elem)]
         if is_input:
             before.append(helper.make_node("Cast", [wide], [real], to=dtypes.CODE[elem]))
         else:
@@ -111,7 +105,7 @@ def to_carrier(value: Any) -> np.ndarray:
     from onnx import TensorProto, numpy_helper
 
     from customops import dtypes
-    from customops.registry import BRIDGED_TYPES
+    from customops.registry import python_carrier
 
     # onnx keeps a narrow type's test data as the TensorProto itself (numpy has no such type)
     arr = numpy_helper.to_array(value) if isinstance(value, TensorProto) else np.asarray(value)
@@ -119,9 +113,7 @@ def to_carrier(value: Any) -> np.ndarray:
         elem = dtypes.name_of(dtypes.code_of(arr.dtype))
     except (KeyError, ValueError, TypeError):
         return arr
-    if elem not in BRIDGED_TYPES or elem in FEEDS_NATIVELY:
-        return arr
-    return arr.astype(dtypes.numpy_dtype(BRIDGED_TYPES[elem]))
+    return arr if python_carrier(elem) == elem else arr.astype(dtypes.numpy_dtype(python_carrier(elem)))
 
 
 class Unsupported(Exception):

@@ -48,6 +48,23 @@ Every value of each of these types is exactly representable in its bridge type, 
 exact; the cast back rounds the kernel's result (which only matters for interpolating Resize modes).
 """
 
+
+def layer_carrier(elem: str) -> str:
+    """The element type ``elem`` crosses the Python-op layer as: its bridge type, or itself."""
+    return BRIDGED_TYPES.get(elem, elem)
+
+
+PYTHON_FEEDS = (*NATIVE_TYPES, "float16")
+"""Element types ONNX Runtime's Python API passes in and out as numpy arrays."""
+
+
+def python_carrier(elem: str) -> str:
+    """The type ``elem`` travels as at a graph's boundary when fed and fetched through ONNX Runtime's Python
+    API: itself where the API takes it, else its bridge type (float for the other narrow floats), Cast
+    exactly inside the graph."""
+    return elem if elem in PYTHON_FEEDS else BRIDGED_TYPES.get(elem, "float")
+
+
 BRIDGE_MIN_OPSET = 6
 """The first opset at which a bridge can be built: before opset 6 Cast takes its target as a string and
 ONNX Runtime has no Cast kernel at all (Cast-1), so a bridged type is refused below it (only Pad-2, which

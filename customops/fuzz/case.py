@@ -29,14 +29,8 @@ from customops.errors import CustomOpsError
 from customops.eval.cases.testcase import tensor_proto
 from customops.model.translate import Skip
 from customops.model.typed import output_types
-from customops.registry import NATIVE_TYPES, OPS, OpVersion, type_support
+from customops.registry import OPS, PYTHON_FEEDS, OpVersion, python_carrier, type_support
 from customops.safeio import inflate_bounded
-
-FEEDABLE = (*NATIVE_TYPES, "float16")
-"""Element types ONNX Runtime's Python API passes in and out as numpy arrays."""
-
-CARRIER: dict[str, str] = {"int4": "int8", "int2": "int8", "uint4": "uint8", "uint2": "uint8"}
-"""Carrier of the narrow integer types; every other narrow type travels as float32."""
 
 MAIN_OUTPUT = "Y"
 
@@ -53,13 +47,6 @@ finding.json makes us allocate or inflate (its compressed payload never expands 
 
 MAX_RANK = 16
 """Highest rank of an array read from a file; the fuzzer draws ranks 1 to 6."""
-
-
-def carrier_of(elem: str) -> str:
-    """The type ``elem`` travels as at the graph boundary (itself when ORT's Python API takes it)."""
-    if elem in FEEDABLE:
-        return elem
-    return CARRIER.get(elem, "float")
 
 
 def opv_of(op: str, version: int) -> OpVersion:
@@ -243,7 +230,7 @@ def carriable(case: Case) -> tuple[bool, str]:
     for elem in elems:
         if not known_elem(elem):
             return False, f"element type {elem} has no numpy type here"
-        if elem not in FEEDABLE and not cast_available(elem, opset_of(case.opv)):
+        if elem not in PYTHON_FEEDS and not cast_available(elem, opset_of(case.opv)):
             return False, f"ONNX Runtime {_ort_version()} cannot Cast to or from {elem}"
     return True, ""
 
@@ -259,7 +246,7 @@ def cast_available(elem: str, opset: int) -> bool:
     """Whether ONNX Runtime can Cast between ``elem`` and its carrier at ``opset`` (probed once)."""
     import onnxruntime as ort
 
-    carrier = CODE[carrier_of(elem)]
+    carrier = CODE[python_carrier(elem)]
     nodes = [
         helper.make_node("Cast", ["x"], ["n"], to=CODE[elem]),
         helper.make_node("Cast", ["n"], ["y"], to=carrier),
@@ -308,7 +295,7 @@ class _Graph:
         """Input ``name`` of the node: an initializer or a graph input, through its carrier and a Cast for
         a narrow type (so any ORT loads a constant of it too)."""
         elem, value = t.elem, t.value
-        carrier = carrier_of(elem)
+        carrier = python_carrier(elem)
         source = name if elem == carrier else f"{name}_carrier"
         if elem != carrier:
             value = value.astype(numpy_dtype(carrier))
@@ -324,8 +311,8 @@ class _Graph:
         several flattened, Cast to :data:`PACKED` and concatenated; returns Y's element type."""
         if len(elems) == 1:
             if node_outputs[0] != MAIN_OUTPUT:
-                self.cast(node_outputs[0], MAIN_OUTPUT, carrier_of(elems[0]), "cast_Y")
-            return carrier_of(elems[0])
+                self.cast(node_outputs[0], MAIN_OUTPUT, python_carrier(elems[0]), "cast_Y")
+            return python_carrier(elems[0])
         shape = f"{MAIN_OUTPUT}_flat_shape"
         self.inits.append(tensor_proto(np.array([-1], dtype=np.int64), shape))
         flat = []
@@ -355,7 +342,7 @@ def build_model(case: Case, declare_output_shape: list[Any] | None = None) -> Bu
         names.pop()
     elems = output_elems(case)
     if len(elems) == 1:
-        outs = [MAIN_OUTPUT if carrier_of(elems[0]) == elems[0] else f"{MAIN_OUTPUT}_{elems[0]}"]
+        outs = [MAIN_OUTPUT if python_carrier(elems[0]) == elems[0] else f"{MAIN_OUTPUT}_{elems[0]}"]
     else:
         outs = [f"{MAIN_OUTPUT}_{i}" for i in range(len(elems))]
     g.nodes.append(helper.make_node(case.op, names, outs, name=f"{case.op}_node", **case.attrs))

@@ -34,6 +34,7 @@ from customops.registry import (
     UNSUPPORTED_TYPES,
     OpVersion,
     custom_defaults,
+    layer_carrier,
 )
 
 __all__ = ["output_types", "translate"]
@@ -164,15 +165,11 @@ def _carried(elem: str, opv: OpVersion) -> None:
     raise Skip(UNSUPPORTED_TYPES.get(elem, f"element type {elem!r} of {opv.key} is not supported"))
 
 
-def _carrier(elem: str) -> str:
-    return BRIDGED_TYPES.get(elem, elem)
-
-
 def _check_registered(b: Builder, types: list[str], outputs: list[str]) -> None:
     """Skip unless a registration of the custom op takes these carriers (it always should: a test holds
     every allowed combination to one)."""
     custom = CUSTOM_OPS[b.opv.custom]
-    wanted = ([_carrier(t) for t in types], [_carrier(t) for t in outputs])
+    wanted = ([layer_carrier(t) for t in types], [layer_carrier(t) for t in outputs])
     if not any(custom.typed(r) == wanted for r in custom.registrations()):
         shown = f"{', '.join(wanted[0])} -> {', '.join(wanted[1])}"
         raise Skip(f"no registration of {b.opv.custom} takes {shown}")  # pragma: no cover
@@ -183,9 +180,9 @@ def _input(b: Builder, index: int, elem: str, given: bool) -> str:
     filler of the carrier type."""
     what = b.opv.inputs[index].name
     if not given:
-        return b.constant(what, None, _carrier(elem))
+        return b.constant(what, None, layer_carrier(elem))
     name = b.input(index)
-    return b.cast(name, _carrier(elem), f"cast_{what}") if _carrier(elem) != elem else name
+    return b.cast(name, layer_carrier(elem), f"cast_{what}") if layer_carrier(elem) != elem else name
 
 
 def _outputs(b: Builder, outputs: list[str]) -> list[str]:
@@ -194,7 +191,7 @@ def _outputs(b: Builder, outputs: list[str]) -> list[str]:
     if len(names) != len(outputs) or not all(names):
         raise Skip(f"{b.opv.key} gives {len(outputs)} output(s); the node names {len(names)}")
     for i, elem in enumerate(outputs):
-        if _carrier(elem) != elem:
+        if layer_carrier(elem) != elem:
             tmp = b.namer(f"{b.stem}/customops_out{i}")
             b.after.append(b.helper_node("Cast", [tmp], [names[i]], f"cast_out{i}", to=dtypes.CODE[elem]))
             names[i] = tmp

@@ -19,7 +19,7 @@ import numpy as np
 
 from customops.errors import KernelError
 from customops.kernels.quantized.arithmetic import ELEMENTS
-from customops.registry import BRIDGED_TYPES
+from customops.registry import layer_carrier
 
 __all__ = ["ABSENT", "binder", "carrier", "parse_types"]
 
@@ -29,7 +29,7 @@ ABSENT = "-"
 
 def carrier(elem: str) -> np.dtype:
     """The numpy dtype that carries element type ``elem`` through the layer (its bridge type, or itself)."""
-    return ELEMENTS[BRIDGED_TYPES.get(elem, elem)].dtype
+    return ELEMENTS[layer_carrier(elem)].dtype
 
 
 def parse_types(types: str) -> tuple[list[str], list[str]]:
