@@ -111,7 +111,7 @@ def inspect_model(path: str | os.PathLike[str]) -> ModelSummary:
         rewritten_nodes=is_rewritten(model),
     )
     if summary.rewritten_nodes == 0:
-        reports = rewrite_model(model).nodes
+        reports = rewrite_model(model, ort_types=False).nodes
         summary.swaps = _swap_groups(reports)
         summary.not_swapped = [r for r in reports if r.status == "skipped"]
     return summary

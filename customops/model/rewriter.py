@@ -98,6 +98,22 @@ def value_types(graph: GraphProto, into: dict[str, int]) -> None:
                         into.setdefault(node.output[0], a.t.data_type)
 
 
+def unknown_inputs(model: ModelProto, types: dict[str, int]) -> list[str]:
+    """The values computed by nodes of ``model``'s main graph whose element type ``types`` does not know
+    and that feed a node of an op we implement (in the main graph, or in a subgraph of it that reads
+    them from the outer scope) or a call of a model-local function (whose types come from its call
+    sites). Values computed inside a subgraph or a function are not among them: ORT can be asked only
+    for the main graph's values (customops.model.ort_types)."""
+    computed = {o for n in model.graph.node for o in n.output if o}
+    local = {(f.domain, f.name) for f in model.functions}
+    found: dict[str, None] = {}
+    for g in walk_graph(model.graph):
+        for n in g.node:
+            if (n.domain in STANDARD_DOMAINS and n.op_type in OP_TYPES) or (n.domain, n.op_type) in local:
+                found.update((i, None) for i in n.input if i in computed and i not in types)
+    return list(found)
+
+
 def _string_constants(model: ModelProto) -> dict[str, list[bytes]]:
     """The elements of every string initializer and string Constant of the model, by value name."""
     found: dict[str, list[bytes]] = {}
@@ -367,11 +383,15 @@ def rewrite_model(
     ops: Iterable[str] | None = None,
     nodes: Iterable[str] | None = None,
     exclude: Iterable[str] | None = None,
+    ort_types: bool = True,
 ) -> RewriteResult:
     """Swap every supported standard node (or only those of ``ops`` / named in ``nodes``, minus ``exclude``)
     into :data:`DOMAIN`, everywhere in the model; returns the new model and a report per candidate node.
 
     ``model`` is an onnx.ModelProto (not modified), serialized bytes or a path (:func:`as_model`).
+    Element types come from the model and onnx's type inference; with ``ort_types``, those it leaves
+    unknown (:func:`unknown_inputs`: downstream of ORT's contrib ops) are asked of ONNX Runtime in a
+    child process (customops.model.ort_types), which starts only when there is such a value.
     """
     model = as_model(model)
     count = is_rewritten(model)
@@ -389,6 +409,10 @@ def rewrite_model(
     types: dict[str, int] = {}
     value_types(infer_types(out).graph, types)
     value_types(out.graph, types)
+    if ort_types:
+        from customops.model.ort_types import learn
+
+        types.update(learn(out, unknown_inputs(out, types)))
     changed = rw.rewrite_nodes(out.graph, "graph", _opset(out.opset_import), types)
     for fn in out.functions:
         if rw.rewrite_nodes(
@@ -407,11 +431,13 @@ def rewrite(
     ops: Iterable[str] | None = None,
     nodes: Iterable[str] | None = None,
     exclude: Iterable[str] | None = None,
+    ort_types: bool = True,
 ) -> ModelProto:
     """Return a new model in which every supported standard node (or only ``ops`` op types / ``nodes`` node
     names, minus ``exclude``) is replaced by its equivalent in :data:`DOMAIN`; see :func:`rewrite_model`
-    (``model`` may also be serialized bytes or a path)."""
-    return rewrite_model(model, ops=ops, nodes=nodes, exclude=exclude).model
+    (``model`` may also be serialized bytes or a path; ``ort_types``: ask ONNX Runtime for the element
+    types onnx's inference leaves unknown)."""
+    return rewrite_model(model, ops=ops, nodes=nodes, exclude=exclude, ort_types=ort_types).model
 
 
 def _restore_nodes(container: GraphProto | FunctionProto, orphans: list[str]) -> bool:
@@ -485,4 +511,12 @@ def restore(model: Any) -> ModelProto:
     return out
 
 
-__all__ = ["NodeReport", "RewriteResult", "is_rewritten", "restore", "rewrite", "rewrite_model"]
+__all__ = [
+    "NodeReport",
+    "RewriteResult",
+    "is_rewritten",
+    "restore",
+    "rewrite",
+    "rewrite_model",
+    "unknown_inputs",
+]

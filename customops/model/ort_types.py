@@ -1,0 +1,176 @@
+"""Element types that onnx's type inference leaves unknown, learned from ONNX Runtime, in a child process.
+
+onnx's inference knows nothing of ORT's contrib ops (``com.microsoft``: QLinearAdd, QLinearConcat,
+QLinearGlobalAveragePool, QGemm, ... which quantize_static's QOperator format writes), so every value
+downstream of one has no element type, and the rewriter could not swap a node fed by it. ORT, which
+runs such models, knows them: it types every value when it resolves the graph. :func:`learn` asks it.
+
+The question is a *probe*, a copy of the main graph whose outputs are the values asked, declared without
+a type, with every initializer over :data:`KEPT_BYTES` (or past :data:`KEPT_TOTAL` kept in all) turned
+into a graph input of its type and shape: types never depend on a tensor's values, so a multi-GB model's
+probe holds its graph and its small constants (scales, zero points, shapes) and no weights. A child,
+``python -m customops.model.ort_types``, reads the probe on stdin, makes a session of it at
+ORT_DISABLE_ALL (one thread, ORT's log off; nothing is run) and writes each output's type as JSON on
+stdout. Whatever the model does to ORT there (an error, an abort, a hang) ends only the child: no
+answer, a non-zero exit or none within :data:`TIMEOUT` seconds (the child is then killed; it also ends
+itself :data:`TIMEOUT` seconds after it starts, should this process be gone) means nothing is learned,
+and the values stay unknown. Answers are kept for the process by the probe's digest (compare's culprit
+search rewrites the same model once per swap it tries).
+
+Test hook (environment): ``CUSTOMOPS_ORT_TYPES_INJECT=abort`` makes the child abort before it answers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the child imports onnxruntime alone: onnx's import would double its start
+    from onnx import GraphProto, ModelProto
+
+TIMEOUT = 120.0
+"""Seconds the child may take to start, load the probe and answer."""
+
+KEPT_BYTES = 4096
+"""Largest initializer (serialized) kept as a constant in the probe; larger ones become graph inputs."""
+
+KEPT_TOTAL = 64 << 20
+"""Most bytes of initializers kept as constants in one probe, whatever their number."""
+
+ANSWER_LIMIT = 64 << 20
+"""Most bytes of the child's answer read."""
+
+INJECT_ENV = "CUSTOMOPS_ORT_TYPES_INJECT"
+
+PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+"""The child starts in the directory holding this package, so that ``python -m`` finds it and never a
+``customops`` directory where the user runs."""
+
+_ANSWERS: dict[str, dict[str, int]] = {}
+_KEEP_ANSWERS = 16
+
+
+def learn(model: ModelProto, names: Iterable[str]) -> dict[str, int]:
+    """The element type (a TensorProto enum) ORT gives each value of ``names`` (values computed by nodes
+    of ``model``'s main graph) when it loads ``model``; a value ORT does not type as a tensor, or every
+    value when ORT cannot load the model, is left out. Nothing is started for no names."""
+    wanted = sorted(set(names))
+    if not wanted:
+        return {}
+    try:
+        data = probe(model, wanted).SerializeToString()
+    except ValueError:  # over protobuf's 2 GB even without its large initializers
+        return {}
+    key = hashlib.sha256(data).hexdigest()
+    if key not in _ANSWERS:
+        if len(_ANSWERS) >= _KEEP_ANSWERS:
+            _ANSWERS.pop(next(iter(_ANSWERS)))
+        _ANSWERS[key] = _parsed(_ask(data), set(wanted))
+    return dict(_ANSWERS[key])
+
+
+def probe(model: ModelProto, names: list[str]) -> ModelProto:
+    """The question put to ORT (module docstring): ``model``'s main graph with ``names`` as its outputs,
+    untyped, and its large initializers as typed graph inputs."""
+    from onnx import ModelProto, TypeProto, helper
+
+    out = ModelProto()
+    out.ir_version = model.ir_version
+    out.opset_import.extend(model.opset_import)
+    out.functions.extend(model.functions)
+    g, source = out.graph, model.graph
+    g.name = source.name
+    g.node.extend(source.node)
+    g.input.extend(source.input)
+    g.value_info.extend(source.value_info)
+    g.sparse_initializer.extend(source.sparse_initializer)
+    _constants(source, g)
+    g.output.extend(helper.make_value_info(n, TypeProto()) for n in names)
+    return out
+
+
+def _constants(source: GraphProto, g: GraphProto) -> None:
+    """``source``'s initializers into ``g``: small ones as they are, the others as typed graph inputs."""
+    from onnx import helper
+
+    declared = {v.name for v in source.input}
+    kept = 0
+    for t in source.initializer:
+        size = t.ByteSize()
+        if size <= KEPT_BYTES and kept + size <= KEPT_TOTAL:
+            g.initializer.append(t)
+            kept += size
+        elif t.name not in declared:
+            g.input.append(helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
+
+
+def _ask(data: bytes) -> bytes:
+    """The child's answer to the serialized probe ``data``, or b"" when it gives none."""
+    try:
+        run = subprocess.run(
+            [sys.executable, "-m", "customops.model.ort_types"],
+            input=data,
+            capture_output=True,
+            timeout=TIMEOUT,
+            cwd=PACKAGE_ROOT,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):  # could not start, or no answer in time (killed)
+        return b""
+    return run.stdout if run.returncode == 0 else b""
+
+
+def _parsed(answer: bytes, wanted: set[str]) -> dict[str, int]:
+    """The element types of ``wanted`` in the child's answer (``{name: "tensor(uint8)"}``); nothing for
+    an answer that is not such JSON."""
+    from onnx import TensorProto
+
+    from customops.dtypes import CODE
+
+    if not answer or len(answer) > ANSWER_LIMIT:
+        return {}
+    try:
+        given = json.loads(answer)
+    except ValueError:
+        return {}
+    if not isinstance(given, dict):
+        return {}
+    found: dict[str, int] = {}
+    for name, kind in given.items():
+        if name in wanted and isinstance(kind, str) and kind.startswith("tensor(") and kind.endswith(")"):
+            code = CODE.get(kind[len("tensor(") : -1], TensorProto.UNDEFINED)
+            if code != TensorProto.UNDEFINED:
+                found[name] = code
+    return found
+
+
+def answer() -> None:
+    """The child: the probe from stdin, the types of its outputs as JSON on stdout."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and then ends us
+    if hasattr(signal, "alarm"):  # and end ourselves should the parent be gone
+        signal.alarm(int(TIMEOUT) + 5)
+    data = sys.stdin.buffer.read()
+    import onnxruntime as ort
+
+    ort.set_default_logger_severity(4)
+    opts = ort.SessionOptions()
+    opts.log_severity_level = 4
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    opts.intra_op_num_threads = 1
+    opts.inter_op_num_threads = 1
+    sess = ort.InferenceSession(data, opts, providers=["CPUExecutionProvider"])
+    if os.environ.get(INJECT_ENV) == "abort":
+        os.abort()
+    json.dump({o.name: o.type for o in sess.get_outputs()}, sys.stdout)
+
+
+if __name__ == "__main__":
+    answer()

@@ -1,0 +1,77 @@
+"""The rewriter's question to ONNX Runtime about element types onnx's inference leaves unknown
+(customops.model.ort_types) is asked in a child: a model ORT cannot load, or a child that dies, leaves
+those values unknown and the nodes they feed skipped with the usual reason; the rest is still swapped,
+and nothing aborts or prints a traceback."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+import customops
+from customops.model import ort_types
+from tests.helpers import run_cli
+
+UNKNOWN = "element type of input 'cat' is unknown (no type information reaches it)"
+
+
+def _model(contrib: str) -> onnx.ModelProto:
+    """A uint8 image through the com.microsoft op ``contrib`` (QLinearAdd's inputs) into Resize 'after',
+    and straight into Resize 'direct'."""
+    scale, zero = "scale", "zero"
+    nodes = [
+        helper.make_node(
+            contrib, ["x", scale, zero, "x", scale, zero, scale, zero], ["cat"], domain="com.microsoft"
+        ),
+        helper.make_node("Resize", ["cat", "", "scales"], ["y"], name="after", mode="nearest"),
+        helper.make_node("Resize", ["x", "", "scales"], ["z"], name="direct", mode="nearest"),
+    ]
+    inits = [
+        numpy_helper.from_array(np.array(0.5, np.float32), scale),
+        numpy_helper.from_array(np.array(3, np.uint8), zero),
+        numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "contrib",
+        [helper.make_tensor_value_info("x", TensorProto.UINT8, [1, 1, 2, 2])],
+        [helper.make_tensor_value_info(n, TensorProto.UINT8, None) for n in ("y", "z")],
+        inits,
+    )
+    opsets = [helper.make_opsetid("", 19), helper.make_opsetid("com.microsoft", 1)]
+    return helper.make_model(graph, opset_imports=opsets)
+
+
+def _status(result) -> dict[str, tuple[str, str]]:
+    return {r.node: (r.status, r.reason) for r in result.nodes}
+
+
+def test_a_real_contrib_op_is_typed_by_ort():
+    model = _model("QLinearAdd")
+    assert _status(customops.rewrite_model(model)) == {"after": ("swapped", ""), "direct": ("swapped", "")}
+    x = np.arange(4, dtype=np.uint8).reshape(1, 1, 2, 2)
+    ours = customops.InferenceSession(customops.rewrite(model)).run(None, {"x": x})
+    theirs = customops.InferenceSession(model).run(None, {"x": x})
+    assert all(np.array_equal(a, b) for a, b in zip(ours, theirs, strict=True))
+
+
+def test_a_model_ort_cannot_load_keeps_the_unknown_type_reason():
+    model = _model("NoSuchContribOp")
+    assert ort_types.learn(model, ["cat"]) == {}
+    status = _status(customops.rewrite_model(model))
+    assert status == {"after": ("skipped", UNKNOWN), "direct": ("swapped", "")}
+
+
+def test_the_command_survives_a_model_ort_refuses_and_a_child_that_aborts(tmp_path):
+    refused, real = tmp_path / "refused.onnx", tmp_path / "real.onnx"
+    onnx.save(_model("NoSuchContribOp"), refused)
+    onnx.save(_model("QLinearAdd"), real)
+    for path, env in ((refused, {}), (real, {ort_types.INJECT_ENV: "abort"})):
+        run = run_cli("rewrite", "--dry-run", str(path), str(tmp_path / "out.onnx"), env=env)
+        assert run.returncode == 0 and run.stderr == "", run.stderr
+        lines = run.stdout.splitlines()
+        assert f"skipped  after [Resize-19] ({UNKNOWN})" in lines, run.stdout
+        assert "swapped  direct [Resize-19]" in lines, run.stdout
+    run = run_cli("rewrite", "--dry-run", str(real), str(tmp_path / "out.onnx"))
+    assert "swapped  after [Resize-19]" in run.stdout.splitlines(), run.stdout + run.stderr

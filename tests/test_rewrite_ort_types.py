@@ -1,0 +1,149 @@
+"""The rewriter learns from ONNX Runtime the element types that onnx's inference leaves unknown
+(customops.model.ort_types): a QOperator model written by the real onnxruntime.quantization.quantize_static
+holds com.microsoft contrib ops (QLinearAdd, QLinearMul, QLinearConcat, QLinearLeakyRelu,
+QLinearGlobalAveragePool) that onnx types nothing of, and the uint8 Resize nodes after them are swapped
+all the same, and compared."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import customops
+from customops.model import ort_types
+from customops.model.rewriter import infer_types, unknown_inputs, value_types
+from tests.helpers import run_cli
+
+quantization = pytest.importorskip("onnxruntime.quantization")
+
+F32 = np.float32
+SHAPE = (1, 16, 8, 8)
+UNKNOWN = "is unknown (no type information reaches it)"
+CONTRIB = {"QLinearAdd", "QLinearMul", "QLinearConcat", "QLinearLeakyRelu", "QLinearGlobalAveragePool"}
+
+
+def _float_model(rng) -> onnx.ModelProto:
+    """Two Convs, then Add, Mul, LeakyRelu, Concat and GlobalAveragePool, each followed by a Resize."""
+    nodes = [
+        helper.make_node("Conv", ["x", "c1", "b1"], ["a1"], pads=[1, 1, 1, 1]),
+        helper.make_node("Conv", ["x", "c2", "b2"], ["a2"], pads=[1, 1, 1, 1]),
+        helper.make_node("Add", ["a1", "a2"], ["s"]),
+        helper.make_node("Mul", ["s", "a2"], ["m"]),
+        helper.make_node("LeakyRelu", ["m"], ["l"], alpha=0.1),
+        helper.make_node("Concat", ["l", "a1"], ["cat"], axis=1),
+        helper.make_node("GlobalAveragePool", ["cat"], ["g"]),
+        helper.make_node("Resize", ["cat", "", "scales"], ["y"], mode="nearest"),
+        helper.make_node("Resize", ["g", "", "scales"], ["y2"], mode="nearest"),
+    ]
+    weights = {"c1": (32, 16, 3, 3), "b1": (32,), "c2": (32, 16, 3, 3), "b2": (32,)}
+    inits = [
+        numpy_helper.from_array((rng.standard_normal(s) * 0.3).astype(F32), n) for n, s in weights.items()
+    ]
+    inits.append(numpy_helper.from_array(np.array([1, 1, 2, 2], F32), "scales"))
+    graph = helper.make_graph(
+        nodes,
+        "float",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(SHAPE))],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("y", "y2")],
+        inits,
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+class _Calibration(quantization.CalibrationDataReader):
+    def __init__(self, rng) -> None:
+        self.feeds = iter([{"x": rng.standard_normal(SHAPE).astype(F32)} for _ in range(4)])
+
+    def get_next(self):
+        return next(self.feeds, None)
+
+
+@pytest.fixture(scope="module")
+def qoperator(tmp_path_factory):
+    """The float model quantized by quantize_static in the QOperator format, uint8 throughout."""
+    directory = tmp_path_factory.mktemp("qoperator")
+    rng = np.random.default_rng(0)
+    source, path = directory / "float.onnx", directory / "qoperator.onnx"
+    onnx.save(_float_model(rng), source)
+    quantization.quantize_static(
+        source,
+        path,
+        _Calibration(rng),
+        quant_format=quantization.QuantFormat.QOperator,
+        activation_type=quantization.QuantType.QUInt8,
+        weight_type=quantization.QuantType.QUInt8,
+    )
+    return path
+
+
+def _resizes(model: onnx.ModelProto) -> list[onnx.NodeProto]:
+    return [n for n in model.graph.node if n.op_type == "Resize" and n.domain == ""]
+
+
+def test_the_model_holds_contrib_ops_that_leave_the_resize_inputs_untyped(qoperator):
+    model = onnx.load(qoperator)
+    assert {n.op_type for n in model.graph.node if n.domain == "com.microsoft"} == CONTRIB
+    types: dict[str, int] = {}
+    value_types(infer_types(model).graph, types)
+    value_types(model.graph, types)
+    assert len(_resizes(model)) == 2
+    assert all(n.input[0] not in types for n in _resizes(model))
+    assert set(unknown_inputs(model, types)) >= {n.input[0] for n in _resizes(model)}
+
+
+def test_rewrite_swaps_the_uint8_resize_nodes_after_contrib_ops(qoperator):
+    result = customops.rewrite_model(qoperator)
+    resizes = [r for r in result.nodes if r.op.startswith("Resize")]
+    assert len(resizes) == 2 and all(r.status == "swapped" for r in resizes), [r.line() for r in result.nodes]
+    assert not result.skipped, [r.line() for r in result.skipped]
+    assert onnx.load(qoperator) == customops.restore(result.model)
+
+
+def test_without_ort_types_the_resize_nodes_keep_the_unknown_type_reason(qoperator):
+    result = customops.rewrite_model(qoperator, ort_types=False)
+    resizes = [r for r in result.nodes if r.op.startswith("Resize")]
+    assert len(resizes) == 2 and all(r.status == "skipped" and UNKNOWN in r.reason for r in resizes)
+
+
+def test_ort_gives_the_types_of_the_values_asked_without_the_large_weights(qoperator):
+    model = onnx.load(qoperator)
+    names = [n.input[0] for n in _resizes(model)]
+    probe = ort_types.probe(model, names)
+    assert [o.name for o in probe.graph.output] == names
+    assert all(t.ByteSize() <= ort_types.KEPT_BYTES for t in probe.graph.initializer)
+    big = [t for t in model.graph.initializer if t.ByteSize() > ort_types.KEPT_BYTES]
+    assert big, "the test model has no initializer over the kept size"
+    inputs = {v.name: v.type.tensor_type for v in probe.graph.input}
+    for t in big:
+        assert inputs[t.name].elem_type == t.data_type
+        assert [d.dim_value for d in inputs[t.name].shape.dim] == list(t.dims)
+    assert ort_types.learn(model, names) == dict.fromkeys(names, TensorProto.UINT8)
+
+
+def test_a_model_with_external_data_is_rewritten_from_its_path(qoperator, tmp_path):
+    model = onnx.load(qoperator)
+    path = tmp_path / "external.onnx"
+    onnx.save(model, path, save_as_external_data=True, location="weights.bin", size_threshold=0)
+    result = customops.rewrite_model(str(path))
+    assert sum(r.status == "swapped" for r in result.nodes if r.op.startswith("Resize")) == 2
+
+
+def test_the_command_rewrites_and_compares_the_resize_nodes(qoperator, tmp_path):
+    out = tmp_path / "rewritten.onnx"
+    run = run_cli("rewrite", str(qoperator), str(out))
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert sum(line.startswith("swapped ") and "[Resize-13]" in line for line in lines) == 2, run.stdout
+    assert ", 0 skipped;" in lines[-1], run.stdout
+    assert sum(n.domain == customops.DOMAIN and n.op_type == "Resize" for n in onnx.load(out).graph.node) == 2
+    report = tmp_path / "report.json"
+    run = run_cli("compare", str(qoperator), "--json", str(report))
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "Traceback" not in run.stderr
+    nodes = json.loads(report.read_text())["nodes"]
+    resizes = [n for n in nodes if n["op"] == "Resize-13"]
+    assert len(resizes) == 2 and all(n["verdict"] == "agree" for n in resizes), resizes
