@@ -140,6 +140,11 @@ def test_the_command_rewrites_and_compares_the_resize_nodes(qoperator, tmp_path)
     assert sum(line.startswith("swapped ") and "[Resize-13]" in line for line in lines) == 2, run.stdout
     assert ", 0 skipped;" in lines[-1], run.stdout
     assert sum(n.domain == customops.DOMAIN and n.op_type == "Resize" for n in onnx.load(out).graph.node) == 2
+    run = run_cli("inspect", str(qoperator), "--json")
+    assert run.returncode == 0, run.stderr
+    summary = json.loads(run.stdout)
+    assert {"op": "Resize-13", "scope": "graph", "count": 2} in summary["swaps"], summary
+    assert summary["not_swapped"] == [], summary
     report = tmp_path / "report.json"
     run = run_cli("compare", str(qoperator), "--json", str(report))
     assert run.returncode == 0, run.stdout + run.stderr
@@ -147,3 +152,78 @@ def test_the_command_rewrites_and_compares_the_resize_nodes(qoperator, tmp_path)
     nodes = json.loads(report.read_text())["nodes"]
     resizes = [n for n in nodes if n["op"] == "Resize-13"]
     assert len(resizes) == 2 and all(n["verdict"] == "agree" for n in resizes), resizes
+
+
+def _after_qlinear_add(nodes: list[onnx.NodeProto], **kwargs) -> onnx.ModelProto:
+    """A uint8 image through com.microsoft's QLinearAdd into 'cat', then ``nodes``."""
+    add = helper.make_node(
+        "QLinearAdd", ["x", "s", "z", "x", "s", "z", "s", "z"], ["cat"], domain="com.microsoft"
+    )
+    inits = [
+        numpy_helper.from_array(np.array(0.5, F32), "s"),
+        numpy_helper.from_array(np.array(3, np.uint8), "z"),
+        numpy_helper.from_array(np.array([1, 1, 2, 2], F32), "scales"),
+    ]
+    inputs = [
+        helper.make_tensor_value_info("x", TensorProto.UINT8, [1, 1, 2, 2]),
+        helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+    ]
+    outputs = [helper.make_tensor_value_info("y", TensorProto.UINT8, None)]
+    graph = helper.make_graph([add, *nodes], "g", inputs, outputs, inits)
+    opsets = [helper.make_opsetid(d, v) for d, v in (("", 19), ("com.microsoft", 1), ("local", 1))]
+    return helper.make_model(graph, opset_imports=opsets, **kwargs)
+
+
+def _resize(x: str, y: str, name: str, scales: str = "scales") -> onnx.NodeProto:
+    return helper.make_node("Resize", [x, "", scales], [y], name=name, mode="nearest")
+
+
+def _same_outputs(model: onnx.ModelProto, rewritten: onnx.ModelProto) -> None:
+    x = np.arange(4, dtype=np.uint8).reshape(1, 1, 2, 2)
+    for c in (True, False):
+        feed = {"x": x, "c": np.array(c)}
+        ours = customops.InferenceSession(rewritten).run(None, feed)[0]
+        assert np.array_equal(ours, customops.InferenceSession(model).run(None, feed)[0])
+
+
+def test_a_subgraph_reading_a_contrib_op_s_output_from_the_outer_scope_is_swapped():
+    branches = {
+        f"{b}_branch": helper.make_graph(
+            [_resize("cat", b, f"inner_{b}")],
+            b,
+            [],
+            [helper.make_tensor_value_info(b, TensorProto.UINT8, None)],
+        )
+        for b in ("then", "else")
+    }
+    model = _after_qlinear_add([helper.make_node("If", ["c"], ["y"], **branches)])
+    result = customops.rewrite_model(model)
+    assert {(r.node, r.status) for r in result.nodes} == {
+        ("inner_then", "swapped"),
+        ("inner_else", "swapped"),
+    }
+    _same_outputs(model, result.model)
+
+
+def test_a_local_function_called_with_a_contrib_op_s_output_is_swapped():
+    body = [_resize("a", "b", "inner", scales="sc")]
+    fn = helper.make_function("local", "Up", ["a", "sc"], ["b"], body, [helper.make_opsetid("", 19)])
+    model = _after_qlinear_add(
+        [helper.make_node("Up", ["cat", "scales"], ["y"], domain="local")], functions=[fn]
+    )
+    assert [r.status for r in customops.rewrite_model(model, ort_types=False).nodes] == ["skipped"]
+    result = customops.rewrite_model(model)
+    assert [(r.node, r.status) for r in result.nodes] == [("inner", "swapped")]
+    _same_outputs(model, result.model)
+
+
+def test_ort_is_asked_once_per_model(monkeypatch):
+    """A second question about the same model is answered from the first (compare's culprit search
+    rewrites the model once per swap it tries): with the child made to abort, it still has its answer,
+    while a question about another model gets none."""
+    model = _after_qlinear_add([_resize("cat", "y", "r")])
+    assert ort_types.learn(model, ["cat"]) == {"cat": TensorProto.UINT8}
+    monkeypatch.setenv(ort_types.INJECT_ENV, "abort")
+    assert ort_types.learn(model, ["cat"]) == {"cat": TensorProto.UINT8}
+    model.graph.node[1].name = "another"
+    assert ort_types.learn(model, ["cat"]) == {}

@@ -2,8 +2,9 @@
 
 The model is read by the one loader (:func:`customops.model.io.load_model_files`, with its checks); which
 nodes would be swapped, and why the others would not, is the rewriter's own decision
-(:func:`customops.model.rewriter.rewrite_model` on a copy; nothing is written). No ONNX Runtime session
-is started and ONNX Runtime is not imported.
+(:func:`customops.model.rewriter.rewrite_model` on a copy; nothing is written). ONNX Runtime is not
+imported; as the rewriter does, it is asked in a child process (customops.model.ort_types) for the
+element types onnx's inference leaves unknown, and only when there are such values.
 """
 
 from __future__ import annotations
@@ -111,7 +112,7 @@ def inspect_model(path: str | os.PathLike[str]) -> ModelSummary:
         rewritten_nodes=is_rewritten(model),
     )
     if summary.rewritten_nodes == 0:
-        reports = rewrite_model(model, ort_types=False).nodes
+        reports = rewrite_model(model).nodes
         summary.swaps = _swap_groups(reports)
         summary.not_swapped = [r for r in reports if r.status == "skipped"]
     return summary
