@@ -7,6 +7,7 @@ all the same, and compared."""
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import onnx
@@ -114,8 +115,8 @@ def test_ort_gives_the_types_of_the_values_asked_without_the_large_weights(qoper
     names = [n.input[0] for n in _resizes(model)]
     probe = ort_types.probe(model, names)
     assert [o.name for o in probe.graph.output] == names
-    assert all(t.ByteSize() <= ort_types.KEPT_BYTES for t in probe.graph.initializer)
-    big = [t for t in model.graph.initializer if t.ByteSize() > ort_types.KEPT_BYTES]
+    assert all(math.prod(t.dims) <= ort_types.KEPT_ELEMENTS for t in probe.graph.initializer)
+    big = [t for t in model.graph.initializer if math.prod(t.dims) > ort_types.KEPT_ELEMENTS]
     assert big, "the test model has no initializer over the kept size"
     inputs = {v.name: v.type.tensor_type for v in probe.graph.input}
     for t in big:

@@ -6,8 +6,8 @@ downstream of one has no element type, and the rewriter could not swap a node fe
 runs such models, knows them: it types every value when it resolves the graph. :func:`learn` asks it.
 
 The question is a *probe*, a copy of the main graph whose outputs are the values asked, declared without
-a type, with every initializer over :data:`KEPT_BYTES` (or past :data:`KEPT_TOTAL` kept in all) turned
-into a graph input of its type and shape: types never depend on a tensor's values, so a multi-GB model's
+a type, with every initializer of more than :data:`KEPT_ELEMENTS` elements (or past :data:`KEPT_TOTAL`
+bytes kept in all) turned into a graph input of its type and shape: types never depend on a tensor's values, so a multi-GB model's
 probe holds its graph and its small constants (scales, zero points, shapes) and no weights. A child,
 ``python -m customops.model.ort_types``, reads the probe on stdin, makes a session of it at
 ORT_DISABLE_ALL (one thread, ORT's log off; nothing is run) and writes each output's type as JSON on
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import subprocess
 import sys
@@ -37,11 +38,12 @@ if TYPE_CHECKING:  # the child imports onnxruntime alone: onnx's import would do
 TIMEOUT = 120.0
 """Seconds the child may take to start, load the probe and answer."""
 
-KEPT_BYTES = 4096
-"""Largest initializer (serialized) kept as a constant in the probe; larger ones become graph inputs."""
+KEPT_ELEMENTS = 1024
+"""Most elements of an initializer kept as a constant in the probe; larger ones become graph inputs
+(counted from its dims: a large tensor's data is never touched, which alone costs a copy of it)."""
 
 KEPT_TOTAL = 64 << 20
-"""Most bytes of initializers kept as constants in one probe, whatever their number."""
+"""Most bytes of initializers kept as constants in one probe, whatever their number (strings)."""
 
 ANSWER_LIMIT = 64 << 20
 """Most bytes of the child's answer read."""
@@ -102,8 +104,8 @@ def _constants(source: GraphProto, g: GraphProto) -> None:
     declared = {v.name for v in source.input}
     kept = 0
     for t in source.initializer:
-        size = t.ByteSize()
-        if size <= KEPT_BYTES and kept + size <= KEPT_TOTAL:
+        size = t.ByteSize() if math.prod(t.dims) <= KEPT_ELEMENTS else KEPT_TOTAL + 1
+        if kept + size <= KEPT_TOTAL:
             g.initializer.append(t)
             kept += size
         elif t.name not in declared:
@@ -112,6 +114,8 @@ def _constants(source: GraphProto, g: GraphProto) -> None:
 
 def _ask(data: bytes) -> bytes:
     """The child's answer to the serialized probe ``data``, or b"" when it gives none."""
+    if not sys.executable:  # an embedding interpreter that cannot start another
+        return b""
     try:
         run = subprocess.run(
             [sys.executable, "-m", "customops.model.ort_types"],
