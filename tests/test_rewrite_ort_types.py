@@ -17,7 +17,7 @@ from onnx import TensorProto, helper, numpy_helper
 import customops
 from customops.model import ort_types
 from customops.model.rewriter import infer_types, unknown_inputs, value_types
-from tests.helpers import run_cli
+from tests.helpers import run_cli, run_python
 
 quantization = pytest.importorskip("onnxruntime.quantization")
 
@@ -228,3 +228,24 @@ def test_ort_is_asked_once_per_model(monkeypatch):
     assert ort_types.learn(model, ["cat"]) == {"cat": TensorProto.UINT8}
     model.graph.node[1].name = "another"
     assert ort_types.learn(model, ["cat"]) == {}
+
+
+AUDIT = """
+import sys
+started = []
+sys.addaudithook(lambda event, args: started.append(args[1]) if event == "subprocess.Popen" else None)
+import customops
+result = customops.rewrite_model(sys.argv[1])
+print(sum(r.status == "swapped" for r in result.nodes), [a[-1] for a in started])
+"""
+
+
+def test_ort_is_asked_only_for_a_model_with_unknown_types(qoperator, tmp_path):
+    """No child is started for a model whose types onnx's inference gives (every process this one starts
+    is seen by an audit hook), one for the QOperator model."""
+    plain = tmp_path / "float.onnx"
+    onnx.save(_float_model(np.random.default_rng(0)), plain)
+    runs = {path: run_python("-c", AUDIT, str(path)) for path in (plain, qoperator)}
+    assert [run.returncode for run in runs.values()] == [0, 0], [run.stderr for run in runs.values()]
+    assert runs[plain].stdout.split() == ["2", "[]"], runs[plain].stdout
+    assert runs[qoperator].stdout.split() == ["7", "['customops.model.ort_types']"], runs[qoperator].stdout

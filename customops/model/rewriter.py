@@ -101,17 +101,22 @@ def value_types(graph: GraphProto, into: dict[str, int]) -> None:
 def unknown_inputs(model: ModelProto, types: dict[str, int]) -> list[str]:
     """The values computed by nodes of ``model``'s main graph whose element type ``types`` does not know
     and that feed a node of an op we implement (in the main graph, or in a subgraph of it that reads
-    them from the outer scope) or a call of a model-local function (whose types come from its call
-    sites). Values computed inside a subgraph or a function are not among them: ORT can be asked only
-    for the main graph's values (customops.model.ort_types)."""
+    them from the outer scope) or a call of a model-local function that holds one (its types come from
+    its call sites). Values computed inside a subgraph or a function are not among them: ORT can be
+    asked only for the main graph's values (customops.model.ort_types)."""
     computed = {o for n in model.graph.node for o in n.output if o}
-    local = {(f.domain, f.name) for f in model.functions}
+    local = {(f.domain, f.name) for f in model.functions if any(map(_implemented, f.node))}
     found: dict[str, None] = {}
     for g in walk_graph(model.graph):
         for n in g.node:
-            if (n.domain in STANDARD_DOMAINS and n.op_type in OP_TYPES) or (n.domain, n.op_type) in local:
+            if _implemented(n) or (n.domain, n.op_type) in local:
                 found.update((i, None) for i in n.input if i in computed and i not in types)
     return list(found)
+
+
+def _implemented(node: NodeProto) -> bool:
+    """Whether ``node`` is of a standard op we implement (a candidate of the rewrite)."""
+    return node.domain in STANDARD_DOMAINS and node.op_type in OP_TYPES
 
 
 def _string_constants(model: ModelProto) -> dict[str, list[bytes]]:
