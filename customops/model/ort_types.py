@@ -17,7 +17,8 @@ itself :data:`TIMEOUT` seconds after it starts, should this process be gone) mea
 and the values stay unknown. Answers are kept for the process by the probe's digest (compare's culprit
 search rewrites the same model once per swap it tries).
 
-Test hook (environment): ``CUSTOMOPS_ORT_TYPES_INJECT=abort`` makes the child abort before it answers.
+Test hook (environment): ``CUSTOMOPS_ORT_TYPES_INJECT=abort`` (or ``hang``) makes the child abort (or
+sleep) before it answers.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import math
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -171,8 +173,11 @@ def answer() -> None:
     opts.intra_op_num_threads = 1
     opts.inter_op_num_threads = 1
     sess = ort.InferenceSession(data, opts, providers=["CPUExecutionProvider"])
-    if os.environ.get(INJECT_ENV) == "abort":
+    action = os.environ.get(INJECT_ENV)
+    if action == "abort":
         os.abort()
+    if action == "hang":
+        time.sleep(3600)
     json.dump({o.name: o.type for o in sess.get_outputs()}, sys.stdout)
 
 

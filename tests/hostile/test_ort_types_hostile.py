@@ -75,3 +75,14 @@ def test_the_command_survives_a_model_ort_refuses_and_a_child_that_aborts(tmp_pa
         assert "swapped  direct [Resize-19]" in lines, run.stdout
     run = run_cli("rewrite", "--dry-run", str(real), str(tmp_path / "out.onnx"))
     assert "swapped  after [Resize-19]" in run.stdout.splitlines(), run.stdout + run.stderr
+
+
+def test_a_child_that_hangs_is_killed_and_nothing_is_learned(monkeypatch):
+    model = _model("QLinearAdd")
+    model.graph.name = "hangs"  # another question than the other tests' (answers are kept by model)
+    monkeypatch.setattr(ort_types, "TIMEOUT", 5.0)
+    monkeypatch.setenv(ort_types.INJECT_ENV, "hang")
+    assert ort_types.learn(model, ["cat"]) == {}
+    monkeypatch.delenv(ort_types.INJECT_ENV)
+    model.graph.name = "answers"
+    assert ort_types.learn(model, ["cat"]) == {"cat": TensorProto.UINT8}
