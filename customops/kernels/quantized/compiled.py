@@ -1,0 +1,133 @@
+"""The compiled paths of QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear
+(customops.accel.quantize_loops), for their common case: float32 quantized to an 8- or 16-bit integer type,
+and such integers dequantized to float32, by one float32 scale and zero point (per tensor). Each path
+answers None where it does not apply (another type or layout, a scale of 0, inf or NaN, NaN in x, no numba
+or ``CUSTOMOPS_JIT=0``, inside ``jit.numpy_only``): the caller then takes its exact path.
+
+Why the loops give the exact path's bits. The exact path computes with the exact value of every operand
+and rounds once per result (customops.kernels.quantized.arithmetic): QuantizeLinear's quotient x / s
+rounded to odd in float64 and then to float32 (the division's precision with a float32 scale), which is
+RN(x / s), the exact quotient rounded once to the nearest float32, ties to even (rounding to odd at 53 bits,
+then to nearest at 24 or fewer: Boldo and Melquiond); DequantizeLinear's RN((x - z) * s) the same way. The
+loops perform each step as one IEEE 754 float32 operation (compiled without fastmath: nothing contracted
+into an FMA or reassociated):
+
+1. ``x / s``: IEEE 754 defines a float32 division's result as the exact quotient rounded once to float32
+   by the rounding mode (nearest even, the default, which numpy and numba leave set), subnormal results
+   (gradual underflow: subnormal x and scales are exact operands like any other) and overflow to inf
+   included: RN(x / s), the exact path's value, for every float32 x and every finite non-zero s.
+   x = +-0 gives +-0 and x = +-inf gives +-inf in both. Quotients the proof does not cover are not taken:
+   NaN in x, and s = 0, +-inf or NaN (0 / 0 and inf / inf are NaN, which the exact path reports).
+2. ``rint``: the exact path rounds float64(RN(x / s)) half to even to an integer; the loop rounds the same
+   float32 value half to even in float32 (llvm.rint in the default mode). Both give the integer nearest the
+   value, ties to even, and that integer is a float32: below 2**23 in magnitude the value lies between two
+   consecutive integers of float32's grid, from 2**23 on it is an integer itself; +-inf stays +-inf.
+3. ``+ z`` then clamping to the output type's [low, high]: the exact path adds exactly; the loop gets the
+   sum v = r + z rounded to float32. For every real v, clamp(RN(v)) = clamp(v): low, high (8- and 16-bit
+   types: magnitudes at most 65535 < 2**24) and every integer between them are float32 values, which RN
+   leaves as they are, and RN is monotonic, so a v above high rounds to high or above (clamped to high) and
+   one below low to low or below. So the huge quotients (up to 2**277 in magnitude for float32 operands)
+   and +-inf saturate alike, and every sum in range is the exact integer.
+4. The store converts an integer of [low, high], held exactly in float32, to the output type: exact.
+
+DequantizeLinear's loop: ``float32(x) - float32(z)`` is exact (integers of magnitude below 2**17 < 2**24; a
+zero difference is +0, as in the exact path's float64), and ``* s`` is IEEE's float32 product, the exact
+product rounded once: RN((x - z) * s) for every float32 s, with IEEE's infinities and NaN (0 * inf is NaN,
+a NaN scale propagates) as the exact path's float64 product gives them before its rounding to float32.
+
+Results do not depend on the number of threads (customops.accel.parallel): each element is computed alone.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from customops.accel import jit, parallel, quantize_loops
+from customops.kernels.quantized.arithmetic import Element
+
+__all__ = ["FAST_INTEGERS", "dequantize_float32", "float32_range", "quantize_float32"]
+
+FAST_INTEGERS = ("uint8", "int8", "uint16", "int16")
+"""The integer types the compiled paths quantize to and dequantize from."""
+
+_FLOAT32 = np.dtype(np.float32)
+_KEY_INF = 0x7F800000
+"""The order key of +inf (customops.accel.quantize_loops.float32_range); that of -inf is -_KEY_INF - 1."""
+
+
+def _one_scale(scale: np.ndarray) -> np.float32 | None:
+    """The value of a float32 scale of one element (per tensor), else None."""
+    if scale.dtype != _FLOAT32 or scale.size != 1:
+        return None
+    return np.float32(scale.reshape(-1)[0])
+
+
+def _zero(zero_point: np.ndarray | None) -> np.float32:
+    return np.float32(0) if zero_point is None else np.float32(zero_point.reshape(-1)[0])
+
+
+def quantize_float32(
+    x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None, out: Element, *, nan_free: bool = False
+) -> np.ndarray | None:
+    """QuantizeLinear's y for float32 ``x``, a float32 ``scale`` of one element, its ``zero_point`` of
+    ``out``'s type (None: 0) and the division in float32, by the compiled loop; None where this path does
+    not apply (see the module's docstring). ``nan_free``: the caller knows x holds no NaN (else x is
+    checked). Validation is the caller's: this only computes."""
+    s = _one_scale(scale)
+    if x.dtype != _FLOAT32 or out.name not in FAST_INTEGERS or s is None or not np.isfinite(s) or s == 0:
+        return None
+    loop = jit.get("quantize_float32", quantize_loops)
+    if loop is None:
+        return None
+    flat = np.ascontiguousarray(x).reshape(-1)
+    if not nan_free and np.isnan(flat).any():
+        return None  # the exact path names the first NaN
+    y = np.empty(x.shape, dtype=out.dtype)
+    low, high = np.float32(out.low), np.float32(out.high)
+    parallel.run(loop, flat.size, flat.size, flat, s, _zero(zero_point), low, high, y.reshape(-1))
+    return y
+
+
+def dequantize_float32(
+    x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None, out: Element
+) -> np.ndarray | None:
+    """DequantizeLinear's float32 y for ``x`` of an 8- or 16-bit integer type, a float32 ``scale`` of one
+    element and its ``zero_point`` of x's type (None: 0), by the compiled loop; None where this path does
+    not apply (another type or layout, no numba)."""
+    s = _one_scale(scale)
+    if s is None or out.dtype != _FLOAT32 or x.dtype.name not in FAST_INTEGERS:
+        return None
+    loop = jit.get("dequantize_float32", quantize_loops)
+    if loop is None:
+        return None
+    flat = np.ascontiguousarray(x).reshape(-1)
+    y = np.empty(x.shape, dtype=_FLOAT32)
+    parallel.run(loop, flat.size, flat.size, flat, _zero(zero_point), s, y.reshape(-1))
+    return y
+
+
+def float32_range(x: np.ndarray) -> tuple[np.float32, np.float32] | None:
+    """(least, greatest) element of a non-empty float32 ``x`` by the compiled loop: the values of numpy's
+    ``x.min()`` and ``x.max()`` (both NaN when x holds a NaN), but for the sign of a zero (-0 counts as
+    below +0 here; numpy may answer either); None without numba.
+
+    The loop keeps the least and greatest order key per block: the keys of non-NaN floats are in their
+    order and those of NaNs beyond +-inf's, so the extreme keys are the extreme floats', or say a NaN is
+    there."""
+    loop = jit.get("float32_range", quantize_loops) if x.dtype == _FLOAT32 and x.size else None
+    if loop is None:
+        return None
+    bits = np.ascontiguousarray(x).reshape(-1).view(np.int32)
+    blocks = -(-bits.size // quantize_loops.RANGE_BLOCK)
+    lows, highs = np.empty(blocks, np.int32), np.empty(blocks, np.int32)
+    parallel.run(loop, blocks, bits.size, bits, lows, highs)
+    low, high = int(lows.min()), int(highs.max())
+    if low < -_KEY_INF - 1 or high > _KEY_INF:
+        return np.float32(np.nan), np.float32(np.nan)
+    return _float_of(low), _float_of(high)
+
+
+def _float_of(key: int) -> np.float32:
+    """The float32 of an order key (the map is its own inverse: the sign bit stays)."""
+    bits = key ^ ((key >> 31) & 0x7FFFFFFF)
+    return np.array(bits, dtype=np.int32).view(_FLOAT32)[()]
