@@ -40,6 +40,9 @@ Results do not depend on the number of threads (customops.accel.parallel): each 
 
 from __future__ import annotations
 
+import math
+import struct
+
 import numpy as np
 
 from customops.accel import jit, parallel, quantize_loops
@@ -74,13 +77,13 @@ def quantize_float32(
     not apply (see the module's docstring). ``nan_free``: the caller knows x holds no NaN (else x is
     checked). Validation is the caller's: this only computes."""
     s = _one_scale(scale)
-    if x.dtype != _FLOAT32 or out.name not in FAST_INTEGERS or s is None or not np.isfinite(s) or s == 0:
-        return None
+    if x.dtype != _FLOAT32 or out.name not in FAST_INTEGERS or s is None or not 0 < abs(float(s)) < math.inf:
+        return None  # (NaN fails both comparisons)
     loop = jit.get("quantize_float32", quantize_loops)
     if loop is None:
         return None
     flat = np.ascontiguousarray(x).reshape(-1)
-    if not nan_free and np.isnan(flat).any():
+    if not nan_free and flat.size and np.isnan(flat.min()):  # numpy's min is NaN when any element is
         return None  # the exact path names the first NaN
     y = np.empty(x.shape, dtype=out.dtype)
     low, high = np.float32(out.low), np.float32(out.high)
@@ -109,19 +112,21 @@ def dequantize_float32(
 def float32_range(x: np.ndarray) -> tuple[np.float32, np.float32] | None:
     """(least, greatest) element of a non-empty float32 ``x`` by the compiled loop: the values of numpy's
     ``x.min()`` and ``x.max()`` (both NaN when x holds a NaN), but for the sign of a zero (-0 counts as
-    below +0 here; numpy may answer either); None without numba.
+    below +0 here; numpy may answer either); None without numba, and for x of less than a block (there
+    numpy's two calls cost less than this one's few steps around its loop).
 
     The loop keeps the least and greatest order key per block: the keys of non-NaN floats are in their
     order and those of NaNs beyond +-inf's, so the extreme keys are the extreme floats', or say a NaN is
     there."""
-    loop = jit.get("float32_range", quantize_loops) if x.dtype == _FLOAT32 and x.size else None
+    large = x.dtype == _FLOAT32 and x.size >= quantize_loops.RANGE_BLOCK
+    loop = jit.get("float32_range", quantize_loops) if large else None
     if loop is None:
         return None
     bits = np.ascontiguousarray(x).reshape(-1).view(np.int32)
     blocks = -(-bits.size // quantize_loops.RANGE_BLOCK)
     lows, highs = np.empty(blocks, np.int32), np.empty(blocks, np.int32)
     parallel.run(loop, blocks, bits.size, bits, lows, highs)
-    low, high = int(lows.min()), int(highs.max())
+    low, high = (int(lows[0]), int(highs[0])) if blocks == 1 else (int(lows.min()), int(highs.max()))
     if low < -_KEY_INF - 1 or high > _KEY_INF:
         return np.float32(np.nan), np.float32(np.nan)
     return _float_of(low), _float_of(high)
@@ -129,5 +134,4 @@ def float32_range(x: np.ndarray) -> tuple[np.float32, np.float32] | None:
 
 def _float_of(key: int) -> np.float32:
     """The float32 of an order key (the map is its own inverse: the sign bit stays)."""
-    bits = key ^ ((key >> 31) & 0x7FFFFFFF)
-    return np.array(bits, dtype=np.int32).view(_FLOAT32)[()]
+    return np.float32(struct.unpack("<f", struct.pack("<i", key ^ ((key >> 31) & 0x7FFFFFFF)))[0])
