@@ -1,8 +1,8 @@
 """The compiled paths of QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear
-(customops.accel.quantize_loops), for their common case: float32 quantized to an 8- or 16-bit integer type,
-and such integers dequantized to float32, by one float32 scale and zero point (per tensor). Each path
-answers None where it does not apply (another type or layout, a scale of 0, inf or NaN, NaN in x, no numba
-or ``CUSTOMOPS_JIT=0``, inside ``jit.numpy_only``): the caller then takes its exact path.
+(customops.accel.quantize_loops), for their common cases: float32 quantized to an 8- or 16-bit integer type,
+and such integers dequantized to float32, by float32 scales and zero points per tensor or per axis. Each
+path answers None where it does not apply (another type, blocked scales, a scale of 0, inf or NaN, NaN in
+x, no numba or ``CUSTOMOPS_JIT=0``, inside ``jit.numpy_only``): the caller then takes its exact path.
 
 Why the loops give the exact path's bits. The exact path computes with the exact value of every operand
 and rounds once per result (customops.kernels.quantized.arithmetic): QuantizeLinear's quotient x / s
@@ -42,13 +42,14 @@ from __future__ import annotations
 
 import math
 import struct
+from dataclasses import dataclass
 
 import numpy as np
 
 from customops.accel import jit, parallel, quantize_loops
 from customops.kernels.quantized.arithmetic import Element
 
-__all__ = ["FAST_INTEGERS", "dequantize_float32", "float32_range", "quantize_float32"]
+__all__ = ["FAST_INTEGERS", "ROW", "dequantize_float32", "float32_range", "quantize_float32"]
 
 FAST_INTEGERS = ("uint8", "int8", "uint16", "int16")
 """The integer types the compiled paths quantize to and dequantize from."""
@@ -58,54 +59,95 @@ _KEY_INF = 0x7F800000
 """The order key of +inf (customops.accel.quantize_loops.float32_range); that of -inf is -_KEY_INF - 1."""
 
 
-def _one_scale(scale: np.ndarray) -> np.float32 | None:
-    """The value of a float32 scale of one element (per tensor), else None."""
-    if scale.dtype != _FLOAT32 or scale.size != 1:
+ROW = 1 << 12
+"""Elements per row of a per-tensor loop: the rows are what threads share (customops.accel.parallel)."""
+
+
+@dataclass(frozen=True)
+class _Rows:
+    """How a loop walks x: rows of ``inner`` elements, row r by entry r % n of the n scales and zero
+    points (per tensor: n = 1 and rows of :data:`ROW`), or with ``last``, rows of n elements along the
+    last axis, element c by entry c."""
+
+    scales: np.ndarray
+    zeros: np.ndarray
+    inner: int
+    last: bool
+    rows: int
+
+
+def _rows(
+    shape: tuple[int, ...], scale: np.ndarray, zero_point: np.ndarray | None, axis: int | None
+) -> _Rows | None:
+    """The rows of an x of ``shape`` with a float32 ``scale`` of one element (``axis`` None) or along
+    ``axis`` (1-D); None for another scale type, and for an empty x (nothing to compute)."""
+    size = math.prod(shape)
+    if scale.dtype != _FLOAT32 or size == 0:
         return None
-    return np.float32(scale.reshape(-1)[0])
+    scales = scale.reshape(-1)
+    zeros = np.zeros(scales.size, _FLOAT32) if zero_point is None else zero_point.reshape(-1).astype(_FLOAT32)
+    inner = ROW if axis is None else math.prod(shape[axis + 1 :])
+    if inner == 1 and scales.size > 1:
+        return _Rows(scales, zeros, 1, True, size // scales.size)
+    return _Rows(scales, zeros, inner, False, -(-size // inner))
 
 
-def _zero(zero_point: np.ndarray | None) -> np.float32:
-    return np.float32(0) if zero_point is None else np.float32(zero_point.reshape(-1)[0])
+def _divisors(scales: np.ndarray) -> bool:
+    """Whether every scale is finite and not 0 (the premise of the quotient's proof)."""
+    if scales.size == 1:
+        return 0 < abs(float(scales[0])) < math.inf  # NaN fails both comparisons
+    return bool(np.isfinite(scales).all() and scales.all())
 
 
 def quantize_float32(
-    x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None, out: Element, *, nan_free: bool = False
+    x: np.ndarray,
+    scale: np.ndarray,
+    zero_point: np.ndarray | None,
+    out: Element,
+    *,
+    axis: int | None = None,
+    nan_free: bool = False,
 ) -> np.ndarray | None:
-    """QuantizeLinear's y for float32 ``x``, a float32 ``scale`` of one element, its ``zero_point`` of
-    ``out``'s type (None: 0) and the division in float32, by the compiled loop; None where this path does
-    not apply (see the module's docstring). ``nan_free``: the caller knows x holds no NaN (else x is
-    checked). Validation is the caller's: this only computes."""
-    s = _one_scale(scale)
-    if x.dtype != _FLOAT32 or out.name not in FAST_INTEGERS or s is None or not 0 < abs(float(s)) < math.inf:
-        return None  # (NaN fails both comparisons)
-    loop = jit.get("quantize_float32", quantize_loops)
+    """QuantizeLinear's y for float32 ``x``, a float32 ``scale`` of one element (``axis`` None) or along
+    ``axis``, its ``zero_point`` of ``out``'s type (None: 0) and the division in float32, by the compiled
+    loops; None where this path does not apply (see the module's docstring). ``nan_free``: the caller
+    knows x holds no NaN (else x is checked). Validation is the caller's: this only computes."""
+    if x.dtype != _FLOAT32 or out.name not in FAST_INTEGERS:
+        return None
+    rows = _rows(x.shape, scale, zero_point, axis)
+    if rows is None or not _divisors(rows.scales):
+        return None
+    loop = jit.get("quantize_float32_last" if rows.last else "quantize_float32", quantize_loops)
     if loop is None:
         return None
     flat = np.ascontiguousarray(x).reshape(-1)
     if not nan_free and flat.size and np.isnan(flat.min()):  # numpy's min is NaN when any element is
         return None  # the exact path names the first NaN
     y = np.empty(x.shape, dtype=out.dtype)
-    low, high = np.float32(out.low), np.float32(out.high)
-    parallel.run(loop, flat.size, flat.size, flat, s, _zero(zero_point), low, high, y.reshape(-1))
+    bounds = (np.float32(out.low), np.float32(out.high), y.reshape(-1))
+    args = (flat, rows.scales, rows.zeros, *bounds) + (() if rows.last else (rows.inner,))
+    parallel.run(loop, rows.rows, flat.size, *args)
     return y
 
 
 def dequantize_float32(
-    x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None, out: Element
+    x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None, out: Element, *, axis: int | None = None
 ) -> np.ndarray | None:
     """DequantizeLinear's float32 y for ``x`` of an 8- or 16-bit integer type, a float32 ``scale`` of one
-    element and its ``zero_point`` of x's type (None: 0), by the compiled loop; None where this path does
-    not apply (another type or layout, no numba)."""
-    s = _one_scale(scale)
-    if s is None or out.dtype != _FLOAT32 or x.dtype.name not in FAST_INTEGERS:
+    element (``axis`` None) or along ``axis`` and its ``zero_point`` of x's type (None: 0), by the
+    compiled loops; None where this path does not apply (another type or layout, no numba)."""
+    if out.dtype != _FLOAT32 or x.dtype.name not in FAST_INTEGERS:
         return None
-    loop = jit.get("dequantize_float32", quantize_loops)
+    rows = _rows(x.shape, scale, zero_point, axis)
+    if rows is None:
+        return None
+    loop = jit.get("dequantize_float32_last" if rows.last else "dequantize_float32", quantize_loops)
     if loop is None:
         return None
     flat = np.ascontiguousarray(x).reshape(-1)
     y = np.empty(x.shape, dtype=_FLOAT32)
-    parallel.run(loop, flat.size, flat.size, flat, _zero(zero_point), s, y.reshape(-1))
+    args = (flat, rows.zeros, rows.scales, y.reshape(-1)) + (() if rows.last else (rows.inner,))
+    parallel.run(loop, rows.rows, flat.size, *args)
     return y
 
 

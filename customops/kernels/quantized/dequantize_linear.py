@@ -111,8 +111,10 @@ def dequantize_linear(
     check_pair(scale, zero_point, ("x_scale", "x_zero_point"))
     spread = layout(x.shape, scale.shape, axis, block_size, schema.layouts)
     limits.check_output(x.shape, out.dtype)
-    if spread.kind == "tensor":
-        fast = dequantize_float32(x, scale, zero_point, out)  # 8- or 16-bit integers into float32
+    if spread.kind != "blocked":  # 8- or 16-bit integers into float32
+        fast = dequantize_float32(
+            x, scale, zero_point, out, axis=spread.axis if spread.kind == "axis" else None
+        )
         if fast is not None:
             return fast
     zeros = np.zeros((), x.dtype) if zero_point is None else spread.spread(zero_point, x.shape)

@@ -145,8 +145,10 @@ def quantize_linear(
     spread = layout(x.shape, scale.shape, axis, block_size, schema.layouts)
     divide_in = _precision(precision, scale_type)
     limits.check_output(x.shape, out.dtype)
-    if spread.kind == "tensor" and divide_in.name == "float":
-        fast = quantize_float32(x, scale, zero_point, out)  # float32 into 8- or 16-bit integers
+    if spread.kind != "blocked" and divide_in.name == "float":  # float32 into 8- or 16-bit integers
+        fast = quantize_float32(
+            x, scale, zero_point, out, axis=spread.axis if spread.kind == "axis" else None
+        )
         if fast is not None:
             return fast
     scales = spread.spread(scale, x.shape)

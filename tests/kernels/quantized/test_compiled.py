@@ -159,8 +159,9 @@ def test_quantize_scales_beyond_the_proof_take_the_exact_path(scale: float, comp
 def test_quantize_other_cases_take_the_exact_path(compiled_calls) -> None:
     x = hostile_x(0.75, seed=9)
     scale = np.array(0.75, np.float32)
-    # per axis, an int32 precision, a float16 precision, a 4-bit output, a float8 output
-    same_bits(*both(quantize_linear, x.reshape(-1, 3), np.full(3, 0.75, np.float32), axis=1, version=13))
+    # blocked scales, an int32 precision, a float16 precision, a 4-bit output, a float8 output
+    blocked = np.full((x.size // 6, 1), 0.75, np.float32)
+    same_bits(*both(quantize_linear, x[: blocked.size * 6].reshape(-1, 6), blocked, block_size=6, version=21))
     same_bits(*both(quantize_linear, x, scale, np.array(2, np.int8), precision=6, version=23))
     same_bits(*both(quantize_linear, x, scale, np.array(2, np.int8), precision=10, version=23))
     same_bits(*both(quantize_linear, x, scale, output_dtype=22, version=21))
@@ -202,10 +203,69 @@ def test_dequantize_gives_the_exact_paths_bits(x_type: str, scale: float, compil
 
 def test_dequantize_other_cases_take_the_exact_path(compiled_calls) -> None:
     x = np.arange(-128, 128, dtype=np.int8).reshape(4, -1)
-    same_bits(*both(dequantize_linear, x, np.array([0.5, 1, 2, 3], np.float32), axis=0, version=13))
+    blocked = np.array([[0.5, 1], [2, 3], [4, 5], [6, 7]], np.float32)
+    same_bits(*both(dequantize_linear, x, blocked, axis=1, block_size=32, version=21))
     same_bits(*both(dequantize_linear, x, np.array(0.5, np.float32), output_dtype=10, version=23))
     same_bits(*both(dequantize_linear, x.astype(np.int32) * 70000, np.array(0.3, np.float32), version=13))
     assert compiled_calls["dequantize_float32"] == 0
+
+
+CHANNEL_SCALES = [[0.0123, TINY, -0.25, HUGE], [2.0**-4, 3.0, 1e30, -5 * TINY, 0.5]]
+
+
+def per_channel(scales: list[float], seed: int) -> np.ndarray:
+    """[C, M] hostile float32 values, row c with the ties of scales[c]."""
+    rows = [hostile_x(scale, seed + c) for c, scale in enumerate(scales)]
+    m = min(r.size for r in rows)
+    return np.stack([r[:m] for r in rows])
+
+
+def layouts(x: np.ndarray) -> list[tuple[np.ndarray, int]]:
+    """[C, M] as (array, axis) of each kind of row the loops walk: the channel axis first (long rows),
+    in the middle, last (rows along it) and before trailing axes of 1."""
+    c, m = x.shape
+    half = x[:, : m // 2 * 2]
+    return [
+        (x, 0),
+        (x.T.copy(), 1),
+        (x.T.copy(), -1),
+        (np.moveaxis(half.reshape(c, 2, -1), 0, 1).copy(), 1),
+        (x.T.reshape(m, c, 1, 1).copy(), 1),
+    ]
+
+
+@pytest.mark.parametrize("out", FAST_INTEGERS)
+@pytest.mark.parametrize("scales", CHANNEL_SCALES, ids=["4", "5"])
+def test_quantize_per_axis_gives_the_exact_paths_bits(out: str, scales: list[float], compiled_calls) -> None:
+    zeros = np.resize(np.array(ZERO_POINTS[out], out), len(scales))
+    for x, axis in layouts(per_channel(scales, seed=len(out))):
+        scale = np.array(scales, np.float32)
+        same_bits(*both(quantize_linear, x, scale, zeros, axis=axis, version=21))
+        if out in ("uint8", "int8"):
+            same_bits(*both(quantize_linear, x, scale, zeros, axis=axis, version=13))
+    assert compiled_calls["quantize_float32"] >= 1 and compiled_calls["quantize_float32_last"] >= 1
+
+
+def test_quantize_per_axis_with_a_scale_beyond_the_proof_takes_the_exact_path(compiled_calls) -> None:
+    x = per_channel([0.5, 2.0, 3.0], seed=1)
+    for bad in (0.0, np.inf, np.nan):
+        for arr, axis in layouts(np.where(np.isnan(x), 1, x)):
+            same_bits(*both(quantize_linear, arr, f32(0.5, bad, 3.0), np.zeros(3, np.uint8), axis=axis))
+    assert compiled_calls["quantize_float32"] == 0 and compiled_calls["quantize_float32_last"] == 0
+
+
+@pytest.mark.parametrize("x_type", FAST_INTEGERS)
+def test_dequantize_per_axis_gives_the_exact_paths_bits(x_type: str, compiled_calls) -> None:
+    info = np.iinfo(x_type)
+    values = np.arange(info.min, info.max + 1).astype(x_type)
+    channels = len(DEQUANTIZE_SCALES)
+    x = np.stack([np.roll(values, 17 * c) for c in range(channels)])
+    scale = np.array(DEQUANTIZE_SCALES, np.float32)
+    zeros = np.resize(np.array(ZERO_POINTS[x_type], x_type), channels)
+    for arr, axis in layouts(x):
+        same_bits(*both(dequantize_linear, arr, scale, zeros, axis=axis, version=21))
+        same_bits(*both(dequantize_linear, arr, scale, axis=axis, version=25))
+    assert compiled_calls["dequantize_float32"] >= 1 and compiled_calls["dequantize_float32_last"] >= 1
 
 
 def _blocks(rng: np.random.Generator) -> list[np.ndarray]:
@@ -267,3 +327,20 @@ def test_dynamic_quantize_reports_the_first_nan_as_before() -> None:
     x[[123_456, 200_000]] = np.nan
     fast, exact = both(dynamic_quantize_linear, x)
     assert fast == exact and "index (123456,)" in fast
+
+
+def test_large_tensors_shared_by_threads_give_the_exact_paths_bits(compiled_calls) -> None:
+    """Sizes the loops split over threads (customops.accel.parallel), per tensor and per axis."""
+    rng = np.random.default_rng(12)
+    x = (rng.standard_normal((4, 1 << 18)) * 50).astype(np.float32)
+    x[:, ::1000] = (np.arange(x[:, ::1000].size).reshape(4, -1) + 0.5) * 0.25  # ties of the scale 0.25
+    q = rng.integers(-128, 128, x.shape).astype(np.int8)
+    scales = f32(0.25, 0.3, -7.5, 1e-3)
+    zeros = np.array([0, 5, -128, 127], np.int8)
+    for arr, axis in ((x, 0), (x.T.copy(), 1)):
+        same_bits(*both(quantize_linear, arr, scales, zeros, axis=axis, version=13))
+    for arr, axis in ((q, 0), (q.T.copy(), 1)):
+        same_bits(*both(dequantize_linear, arr, scales, zeros, axis=axis, version=13))
+    same_bits(*both(quantize_linear, x, np.array(0.25, np.float32), np.array(3, np.int8), version=13))
+    same_bits(*both(dequantize_linear, q, np.array(0.25, np.float32), np.array(3, np.int8), version=13))
+    assert compiled_calls["quantize_float32_last"] >= 1 and compiled_calls["dequantize_float32_last"] >= 1
