@@ -1,6 +1,6 @@
 """Compiled loops of the quantization kernels (customops.kernels.quantized): a float32 tensor quantized
 to a narrow integer type, and a narrow integer tensor dequantized to float32, by float32 scales and zero
-points per tensor or per axis; and the range of a float32 tensor.
+points per tensor or per axis.
 
 Plain Python functions, compiled on demand by :func:`customops.accel.jit.get` (``numba.njit``, no
 ``fastmath``: every operation below is one IEEE float32 operation, rounded to nearest even, nothing
@@ -80,28 +80,3 @@ def dequantize_float32_last(x: Any, zeros: Any, scales: Any, out: Any, start: in
         ys = out[r * count : (r + 1) * count]
         for c in range(count):
             ys[c] = (np.float32(xs[c]) - zeros[c]) * scales[c]
-
-
-RANGE_BLOCK = 1 << 16
-"""Elements per block of :func:`float32_range`: each block's extremes are kept apart, so that threads can
-share the blocks (customops.accel.parallel) and the caller combines them."""
-
-
-def float32_range(bits: Any, lows: Any, highs: Any, start: int, stop: int) -> None:
-    """lows[b] and highs[b] = the least and greatest order key of block b of ``bits`` (a float32 array
-    viewed as int32; block b is elements [b * RANGE_BLOCK, (b + 1) * RANGE_BLOCK)) for b in [start, stop).
-
-    A float32's order key is its bits as an int32 with, for a negative sign, the other 31 bits flipped: the
-    keys of non-NaN floats are in the floats' order (-0 just below +0), those of NaNs beyond the keys of
-    +-inf. Integer minima and maxima are vectorized, where float ones (with NaN) are not."""
-    for b in range(start, stop):
-        block = bits[b * RANGE_BLOCK : min((b + 1) * RANGE_BLOCK, bits.size)]
-        low = np.int32(2147483647)
-        high = np.int32(-2147483648)
-        for i in range(block.size):
-            v = block[i]
-            k = v ^ ((v >> 31) & np.int32(0x7FFFFFFF))
-            low = min(low, k)
-            high = max(high, k)
-        lows[b] = low
-        highs[b] = high

@@ -41,7 +41,6 @@ Results do not depend on the number of threads (customops.accel.parallel): each 
 from __future__ import annotations
 
 import math
-import struct
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,14 +48,12 @@ import numpy as np
 from customops.accel import jit, parallel, quantize_loops
 from customops.kernels.quantized.arithmetic import Element
 
-__all__ = ["FAST_INTEGERS", "ROW", "dequantize_float32", "float32_range", "quantize_float32"]
+__all__ = ["FAST_INTEGERS", "ROW", "dequantize_float32", "quantize_float32"]
 
 FAST_INTEGERS = ("uint8", "int8", "uint16", "int16")
 """The integer types the compiled paths quantize to and dequantize from."""
 
 _FLOAT32 = np.dtype(np.float32)
-_KEY_INF = 0x7F800000
-"""The order key of +inf (customops.accel.quantize_loops.float32_range); that of -inf is -_KEY_INF - 1."""
 
 
 ROW = 1 << 12
@@ -149,31 +146,3 @@ def dequantize_float32(
     args = (flat, rows.zeros, rows.scales, y.reshape(-1)) + (() if rows.last else (rows.inner,))
     parallel.run(loop, rows.rows, flat.size, *args)
     return y
-
-
-def float32_range(x: np.ndarray) -> tuple[np.float32, np.float32] | None:
-    """(least, greatest) element of a non-empty float32 ``x`` by the compiled loop: the values of numpy's
-    ``x.min()`` and ``x.max()`` (both NaN when x holds a NaN), but for the sign of a zero (-0 counts as
-    below +0 here; numpy may answer either); None without numba, and for x of less than a block (there
-    numpy's two calls cost less than this one's few steps around its loop).
-
-    The loop keeps the least and greatest order key per block: the keys of non-NaN floats are in their
-    order and those of NaNs beyond +-inf's, so the extreme keys are the extreme floats', or say a NaN is
-    there."""
-    large = x.dtype == _FLOAT32 and x.size >= quantize_loops.RANGE_BLOCK
-    loop = jit.get("float32_range", quantize_loops) if large else None
-    if loop is None:
-        return None
-    bits = np.ascontiguousarray(x).reshape(-1).view(np.int32)
-    blocks = -(-bits.size // quantize_loops.RANGE_BLOCK)
-    lows, highs = np.empty(blocks, np.int32), np.empty(blocks, np.int32)
-    parallel.run(loop, blocks, bits.size, bits, lows, highs)
-    low, high = (int(lows[0]), int(highs[0])) if blocks == 1 else (int(lows.min()), int(highs.max()))
-    if low < -_KEY_INF - 1 or high > _KEY_INF:
-        return np.float32(np.nan), np.float32(np.nan)
-    return _float_of(low), _float_of(high)
-
-
-def _float_of(key: int) -> np.float32:
-    """The float32 of an order key (the map is its own inverse: the sign bit stays)."""
-    return np.float32(struct.unpack("<f", struct.pack("<i", key ^ ((key >> 31) & 0x7FFFFFFF)))[0])

@@ -20,7 +20,7 @@ from customops.errors import KernelError
 from customops.kernels import limits
 from customops.kernels.quantized.arithmetic import ELEMENTS, element_of, first_index, version_of
 from customops.kernels.quantized.binding import binder
-from customops.kernels.quantized.compiled import float32_range, quantize_float32
+from customops.kernels.quantized.compiled import quantize_float32
 from customops.kernels.quantized.quantize_linear import quantize_linear
 
 __all__ = ["bind", "dynamic_quantize_linear"]
@@ -35,8 +35,8 @@ def dynamic_quantize_linear(x: np.ndarray, *, version: int = 11) -> tuple[np.nda
     element_of(x, "x", ("float",))
     limits.check_output(x.shape, np.uint8)
     zero = np.float32(0)
-    least, most = (float32_range(x) or (x.min(), x.max())) if x.size else (zero, zero)
-    if np.isnan(least):  # NaN when any element is
+    least, most = (x.min(), x.max()) if x.size else (zero, zero)
+    if np.isnan(least):  # numpy's min is NaN when any element is
         raise KernelError(
             f"x is NaN at index {first_index(np.isnan(x))}: its range, so y_scale and y_zero_point, are "
             "NaN, which uint8 cannot hold"

@@ -10,9 +10,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from customops.accel import jit, quantize_loops
+from customops.accel import jit
 from customops.errors import KernelError
-from customops.kernels.quantized.compiled import FAST_INTEGERS, float32_range
+from customops.kernels.quantized.compiled import FAST_INTEGERS, ROW
 from customops.kernels.quantized.dequantize_linear import dequantize_linear
 from customops.kernels.quantized.dynamic_quantize_linear import dynamic_quantize_linear
 from customops.kernels.quantized.quantize_linear import quantize_linear
@@ -269,8 +269,8 @@ def test_dequantize_per_axis_gives_the_exact_paths_bits(x_type: str, compiled_ca
 
 
 def _blocks(rng: np.random.Generator) -> list[np.ndarray]:
-    """Arrays for DynamicQuantizeLinear and the range loop: ties of a power-of-two scale, subnormals,
-    signed zeros, infinities, NaNs of both signs, sizes around the loop's blocks and its thread split."""
+    """Arrays for DynamicQuantizeLinear: ties of a power-of-two scale, subnormals, signed zeros,
+    infinities, NaNs of both signs, sizes around the loop's rows and its thread split."""
     tie = (np.arange(0, 255) + 0.5).astype(np.float32) * np.float32(2.0**-4)
     tied = near(np.concatenate([tie, f32(0.0, 255 * 2.0**-4)]), 1)  # min 0, max 255/16: scale 2**-4
     neg_nan = np.array([0xFFC00000], np.uint32).view(np.float32)
@@ -289,30 +289,15 @@ def _blocks(rng: np.random.Generator) -> list[np.ndarray]:
         f32(-np.inf, 1.0),
         f32(1.0, np.nan, 2.0),
         np.concatenate([f32(1.0, 2.0), neg_nan]),
-        rng.standard_normal(quantize_loops.RANGE_BLOCK + 1).astype(np.float32),
+        rng.standard_normal(ROW + 1).astype(np.float32),
     ]
-    big = (rng.standard_normal(3 * quantize_loops.RANGE_BLOCK * 4 + 77) * 3).astype(np.float32)
+    big = (rng.standard_normal(3 * (1 << 18) + 77) * 3).astype(np.float32)  # shared by threads
     for where, value in ((-1, 40.0), (5, -40.0), (200_000, np.nan), (600_000, neg_nan[0]), (0, np.inf)):
         copy = big.copy()
         copy[where] = value
         arrays.append(copy)
     arrays.append(big)
     return arrays
-
-
-def test_range_is_numpys_min_and_max(compiled_calls) -> None:
-    for x in _blocks(np.random.default_rng(3)):
-        assert float32_range(x[: quantize_loops.RANGE_BLOCK - 1]) is None  # numpy's min and max there
-        x = np.resize(x, max(x.size, quantize_loops.RANGE_BLOCK))
-        got = float32_range(x)
-        assert got is not None
-        least, most = got
-        assert got[0].dtype == np.float32 and got[1].dtype == np.float32
-        if np.isnan(x).any():
-            assert np.isnan(least) and np.isnan(most)
-            continue
-        assert least == x.min() and most == x.max()  # a zero's sign may differ
-    assert compiled_calls["float32_range"] >= 1
 
 
 def test_dynamic_quantize_gives_the_exact_paths_bits(compiled_calls) -> None:
