@@ -8,16 +8,21 @@ Why the loops give the exact path's bits. The exact path computes with the exact
 and rounds once per result (customops.kernels.quantized.arithmetic): QuantizeLinear's quotient x / s
 rounded to odd in float64 and then to float32 (the division's precision with a float32 scale), which is
 RN(x / s), the exact quotient rounded once to the nearest float32, ties to even (rounding to odd at 53 bits,
-then to nearest at 24 or fewer: Boldo and Melquiond); DequantizeLinear's RN((x - z) * s) the same way. The
-loops perform each step as one IEEE 754 float32 operation (compiled without fastmath: nothing contracted
-into an FMA or reassociated):
+then to nearest at 24 or fewer: Boldo and Melquiond; float64 holds every quotient of float32 operands
+(magnitudes 2**-277 to 2**277) and every such product (2**-149 to 2**146) as a normal number, so the odd
+rounding keeps its 53 bits, and float32's subnormal grid and its overflow threshold are boundaries of
+fewer bits still); DequantizeLinear's RN((x - z) * s) the same way. The loops perform each step as one
+IEEE 754 float32 operation (compiled without fastmath: nothing contracted into an FMA or reassociated),
+with the FPU in its default modes: round to nearest even, no flush-to-zero, no denormals-are-zero (ORT
+sets the last two only under its session option ``session.set_denormal_as_zero``, which flushes the exact
+path's float32 conversions as well):
 
 1. ``x / s``: IEEE 754 defines a float32 division's result as the exact quotient rounded once to float32
-   by the rounding mode (nearest even, the default, which numpy and numba leave set), subnormal results
-   (gradual underflow: subnormal x and scales are exact operands like any other) and overflow to inf
-   included: RN(x / s), the exact path's value, for every float32 x and every finite non-zero s.
-   x = +-0 gives +-0 and x = +-inf gives +-inf in both. Quotients the proof does not cover are not taken:
-   NaN in x, and s = 0, +-inf or NaN (0 / 0 and inf / inf are NaN, which the exact path reports).
+   by the rounding mode, subnormal results (gradual underflow; subnormal x and scales are exact operands
+   like any other) and overflow to inf included: RN(x / s), the exact path's value, for every float32 x
+   and every finite non-zero s (per axis: each element's own). x = +-0 gives +-0 and x = +-inf gives
+   +-inf in both. Quotients the proof does not cover are not taken: NaN in x, and s = 0, +-inf or NaN
+   (0 / 0 and inf / inf are NaN, which the exact path reports).
 2. ``rint``: the exact path rounds float64(RN(x / s)) half to even to an integer; the loop rounds the same
    float32 value half to even in float32 (llvm.rint in the default mode). Both give the integer nearest the
    value, ties to even, and that integer is a float32: below 2**23 in magnitude the value lies between two
