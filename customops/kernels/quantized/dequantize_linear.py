@@ -32,6 +32,7 @@ from customops.kernels.quantized.arithmetic import (
     version_of,
 )
 from customops.kernels.quantized.binding import binder
+from customops.kernels.quantized.compiled import dequantize_float32
 
 __all__ = ["SCHEMAS", "VERSIONS", "bind", "dequantize_linear"]
 
@@ -110,6 +111,12 @@ def dequantize_linear(
     check_pair(scale, zero_point, ("x_scale", "x_zero_point"))
     spread = layout(x.shape, scale.shape, axis, block_size, schema.layouts)
     limits.check_output(x.shape, out.dtype)
+    if spread.kind != "blocked":  # 8- or 16-bit integers into float32
+        fast = dequantize_float32(
+            x, scale, zero_point, out, axis=spread.axis if spread.kind == "axis" else None
+        )
+        if fast is not None:
+            return fast
     zeros = np.zeros((), x.dtype) if zero_point is None else spread.spread(zero_point, x.shape)
 
     def chunk(origin: Origin, xs: np.ndarray, ss: np.ndarray, zs: np.ndarray) -> np.ndarray:

@@ -18,8 +18,9 @@ import numpy as np
 
 from customops.errors import KernelError
 from customops.kernels import limits
-from customops.kernels.quantized.arithmetic import element_of, first_index, version_of
+from customops.kernels.quantized.arithmetic import ELEMENTS, element_of, first_index, version_of
 from customops.kernels.quantized.binding import binder
+from customops.kernels.quantized.compiled import quantize_float32
 from customops.kernels.quantized.quantize_linear import quantize_linear
 
 __all__ = ["bind", "dynamic_quantize_linear"]
@@ -33,15 +34,15 @@ def dynamic_quantize_linear(x: np.ndarray, *, version: int = 11) -> tuple[np.nda
     x = np.asarray(x)
     element_of(x, "x", ("float",))
     limits.check_output(x.shape, np.uint8)
-    nan = np.isnan(x)
-    if nan.any():
-        raise KernelError(
-            f"x is NaN at index {first_index(nan)}: its range, so y_scale and y_zero_point, are NaN, "
-            "which uint8 cannot hold"
-        )
     zero = np.float32(0)
-    low = min(zero, x.min()) if x.size else zero
-    high = max(zero, x.max()) if x.size else zero
+    least, most = (x.min(), x.max()) if x.size else (zero, zero)
+    if np.isnan(least):  # numpy's min is NaN when any element is
+        raise KernelError(
+            f"x is NaN at index {first_index(np.isnan(x))}: its range, so y_scale and y_zero_point, are "
+            "NaN, which uint8 cannot hold"
+        )
+    low = min(zero, least)
+    high = max(zero, most)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         scale = np.float32(np.float32(high - low) / np.float32(255))
         if scale == 0:
@@ -49,8 +50,10 @@ def dynamic_quantize_linear(x: np.ndarray, *, version: int = 11) -> tuple[np.nda
         initial = zero - np.float32(low / scale)
     if np.isnan(initial):
         raise KernelError(f"y_zero_point is NaN: 0 - min(x) / y_scale is {low} / {scale}")
-    point = np.array(np.rint(np.clip(initial, 0, 255)), dtype=np.uint8)
-    y = quantize_linear(x, np.array(scale), point, version=10)
+    point = np.array(np.rint(min(max(initial, zero), np.float32(255))), dtype=np.uint8)  # clip, not NaN
+    y = quantize_float32(x, np.array(scale), point, ELEMENTS["uint8"], nan_free=True)
+    if y is None:  # no compiled loop, or a scale of inf (an infinite x)
+        y = quantize_linear(x, np.array(scale), point, version=10)
     return y, np.array(scale, dtype=np.float32), point
 
 

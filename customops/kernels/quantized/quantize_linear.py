@@ -42,6 +42,7 @@ from customops.kernels.quantized.arithmetic import (
     version_of,
 )
 from customops.kernels.quantized.binding import binder
+from customops.kernels.quantized.compiled import quantize_float32
 
 __all__ = ["SCHEMAS", "VERSIONS", "bind", "quantize_linear"]
 
@@ -144,6 +145,12 @@ def quantize_linear(
     spread = layout(x.shape, scale.shape, axis, block_size, schema.layouts)
     divide_in = _precision(precision, scale_type)
     limits.check_output(x.shape, out.dtype)
+    if spread.kind != "blocked" and divide_in.name == "float":  # float32 into 8- or 16-bit integers
+        fast = quantize_float32(
+            x, scale, zero_point, out, axis=spread.axis if spread.kind == "axis" else None
+        )
+        if fast is not None:
+            return fast
     scales = spread.spread(scale, x.shape)
     zeros = np.zeros((), np.int64) if zero_point is None else spread.spread(zero_point, x.shape)
 
