@@ -67,5 +67,5 @@ def cpu_clause(nodes: list[NodeResult]) -> str:
         )
     if large:
         more = " more" if changing else ""
-        text += f"; {large}{more} integer node(s) not checked for {NO_VNNI} (too large)"
+        text += f"; {large}{more} integer node(s) not checked for {NO_VNNI}: too large"
     return text

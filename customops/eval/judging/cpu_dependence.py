@@ -98,7 +98,7 @@ class CpuDependence:
         if self.status == NOT_AFFECTED:
             return f"the same on every x86 CPU: {self.reason}"
         if self.status == TOO_LARGE:
-            return f"not checked for {NO_VNNI} (too large: {self.reason})"
+            return f"not checked for {NO_VNNI}: too large ({self.reason})"
         if self.status == UNKNOWN:
             return f"not checked for {NO_VNNI}: {self.reason}"
         pairs = f"{self.clamped_pairs:,} pair(s) of products leave int16"
