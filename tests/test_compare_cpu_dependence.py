@@ -200,6 +200,10 @@ def test_other_ops_have_none_and_a_node_too_large_is_not_checked(monkeypatch):
     )
     table = format_table(comparison.report.to_json(), all_rows=False)
     assert f"  MatMulInteger_node [MatMulInteger-10]: {found.text()}" in table.splitlines()
+    monkeypatch.setattr(cpu, "ELEMENT_LIMIT", 50)  # A holds 60 elements
+    found = compare_model(model, feed).report.nodes[0].cpu_dependence
+    assert (found.status, found.limit) == ("too-large", 50)
+    assert found.reason == "the GEMM's A of 60 elements, limit 50"
     x = np.zeros((1, 1, 2, 2), F32)
     pad, pad_feed = one_node_model("Pad", {"x": x, "pads": np.ones(8, np.int64)}, 19, initializers=("pads",))
     assert compare_model(pad, pad_feed).report.nodes[0].cpu_dependence is None
@@ -214,6 +218,17 @@ def test_the_budget_is_spent_across_nodes():
     assert (second.status, second.macs, second.limit) == ("too-large", 240, 60)
     assert "240 MACs, 60 left of the comparison's" in second.text()
     assert budget.left == 60
+    w = np.full((4, 3, 3, 3), -128, S8)
+    conv = cpu.cpu_dependence(
+        "QLinearConv", {**_conv_inputs(w), "x": np.full((1, 3, 5, 5), 255, U8)}, {}, budget
+    )
+    assert (conv.status, conv.macs) == ("too-large", 9 * 4 * 27)  # 9 pixels x 4 channels x 27 taps
+    padded = {**_conv_inputs(w), "x": np.full((1, 3, 5, 5), 255, U8)}
+    attrs = {"pads": [0, 10**6, 0, 10**6], "strides": [1, 10**6]}  # 3 x 3 outputs of X padded to 5 x 2000005
+    conv = cpu.cpu_dependence("QLinearConv", padded, attrs, MacBudget())
+    assert (
+        conv.status == "too-large" and conv.reason == "the GEMM's A of 30,000,075 elements, limit 8,388,608"
+    )
     missing = cpu.cpu_dependence("QLinearMatMul", {"a": a, "b": b}, {}, budget)
     assert missing.status == "unknown" and "a_scale" in missing.reason
     assert CpuDependence.from_json(first.to_json()) == first

@@ -13,13 +13,15 @@ widens first), and not ConvInteger: ORT passes its int8 weights as the GEMM's si
 im2col as unsigned B, MLAS's s8 x u8 GEMM, exact on every x86 CPU. 7-bit weights (onnxruntime's
 quantization tool's ``reduce_range=True``) run the kernel but never leave int16: 255 x 64 x 2 = 32640.
 
-The cost is bounded: a node of more than :data:`NODE_LIMIT` multiply-adds (or a convolution whose
-im2col matrix would exceed :data:`IM2COL_LIMIT` elements) is not checked, nor is one past what is left
-of a :class:`MacBudget` (:data:`BUDGET` per comparison); the result says so and by how much.
+The cost is bounded before anything is computed, from the shapes: a node of more than
+:data:`NODE_LIMIT` multiply-adds, or whose GEMM's A (a convolution's im2col matrix), B or output would
+hold more than :data:`ELEMENT_LIMIT` elements, is not checked, nor is one past what is left of a
+:class:`MacBudget` (:data:`BUDGET` per comparison); the result says so and by how much.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
@@ -28,7 +30,7 @@ import numpy as np
 from customops.eval.judging import ort_gemm
 from customops.eval.judging.facts import QLINEAR_MATMUL
 
-__all__ = ["BUDGET", "IM2COL_LIMIT", "NODE_LIMIT", "OPS", "CpuDependence", "MacBudget", "cpu_dependence"]
+__all__ = ["BUDGET", "ELEMENT_LIMIT", "NODE_LIMIT", "OPS", "CpuDependence", "MacBudget", "cpu_dependence"]
 
 OPS = ("MatMulInteger", "QLinearMatMul", "QLinearConv", "ConvInteger")
 """The ops whose integer GEMM is checked (ConvInteger: always ``not-affected``)."""
@@ -37,9 +39,9 @@ NODE_LIMIT = 1 << 28
 """Most multiply-adds of one node's GEMM that are checked (about half a second of the numpy model where
 every pair of products can leave int16, on a 2-core VM; no time where none can)."""
 
-IM2COL_LIMIT = 1 << 24
-"""Most elements of a convolution's im2col matrix that are built for the check (int64 and float64 copies
-of it: 256 MiB)."""
+ELEMENT_LIMIT = 1 << 23
+"""Most elements of the GEMM's A (broadcast; a convolution's im2col matrix), B and output that the check
+builds: it holds a few int64 and float64 copies of each (64 MiB a copy at most)."""
 
 BUDGET = 1 << 30
 """Multiply-adds checked per comparison, over all its nodes: the nodes past it are not checked."""
@@ -66,8 +68,8 @@ class CpuDependence:
     ``checked`` (the kernel runs this node: ``changed`` of its ``outputs`` differ from the exact path's,
     by up to ``max_change`` in ``unit``, ``int32`` or ``level``; ``clamped_pairs`` pairs of products
     leave int16), ``not-affected`` (no x86 CPU runs a saturating kernel for it: ``reason``),
-    ``too-large`` (not checked: ``macs`` multiply-adds beyond ``limit``, or an im2col matrix of more
-    elements than ``limit``; ``reason`` in words) or
+    ``too-large`` (not checked: ``macs`` multiply-adds beyond ``limit``, or an operand or output of
+    more elements than ``limit``; ``reason`` in words) or
     ``unknown`` (not checked: ``reason``)."""
 
     status: str
@@ -139,8 +141,15 @@ def _types(first: Any, second: Any, names: tuple[str, str]) -> CpuDependence | N
     return CpuDependence(NOT_AFFECTED, reason=f"{names[0]} {a} x {names[1]} {b} runs {kernel}")
 
 
-def _afford(macs: int, budget: MacBudget) -> CpuDependence | None:
-    """``too-large`` past :data:`NODE_LIMIT` or what is left of ``budget``; else None, ``budget`` spent."""
+def _afford(sizes: tuple[int, int, int, int], budget: MacBudget) -> CpuDependence | None:
+    """``too-large`` when one of the GEMM's A, B and output (``sizes``' first three, elements) exceeds
+    :data:`ELEMENT_LIMIT`, or its multiply-adds (the fourth) :data:`NODE_LIMIT` or what is left of
+    ``budget``; else None, ``budget`` spent."""
+    *elements, macs = sizes
+    for what, count in zip(("A", "B", "output"), elements, strict=True):
+        if count > ELEMENT_LIMIT:
+            reason = f"the GEMM's {what} of {count:,} elements, limit {ELEMENT_LIMIT:,}"
+            return CpuDependence(TOO_LARGE, reason=reason, macs=macs, limit=ELEMENT_LIMIT)
     if macs > NODE_LIMIT:
         reason = f"{macs:,} MACs, limit {NODE_LIMIT:,} per node"
         return CpuDependence(TOO_LARGE, reason=reason, macs=macs, limit=NODE_LIMIT)
@@ -165,10 +174,21 @@ def _counted(paths: ort_gemm.Paths, unit: str, macs: int) -> CpuDependence:
     )
 
 
-def _matmul_macs(a: Any, b: Any, zero_points: tuple[Any, Any]) -> int:
-    """Multiply-adds of MatMulInteger's GEMM: its broadcast A's elements times N."""
-    operands = ort_gemm.matmul_operands(a, b, *zero_points)
-    return int(operands.a.size) * int(operands.b.shape[-1])
+def _matmul_sizes(a: Any, b: Any, b_zero_point: Any) -> tuple[int, int, int, int]:
+    """Elements of MatMulInteger's A and B broadcast to one batch, of its output, and its multiply-adds,
+    from the shapes alone (numpy's matmul rules; B's zero point may add batch axes). Raises ValueError on
+    shapes that do not fit."""
+    a_shape, b_shape = np.shape(a), np.shape(b)
+    if not a_shape or not b_shape:
+        raise ValueError("MatMulInteger's inputs have at least one axis")
+    a_shape = (1, *a_shape) if len(a_shape) == 1 else a_shape
+    b_shape = (*b_shape, 1) if len(b_shape) == 1 else b_shape
+    if a_shape[-1] != b_shape[-2]:
+        raise ValueError(f"A's last axis ({a_shape[-1]}) is not B's K ({b_shape[-2]})")
+    zero = np.shape(b_zero_point) if b_zero_point is not None else ()
+    batch = math.prod(np.broadcast_shapes(a_shape[:-2], b_shape[:-2], zero[:-2]))
+    (m, k), n = a_shape[-2:], b_shape[-1]
+    return batch * m * k, batch * k * n, batch * m * n, batch * m * k * n
 
 
 def _matmul_integer(inputs: dict[str, Any], attrs: dict[str, Any], budget: MacBudget) -> CpuDependence:
@@ -177,11 +197,11 @@ def _matmul_integer(inputs: dict[str, Any], attrs: dict[str, Any], budget: MacBu
     if found is not None:
         return found
     zeros = (inputs.get("a_zero_point"), inputs.get("b_zero_point"))
-    macs = _matmul_macs(a, b, zeros)
-    found = _afford(macs, budget)
+    sizes = _matmul_sizes(a, b, zeros[1])
+    found = _afford(sizes, budget)
     if found is not None:
         return found
-    return _counted(ort_gemm.matmul_integer_paths(a, b, *zeros), "int32", macs)
+    return _counted(ort_gemm.matmul_integer_paths(a, b, *zeros), "int32", sizes[-1])
 
 
 def _qlinear_matmul(inputs: dict[str, Any], attrs: dict[str, Any], budget: MacBudget) -> CpuDependence:
@@ -192,11 +212,11 @@ def _qlinear_matmul(inputs: dict[str, Any], attrs: dict[str, Any], budget: MacBu
     missing = [name for name, value in zip(QLINEAR_MATMUL, values, strict=True) if value is None]
     if missing:
         return CpuDependence(UNKNOWN, reason=f"no value for {', '.join(missing)}")
-    macs = _matmul_macs(values[0], values[3], (values[2], values[5]))
-    found = _afford(macs, budget)
+    sizes = _matmul_sizes(values[0], values[3], values[5])
+    found = _afford(sizes, budget)
     if found is not None:
         return found
-    return _counted(ort_gemm.qlinear_matmul_paths(*values), "level", macs)
+    return _counted(ort_gemm.qlinear_matmul_paths(*values), "level", sizes[-1])
 
 
 def _qlinear_conv(inputs: dict[str, Any], attrs: dict[str, Any], budget: MacBudget) -> CpuDependence:
@@ -213,18 +233,29 @@ def _qlinear_conv(inputs: dict[str, Any], attrs: dict[str, Any], budget: MacBudg
     geometry = ort_gemm.ConvGeometry.of_attributes(attrs, tuple(x.shape[2:]), tuple(w.shape[2:]))
     if w.shape[1] == 1 and w.shape[0] == geometry.group:
         return CpuDependence(NOT_AFFECTED, reason="a depthwise convolution, whose kernel widens first")
-    pixels = int(np.prod(ort_gemm.conv_output_shape(tuple(x.shape[2:]), tuple(w.shape[2:]), geometry)))
-    macs = x.shape[0] * max(pixels, 0) * int(w.size)
-    im2col = x.shape[0] * max(pixels, 0) * x.shape[1] * int(np.prod(w.shape[2:]))
-    if im2col > IM2COL_LIMIT and macs <= NODE_LIMIT:
-        reason = f"an im2col matrix of {im2col:,} elements, limit {IM2COL_LIMIT:,}"
-        return CpuDependence(TOO_LARGE, reason=reason, macs=macs, limit=IM2COL_LIMIT)
-    found = _afford(macs, budget)
+    sizes = _conv_sizes(x.shape, w.shape, geometry)
+    found = _afford(sizes, budget)
     if found is not None:
         return found
     quant = [ort_gemm.QuantParams(inputs[f"{n}_scale"], inputs[f"{n}_zero_point"]) for n in "xwy"]
     paths = ort_gemm.qlinear_conv_paths(x, quant[0], w, quant[1], quant[2], inputs.get("B"), geometry)
-    return _counted(paths, "level", macs)
+    return _counted(paths, "level", sizes[-1])
+
+
+def _conv_sizes(
+    x_shape: tuple[int, ...], w_shape: tuple[int, ...], geometry: ort_gemm.ConvGeometry
+) -> tuple[int, int, int, int]:
+    """A convolution's GEMM as :func:`_matmul_sizes` counts it: the im2col matrix (or X padded, if that is
+    larger) as A, W as B, the output, the multiply-adds. Raises ValueError where the kernel does not fit."""
+    out = ort_gemm.conv_output_shape(tuple(x_shape[2:]), tuple(w_shape[2:]), geometry)
+    if min(out, default=1) <= 0:
+        raise ValueError(f"the kernel does not fit the padded input (output shape {out})")
+    rank = len(out)
+    padded = [n + geometry.pads[i] + geometry.pads[rank + i] for i, n in enumerate(x_shape[2:])]
+    n, c, m = x_shape[0], x_shape[1], w_shape[0]
+    pixels, taps = math.prod(out), math.prod(w_shape[2:])
+    a = max(n * pixels * c * taps, n * c * math.prod(padded))
+    return a, math.prod(w_shape), n * pixels * m, n * pixels * math.prod(w_shape)
 
 
 def _conv_integer(inputs: dict[str, Any], attrs: dict[str, Any], budget: MacBudget) -> CpuDependence:
