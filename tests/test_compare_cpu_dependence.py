@@ -175,6 +175,20 @@ def test_uint8_or_seven_bit_weights_change_nothing(weights, status):
     assert comparison.exit_status == 0  # no kernel saturates these, on any CPU
 
 
+def test_a_node_ort_refuses_is_unknown():
+    """uint8 x int8 into an int8 Y: ORT has no QLinearMatMul kernel for it (T-QLINEARMATMUL), so no CPU
+    computes it with the saturating kernel; ours runs it."""
+    a, b = _pairs_inputs(np.random.default_rng(6))
+    inputs = {**_qlinear_matmul_inputs(a, b), "y_zero_point": S8(0)}
+    model, feed = one_node_model("QLinearMatMul", inputs, 21, TensorProto.INT8, tuple(inputs)[1:])
+    node = compare_model(model, feed).report.nodes[0]
+    assert node.attribution == "builtin-cannot-run"
+    assert (node.cpu_dependence.status, node.cpu_dependence.reason) == (
+        "unknown",
+        "ORT's built-in kernel does not run it here",
+    )
+
+
 def test_conv_integer_with_int8_weights_is_not_affected():
     """ORT 1.32 passes ConvInteger's int8 weights as the GEMM's signed A: MLAS's exact s8 x u8 GEMM (under
     qemu Haswell ORT gives the exact sums where QLinearConv's GEMM saturates)."""

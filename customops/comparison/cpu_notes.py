@@ -29,13 +29,20 @@ __all__ = ["cpu_clause", "node_dependence"]
 
 
 def node_dependence(
-    node: NodeProto, values: Mapping[str, np.ndarray], model: ModelProto, budget: MacBudget
+    node: NodeProto,
+    values: Mapping[str, np.ndarray],
+    model: ModelProto,
+    budget: MacBudget,
+    builtin_error: str | None = None,
 ) -> CpuDependence | None:
     """What the saturating u8 x s8 kernel would do to ``node``'s output on the ``values`` its inputs have
     (graph inputs, initializers, values of the model run by name); None for a node of another op,
-    ``unknown`` when one of its inputs has no value here."""
+    ``unknown`` when one of its inputs has no value here or ORT's built-in kernel refused the node alone
+    (``builtin_error``: then no kernel of ORT's computes it, on any CPU)."""
     if node.op_type not in OPS:
         return None
+    if builtin_error:
+        return CpuDependence(UNKNOWN, reason="ORT's built-in kernel does not run it here")
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
     opv = lookup(node.op_type, opset)
     if opv is None:

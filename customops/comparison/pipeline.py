@@ -466,7 +466,8 @@ def _judge_nodes(
     for i, record in enumerate(p.swapped):
         say(f"node {i + 1}/{len(p.swapped)}: {record.node} [{record.op}] alone on three sides")
         entry, iso = judge_node(p, record, runs, known, s)
-        entry.cpu_dependence = node_dependence(p.nodes[record.node], known, p.model, budget)
+        refused = iso.errors.get("builtin") if iso is not None else None
+        entry.cpu_dependence = node_dependence(p.nodes[record.node], known, p.model, budget, refused)
         tensors[record.node] = pair(entry.output)
         if entry.each:
             several[record.node] = {o.name: pair(o.name) for o in entry.each}
