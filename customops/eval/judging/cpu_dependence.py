@@ -46,7 +46,7 @@ builds: it holds a few int64 and float64 copies of each (64 MiB a copy at most).
 BUDGET = 1 << 30
 """Multiply-adds checked per comparison, over all its nodes: the nodes past it are not checked."""
 
-CHANGES = "checked"
+CHECKED = "checked"
 NOT_AFFECTED = "not-affected"
 TOO_LARGE = "too-large"
 UNKNOWN = "unknown"
@@ -85,7 +85,7 @@ class CpuDependence:
     @property
     def differs(self) -> bool:
         """Whether a CPU without VNNI gives other numbers for this node on these inputs."""
-        return self.status == CHANGES and self.changed > 0
+        return self.status == CHECKED and self.changed > 0
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -164,7 +164,7 @@ def _counted(paths: ort_gemm.Paths, unit: str, macs: int) -> CpuDependence:
     """The ``checked`` result of both paths' outputs."""
     change = np.abs(paths.saturating.astype(np.int64) - paths.exact.astype(np.int64))
     return CpuDependence(
-        CHANGES,
+        CHECKED,
         outputs=int(change.size),
         changed=int(np.count_nonzero(change)),
         max_change=int(change.max()) if change.size else 0,
