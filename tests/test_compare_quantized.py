@@ -325,6 +325,8 @@ def test_load_outputs_saved_without_vnni_names_the_node_and_the_id(tmp_path, kin
     assert quantize["verdict"] == "agree" and [o["output"] for o in quantize["outputs"]] == ["xq", "xs", "xz"]
     assert (gemm["origin"], gemm["known"]) == ("starts-here", ["Q-U8S8-PAIR-SATURATION"])
     assert "unknown (Q-U8S8-PAIR-SATURATION)" in proc.stdout  # the table's attribution column
+    # against loaded outputs no node runs here: whether its result depends on the CPU is not said
+    assert gemm["cpu_dependence"] is None and "integer node" not in line
 
 
 # ---------------------------------------------------------------------------------------------------------

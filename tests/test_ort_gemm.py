@@ -274,3 +274,53 @@ def test_the_conv_gemm_sees_k_as_kernel_position_then_channel_padded_with_x_zero
     w = np.arange(12, dtype=np.int8).reshape(2, 3, 1, 2)  # W[m, c, 0, position]
     assert ort_gemm.conv_weights_as_b(w, 1)[0, :, 1].tolist() == [6, 8, 10, 7, 9, 11]
     # with three channels the pair (K 2, K 3) joins channel 2 of position 0 with channel 0 of position 1
+
+
+def test_only_pairs_that_can_leave_int16_are_summed_and_the_result_is_the_rule_pair_by_pair():
+    """Columns of A near 255 only at some pairs of positions: the correction sums those pairs alone, and
+    the model still equals the rule computed pair by pair; 7-bit values everywhere: no pair at all."""
+    rng = np.random.default_rng(10)
+    for _ in range(20):
+        m, k, n = int(rng.integers(1, 5)), int(rng.integers(2, 14)), int(rng.integers(1, 5))
+        a = _u8(rng, (m, k), 64)
+        a[:, rng.integers(0, k, 2)] = 255
+        b, a_zp, b_zp = _s8(rng, (k, n)), np.uint8(rng.integers(0, 256)), _s8(rng, (n,))
+        expected, clamped = _brute_force(a, b, a_zp, b_zp)
+        np.testing.assert_array_equal(ort_u8s8_matmul_integer(a, b, a_zp, b_zp), expected)
+        operands = ort_gemm.matmul_operands(a, b, a_zp, b_zp)
+        assert saturating_dot(operands.a, operands.b)[1] == clamped
+    seven = ort_gemm.matmul_operands(_u8(rng, (3, 9)), _s8(rng, (9, 2), -64, 64))
+    assert ort_gemm.pair_correction(seven.a, seven.b) == (None, 0)
+
+
+def test_the_exact_dot_is_numpy_s_integer_product_on_both_of_its_paths():
+    rng = np.random.default_rng(11)
+    a, b = rng.integers(0, 256, (2, 4, 37)), rng.integers(-128, 128, (2, 37, 3))
+    np.testing.assert_array_equal(ort_gemm.exact_dot(a, b), np.matmul(a, b))  # through float64
+    big = np.array([[2**40, 3]], np.int64), np.array([[2**20], [1]], np.int64)  # past 2**53: integers
+    assert ort_gemm.exact_dot(*big).tolist() == [[2**60 + 3]]
+
+
+def test_both_paths_at_once_are_the_single_path_models():
+    rng = np.random.default_rng(12)
+    a, b, a_zp, b_zp = _u8(rng, (2, 1, 4, 9)), _s8(rng, (3, 9, 5)), np.uint8(9), _s8(rng, (3, 1, 5))
+    paths = ort_gemm.matmul_integer_paths(a, b, a_zp, b_zp)
+    np.testing.assert_array_equal(paths.saturating, ort_u8s8_matmul_integer(a, b, a_zp, b_zp))
+    np.testing.assert_array_equal(paths.exact, exact_matmul_integer(a, b, a_zp, b_zp).astype(np.int32))
+    operands = ort_gemm.matmul_operands(a, b, a_zp, b_zp)
+    assert paths.clamped_pairs == saturating_dot(operands.a, operands.b)[1] > 0
+    q = (np.float32(0.02), np.uint8(7), np.float32(0.01), np.int8(-1), np.float32(0.5), np.uint8(100))
+    a2, b2 = a[0, 0], b[0]
+    paths = ort_gemm.qlinear_matmul_paths(a2, q[0], q[1], b2, q[2], q[3], q[4], q[5])
+    for saturating, got in ((True, paths.saturating), (False, paths.exact)):
+        want = qlinear_matmul(a2, q[0], q[1], b2, q[2], q[3], q[4], q[5], saturating=saturating)
+        np.testing.assert_array_equal(got, want)
+    x, w = _u8(rng, (2, 4, 5, 5)), _s8(rng, (6, 2, 3, 2))
+    geometry = ConvGeometry(2, (2, 1), (1, 0, 0, 1), (1, 2))
+    xq, wq, yq = QuantParams(0.02, np.uint8(3)), QuantParams(0.01, np.int8(0)), QuantParams(0.7, np.uint8(9))
+    bias = rng.integers(-900, 900, 6).astype(np.int32)
+    paths = ort_gemm.qlinear_conv_paths(x, xq, w, wq, yq, bias, geometry)
+    for saturating, got in ((True, paths.saturating), (False, paths.exact)):
+        want = qlinear_conv(x, xq, w, wq, yq, bias, geometry, saturating=saturating)
+        np.testing.assert_array_equal(got, want)
+    assert paths.clamped_pairs > 0 and not np.array_equal(paths.saturating, paths.exact)

@@ -7,8 +7,10 @@ Runs one-node models on ORT's CPU provider: MatMulInteger (B as input and as ini
 per-column and batched per-column zero points, broadcast batches, 1-D A, odd K, M = 1, K up to 899), the same with
 uint8 B and with 7-bit B, QLinearMatMul (per-tensor and per-column), QLinearConv (1-D, 2-D and 3-D; the
 GEMM path, the symmetric-weight ConvSym path, groups, odd channel counts, pads, strides, dilations;
-depthwise), DynamicQuantizeLinear into MatMulInteger, and MatMulInteger with the session option
-``session.x64quantprecision``. Each family's line
+depthwise), DynamicQuantizeLinear into MatMulInteger, MatMulInteger with the session option
+``session.x64quantprecision``, and ConvInteger with int8 weights (its "model" is QLinearConv's GEMM
+with saturating pairs: ORT's ConvInteger takes another GEMM, exact, so it matches only where that
+does not saturate). Each family's line
 says how many cases ORT's output equals the saturating model's, the exact result's, and how many cases
 the two differ at all (only those tell the paths apart).
 
@@ -36,6 +38,7 @@ from onnx import TensorProto, helper, numpy_helper
 from customops.eval.judging.ort_gemm import (
     ConvGeometry,
     QuantParams,
+    conv_sums,
     exact_matmul_integer,
     explained_by_u8s8_saturation,
     ort_u8s8_matmul_integer,
@@ -293,6 +296,33 @@ def precision_option_case(rng, tally: Tally) -> None:
     )
 
 
+def conv_integer_case(rng, tally: Tally) -> None:
+    """One ConvInteger case of uint8 X and int8 W (an initializer), per-tensor zero points: ORT's output
+    against the saturating and the exact sums of the convolution's GEMM, wrapped to int32."""
+    rank, n, c, m, group, kernel = conv_shapes(rng, "gemm")
+    geometry = conv_geometry(rng, rank, kernel, group)
+    spatial = (
+        d * (k - 1) + 1 + int(rng.integers(0, 5)) for d, k in zip(geometry.dilations, kernel, strict=True)
+    )
+    x, w = u8(rng, (n, c, *spatial)), s8(rng, (m, c // group, *kernel))
+    xq, wq = QuantParams(1.0, np.array(rng.integers(0, 256), np.uint8)), QuantParams(1.0, s8(rng, ()))
+    attrs = dict(
+        group=group,
+        strides=list(geometry.strides),
+        pads=list(geometry.pads),
+        dilations=list(geometry.dilations),
+    )
+    node = helper.make_node("ConvInteger", ["x", "w", "xz", "wz"], ["y"], **attrs)
+    got = run(node, {"x": x}, {"w": w, "xz": xq.zero_point, "wz": wq.zero_point}, TensorProto.INT32)
+
+    def sums(saturating: bool) -> np.ndarray:
+        acc, out = conv_sums(x, xq, w, wq, geometry, saturating)
+        wrapped = ((acc + 2**31) % 2**32 - 2**31).astype(np.int32)
+        return np.moveaxis(wrapped.reshape(n, *out, m), -1, 1)
+
+    tally.add(got, sums(True), sums(False), f"ConvInteger X{x.shape} W{w.shape} {geometry}")
+
+
 def families(cases: int) -> list[tuple[str, Callable, int]]:
     """(name, case function taking rng and tally, number of cases) of every family."""
     return [
@@ -315,6 +345,7 @@ def families(cases: int) -> list[tuple[str, Callable, int]]:
         ("QLinearConv depthwise", lambda r, t: qlinear_conv_case(r, t, "depthwise"), cases // 4),
         ("DynamicQuantizeLinear+MatMulInteger", dynamic_quantize_case, cases // 4),
         ("x64quantprecision, const B", precision_option_case, cases // 4),
+        ("ConvInteger int8 W", conv_integer_case, cases // 2),
     ]
 
 

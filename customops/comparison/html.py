@@ -665,8 +665,19 @@ def _collapsed_node(i: int, item: Any) -> str:
         f"<strong>{_e(_get(item, 'node', '?'))}</strong> "
         f"<small>({_e(_get(item, 'op', '?'))} → {_e(_get(item, 'output', '?'))})</small>: "
         f"max abs err {_e(_num(_get(m, 'max_abs')))}, max rel err {_e(_num(_get(m, 'max_rel')))}, "
-        f"mismatches {_mismatch_cell(m)}</p>"
+        f"mismatches {_mismatch_cell(m)}{_cpu_text(item, '; CPU: ')}</p>"
     )
+
+
+def _cpu_text(item: Any, before: str) -> str:
+    """A swapped integer node's dependence on the CPU in words (its ``cpu_dependence``), after ``before``;
+    nothing for other nodes."""
+    from customops.eval.judging.cpu_dependence import CpuDependence
+
+    found = _get(item, "cpu_dependence")
+    if not isinstance(found, Mapping):
+        return ""
+    return before + _e(CpuDependence.from_json(dict(found)).text())
 
 
 def _node_section(i: int, item: Any, panel: Callable[[str], str]) -> str:
@@ -685,6 +696,7 @@ def _node_section(i: int, item: Any, panel: Callable[[str], str]) -> str:
         f"<p>attribution: {_e(_get(item, 'attribution', '–'))}; difference: "
         f"{_e(_ORIGIN_TEXT.get(str(_get(item, 'origin', 'unknown')), _get(item, 'origin')))}"
         + (f"; scope: {_e(_get(item, 'scope'))}" if _get(item, "scope") else "")
+        + _cpu_text(item, "; CPU: ")
         + "</p>"
     )
     table = _metrics_detail(

@@ -108,7 +108,7 @@ def observed(node: NodeProto, iso: Isolated) -> Observed:
         op=node.op_type,
         x=x,
         dtype=dtypes.elem_of(x) if x is not None else "float",
-        attrs=_attributes(node),
+        attrs=attributes(node),
         inputs=inputs,
         out_shape=tuple(spec.shape) if spec is not None else None,
         builtin=iso.outputs.get("builtin"),
@@ -125,7 +125,8 @@ def _kind(attribution: str, pair: Metrics | None) -> str:
     return "value"
 
 
-def _attributes(node: NodeProto) -> dict[str, Any]:
+def attributes(node: NodeProto) -> dict[str, Any]:
+    """A node's attributes by name, as Python values (strings decoded)."""
     out = {}
     for a in node.attribute:
         value = helper.get_attribute_value(a)

@@ -25,6 +25,7 @@ from onnx import ModelProto, NodeProto
 
 from customops.comparison.amplify import Effect
 from customops.comparison.choices import Choices, stops_here
+from customops.comparison.cpu_notes import cpu_clause, node_dependence
 from customops.comparison.failures import FailPoint, before_failure, fail_point, parted
 from customops.comparison.followups import (
     check_carried,
@@ -46,6 +47,7 @@ from customops.comparison.settings import ErrorCheck, Settings, checked_settings
 from customops.comparison.summary import nothing_summary, parted_summary, summary_line
 from customops.errors import CustomOpsError
 from customops.eval.cases.testcase import tensor_value
+from customops.eval.judging.cpu_dependence import MacBudget
 from customops.eval.judging.metrics import DEFAULT_TOLERANCES
 from customops.eval.running import sides
 from customops.eval.running.sides import REFERENCE_TIMEOUT, SideRun
@@ -456,6 +458,7 @@ def _judge_nodes(
     exposed = runs.a_exposed if not runs.a.error else runs.b_exposed
     known = {**p.initializers, **feed, **exposed.values}
     nodes, isolated, several = [], {}, {}
+    budget = MacBudget()
 
     def pair(name: str) -> tuple[np.ndarray | None, np.ndarray | None]:
         return runs.a_exposed.values.get(name), runs.b_exposed.values.get(name)
@@ -463,6 +466,8 @@ def _judge_nodes(
     for i, record in enumerate(p.swapped):
         say(f"node {i + 1}/{len(p.swapped)}: {record.node} [{record.op}] alone on three sides")
         entry, iso = judge_node(p, record, runs, known, s)
+        refused = iso.errors.get("builtin") if iso is not None else None
+        entry.cpu_dependence = node_dependence(p.nodes[record.node], known, p.model, budget, refused)
         tensors[record.node] = pair(entry.output)
         if entry.each:
             several[record.node] = {o.name: pair(o.name) for o in entry.each}
@@ -598,6 +603,7 @@ def run_and_judge(
     record_optimization(report, optimization)
     record_carried(report, carried)
     note_failures(report, fail_points(p, runs), nodes, used)
+    report.summary += cpu_clause(nodes)  # information: the verdict and exit status stay as they are
     record_choices(report, p, tensors, settings.choices, several)
     return Comparison(report, tensors, isolated, feed, several)
 

@@ -16,6 +16,7 @@ from customops.comparison.choices import NonFinite, Stopped
 from customops.comparison.inputs import InputsUsed
 from customops.comparison.isolate import Isolated
 from customops.comparison.optimizer import Optimization
+from customops.eval.judging.cpu_dependence import CpuDependence
 from customops.eval.judging.metrics import Metrics
 
 __all__ = ["NOTHING_TO_COMPARE", "Comparison", "NodeOutput", "NodeResult", "OutputResult", "Report"]
@@ -95,6 +96,11 @@ class NodeResult:
     each: list[NodeOutput] = field(default_factory=list)
     """Every output compared, for a node of several (the JSON's ``outputs``); empty for a node of one,
     whose figures are the node's own. ``output`` names the one whose figures the node shows."""
+    cpu_dependence: CpuDependence | None = None
+    """For MatMulInteger, QLinearMatMul, QLinearConv and ConvInteger: what ORT's saturating uint8 x int8
+    kernel of x86 CPUs without VNNI would change of its output on its inputs in the run
+    (customops.comparison.cpu_notes); None for other ops, and against loaded outputs. Never part of the
+    verdict."""
 
     @property
     def breaks_agreement(self) -> bool:
@@ -124,6 +130,7 @@ class NodeResult:
             "fed_from": self.fed_from,
             "carried_from": self.carried_from,
             "swapped": self.swapped,
+            "cpu_dependence": None if self.cpu_dependence is None else self.cpu_dependence.to_json(),
             **several,
         }
 

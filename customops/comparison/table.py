@@ -102,6 +102,7 @@ def _table(report: dict[str, Any], all_rows: bool) -> str:
     lines.extend(error_stat_lines(report, nodes))
     lines.extend(decided_by_lines(report, nodes))
     lines.extend(_ulp_notes(report, nodes))
+    lines.extend(cpu_lines(report, all_rows))
     for n in nodes:
         errors = (n["isolated"] or {}).get("errors") or {}
         for side, err in errors.items():
@@ -117,6 +118,30 @@ def _table(report: dict[str, Any], all_rows: bool) -> str:
     lines.extend(choice_lines(report))
     lines = [report["summary"], "", *lines, report["summary"]]
     return "\n".join(printable(line) for line in lines)
+
+
+CPU_LINES = 20
+"""Most lines :func:`cpu_lines` gives, one per node; a last line counts the rest."""
+
+
+def cpu_lines(report: dict[str, Any], all_rows: bool) -> list[str]:
+    """A line for each swapped integer node whose result depends on the CPU (other numbers on x86 CPUs
+    without VNNI) or that was too large to check; with ``all_rows``, for each one checked (the report's
+    ``cpu_dependence``; customops.eval.judging.cpu_dependence). At most :data:`CPU_LINES`."""
+    from customops.eval.judging.cpu_dependence import CpuDependence
+
+    lines = []
+    for n in report["nodes"]:
+        found = n.get("cpu_dependence")
+        if not found:
+            continue
+        dependence = CpuDependence.from_json(found)
+        if all_rows or dependence.differs or dependence.status == "too-large":
+            lines.append(f"  {n['node']} [{n['op']}]: {dependence.text()}")
+    if len(lines) > CPU_LINES:
+        more = len(lines) - CPU_LINES
+        lines = [*lines[:CPU_LINES], f"  and {more} more integer node(s) (--json: cpu_dependence)"]
+    return lines
 
 
 def output_rows(n: dict[str, Any]) -> list[tuple[str, str, dict[str, Any], str]]:

@@ -22,7 +22,10 @@ QgemvU8S8KernelAvx2.S, ConvSymKernelAvx2.S; described here in our words):
   modulo 2**32: the saturation depends on the raw bytes of A and B, never on the zero points.
 - QLinearMatMul, QLinearConv (both its GEMM path and its symmetric-weight "ConvSym" path),
   DynamicQuantizeMatMul, MatMulIntegerToFloat, QGemm and QAttention reach the same kernels; the
-  depthwise convolution kernels widen to 32 bits first and are exact; ConvInteger takes no int8 weight.
+  depthwise convolution kernels widen to 32 bits first and are exact. ConvInteger with int8 weights
+  multiplies them as the GEMM's signed A against X's im2col as its unsigned B (conv_integer.cc): MLAS's
+  s8 x u8 GEMM, which an x86 CPU runs with AVX-VNNI-INT8 or else in portable C, exact either way (ORT 1.32
+  under qemu Haswell gives the exact sums where this model of QLinearConv's GEMM saturates).
   The AVX-512 BW kernel of CPUs without VNNI uses the same instruction pair (read, not run: qemu does not
   emulate AVX-512). With AVX-512 VNNI, AVX-VNNI or AMX the four products of a group are added in 32 bits
   (VPDPBUSDS; exact below the int32 range); uint8 B runs the u8 x u8 kernel, which widens to 16 bits
@@ -152,30 +155,70 @@ def _dropped(result: np.ndarray, operands: GemmOperands) -> np.ndarray:
     return result
 
 
-def saturating_dot(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, int]:
-    """sum over j of clamp(a[..., m, 2j] b[..., 2j, n] + a[..., m, 2j+1] b[..., 2j+1, n], int16) for int64
-    A [..., M, K] and B [..., K, N] of one batch shape (K padded with a zero when odd), as int64, and the
-    number of pairs clamped. Memory is bounded by :data:`PAIR_CHUNK_ELEMENTS` pair sums at a time."""
+def exact_dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a @ b`` of int64 A [..., M, K] and B [..., K, N] exactly, as int64: through float64 (BLAS) where
+    K * max|A| * max|B| stays below 2**53, so that every product and partial sum is an exact integer
+    whatever the order of the additions (8-bit operands: any K below 2**37); numpy's integer matmul
+    beyond."""
+    if a.size == 0 or b.size == 0:
+        return np.matmul(a, b)
+    bound = int(np.abs(a).max()) * int(np.abs(b).max()) * int(a.shape[-1])
+    if bound >= 2**53:
+        return np.matmul(a, b)
+    return np.matmul(a.astype(np.float64), b.astype(np.float64)).astype(np.int64)
+
+
+def _risky_pairs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The pairs j (positions 2j and 2j + 1 of an even K) whose sum of two products can leave int16 for
+    some row of A and column of B: max|A[..., 2j]| max|B[..., 2j, :]| + max|A[..., 2j + 1]| max|B[...,
+    2j + 1, :]| beyond 32767 (no other pair can be clamped)."""
+    k = a.shape[-1]
+    if a.size == 0 or b.size == 0:
+        return np.zeros(0, np.int64)
+    a_top = np.abs(a.reshape(-1, k)).max(axis=0)
+    b_top = np.abs(np.swapaxes(b, -1, -2).reshape(-1, k)).max(axis=0)
+    bound = (a_top * b_top).reshape(-1, 2).sum(axis=1)
+    return np.flatnonzero(bound > INT16_MAX)
+
+
+def pair_correction(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray | None, int]:
+    """What the saturating kernel adds to the exact ``a @ b`` for int64 A [..., M, K] and B [..., K, N] of
+    one batch shape (K padded with a zero when odd): the sum over pairs j of clamp(s, int16) - s, s =
+    a[..., m, 2j] b[..., 2j, n] + a[..., m, 2j+1] b[..., 2j+1, n], as int64 [..., M, N], and the number of
+    pairs clamped; None (and 0) when no pair can leave int16 (:func:`_risky_pairs`: only those pairs are
+    summed). Memory is bounded by :data:`PAIR_CHUNK_ELEMENTS` pair sums at a time."""
     if a.shape[-1] % 2:
         a = np.concatenate([a, np.zeros((*a.shape[:-1], 1), a.dtype)], axis=-1)
         b = np.concatenate([b, np.zeros((*b.shape[:-2], 1, b.shape[-1]), b.dtype)], axis=-2)
+    risky = _risky_pairs(a, b)
+    if risky.size == 0:
+        return None, 0
     *batch, m, k = a.shape
     n = b.shape[-1]
-    half = k // 2
-    a_pairs = a.reshape(*batch, m, half, 2)
-    b_pairs = b.reshape(*batch, half, 2, n)
-    total = np.zeros((*batch, m, n), np.int64)
+    a_pairs = a.reshape(*batch, m, k // 2, 2)[..., risky, :].astype(np.int32)  # pair sums fit int32
+    b_pairs = b.reshape(*batch, k // 2, 2, n)[..., risky, :, :].astype(np.int32)
+    correction = np.zeros((*batch, m, n), np.int64)
     clamped = 0
     step = max(1, PAIR_CHUNK_ELEMENTS // max(1, int(np.prod(batch, dtype=np.int64)) * m * n))
-    for start in range(0, half, step):
+    for start in range(0, risky.size, step):
         sums = np.einsum(
             "...mjt,...jtn->...mjn",
             a_pairs[..., start : start + step, :],
             b_pairs[..., start : start + step, :, :],
         )
-        clamped += int(np.count_nonzero((sums < INT16_MIN) | (sums > INT16_MAX)))
-        total += np.clip(sums, INT16_MIN, INT16_MAX).sum(axis=-2)
-    return total, clamped
+        cut = np.clip(sums, INT16_MIN, INT16_MAX) - sums
+        clamped += int(np.count_nonzero(cut))
+        correction += cut.sum(axis=-2, dtype=np.int64)
+    return correction, clamped
+
+
+def saturating_dot(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, int]:
+    """sum over j of clamp(a[..., m, 2j] b[..., 2j, n] + a[..., m, 2j+1] b[..., 2j+1, n], int16) for int64
+    A [..., M, K] and B [..., K, N] of one batch shape (K padded with a zero when odd), as int64, and the
+    number of pairs clamped: the exact product (:func:`exact_dot`) plus :func:`pair_correction`."""
+    correction, clamped = pair_correction(a, b)
+    exact = exact_dot(a, b)
+    return (exact if correction is None else exact + correction), clamped
 
 
 def _with_zero_points(dot: np.ndarray, operands: GemmOperands) -> np.ndarray:
@@ -294,8 +337,60 @@ def _accumulators(operands: GemmOperands, saturating: bool) -> np.ndarray:
     if saturating:
         dot, _ = saturating_dot(operands.a, operands.b)
     else:
-        dot = np.matmul(operands.a, operands.b)
+        dot = exact_dot(operands.a, operands.b)
     return _wrap_int32(_with_zero_points(dot, operands))
+
+
+@dataclass(frozen=True)
+class Paths:
+    """A node's output on both of ORT's x86 paths for uint8 x int8: ``saturating``, the kernel of CPUs with
+    AVX2 (or AVX-512 BW) and no VNNI, and ``exact``, the kernel of CPUs with AVX-512 VNNI, AVX-VNNI or AMX
+    (one shape and element type), and the pairs of products the saturating kernel clamps."""
+
+    saturating: np.ndarray
+    exact: np.ndarray
+    clamped_pairs: int
+
+
+def _both_sums(operands: GemmOperands) -> tuple[np.ndarray, np.ndarray, int]:
+    """The GEMM's sums with the zero points applied, int64, not wrapped, on the saturating path and the
+    exact one, and the pairs clamped (the exact product computed once)."""
+    exact = exact_dot(operands.a, operands.b)
+    correction, clamped = pair_correction(operands.a, operands.b)
+    saturated = exact if correction is None else exact + correction
+    return _with_zero_points(saturated, operands), _with_zero_points(exact, operands), clamped
+
+
+def matmul_integer_paths(
+    a: np.ndarray, b: np.ndarray, a_zero_point: object = None, b_zero_point: object = None
+) -> Paths:
+    """MatMulInteger of uint8 A and int8 B on both paths (:class:`Paths`), int32. Raises ValueError on
+    shapes or zero points that do not fit."""
+    operands = matmul_operands(a, b, a_zero_point, b_zero_point)
+    saturated, exact, clamped = _both_sums(operands)
+    return Paths(_dropped(_wrap_int32(saturated), operands), _dropped(_wrap_int32(exact), operands), clamped)
+
+
+def qlinear_matmul_paths(
+    a: np.ndarray,
+    a_scale: object,
+    a_zero_point: object,
+    b: np.ndarray,
+    b_scale: object,
+    b_zero_point: object,
+    y_scale: object,
+    y_zero_point: object,
+) -> Paths:
+    """QLinearMatMul of uint8 A and int8 B on both paths (:class:`Paths`), each requantized as
+    :func:`qlinear_matmul` does. Raises ValueError on inputs that do not fit."""
+    operands = matmul_operands(a, b, a_zero_point, b_zero_point)
+    scale = output_scales(a_scale, per_column(b_scale, np.shape(b), "B's scale"), y_scale)
+    zero, dtype = _scalar_zero_point(y_zero_point, "Y's zero point"), _output_type(y_zero_point)
+    saturated, exact, clamped = _both_sums(operands)
+    outputs = [
+        _dropped(requantize(_wrap_int32(acc), scale, zero, dtype), operands) for acc in (saturated, exact)
+    ]
+    return Paths(*outputs, clamped)
 
 
 def qlinear_matmul(
@@ -377,10 +472,7 @@ def im2col_channels_last(
     rank = len(kernel_shape)
     begins, ends = geometry.pads[:rank], geometry.pads[rank:]
     padded = np.pad(x, [(0, 0), (0, 0), *zip(begins, ends, strict=True)], constant_values=pad_value)
-    out = tuple(
-        (padded.shape[2 + i] - geometry.dilations[i] * (kernel_shape[i] - 1) - 1) // geometry.strides[i] + 1
-        for i in range(rank)
-    )
+    out = conv_output_shape(tuple(x.shape[2:]), kernel_shape, geometry)
     n, c = x.shape[:2]
     if min(out, default=1) <= 0:
         raise ValueError(f"the kernel does not fit the padded input (output shape {out})")
@@ -397,6 +489,26 @@ def im2col_channels_last(
     g = geometry.group
     cols = cols.reshape(n, g, c // g, len(taps), -1).transpose(0, 1, 4, 3, 2)
     return cols.reshape(n, g, cols.shape[2], -1), out
+
+
+def conv_output_shape(
+    spatial: tuple[int, ...], kernel_shape: tuple[int, ...], geometry: ConvGeometry
+) -> tuple[int, ...]:
+    """The output's spatial shape of a convolution of an input of ``spatial`` axes (no check that it is
+    positive)."""
+    rank = len(kernel_shape)
+    return tuple(
+        (
+            spatial[i]
+            + geometry.pads[i]
+            + geometry.pads[rank + i]
+            - geometry.dilations[i] * (kernel_shape[i] - 1)
+            - 1
+        )
+        // geometry.strides[i]
+        + 1
+        for i in range(rank)
+    )
 
 
 def conv_weights_as_b(w: np.ndarray, group: int) -> np.ndarray:
@@ -437,7 +549,37 @@ def qlinear_conv(
     scale = output_scales(x_q.scale, np.asarray(w_q.scale, np.float32).reshape(-1), y_q.scale)
     y_zero = _scalar_zero_point(y_q.zero_point, "Y's zero point")
     y = requantize(_wrap_int32(acc), scale, y_zero, _output_type(y_q.zero_point), bias=bias)
-    return np.moveaxis(y.reshape(x.shape[0], *out, w.shape[0]), -1, 1)
+    return _conv_layout(y, x.shape[0], out, w.shape[0])
+
+
+def _conv_layout(y: np.ndarray, n: int, out: tuple[int, ...], m: int) -> np.ndarray:
+    """A convolution's output [N, output pixels, M] as [N, M, *out]."""
+    return np.moveaxis(y.reshape(n, *out, m), -1, 1)
+
+
+def qlinear_conv_paths(
+    x: np.ndarray,
+    x_q: QuantParams,
+    w: np.ndarray,
+    w_q: QuantParams,
+    y_q: QuantParams,
+    bias: np.ndarray | None = None,
+    geometry: ConvGeometry | None = None,
+) -> Paths:
+    """QLinearConv of uint8 X and int8 W through the GEMM on both paths (:class:`Paths`), each requantized
+    as :func:`qlinear_conv` does (a depthwise convolution runs neither: ORT's depthwise kernels widen first
+    and are exact). Raises ValueError on inputs that do not fit."""
+    geometry = geometry or ConvGeometry.of(w.ndim - 2)
+    operands, out = conv_operands(x, x_q, w, w_q, geometry)
+    scale = output_scales(x_q.scale, np.asarray(w_q.scale, np.float32).reshape(-1), y_q.scale)
+    zero, dtype = _scalar_zero_point(y_q.zero_point, "Y's zero point"), _output_type(y_q.zero_point)
+    saturated, exact, clamped = _both_sums(operands)
+    n, m = x.shape[0], w.shape[0]
+    outputs = [
+        _conv_layout(requantize(_wrap_int32(_conv_rows(acc, n, m)), scale, zero, dtype, bias=bias), n, out, m)
+        for acc in (saturated, exact)
+    ]
+    return Paths(*outputs, clamped)
 
 
 def conv_sums(
@@ -446,12 +588,25 @@ def conv_sums(
     """A QLinearConv's (or ConvInteger's) integer sums as int64, not wrapped, [N, output pixels, M] (the
     u8 x s8 kernel's saturating pairs with ``saturating``, else exact), and the output's spatial shape.
     W's zero point must be one value for all channels, as ORT requires."""
+    operands, out = conv_operands(x, x_q, w, w_q, geometry)
+    dot = saturating_dot(operands.a, operands.b)[0] if saturating else exact_dot(operands.a, operands.b)
+    return _conv_rows(_with_zero_points(dot, operands), x.shape[0], w.shape[0]), out
+
+
+def conv_operands(
+    x: np.ndarray, x_q: QuantParams, w: np.ndarray, w_q: QuantParams, geometry: ConvGeometry
+) -> tuple[GemmOperands, tuple[int, ...]]:
+    """A convolution's GEMM as MLAS multiplies it: :func:`im2col_channels_last`'s rows [N, group, output
+    pixels, K] as A, the weights per group (:func:`conv_weights_as_b`) as B, the zero points; and the
+    output's spatial shape. W's zero point must be one value for all channels, as ORT requires."""
     w_zero = np.unique(np.asarray(w_q.zero_point).reshape(-1))
     if w_zero.size != 1:
         raise ValueError("ORT requires one zero point for all of W's channels")
     x_zero = _scalar_zero_point(x_q.zero_point, "X's zero point")
     cols, out = im2col_channels_last(x, tuple(w.shape[2:]), geometry, x_zero)
-    operands = matmul_operands(cols, conv_weights_as_b(w, geometry.group), x_zero, w_zero[0])
-    dot = saturating_dot(operands.a, operands.b)[0] if saturating else np.matmul(operands.a, operands.b)
-    acc = _with_zero_points(dot, operands)  # [N, group, pixels, M/group]
-    return acc.transpose(0, 2, 1, 3).reshape(x.shape[0], cols.shape[2], w.shape[0]), out
+    return matmul_operands(cols, conv_weights_as_b(w, geometry.group), x_zero, w_zero[0]), out
+
+
+def _conv_rows(acc: np.ndarray, n: int, m: int) -> np.ndarray:
+    """The GEMM's sums per group [N, group, pixels, M/group] as [N, pixels, M]."""
+    return acc.transpose(0, 2, 1, 3).reshape(n, acc.shape[2], m)
