@@ -22,7 +22,8 @@ import numpy as np
 from onnx import ModelProto, NodeProto
 
 from customops.comparison.failures import reads
-from customops.comparison.optimizer import Optimization, same_bits
+from customops.comparison.optimizer import Optimization
+from customops.eval.judging.metrics import same_bits
 from customops.graphs import subgraphs, walk_graph
 
 __all__ = ["FROM_ORT", "FROM_SWAPPED", "CarriedIn", "Source", "sources"]

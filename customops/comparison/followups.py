@@ -15,11 +15,12 @@ from customops.comparison.amplify import CulpritSearch, Effect, culprits
 from customops.comparison.carried import FROM_ORT, CarriedIn, sources
 from customops.comparison.choices import Choices, Stopped, non_finite
 from customops.comparison.isolate import Isolated
-from customops.comparison.optimizer import Optimization, Rerun, same_bits
+from customops.comparison.optimizer import Optimization, Rerun
 from customops.comparison.prepared import Prepared, WholeRuns, with_outputs
 from customops.comparison.results import NodeResult, OutputResult, Report
 from customops.comparison.settings import Settings
 from customops.comparison.summary import carried_text
+from customops.eval.judging.metrics import same_bits
 
 __all__ = [
     "check_carried",

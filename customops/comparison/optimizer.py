@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from customops.comparison.isolate import metrics_of, run_side
-from customops.eval.judging.metrics import Criterion
+from customops.eval.judging.metrics import Criterion, same_bits
 from customops.eval.running.worker import OPTIMIZATION_LEVELS
 
 if TYPE_CHECKING:
@@ -34,7 +34,6 @@ __all__ = [
     "Rerun",
     "check",
     "lower_levels",
-    "same_bits",
     "summary",
 ]
 
@@ -107,17 +106,6 @@ class Rerun:
     """What decides a tensor by name at its tolerances (customops.comparison.settings.Settings.criterion)."""
     providers: list[str]
     say: Callable[[str], None]
-
-
-def same_bits(a: np.ndarray | None, b: np.ndarray | None) -> bool:
-    if a is None or b is None:
-        return False
-    a, b = np.asarray(a), np.asarray(b)
-    if a.dtype != b.dtype or a.shape != b.shape:
-        return False
-    if a.dtype.kind in "OUS":
-        return bool(np.array_equal(a, b))
-    return np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes()
 
 
 def rerun_at(r: Rerun, level: str) -> LevelRun:

@@ -348,6 +348,17 @@ def bitwise_equal(a: np.ndarray, b: np.ndarray) -> bool:
     )
 
 
+def same_bits(a: np.ndarray | None, b: np.ndarray | None) -> bool:
+    """Whether two values of a run are the same: both there, of one shape and dtype, strings equal
+    string by string and numbers equal bit for bit (:func:`bitwise_equal`)."""
+    if a is None or b is None:
+        return False
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype.kind in "OUS" and a.dtype == b.dtype and a.shape == b.shape:
+        return bool(np.array_equal(a, b))
+    return bitwise_equal(a, b)
+
+
 CHUNK = 1 << 20
 """Elements compared at a time: the float64 temporaries of one chunk, not of a whole tensor."""
 
