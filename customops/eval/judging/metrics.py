@@ -187,10 +187,16 @@ def _errors(
         return None
     with np.errstate(invalid="ignore"):  # inf - inf where they match: an error of 0 (below)
         diff = np.where(finite[keep], np.abs(fa[keep] - fb[keep]), 0.0)
-    mag = np.maximum(np.abs(fb[keep]), atol)
+    return diff, _relative_error(diff, np.abs(fb[keep]), atol)
+
+
+def _relative_error(diff: np.ndarray, mag: np.ndarray, atol: float) -> np.ndarray:
+    """|a - b| (``diff``) relative to |b| (``mag``), guarded near zero: below atol the denominator is
+    atol (there the absolute error decides); with atol 0 a reference of 0 makes it infinite (0 where the
+    elements are equal): a value, not a warning."""
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        rel = np.where(mag > 0, diff / mag, np.where(diff > 0, np.inf, 0.0))
-    return diff, rel
+        floor = np.maximum(mag, atol)
+        return np.where(floor > 0, diff / floor, np.where(diff > 0, np.inf, 0.0))
 
 
 def error_stats(
@@ -429,12 +435,8 @@ class _Stats:
     ) -> None:
         self.finite = True
         self.max_abs = _max(self.max_abs, float(d.max()))
-        # relative to |b|, guarded near zero: below atol the denominator is atol (there the absolute
-        # error decides); with atol 0 a reference of 0 makes it infinite: a value, not a warning
+        self.max_rel = _max(self.max_rel, float(_relative_error(d, g, atol).max()))
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            floor = np.maximum(g, atol)
-            rel = np.where(floor > 0, d / floor, np.where(d > 0, np.inf, 0.0))
-            self.max_rel = _max(self.max_rel, float(rel.max()))
             self.needed_atol = _max(self.needed_atol, float(np.maximum(d - rtol * g, 0).max()))
             over = d > atol
             need = np.where(g > 0, (d - atol) / g, np.inf)
