@@ -18,14 +18,26 @@ DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
 """(rtol, atol) per floating dtype name; integers, bool and strings compare exactly."""
 
 
+def default_tolerance(dtype: Any) -> tuple[float, float]:
+    """(rtol, atol) of a floating ``dtype``: :data:`DEFAULT_TOLERANCES`, or for ml_dtypes' other narrow
+    floats (float8, float4) their epsilon; exact for the rest."""
+    dtype = np.dtype(dtype)
+    if dtype.name in DEFAULT_TOLERANCES:
+        return DEFAULT_TOLERANCES[dtype.name]
+    if dtype.type.__module__ == "ml_dtypes" and dtype.name.startswith("float"):
+        import ml_dtypes
+
+        eps = float(ml_dtypes.finfo(dtype).eps)
+        return eps, eps
+    return 0.0, 0.0
+
+
 def tolerance_for(
     dtype: np.dtype, rtol: float | None = None, atol: float | None = None
 ) -> tuple[float, float]:
-    """(rtol, atol) for comparing tensors of ``dtype``: the given values, else the dtype's default (exact for
-    non-floating types)."""
-    default = DEFAULT_TOLERANCES.get(np.dtype(dtype).name, (0.0, 0.0))
-    if np.dtype(dtype).kind not in "fc":
-        default = (0.0, 0.0)
+    """(rtol, atol) for comparing tensors of ``dtype``: the given values, else numpy's floating types'
+    :func:`default_tolerance` (exact for the rest, ml_dtypes' types included)."""
+    default = default_tolerance(dtype) if np.dtype(dtype).kind in "fc" else (0.0, 0.0)
     return (default[0] if rtol is None else rtol, default[1] if atol is None else atol)
 
 
