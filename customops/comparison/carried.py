@@ -24,7 +24,7 @@ from onnx import ModelProto, NodeProto
 from customops.comparison.failures import reads
 from customops.comparison.optimizer import Optimization
 from customops.eval.judging.metrics import same_bits
-from customops.graphs import subgraphs, walk_graph
+from customops.graphs import node_label, subgraphs, walk_graph
 
 __all__ = ["FROM_ORT", "FROM_SWAPPED", "CarriedIn", "Source", "sources"]
 
@@ -70,7 +70,7 @@ def sources(
     tainted: set[str] = set()
     found = []
     for node in model.graph.node:  # topologically sorted, as ONNX requires
-        key = node.name or (node.output[0] if node.output else "")
+        key = node_label(node)
         upstream = bool(tainted.intersection(n for n in reads(node) if n))
         if key in swapped:
             differ = _differing(list(node.input), *values)
@@ -102,7 +102,7 @@ def _holds(node: NodeProto, inner: frozenset[str], holders: set[tuple[str, str]]
 def _label(node: NodeProto) -> str:
     """A node's name in the rewriter's records (customops.model.rewriter): its name, else its first
     output, else its op."""
-    return node.name or (node.output[0] if node.output else node.op_type)
+    return node_label(node, node.op_type)
 
 
 def _output_differs(name: str, a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:

@@ -14,7 +14,7 @@ from typing import Any
 from onnx import ModelProto, NodeProto, helper
 
 from customops.eval.running.messages import failing_node
-from customops.graphs import subgraphs, walk_graph
+from customops.graphs import node_label, subgraphs, walk_graph
 
 __all__ = ["FailPoint", "before_failure", "fail_point", "parted", "reads"]
 
@@ -112,8 +112,6 @@ def _downstream(model: ModelProto, stop: str) -> set[str]:
     and by every node that reads them, at any remove."""
     tainted: set[str] = set()
     for node in model.graph.node:  # topologically sorted, as ONNX requires
-        if (node.name or (node.output[0] if node.output else "")) == stop or tainted.intersection(
-            reads(node)
-        ):
+        if node_label(node) == stop or tainted.intersection(reads(node)):
             tainted.update(o for o in node.output if o)
     return tainted

@@ -49,7 +49,7 @@ from customops.eval.cases.testcase import tensor_value
 from customops.eval.judging.metrics import DEFAULT_TOLERANCES
 from customops.eval.running import sides
 from customops.eval.running.sides import REFERENCE_TIMEOUT, SideRun
-from customops.graphs import check_in_memory
+from customops.graphs import check_in_memory, node_label
 from customops.safeio import printable
 
 __all__ = ["compare_loaded", "compare_model", "log", "run_and_judge"]
@@ -88,7 +88,7 @@ def prepare(
     result = rewrite_model(model, ops=ops, nodes=chosen.nodes, exclude=chosen.exclude)
     types: dict[str, int] = {}
     value_types(infer_types(model).graph, types)
-    nodes = {(n.name or (n.output[0] if n.output else "")): n for n in model.graph.node}
+    nodes = {node_label(n): n for n in model.graph.node}
     swapped = [r for r in result.swapped if r.scope == "graph" and r.node in nodes]
     exposed: list[str] = []
     for r in swapped:
