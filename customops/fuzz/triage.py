@@ -31,6 +31,7 @@ from customops.fuzz import values as V
 from customops.fuzz.case import Case, build_model
 from customops.fuzz.dispatch import space_of
 from customops.fuzz.spaces.base import OUT_LIMIT, Space, Verdict
+from customops.registry import GRID_SAMPLE_16_MODES
 
 OUTPUT_KINDS = ("value", "shape", "dtype")
 KINDS = (*OUTPUT_KINDS, "rejects-valid", "accepts-invalid", "crash", "hang")
@@ -67,7 +68,7 @@ def magnitude(case: Case) -> float:
     if case.op not in ("Resize", "Upsample", "GridSample") or not V.is_float(case.dtype):
         return 0.0
     mode = case.attrs.get("mode", "linear" if case.op == "GridSample" else "nearest")
-    if mode not in ("linear", "cubic", "bilinear", "bicubic"):
+    if GRID_SAMPLE_16_MODES.get(mode, mode) not in ("linear", "cubic"):
         return 0.0
     x = case.main.astype(np.float64)
     finite = x[np.isfinite(x)]

@@ -27,6 +27,7 @@ from customops.graphs import node_label
 from customops.registry import (
     CUSTOM_OPS,
     DOMAIN,
+    GRID_SAMPLE_16_MODES,
     RESTORE_ATTR,
     OpVersion,
     custom_defaults,
@@ -380,10 +381,6 @@ def _deform_conv_inputs(
             continue
         rest.append(b.like_x(value, name, compute, bridged))
     return rest, kernel
-
-
-GRID_SAMPLE_16_MODES = {"bilinear": "linear", "bicubic": "cubic", "nearest": "nearest"}
-"""GridSample-16's modes by GridSample-20's names: the same formula (16 is 20 on 4-D inputs), renamed."""
 
 
 def _grid_sample_inputs(

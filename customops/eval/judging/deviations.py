@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from customops.eval.judging.signature import Signature
+from customops.registry import GRID_SAMPLE_16_MODES
 
 FOUND: dict[str, str] = {
     "F-EXCLUDE-OUTSIDE-NEAREST": "Resize 11-19: exclude_outside=1 is refused at load unless the mode is cubic, "
@@ -149,7 +150,7 @@ def _ranks(e: Labelled, ranks: tuple[int, ...]) -> bool:
 def _gs_mode(e: Labelled) -> str:
     """A GridSample group's mode by GridSample-20's names (16's bilinear / bicubic; absent: linear)."""
     mode = _attr(e, "mode")
-    return {"bilinear": "linear", "bicubic": "cubic", None: "linear"}.get(mode, mode)
+    return "linear" if mode is None else GRID_SAMPLE_16_MODES.get(mode, mode)
 
 
 def _grid_far(e: Labelled) -> bool:
