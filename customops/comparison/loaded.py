@@ -13,14 +13,14 @@ from dataclasses import dataclass, field
 import numpy as np
 from onnx import NodeProto
 
-from customops.comparison.isolate import metrics_of, run_side
+from customops.comparison.isolate import metrics_of
 from customops.comparison.node_labels import loaded_labels
 from customops.comparison.prepared import Prepared, WholeRuns, with_outputs
 from customops.comparison.results import NodeOutput, NodeResult, OutputResult
 from customops.comparison.saved import LoadedOutputs
 from customops.comparison.settings import Settings
 from customops.eval.judging.metrics import Metrics
-from customops.eval.running.sides import SideRun
+from customops.eval.running.sides import SideRun, run_side
 from customops.graphs import node_label
 from customops.safeio import printable
 

@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from customops.comparison.isolate import metrics_of, run_side
+from customops.comparison.isolate import metrics_of
 from customops.eval.judging.metrics import Criterion, same_bits
+from customops.eval.running.sides import run_side
 from customops.eval.running.worker import OPTIMIZATION_LEVELS
 
 if TYPE_CHECKING:

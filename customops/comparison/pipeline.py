@@ -35,7 +35,7 @@ from customops.comparison.followups import (
     record_optimization,
 )
 from customops.comparison.inputs import InputPlan, InputsUsed, sizes_text
-from customops.comparison.isolate import Isolated, metrics_of, run_isolated, run_side
+from customops.comparison.isolate import Isolated, metrics_of, run_isolated
 from customops.comparison.loaded import judge_loaded, loaded_summary, runs_against_loaded
 from customops.comparison.node_outputs import decide, judge_outputs_of, worst
 from customops.comparison.optimizer import Optimization
@@ -122,9 +122,7 @@ def _both_sides(
     """The built-in side's run of ``models[0]`` and the custom side's of ``models[1]`` at once (each in its
     child: customops.eval.running.sides.run_sides); an empty run for a model that is None."""
     jobs = [
-        sides.whole_request(
-            m.SerializeToString(), feed, custom, repeats, None if custom else s.providers, s.optimization
-        )
+        sides.whole_request(m, feed, custom, repeats, s.providers, s.optimization)
         for custom, m in zip((False, True), models, strict=True)
         if m is not None
     ]
@@ -220,11 +218,10 @@ def values_before_failures(
     for side, model, custom in (("builtin", p.model, False), ("custom", p.rewritten, True)):
         point = points[side]
         cut = before_failure(model, p.model, point.node, p.exposed, p.types) if point and point.node else None
-        providers = None if custom else s.providers
         run = (
             None
             if cut is None
-            else run_side(cut, feed, custom=custom, providers=providers, optimization=s.optimization)
+            else sides.run_side(cut, feed, custom=custom, providers=s.providers, optimization=s.optimization)
         )
         exposed.append(SideRun() if run is None else run)
     return WholeRuns(runs.a, runs.b, *exposed)
