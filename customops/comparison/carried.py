@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from onnx import ModelProto, NodeProto
 
-from customops.comparison.failures import reads
+from customops.comparison.failures import downstream
 from customops.comparison.optimizer import Optimization
 from customops.eval.judging.metrics import same_bits
 from customops.graphs import node_label, subgraphs, walk_graph
@@ -67,21 +67,19 @@ def sources(
     difference of its own on when its output inside the model differs and it differs alone or reads one
     passed on."""
     holders = _holders(model, inner)
-    tainted: set[str] = set()
     found = []
-    for node in model.graph.node:  # topologically sorted, as ONNX requires
+
+    def passes_on(node: NodeProto, upstream: bool) -> bool:
         key = node_label(node)
-        upstream = bool(tainted.intersection(n for n in reads(node) if n))
-        if key in swapped:
-            differ = _differing(list(node.input), *values)
-            if differ:
-                found.append(Source(key, differ, FROM_SWAPPED if upstream else FROM_ORT))
-            differs = any(_output_differs(o, *values) for o in node.output if o)
-            passes_on = (upstream or swapped[key]) and differs
-        else:
-            passes_on = upstream or _holds(node, inner, holders)
-        if passes_on:
-            tainted.update(o for o in node.output if o)
+        if key not in swapped:
+            return upstream or _holds(node, inner, holders)
+        differ = _differing(list(node.input), *values)
+        if differ:
+            found.append(Source(key, differ, FROM_SWAPPED if upstream else FROM_ORT))
+        differs = any(_output_differs(o, *values) for o in node.output if o)
+        return (upstream or swapped[key]) and differs
+
+    downstream(model, passes_on)
     return found
 
 

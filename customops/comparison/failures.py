@@ -7,7 +7,7 @@ a different node: a finding; docs/compare.md, Outputs and exit status)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +16,7 @@ from onnx import ModelProto, NodeProto, helper
 from customops.eval.running.messages import failing_node
 from customops.graphs import node_label, subgraphs, walk_graph
 
-__all__ = ["FailPoint", "before_failure", "fail_point", "parted", "reads"]
+__all__ = ["FailPoint", "before_failure", "downstream", "fail_point", "parted", "reads"]
 
 
 @dataclass
@@ -80,7 +80,8 @@ def before_failure(
     """``model`` (the original or its rewrite) cut to what computes the values of ``wanted`` that do not
     depend on the node ``stop`` of ``original`` (those are its graph outputs): a side that stopped at
     ``stop`` runs this far. None when none of ``wanted`` is left."""
-    after = _downstream(original, stop)
+    # made by the node ``stop`` (by its label) and by every node that reads them, at any remove
+    after = downstream(original, lambda node, upstream: upstream or node_label(node) == stop)
     keep_values = [v for v in wanted if v not in after]
     needed, kept = set(keep_values), []
     for node in reversed(model.graph.node):
@@ -107,11 +108,12 @@ def before_failure(
     return out
 
 
-def _downstream(model: ModelProto, stop: str) -> set[str]:
-    """The values of ``model``'s main graph made by the node ``stop`` (by name, else by its first output)
-    and by every node that reads them, at any remove."""
+def downstream(model: ModelProto, passes_on: Callable[[NodeProto, bool], bool]) -> set[str]:
+    """The values of ``model``'s main graph that a taint reaches, forward: each node in order is asked
+    ``passes_on(node, upstream)`` (``upstream``: whether it reads a tainted value, in a subgraph too), and
+    its outputs are tainted when it says so."""
     tainted: set[str] = set()
     for node in model.graph.node:  # topologically sorted, as ONNX requires
-        if node_label(node) == stop or tainted.intersection(reads(node)):
+        if passes_on(node, bool(tainted.intersection(n for n in reads(node) if n))):
             tainted.update(o for o in node.output if o)
     return tainted
