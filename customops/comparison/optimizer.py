@@ -35,7 +35,6 @@ __all__ = [
     "Rerun",
     "check",
     "lower_levels",
-    "summary",
 ]
 
 RERUN_LEVELS = ("basic", "disable")
@@ -137,16 +136,3 @@ def check(r: Rerun, asked: str, why: str = "no swapped node differs alone") -> O
         if run.passes:
             break
     return found
-
-
-def summary(head: str, found: Optimization) -> str:
-    """The verdict line when the difference vanishes at a lower level: ``head`` ('DISAGREE: ...
-    differ') and where it comes from; no kernel is named."""
-    level = found.vanishes_at
-    run = next(r for r in found.reruns if r.level == level)
-    how = "bit for bit" if run.identical else "within tolerance"
-    return (
-        f"{head}; no swapped node differs alone, and at --graph-optimization-level {level} the outputs "
-        f"match {how}: the difference comes from ORT's graph optimizations (level {found.level}) around the "
-        "swapped nodes, which ORT cannot fuse or change the layout through, not from a kernel"
-    )

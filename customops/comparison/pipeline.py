@@ -40,7 +40,14 @@ from customops.comparison.loaded import judge_loaded, loaded_summary, runs_again
 from customops.comparison.node_outputs import decide, judge_outputs_of, worst
 from customops.comparison.optimizer import Optimization
 from customops.comparison.prepared import Prepared, WholeRuns, with_outputs
-from customops.comparison.results import NOTHING_TO_COMPARE, Comparison, NodeResult, OutputResult, Report
+from customops.comparison.results import (
+    NOTHING_TO_COMPARE,
+    Comparison,
+    NodeResult,
+    OutputResult,
+    Report,
+    VerdictLine,
+)
 from customops.comparison.saved import LoadedOutputs
 from customops.comparison.settings import ErrorCheck, Settings, checked_settings
 from customops.comparison.summary import nothing_summary, parted_summary, summary_line
@@ -237,10 +244,10 @@ def note_failures(
         report.sides[side]["failed_at"] = None if point is None else point.to_json()
     a, b = points["builtin"], points["custom"]
     if a is not None and b is not None and parted(a, b):
-        report.summary = parted_summary(a, b, nodes)
+        report.line = VerdictLine(parted_summary(a, b, nodes))
     if used.tried:
         failed = " and at ".join(sizes_text(t) for t in used.tried)
-        report.summary += f" (generated inputs with {sizes_text(used.dims)}: both sides failed at {failed})"
+        report.line.inputs = f"(generated inputs with {sizes_text(used.dims)}: both sides failed at {failed})"
 
 
 def judge_outputs(
@@ -558,7 +565,7 @@ def nothing_to_compare(
         customops.__version__,
         seed,
         NOTHING_TO_COMPARE,
-        nothing_summary(p.skipped),
+        VerdictLine(nothing_summary(p.skipped)),
         _tolerances(s),
         sides,
         [],
@@ -621,7 +628,7 @@ def compare_loaded(
     report = _report(p, runs, outputs, nodes, s, (model_name, seed, []))
     report.sides["builtin"] = {"ok": True, "error": None, "loaded_from": loaded.path, "source": loaded.source}
     if report.verdict != "failed":
-        report.summary = loaded_summary(outputs, nodes, loaded, p)
+        report.line = VerdictLine(loaded_summary(outputs, nodes, loaded, p))
     report.phase_seconds = clock.seconds
     record_optimization(report, Optimization(s.optimization))
     note_failures(report, fail_points(p, runs), nodes, InputsUsed.of(feed, plan))

@@ -1,18 +1,25 @@
 """The report's verdict line (``summary``) and its clauses, in words: an agreement, the node where the
-first difference starts, differences within rounding, differences amplified downstream, two sides that
-stop at different nodes and differences carried in from ORT's own nodes (docs/compare.md, Verdicts; the
-verdict against loaded outputs is customops.comparison.loaded's)."""
+first difference starts, differences within rounding, differences amplified downstream or made by ORT's
+graph optimizer, two sides that stop at different nodes and differences carried in from ORT's own nodes
+(docs/compare.md, Verdicts; the verdict against loaded outputs is customops.comparison.loaded's)."""
 
 from __future__ import annotations
 
 from customops.comparison.amplify import Effect
 from customops.comparison.carried import CarriedIn
 from customops.comparison.failures import FailPoint
-from customops.comparison.results import NodeResult, OutputResult
+from customops.comparison.optimizer import Optimization
+from customops.comparison.results import NodeResult, OutputResult, VerdictLine
 from customops.model.rewriter import NodeReport
 from customops.registry import OP_TYPES
 
-__all__ = ["carried_text", "nothing_summary", "parted_summary", "summary_line"]
+__all__ = [
+    "carried_text",
+    "nothing_summary",
+    "optimizer_text",
+    "parted_summary",
+    "summary_line",
+]
 
 
 def summary_line(
@@ -21,7 +28,7 @@ def summary_line(
     outputs: list[OutputResult],
     errors: tuple[str | None, str | None],
     counts: tuple[int, list[Effect]],
-) -> str:
+) -> VerdictLine:
     """The verdict line of ``verdict``: ``errors`` are the whole-model runs' (built-in, custom; None: it
     ran), ``counts`` the number of swapped nodes (subgraphs and functions included) and the swaps that
     move the outputs."""
@@ -29,24 +36,27 @@ def summary_line(
     swapped, amplified = counts
     if verdict == "failed":
         side = "built-in" if a_error else "custom"
-        return f"FAILED: the model does not run on the {side} side: {a_error or b_error}"
+        return VerdictLine(f"FAILED: the model does not run on the {side} side: {a_error or b_error}")
     bad = [n for n in nodes if n.verdict not in ("agree", "within-rounding")]
     bad_out = [o for o in outputs if o.verdict != "agree"]
     rounding = [n for n in nodes if n.verdict == "within-rounding"]
     if verdict == "agree":
         carried = [n for n in nodes if n.verdict == "disagree"]  # only inside the model: carried in
-        clauses = [_agree_text(len(outputs), len(nodes) - len(carried), swapped - len(nodes))]
-        clauses += [_rounding_text(rounding)] if rounding else []
+        clauses = [_rounding_text(rounding)] if rounding else []
         clauses += [_carried_only_text(carried)] if carried else []
-        return "; ".join(clauses)
+        return VerdictLine(
+            _agree_text(len(outputs), len(nodes) - len(carried), swapped - len(nodes)), clauses
+        )
     head = f"DISAGREE: {len(bad)} node(s), {len(bad_out)} output(s) differ"
     first = next((n for n in bad if n.origin == "starts-here"), None)
     if first is not None:  # never a node that agrees alone or only carries a difference in
         known = f" (known: {', '.join(first.known)})" if first.known else ""
-        return f"{head}; first difference starts at {first.node!r} [{first.op}]: {first.attribution}{known}"
+        return VerdictLine(
+            head, [f"first difference starts at {first.node!r} [{first.op}]: {first.attribution}{known}"]
+        )
     if rounding:  # no kernel leaves the spec: name no side
-        return f"{head}; {_rounding_text(rounding)}"
-    return f"{head}; {_amplified_text(nodes, amplified)}"
+        return VerdictLine(head, [_rounding_text(rounding)])
+    return VerdictLine(head, [_amplified_text(nodes, amplified)])
 
 
 def _rounding_text(rounding: list[NodeResult]) -> str:
@@ -178,4 +188,17 @@ def carried_text(carried: CarriedIn, nodes: list[NodeResult]) -> str:
     return (
         f"{text}; at --graph-optimization-level {level} they match {how}: ORT's graph optimizations "
         f"(level {carried.optimization.level}) made them, not a kernel"
+    )
+
+
+def optimizer_text(found: Optimization) -> str:
+    """The verdict line's reason when the difference of the outputs vanishes at a lower level
+    (customops.comparison.optimizer): no kernel is named."""
+    level = found.vanishes_at
+    run = next(r for r in found.reruns if r.level == level)
+    how = "bit for bit" if run.identical else "within tolerance"
+    return (
+        f"no swapped node differs alone, and at --graph-optimization-level {level} the outputs match {how}: "
+        f"the difference comes from ORT's graph optimizations (level {found.level}) around the swapped nodes, "
+        "which ORT cannot fuse or change the layout through, not from a kernel"
     )
