@@ -1,14 +1,15 @@
 """The report's verdict line (``summary``) and its clauses, in words: an agreement, the node where the
 first difference starts, differences within rounding, differences amplified downstream or made by ORT's
 graph optimizer, two sides that stop at different nodes and differences carried in from ORT's own nodes
-(docs/compare.md, Verdicts; the verdict against loaded outputs is customops.comparison.loaded's)."""
+(docs/compare.md, Verdicts; the verdict against loaded outputs is customops.comparison.loaded's); what
+a rerun at a lower graph optimization level found, in the line's words and the table's."""
 
 from __future__ import annotations
 
 from customops.comparison.amplify import Effect
 from customops.comparison.carried import CarriedIn
 from customops.comparison.failures import FailPoint
-from customops.comparison.optimizer import Optimization
+from customops.comparison.optimizer import LevelRun, Optimization
 from customops.comparison.results import NodeResult, OutputResult, VerdictLine
 from customops.model.rewriter import NodeReport
 from customops.registry import OP_TYPES
@@ -18,6 +19,7 @@ __all__ = [
     "nothing_summary",
     "optimizer_text",
     "parted_summary",
+    "rerun_outcome",
     "summary_line",
 ]
 
@@ -183,22 +185,40 @@ def carried_text(carried: CarriedIn, nodes: list[NodeResult]) -> str:
     if level is None:
         tried = ", ".join(r.level for r in carried.optimization.reruns)
         return text + (f"; they still differ at --graph-optimization-level {tried}" if tried else "")
-    run = next(r for r in carried.optimization.reruns if r.level == level)
-    how = "bit for bit" if run.identical else "within tolerance"
     return (
-        f"{text}; at --graph-optimization-level {level} they match {how}: ORT's graph optimizations "
-        f"(level {carried.optimization.level}) made them, not a kernel"
+        f"{text}; at --graph-optimization-level {level} {_vanished(carried.optimization, 'they')}: ORT's "
+        f"graph optimizations (level {carried.optimization.level}) made them, not a kernel"
     )
 
 
 def optimizer_text(found: Optimization) -> str:
     """The verdict line's reason when the difference of the outputs vanishes at a lower level
     (customops.comparison.optimizer): no kernel is named."""
-    level = found.vanishes_at
-    run = next(r for r in found.reruns if r.level == level)
-    how = "bit for bit" if run.identical else "within tolerance"
     return (
-        f"no swapped node differs alone, and at --graph-optimization-level {level} the outputs match {how}: "
-        f"the difference comes from ORT's graph optimizations (level {found.level}) around the swapped nodes, "
-        "which ORT cannot fuse or change the layout through, not from a kernel"
+        f"no swapped node differs alone, and at --graph-optimization-level {found.vanishes_at} "
+        f"{_vanished(found, 'the outputs')}: the difference comes from ORT's graph optimizations (level "
+        f"{found.level}) around the swapped nodes, which ORT cannot fuse or change the layout through, not "
+        "from a kernel"
     )
+
+
+def _vanished(found: Optimization, subject: str) -> str:
+    """How ``subject`` match at the level where the difference vanishes."""
+    return rerun_outcome(
+        next(r for r in found.reruns if r.level == found.vanishes_at), subject, figures=False
+    )
+
+
+def rerun_outcome(run: LevelRun, subject: str, figures: bool = True) -> str:
+    """What a rerun at a lower graph optimization level found of ``subject`` ('the outputs', 'they'): a
+    side's error, a match bit for bit, or whether they pass, with the largest difference (``figures``;
+    without, a pass is a match within tolerance)."""
+    if run.error:
+        return f"a side failed: {run.error}"
+    if run.identical:
+        return f"{subject} match bit for bit"
+    if run.passes and not figures:
+        return f"{subject} match within tolerance"
+    largest = max((v for v in run.max_abs.values() if v is not None), default=None)
+    shown = "-" if largest is None else format(largest, ".3g") if isinstance(largest, float) else str(largest)
+    return f"{subject} {'pass' if run.passes else 'still differ'} (max abs {shown})"
