@@ -17,6 +17,7 @@ from customops.eval.judging.attribution import Within, attribution
 from customops.eval.judging.metrics import Criterion, Metrics, compare_arrays, tolerance_for
 from customops.eval.judging.yardstick import Measured, custom_call, judge
 from customops.eval.running import sides
+from customops.eval.running.worker import SIDES
 from customops.registry import CUSTOM_OPS, CustomOp
 
 
@@ -82,9 +83,6 @@ def _reference_refusal(op: str, rewritten: Any, feed: dict[str, np.ndarray], lim
         f"of its arrays), "
         f"over the reference limit {most}"
     )
-
-
-SIDES = ("builtin", "custom", "reference")
 
 
 @dataclass

@@ -24,7 +24,8 @@ from customops.comparison.inputs import INPUT_LIMIT, decode_arrays, first_iterat
 from customops.errors import CustomOpsError
 from customops.safeio import read_json
 
-SIDES = ("builtin", "custom")
+COMPARED_SIDES = ("builtin", "custom")
+"""The two sides a comparison holds values of, as --save-outputs names them."""
 
 RUNNERS = {"builtin": "customops builtin", "custom": "customops custom"}
 """The runners of a Polygraphy RunResults file written by ``--save-outputs PATH.json``, by side."""
@@ -54,7 +55,7 @@ def compared_arrays(
     for n in nodes:
         pairs += list(((several or {}).get(n.node) or {n.output: tensors.get(n.node)}).items())
     for name, pair in pairs:
-        for side, value in zip(SIDES, pair or (None, None), strict=True):
+        for side, value in zip(COMPARED_SIDES, pair or (None, None), strict=True):
             if value is not None:
                 arrays.setdefault(f"{side}/{name}", value)
     return arrays
@@ -70,7 +71,7 @@ def save_run_results(path: str, arrays: dict[str, np.ndarray]) -> None:
     from customops.safeio import write_atomic
 
     lst = []
-    for side in SIDES:
+    for side in COMPARED_SIDES:
         lazy = {
             k.split("/", 1)[1]: {"values": encoded_array(v), POLYGRAPHY_CLASS: "LazyArray"}
             for k, v in arrays.items()

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from onnx import ModelProto
 
 SIDES = ("builtin", "custom", "reference")
+"""The three sides, each a child process of its own, in the order reports list them."""
 
 SIDE_INJECT_ENV = "CUSTOMOPS_SIDE_INJECT"
 FUZZ_INJECT_ENV = "CUSTOMOPS_FUZZ_INJECT"
