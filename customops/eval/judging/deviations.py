@@ -227,8 +227,9 @@ COORD = "coordinate_transformation_mode"
 POLICY = "keep_aspect_ratio_policy"
 OUTPUT = ("value", "shape", "dtype")
 """The kinds of a difference between two outputs (both ORT's kernel and ours ran)."""
-ORT = ("builtin", "unknown", "three-way")
-"""The sides that say ORT's output is the odd one (or the reference could not tell)."""
+ORT_OR_UNDECIDED = ("builtin", "unknown", "three-way")
+"""The sides that say ORT's output is the odd one, or that no side is: the reference could not vote or
+agrees with both (``unknown``), or all three differ (``three-way``)."""
 INT_TYPES = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")
 MISSING_TYPE = ("Could not find an implementation", "Failed to find kernel")
 LINEAR_ONLY = ("'Linear' mode only supports",)
@@ -256,7 +257,7 @@ def _missing(ident: str, op: str) -> Rule:
 
 def _ort_output(ident: str, **conditions: Any) -> Rule:
     """Both ran and ORT's output is the odd one (or the reference could not tell)."""
-    return Rule(ident, sides=ORT, kinds=OUTPUT, **conditions)
+    return Rule(ident, sides=ORT_OR_UNDECIDED, kinds=OUTPUT, **conditions)
 
 
 RULES: tuple[Rule, ...] = (
@@ -354,7 +355,7 @@ RULES: tuple[Rule, ...] = (
         "semantics: coordinate arithmetic",
         ops=RESIZES,
         kinds=("value",),
-        sides=ORT,
+        sides=ORT_OR_UNDECIDED,
         attrs={"mode": NEAREST},
         lacks=("builtin_returns_input",),
         when=_coordinate_arithmetic,
@@ -373,7 +374,7 @@ RULES: tuple[Rule, ...] = (
         "semantics: output length from scales",
         ops=RESIZES,
         kinds=("shape",),
-        sides=ORT,
+        sides=ORT_OR_UNDECIDED,
         not_attrs={COORD: ("tf_crop_and_resize",)},
         attrs={POLICY: (None, "stretch")},
     ),
@@ -440,7 +441,7 @@ RULES: tuple[Rule, ...] = (
         when=lambda e: _fact(e, "roi_elem") in ("float16", "double"),
     ),
     _ort_output("F-POLICY-NEGATIVE-AXES", attrs={POLICY: POLICIES}, when=_negative_axes),
-    Rule("F-POLICY-NEGATIVE-SIZE", sides=ORT, detail="size-negative", attrs={POLICY: POLICIES}),
+    Rule("F-POLICY-NEGATIVE-SIZE", sides=ORT_OR_UNDECIDED, detail="size-negative", attrs={POLICY: POLICIES}),
     Rule("F-AA-INT32-NARROWING", texts=("narrowing_error",)),
     Rule("F-PAD-WRAP-BEFORE-19", ops=("Pad",), detail="attr-value:mode", attrs={"mode": ("wrap",)}),
     Rule("F-COL2IM-ZERO-IMAGE", texts=("All 'image_shape' values must be positive",)),
@@ -464,7 +465,7 @@ RULES: tuple[Rule, ...] = (
         "AG-FLOAT16-FUNCTION",
         ops=("AffineGrid",),
         elems=("float16",),
-        sides=ORT,
+        sides=ORT_OR_UNDECIDED,
         kinds=("rejects-valid", *OUTPUT),
     ),
     _ort_output(
