@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from onnx import ModelProto, NodeProto
 
-from customops.comparison.failures import downstream
+from customops.comparison.flow import downstream
 from customops.comparison.optimizer import Optimization
 from customops.eval.judging.metrics import same_bits
 from customops.graphs import node_label, subgraphs, walk_graph

@@ -25,7 +25,8 @@ from onnx import ModelProto, NodeProto
 
 from customops.comparison.amplify import Effect
 from customops.comparison.choices import Choices, stops_here
-from customops.comparison.failures import FailPoint, before_failure, fail_point, parted
+from customops.comparison.failures import FailPoint, fail_point, parted
+from customops.comparison.flow import before_failure
 from customops.comparison.followups import (
     check_carried,
     check_optimizer,
@@ -218,7 +219,7 @@ def values_before_failures(
     p: Prepared, feed: dict[str, np.ndarray], runs: WholeRuns, s: Settings
 ) -> WholeRuns:
     """Both sides stopped, at different nodes: each side's exposed values that do not depend on the node
-    it stopped at, from the model cut before that node (customops.comparison.failures.before_failure), so
+    it stopped at, from the model cut before that node (customops.comparison.flow.before_failure), so
     that the swapped nodes up to there are compared, and judged alone on the custom side's values."""
     points = fail_points(p, runs)
     exposed = []
