@@ -175,3 +175,9 @@ def all_nodes(model: ModelProto) -> Iterator[onnx.NodeProto]:
         yield from g.node
     for fn in model.functions:
         yield from fn.node
+
+
+def node_label(node: onnx.NodeProto, fallback: str = "") -> str:
+    """How a node is called in messages and reports: its name, else its first output's, else
+    ``fallback`` (a node of neither)."""
+    return node.name or (node.output[0] if node.output else fallback)

@@ -612,10 +612,14 @@ _GS_T_22 = (*_GS_T_16, "bfloat16")
 _GS_PADDING = ("zeros", "border", "reflection")
 
 
+GRID_SAMPLE_16_MODES = {"bilinear": "linear", "nearest": "nearest", "bicubic": "cubic"}
+"""GridSample-16's modes by GridSample-20's names: the same formula (16 is 20 on 4-D inputs), renamed."""
+
+
 def _grid_sample(version: int) -> OpVersion:
     """GridSample-16 (4-D X, modes bilinear / nearest / bicubic), 20 and 22 (N-D, linear / nearest / cubic;
     22 adds bfloat16 for X and grid)."""
-    modes = ("bilinear", "nearest", "bicubic") if version == 16 else ("linear", "nearest", "cubic")
+    modes = tuple(GRID_SAMPLE_16_MODES) if version == 16 else ("linear", "nearest", "cubic")
     grid_types = (
         ("float16", "float", "double") if version < 22 else ("bfloat16", "float16", "float", "double")
     )

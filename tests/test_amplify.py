@@ -10,8 +10,8 @@ from onnx import TensorProto, helper
 
 from customops.comparison.amplify import SINGLE_LIMIT, CulpritSearch, culprits
 from customops.comparison.inputs import generate_inputs
-from customops.comparison.isolate import run_side
 from customops.eval.judging.metrics import tolerance_for
+from customops.eval.running.sides import run_side
 
 PADS_BEFORE, PADS_AFTER = 4, 4
 """Pads (which agree exactly) around the two Resizes in the graph's order: the Resizes are the last node

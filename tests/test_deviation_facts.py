@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from customops.eval.judging.deviations import known_labels
+from customops.eval.judging.deviations import REFERENCE_RULES, known_labels, match_read, misses
 from customops.eval.judging.facts import Given, Observed, facts
 from customops.eval.judging.signature import Signature, Subject
 from tests.helpers import NEVER
@@ -141,3 +141,29 @@ def test_compare_labels_a_node_with_more_bins_than_the_kernel_pools(tmp_path):
     assert proc.returncode == 1, proc.stderr
     (entry,) = json.loads(out.read_text())["nodes"]
     assert (entry["attribution"], entry["verdict"]) == ("custom-cannot-run", "side-failed"), entry
+
+
+def test_a_rule_that_does_not_match_says_which_condition_fails_first():
+    x = np.zeros((2, 3), F32)
+    seen = Observed(
+        "Resize", x, "float", {"coordinate_transformation_mode": "pytorch_half_pixel"}, out_shape=(2, 1)
+    )
+    sig = Signature("Resize", 19, "reference", "value")
+    rule_id = "semantics: `pytorch_half_pixel`, output length 1"
+    # the same difference with the fact the rule reads, then without it: the reason names that fact
+    assert rule_id not in misses(Subject(sig, facts(seen, reference=True)))
+    assert misses(Subject(sig, facts(seen)))[rule_id] == "the fact resized_to_one holds"
+    # a rule of another op fails at its first condition, the op; one that matches is truthy
+    other = Subject(Signature("Pad", 19, "reference", "value"), facts(seen, reference=True))
+    assert misses(other)[rule_id] == "the op is one of ('Resize',)"
+    labelled = Subject(sig, facts(seen, reference=True))
+    assert [rule.id for rule in REFERENCE_RULES if match_read(rule, labelled)] == [rule_id]
+
+
+def test_a_field_of_another_shape_fails_the_rule_and_says_so():
+    sig = Signature("Resize", 19, "reference", "value")
+    broken = Subject(sig, {"attrs": ["not", "an", "object"], "resized_to_one": True})
+    reasons = misses(broken)
+    assert reasons and all(r for r in reasons.values())
+    assert any("a field of another shape" in r for r in reasons.values())
+    assert known_labels(broken) == []

@@ -147,8 +147,8 @@ def test_up_to_single_limit_swaps_are_tried_one_at_a_time(count):
     once (a single swap is not run again as a group); none is a culprit."""
     from customops.comparison.amplify import SINGLE_LIMIT, CulpritSearch, culprits
     from customops.comparison.inputs import generate_inputs
-    from customops.comparison.isolate import run_side
     from customops.eval.judging.metrics import tolerance_for
+    from customops.eval.running.sides import run_side
 
     n = SINGLE_LIMIT if count == "limit" else count
     model = _pads_model(n)
@@ -266,8 +266,8 @@ def test_a_rerun_judges_its_outputs_as_the_comparison_does_relative_to_ours():
     """At a lower level the outputs are judged as compare judges them (judge_outputs: built-in against
     ours, the relative error divided by ours): with an rtol between the two ways of dividing, the
     rerun's verdict is the one the comparison would give."""
-    from customops.comparison.isolate import run_side
     from customops.comparison.optimizer import rerun_at
+    from customops.eval.running.sides import run_side
 
     probe = _resize_rerun(lambda _n: (None, None))
     va = run_side(probe.model, probe.feed, custom=False, optimization="basic").values["y"]

@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from customops.comparison.isolate import metrics_of, run_side
+from customops.comparison.isolate import metrics_of
 from customops.eval.judging.metrics import Criterion
+from customops.eval.running.sides import run_side
 
 if TYPE_CHECKING:
     from onnx import ModelProto

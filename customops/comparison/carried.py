@@ -21,9 +21,10 @@ from typing import Any
 import numpy as np
 from onnx import ModelProto, NodeProto
 
-from customops.comparison.failures import reads
-from customops.comparison.optimizer import Optimization, same_bits
-from customops.graphs import subgraphs, walk_graph
+from customops.comparison.flow import downstream
+from customops.comparison.optimizer import Optimization
+from customops.eval.judging.metrics import same_bits
+from customops.graphs import node_label, subgraphs, walk_graph
 
 __all__ = ["FROM_ORT", "FROM_SWAPPED", "CarriedIn", "Source", "sources"]
 
@@ -66,21 +67,19 @@ def sources(
     difference of its own on when its output inside the model differs and it differs alone or reads one
     passed on."""
     holders = _holders(model, inner)
-    tainted: set[str] = set()
     found = []
-    for node in model.graph.node:  # topologically sorted, as ONNX requires
-        key = node.name or (node.output[0] if node.output else "")
-        upstream = bool(tainted.intersection(n for n in reads(node) if n))
-        if key in swapped:
-            differ = _differing(list(node.input), *values)
-            if differ:
-                found.append(Source(key, differ, FROM_SWAPPED if upstream else FROM_ORT))
-            differs = any(_output_differs(o, *values) for o in node.output if o)
-            passes_on = (upstream or swapped[key]) and differs
-        else:
-            passes_on = upstream or _holds(node, inner, holders)
-        if passes_on:
-            tainted.update(o for o in node.output if o)
+
+    def passes_on(node: NodeProto, upstream: bool) -> bool:
+        key = node_label(node)
+        if key not in swapped:
+            return upstream or _holds(node, inner, holders)
+        differ = _differing(list(node.input), *values)
+        if differ:
+            found.append(Source(key, differ, FROM_SWAPPED if upstream else FROM_ORT))
+        differs = any(_output_differs(o, *values) for o in node.output if o)
+        return (upstream or swapped[key]) and differs
+
+    downstream(model, passes_on)
     return found
 
 
@@ -101,7 +100,7 @@ def _holds(node: NodeProto, inner: frozenset[str], holders: set[tuple[str, str]]
 def _label(node: NodeProto) -> str:
     """A node's name in the rewriter's records (customops.model.rewriter): its name, else its first
     output, else its op."""
-    return node.name or (node.output[0] if node.output else node.op_type)
+    return node_label(node, node.op_type)
 
 
 def _output_differs(name: str, a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:

@@ -96,7 +96,7 @@ def write_outputs(args: Any, comparison: Comparison) -> None:
 
         write_atomic(args.html, render(comparison.report.to_json(), comparison.tensors))
     if args.save_inputs:  # the inputs compared: generated ones at the sizes the verdict used
-        from customops.comparison.inputs import save_arrays
+        from customops.comparison.array_files import save_arrays
 
         save_arrays(args.save_inputs, comparison.feed)
     if args.save_repro:
@@ -107,7 +107,7 @@ def write_outputs(args: Any, comparison: Comparison) -> None:
         if not cases:
             log(nothing_saved(comparison))  # even with -q: an output asked for and not written
     if args.save_outputs:
-        from customops.comparison.inputs import save_arrays
+        from customops.comparison.array_files import save_arrays
         from customops.comparison.saved import compared_arrays, save_run_results
 
         report = comparison.report

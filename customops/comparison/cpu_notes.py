@@ -25,7 +25,7 @@ from customops.registry import lookup
 if TYPE_CHECKING:
     from customops.comparison.results import NodeResult
 
-__all__ = ["cpu_clause", "node_dependence"]
+__all__ = ["cpu_clauses", "node_dependence"]
 
 
 def node_dependence(
@@ -57,22 +57,22 @@ def node_dependence(
     return cpu_dependence(node.op_type, inputs, attributes(node), budget)
 
 
-def cpu_clause(nodes: list[NodeResult]) -> str:
-    """The verdict line's clause (empty when there is nothing to say): the swapped integer nodes that give
+def cpu_clauses(nodes: list[NodeResult]) -> list[str]:
+    """The verdict line's clauses (none when there is nothing to say): the swapped integer nodes that give
     other numbers on x86 CPUs without VNNI, their outputs that change in all and what avoids it; those
     too large to check."""
     found = [n.cpu_dependence for n in nodes if n.cpu_dependence is not None]
     changing = [d for d in found if d.differs]
     large = sum(d.status == "too-large" for d in found)
-    text = ""
+    clauses = []
     if changing:
         outputs = sum(d.changed for d in changing)
-        text = (
-            f"; {len(changing)} integer node(s) would give other numbers on {NO_VNNI}: {outputs:,} "
+        clauses.append(
+            f"{len(changing)} integer node(s) would give other numbers on {NO_VNNI}: {outputs:,} "
             "output(s) in all (Q-U8S8-PAIR-SATURATION); uint8 weights, 7-bit weights (reduce_range=True) "
             "or a CPU with VNNI avoid it"
         )
     if large:
         more = " more" if changing else ""
-        text += f"; {large}{more} integer node(s) not checked for {NO_VNNI}: too large"
-    return text
+        clauses.append(f"{large}{more} integer node(s) not checked for {NO_VNNI}: too large")
+    return clauses

@@ -1,5 +1,6 @@
 """Where a side's whole-model run stops: the node its error names (ORT's text, our kernels' own;
-customops.eval.running.messages.failing_node), placed in the model, and the part of a model that runs before it.
+customops.eval.running.messages.failing_node), placed in the model (the part of a model that runs before
+it: customops.comparison.flow.before_failure).
 
 When both sides fail, compare decides from these points whether the inputs are at fault (both stop at the
 same node, or an error names no node of the model) or the sides part ways before they fail (each stops at
@@ -7,16 +8,14 @@ a different node: a finding; docs/compare.md, Outputs and exit status)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from onnx import ModelProto, NodeProto, helper
+from onnx import NodeProto
 
 from customops.eval.running.messages import failing_node
-from customops.graphs import subgraphs, walk_graph
 
-__all__ = ["FailPoint", "before_failure", "fail_point", "parted", "reads"]
+__all__ = ["FailPoint", "fail_point", "parted"]
 
 
 @dataclass
@@ -62,58 +61,3 @@ def parted(a: FailPoint | None, b: FailPoint | None) -> bool:
     """Whether the two sides stop at different nodes of the model (both named and placed): they then part
     ways before they fail, which is a finding; otherwise the model or its inputs are at fault."""
     return a is not None and b is not None and a.node is not None and b.node is not None and a.node != b.node
-
-
-def reads(node: NodeProto) -> Iterable[str]:
-    """The values ``node`` reads: its inputs, and what the nodes of its subgraphs read (outer-scope values
-    among them; names made inside a subgraph are never made in the main graph)."""
-    yield from node.input
-    for _, sub in subgraphs(node):
-        for g in walk_graph(sub):
-            for inner in g.node:
-                yield from inner.input
-
-
-def before_failure(
-    model: ModelProto, original: ModelProto, stop: str, wanted: list[str], types: dict[str, int]
-) -> ModelProto | None:
-    """``model`` (the original or its rewrite) cut to what computes the values of ``wanted`` that do not
-    depend on the node ``stop`` of ``original`` (those are its graph outputs): a side that stopped at
-    ``stop`` runs this far. None when none of ``wanted`` is left."""
-    after = _downstream(original, stop)
-    keep_values = [v for v in wanted if v not in after]
-    needed, kept = set(keep_values), []
-    for node in reversed(model.graph.node):
-        if needed.intersection(node.output):
-            kept.append(node)
-            needed.update(n for n in reads(node) if n)
-    made = {o for n in kept for o in n.output}
-    outputs = [v for v in keep_values if v in made]
-    if not outputs:
-        return None
-    out = ModelProto()
-    out.CopyFrom(model)
-    del out.graph.node[:]
-    out.graph.node.extend(reversed(kept))
-    del out.graph.output[:]
-    for name in outputs:
-        elem = types.get(name)
-        info = (
-            helper.make_tensor_value_info(name, elem, None)
-            if elem
-            else helper.make_empty_tensor_value_info(name)
-        )
-        out.graph.output.append(info)
-    return out
-
-
-def _downstream(model: ModelProto, stop: str) -> set[str]:
-    """The values of ``model``'s main graph made by the node ``stop`` (by name, else by its first output)
-    and by every node that reads them, at any remove."""
-    tainted: set[str] = set()
-    for node in model.graph.node:  # topologically sorted, as ONNX requires
-        if (node.name or (node.output[0] if node.output else "")) == stop or tainted.intersection(
-            reads(node)
-        ):
-            tainted.update(o for o in node.output if o)
-    return tainted

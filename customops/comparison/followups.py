@@ -15,11 +15,12 @@ from customops.comparison.amplify import CulpritSearch, Effect, culprits
 from customops.comparison.carried import FROM_ORT, CarriedIn, sources
 from customops.comparison.choices import Choices, Stopped, non_finite
 from customops.comparison.isolate import Isolated
-from customops.comparison.optimizer import Optimization, Rerun, same_bits
+from customops.comparison.optimizer import Optimization, Rerun
 from customops.comparison.prepared import Prepared, WholeRuns, with_outputs
 from customops.comparison.results import NodeResult, OutputResult, Report
 from customops.comparison.settings import Settings
-from customops.comparison.summary import carried_text
+from customops.comparison.summary import carried_text, optimizer_text
+from customops.eval.judging.metrics import same_bits
 
 __all__ = [
     "check_carried",
@@ -91,10 +92,11 @@ def check_optimizer(
 
 def record_optimization(report: Report, found: Optimization) -> None:
     """The graph optimization level and its reruns into ``report``; where the difference vanished at a
-    lower level, the verdict line says it is the optimizer's (customops.comparison.optimizer.summary)."""
+    lower level, the verdict line says it is the optimizer's, instead of why it gave before
+    (customops.comparison.summary.optimizer_text)."""
     report.graph_optimization = found
     if found.vanishes_at is not None:
-        report.summary = optimizer.summary(report.summary.partition("; ")[0], found)
+        report.line.clauses = [optimizer_text(found)]
 
 
 def record_choices(
@@ -113,7 +115,9 @@ def record_choices(
         last = report.nodes[-1]
         rest = [{"node": r.node, "op": r.op} for r in p.swapped if r.node not in judged]
         report.stopped = Stopped(last.node, last.op, rest)
-        report.summary += f"; --fail-fast stopped at {last.node!r}: {len(rest)} swapped node(s) not judged"
+        report.line.notes.append(
+            f"--fail-fast stopped at {last.node!r}: {len(rest)} swapped node(s) not judged"
+        )
     if not choices.validate:
         return
     found = [v for o in report.outputs for v in non_finite(o.name, None, tensors[o.name])]
@@ -126,9 +130,9 @@ def record_choices(
     more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
     if report.verdict == "agree":
         report.verdict = "invalid"
-        report.summary = f"INVALID (--validate): {found[0].text()}{more}; {report.summary}"
+        report.line.prefix = f"INVALID (--validate): {found[0].text()}{more}"
     else:
-        report.summary += f"; --validate: {found[0].text()}{more}"
+        report.line.notes.append(f"--validate: {found[0].text()}{more}")
 
 
 def check_carried(
@@ -184,4 +188,4 @@ def record_carried(report: Report, carried: CarriedIn | None) -> None:
     """The values carried in from ORT's own nodes into ``report``, and a clause of the verdict line."""
     report.carried_in = carried
     if carried is not None and report.verdict in ("agree", "disagree"):
-        report.summary += "; " + carried_text(carried, report.nodes)
+        report.line.clauses.append(carried_text(carried, report.nodes))

@@ -17,7 +17,7 @@ from customops.eval.judging.attribution import Within, attribution
 from customops.eval.judging.metrics import Criterion, Metrics, compare_arrays, tolerance_for
 from customops.eval.judging.yardstick import Measured, custom_call, judge
 from customops.eval.running import sides
-from customops.eval.running.sides import SideRun
+from customops.eval.running.worker import SIDES
 from customops.registry import CUSTOM_OPS, CustomOp
 
 
@@ -28,22 +28,6 @@ def reference_limit_of(op: str, override: int | None) -> int:
         return override
     custom = CUSTOM_OPS.get(op)
     return custom.reference_limit if custom is not None else CustomOp.reference_limit
-
-
-def run_side(
-    model: ModelProto,
-    feed: dict[str, np.ndarray],
-    custom: bool,
-    repeats: int = 0,
-    providers: list[str] | None = None,
-    optimization: str = "all",
-) -> SideRun:
-    """Run ``model`` on one side, in that side's child process (customops.eval.running.sides): a crash is the
-    side's error; with ``repeats`` > 0 also profile that many runs for per-node times; ``providers``: the
-    built-in side's execution providers (None: CPU); ``optimization``: ORT's graph optimization level
-    (customops.eval.running.worker.OPTIMIZATION_LEVELS)."""
-    providers = None if custom else providers
-    return sides.run_side(model.SerializeToString(), feed, custom, repeats, providers, optimization)
 
 
 def node_model(
@@ -99,9 +83,6 @@ def _reference_refusal(op: str, rewritten: Any, feed: dict[str, np.ndarray], lim
         f"of its arrays), "
         f"over the reference limit {most}"
     )
-
-
-SIDES = ("builtin", "custom", "reference")
 
 
 @dataclass
@@ -213,7 +194,7 @@ def yardstick_of(iso: Isolated) -> Measured | None:
         if rewritten.skipped or not rewritten.swapped:
             why = rewritten.skipped[0].reason if rewritten.skipped else "no node to swap"
             return None, f"our kernel cannot take the float64 inputs: {why}"
-        run = run_side(rewritten.model, feed, custom=True)
+        run = sides.run_side(rewritten.model, feed, custom=True)
         return (None, run.error) if run.error else (next(iter(run.values.values()), None), None)
 
     return judge(iso.model, iso.feed, iso.outputs, run64)

@@ -13,14 +13,15 @@ from dataclasses import dataclass, field
 import numpy as np
 from onnx import NodeProto
 
-from customops.comparison.isolate import metrics_of, run_side
+from customops.comparison.isolate import metrics_of
 from customops.comparison.node_labels import loaded_labels
 from customops.comparison.prepared import Prepared, WholeRuns, with_outputs
 from customops.comparison.results import NodeOutput, NodeResult, OutputResult
 from customops.comparison.saved import LoadedOutputs
 from customops.comparison.settings import Settings
 from customops.eval.judging.metrics import Metrics
-from customops.eval.running.sides import SideRun
+from customops.eval.running.sides import SideRun, run_side
+from customops.graphs import node_label
 from customops.safeio import printable
 
 __all__ = ["exposed_names", "judge_loaded", "loaded_summary", "runs_against_loaded"]
@@ -101,7 +102,7 @@ def judge_loaded(
         held = [o for o in node.output if o and o in a_values]
         if not held:
             continue
-        key = node.name or node.output[0]
+        key = node_label(node)
         record = swapped.get(key) if p.nodes.get(key) == node else None  # not a namesake
         origin = compared.origin(node)
         found = {o: metrics_of(a_values[o], b_values.get(o), *s.tol(o), s.criterion(o)) for o in held}

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from customops.comparison.isolate import Isolated
     from customops.eval.judging.metrics import Metrics
 
-SIDES = {
+SIDE_OF_ATTRIBUTION = {
     "builtin-leaves-spec": "builtin",
     "custom-leaves-spec": "custom",
     "three-way": "three-way",
@@ -77,7 +77,7 @@ def subject(
     """The node's difference as the rules read it (None: nothing to label). ``pairs`` are the metrics of
     the node alone by pair of sides (customops.comparison.isolate); the kind of the difference comes from
     the built-in and custom pair, or from custom and reference where the reference is odd."""
-    side = SIDES.get(attribution)
+    side = SIDE_OF_ATTRIBUTION.get(attribution)
     if side is None or "-" not in op:
         return None
     pair = pairs.get("custom_vs_reference" if side == "reference" else "builtin_vs_custom")

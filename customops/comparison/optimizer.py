@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from customops.comparison.isolate import metrics_of, run_side
-from customops.eval.judging.metrics import Criterion
+from customops.comparison.isolate import metrics_of
+from customops.eval.judging.metrics import Criterion, same_bits
+from customops.eval.running.sides import run_side
 from customops.eval.running.worker import OPTIMIZATION_LEVELS
 
 if TYPE_CHECKING:
@@ -34,8 +35,6 @@ __all__ = [
     "Rerun",
     "check",
     "lower_levels",
-    "same_bits",
-    "summary",
 ]
 
 RERUN_LEVELS = ("basic", "disable")
@@ -109,17 +108,6 @@ class Rerun:
     say: Callable[[str], None]
 
 
-def same_bits(a: np.ndarray | None, b: np.ndarray | None) -> bool:
-    if a is None or b is None:
-        return False
-    a, b = np.asarray(a), np.asarray(b)
-    if a.dtype != b.dtype or a.shape != b.shape:
-        return False
-    if a.dtype.kind in "OUS":
-        return bool(np.array_equal(a, b))
-    return np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes()
-
-
 def rerun_at(r: Rerun, level: str) -> LevelRun:
     """Both sides' graph outputs at ``level``, judged as compare judges them: the built-in side's against
     ours (the relative error divided by ours)."""
@@ -148,16 +136,3 @@ def check(r: Rerun, asked: str, why: str = "no swapped node differs alone") -> O
         if run.passes:
             break
     return found
-
-
-def summary(head: str, found: Optimization) -> str:
-    """The verdict line when the difference vanishes at a lower level: ``head`` ('DISAGREE: ...
-    differ') and where it comes from; no kernel is named."""
-    level = found.vanishes_at
-    run = next(r for r in found.reruns if r.level == level)
-    how = "bit for bit" if run.identical else "within tolerance"
-    return (
-        f"{head}; no swapped node differs alone, and at --graph-optimization-level {level} the outputs "
-        f"match {how}: the difference comes from ORT's graph optimizations (level {found.level}) around the "
-        "swapped nodes, which ORT cannot fuse or change the layout through, not from a kernel"
-    )

@@ -5,8 +5,8 @@ For every swapped node of the main graph the report says whether its output diff
 whether the difference starts at that node (the node alone, fed A's own inputs to it, still differs) or
 was carried in from upstream, and which side leaves the spec (customops.eval.judging.attribution). This module
 holds the steps and the entry points. The steps: :func:`prepare` (restore, rewrite, pick the nodes and
-the values to expose), :func:`run_whole` (the model on both sides, then with the exposed values as
-outputs), :func:`judge_outputs`, :func:`judge_node` for each swapped node, the follow-ups
+the values to expose), the whole runs (customops.comparison.whole_runs: the model on both sides, then
+with the exposed values as outputs), :func:`judge_outputs`, :func:`judge_node` for each swapped node, the follow-ups
 (customops.comparison.followups) and the typed report (customops.comparison.results.Report, its verdict
 line in the words of customops.comparison.summary). The entry points: :func:`compare_model`, then
 :func:`run_and_judge` or, against loaded outputs, :func:`compare_loaded`, with the checked settings of
@@ -25,8 +25,8 @@ from onnx import ModelProto, NodeProto
 
 from customops.comparison.amplify import Effect
 from customops.comparison.choices import Choices, stops_here
-from customops.comparison.cpu_notes import cpu_clause, node_dependence
-from customops.comparison.failures import FailPoint, before_failure, fail_point, parted
+from customops.comparison.cpu_notes import cpu_clauses, node_dependence
+from customops.comparison.failures import FailPoint, parted
 from customops.comparison.followups import (
     check_carried,
     check_optimizer,
@@ -36,22 +36,30 @@ from customops.comparison.followups import (
     record_optimization,
 )
 from customops.comparison.inputs import InputPlan, InputsUsed, sizes_text
-from customops.comparison.isolate import Isolated, metrics_of, run_isolated, run_side
+from customops.comparison.isolate import Isolated, metrics_of, run_isolated
 from customops.comparison.loaded import judge_loaded, loaded_summary, runs_against_loaded
 from customops.comparison.node_outputs import decide, judge_outputs_of, worst
 from customops.comparison.optimizer import Optimization
-from customops.comparison.prepared import Prepared, WholeRuns, with_outputs
-from customops.comparison.results import NOTHING_TO_COMPARE, Comparison, NodeResult, OutputResult, Report
+from customops.comparison.prepared import Prepared, WholeRuns
+from customops.comparison.results import (
+    NOTHING_TO_COMPARE,
+    Comparison,
+    NodeResult,
+    OutputResult,
+    Report,
+    VerdictLine,
+)
 from customops.comparison.saved import LoadedOutputs
 from customops.comparison.settings import ErrorCheck, Settings, checked_settings
 from customops.comparison.summary import nothing_summary, parted_summary, summary_line
+from customops.comparison.whole_runs import fail_points, note_defaults, runs_that_fit
 from customops.errors import CustomOpsError
 from customops.eval.cases.testcase import tensor_value
 from customops.eval.judging.cpu_dependence import MacBudget
 from customops.eval.judging.metrics import DEFAULT_TOLERANCES
 from customops.eval.running import sides
 from customops.eval.running.sides import REFERENCE_TIMEOUT, SideRun
-from customops.graphs import check_in_memory
+from customops.graphs import check_in_memory, node_label
 from customops.safeio import printable
 
 __all__ = ["compare_loaded", "compare_model", "log", "run_and_judge"]
@@ -90,7 +98,7 @@ def prepare(
     result = rewrite_model(model, ops=ops, nodes=chosen.nodes, exclude=chosen.exclude)
     types: dict[str, int] = {}
     value_types(infer_types(model).graph, types)
-    nodes = {(n.name or (n.output[0] if n.output else "")): n for n in model.graph.node}
+    nodes = {node_label(n): n for n in model.graph.node}
     swapped = [r for r in result.swapped if r.scope == "graph" and r.node in nodes]
     exposed: list[str] = []
     for r in swapped:
@@ -104,134 +112,6 @@ def prepare(
     )
 
 
-def run_whole(p: Prepared, feed: dict[str, np.ndarray], s: Settings, say: Callable[[str], None]) -> WholeRuns:
-    """Run the model on both sides (the built-in one on ``s.providers``); when it runs on neither, no
-    exposed values (:func:`runs_that_fit` decides what that means)."""
-    say("running the model with ORT's built-in kernels")
-    say("running the model with customops kernels")  # at once: each side in its child
-    a, b = _both_sides((p.model, p.rewritten), feed, s, s.repeats)
-    if a.error and b.error:
-        return WholeRuns(a, b, SideRun(), SideRun())
-    pairs = ((p.model, a), (p.rewritten, b))
-    exposed = [with_outputs(m, p.exposed, p.types) if p.exposed and not r.error else None for m, r in pairs]
-    a_exposed, b_exposed = _both_sides(exposed, feed, s, 0)
-    return WholeRuns(a, b, a_exposed, b_exposed)
-
-
-def _both_sides(
-    models: Sequence[ModelProto | None], feed: dict[str, np.ndarray], s: Settings, repeats: int
-) -> list[SideRun]:
-    """The built-in side's run of ``models[0]`` and the custom side's of ``models[1]`` at once (each in its
-    child: customops.eval.running.sides.run_sides); an empty run for a model that is None."""
-    jobs = [
-        sides.whole_request(
-            m.SerializeToString(), feed, custom, repeats, None if custom else s.providers, s.optimization
-        )
-        for custom, m in zip((False, True), models, strict=True)
-        if m is not None
-    ]
-    ran = iter(sides.run_sides(jobs))
-    return [SideRun() if m is None else next(ran) for m in models]
-
-
-def fail_points(p: Prepared, runs: WholeRuns) -> dict[str, FailPoint | None]:
-    """The node where each side's whole-model run stopped (None: it ran, or its error names no node of
-    the model; customops.comparison.failures)."""
-    swapped = {r.node: r.op for r in p.swapped}
-    return {
-        "builtin": fail_point(runs.a.error, p.nodes, swapped) if runs.a.error else None,
-        "custom": fail_point(runs.b.error, p.nodes, swapped) if runs.b.error else None,
-    }
-
-
-def inputs_at_fault(p: Prepared, runs: WholeRuns) -> bool:
-    """Both sides fail, and not at two different nodes of the model: both stop at the same node, or one
-    of them names no node (the model or the inputs refused), so nothing tells the sides apart
-    (docs/compare.md, Outputs and exit status)."""
-    if not (runs.a.error and runs.b.error):
-        return False
-    points = fail_points(p, runs)
-    return not parted(points["builtin"], points["custom"])
-
-
-def runs_that_fit(
-    p: Prepared, feed: dict[str, np.ndarray], s: Settings, plan: InputPlan | None, say: Callable[[str], None]
-) -> tuple[WholeRuns, dict[str, np.ndarray], InputsUsed]:
-    """The whole-model runs (:func:`run_whole`) on ``feed``; when both sides fail on it through the
-    inputs' fault and it was generated (``plan``), again at each size of the ladder
-    (customops.comparison.inputs.LADDER) until they do not. Still at fault: CustomOpsError naming the
-    node, the errors and the sizes tried. Both failing at different nodes: each side's values up to
-    where it stopped (:func:`values_before_failures`)."""
-    _note_defaults(plan, say)
-    runs = run_whole(p, feed, s, say)
-    used = InputsUsed.of(feed, plan)
-    for step in plan.ladder() if plan is not None else []:
-        if not inputs_at_fault(p, runs):
-            break
-        tried = [*used.tried, used.dims]
-        say(
-            f"both sides fail on the generated inputs with {sizes_text(used.dims)}: trying {sizes_text(step)}"
-        )
-        feed = plan.generate(step)  # type: ignore[union-attr]  # the ladder is empty without a plan
-        runs = run_whole(p, feed, s, say)
-        used = InputsUsed.of(feed, plan, step)
-        used.tried = tried
-    if inputs_at_fault(p, runs):
-        raise CustomOpsError(_neither_text(p, runs, used))
-    if used.tried:
-        say(f"the comparison uses the generated inputs with {sizes_text(used.dims)}")
-    if runs.a.error and runs.b.error:
-        runs = values_before_failures(p, feed, runs, s)
-    return runs, feed, used
-
-
-def _note_defaults(plan: InputPlan | None, say: Callable[[str], None]) -> None:
-    """Before the first run, once every option is checked: which symbolic dimensions of generated
-    inputs took the default size, and how to set them (customops.comparison.inputs.InputPlan)."""
-    note = None if plan is None else plan.defaults_note()
-    if note:
-        say(note)
-
-
-def _neither_text(p: Prepared, runs: WholeRuns, used: InputsUsed) -> str:
-    """The one line of a model that runs on neither side through its inputs' fault."""
-    points = fail_points(p, runs)
-    a, b = points["builtin"], points["custom"]
-    where = ""
-    if a is not None and b is not None and a.node is not None and a.node == b.node:
-        where = f": both sides stop at {a.where()}"
-    sizes = ""
-    if used.dims:
-        tried = "".join(f", then {sizes_text(t)}" for t in [*used.tried[1:], used.dims])
-        first = used.tried[0] if used.tried else used.dims
-        sizes = (
-            f" with generated inputs whose symbolic dims are {sizes_text(first)}{tried if used.tried else ''}"
-        )
-    hint = "; give sizes that fit the model with --dim NAME=VALUE or --input-shape NAME:DIMS" if sizes else ""
-    return f"the model runs on neither side{sizes}{where} (built-in: {runs.a.error}; custom: {runs.b.error}){hint}"
-
-
-def values_before_failures(
-    p: Prepared, feed: dict[str, np.ndarray], runs: WholeRuns, s: Settings
-) -> WholeRuns:
-    """Both sides stopped, at different nodes: each side's exposed values that do not depend on the node
-    it stopped at, from the model cut before that node (customops.comparison.failures.before_failure), so
-    that the swapped nodes up to there are compared, and judged alone on the custom side's values."""
-    points = fail_points(p, runs)
-    exposed = []
-    for side, model, custom in (("builtin", p.model, False), ("custom", p.rewritten, True)):
-        point = points[side]
-        cut = before_failure(model, p.model, point.node, p.exposed, p.types) if point and point.node else None
-        providers = None if custom else s.providers
-        run = (
-            None
-            if cut is None
-            else run_side(cut, feed, custom=custom, providers=providers, optimization=s.optimization)
-        )
-        exposed.append(SideRun() if run is None else run)
-    return WholeRuns(runs.a, runs.b, *exposed)
-
-
 def note_failures(
     report: Report, points: dict[str, FailPoint | None], nodes: list[NodeResult], used: InputsUsed
 ) -> None:
@@ -242,10 +122,10 @@ def note_failures(
         report.sides[side]["failed_at"] = None if point is None else point.to_json()
     a, b = points["builtin"], points["custom"]
     if a is not None and b is not None and parted(a, b):
-        report.summary = parted_summary(a, b, nodes)
+        report.line = VerdictLine(parted_summary(a, b, nodes))
     if used.tried:
         failed = " and at ".join(sizes_text(t) for t in used.tried)
-        report.summary += f" (generated inputs with {sizes_text(used.dims)}: both sides failed at {failed})"
+        report.line.inputs = f"(generated inputs with {sizes_text(used.dims)}: both sides failed at {failed})"
 
 
 def judge_outputs(
@@ -513,7 +393,7 @@ def compare_model(
     ``reference_timeout``: seconds onnx.reference may take for one node (a positive finite number).
     ``graph_optimization_level``: ORT's, for every ORT session of both sides
     (customops.comparison.optimizer.OPTIMIZATION_LEVELS). ``plan``: how ``feed`` was generated, to draw it
-    again at other sizes when both sides fail on it (:func:`runs_that_fit`). ``started``: the perf_counter
+    again at other sizes when both sides fail on it (customops.comparison.whole_runs.runs_that_fit). ``started``: the perf_counter
     time the command started (its process, or the call), timed as the phase ``start``. ``loaded``: saved
     outputs that stand in for side A (customops.comparison.loaded, customops.comparison.saved). ``choices``:
     the nodes compared, --validate and --fail-fast (customops.comparison.choices)."""
@@ -566,7 +446,7 @@ def nothing_to_compare(
         customops.__version__,
         seed,
         NOTHING_TO_COMPARE,
-        nothing_summary(p.skipped),
+        VerdictLine(nothing_summary(p.skipped)),
         _tolerances(s),
         sides,
         [],
@@ -603,7 +483,7 @@ def run_and_judge(
     record_optimization(report, optimization)
     record_carried(report, carried)
     note_failures(report, fail_points(p, runs), nodes, used)
-    report.summary += cpu_clause(nodes)  # information: the verdict and exit status stay as they are
+    report.line.clauses += cpu_clauses(nodes)  # information: the verdict and exit status stay as they are
     record_choices(report, p, tensors, settings.choices, several)
     return Comparison(report, tensors, isolated, feed, several)
 
@@ -619,7 +499,7 @@ def compare_loaded(
     every node whose output the file holds, inside the model (customops.comparison.loaded); no node
     alone, no rerun of side A. ``meta``: model name, seed, progress, phase clock, input plan."""
     model_name, seed, say, clock, plan = meta
-    _note_defaults(plan, say)
+    note_defaults(plan, say)
     runs = runs_against_loaded(p, feed, s, loaded, say)
     clock.lap("whole runs")
     tensors: dict[str, tuple[np.ndarray | None, np.ndarray | None]] = {}
@@ -630,7 +510,7 @@ def compare_loaded(
     report = _report(p, runs, outputs, nodes, s, (model_name, seed, []))
     report.sides["builtin"] = {"ok": True, "error": None, "loaded_from": loaded.path, "source": loaded.source}
     if report.verdict != "failed":
-        report.summary = loaded_summary(outputs, nodes, loaded, p)
+        report.line = VerdictLine(loaded_summary(outputs, nodes, loaded, p))
     report.phase_seconds = clock.seconds
     record_optimization(report, Optimization(s.optimization))
     note_failures(report, fail_points(p, runs), nodes, InputsUsed.of(feed, plan))

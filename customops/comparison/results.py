@@ -19,7 +19,15 @@ from customops.comparison.optimizer import Optimization
 from customops.eval.judging.cpu_dependence import CpuDependence
 from customops.eval.judging.metrics import Metrics
 
-__all__ = ["NOTHING_TO_COMPARE", "Comparison", "NodeOutput", "NodeResult", "OutputResult", "Report"]
+__all__ = [
+    "NOTHING_TO_COMPARE",
+    "Comparison",
+    "NodeOutput",
+    "NodeResult",
+    "OutputResult",
+    "Report",
+    "VerdictLine",
+]
 
 NOTHING_TO_COMPARE = "nothing-to-compare"
 """The verdict of a comparison in which no node is swapped (the model has no node of our ops, or --ops,
@@ -136,6 +144,24 @@ class NodeResult:
 
 
 @dataclass
+class VerdictLine:
+    """The report's verdict line in its parts, each a clause in words (customops.comparison.summary):
+    ``head`` the verdict and what differs; ``clauses`` why (a follow-up that explains more replaces them);
+    ``inputs`` the sizes of generated inputs the ladder chose; ``notes`` what --fail-fast and --validate
+    add; ``prefix`` --validate's INVALID, before it all."""
+
+    head: str
+    clauses: list[str] = field(default_factory=list)
+    inputs: str | None = None
+    notes: list[str] = field(default_factory=list)
+    prefix: str | None = None
+
+    def text(self) -> str:
+        line = "; ".join([self.head, *self.clauses]) + (f" {self.inputs}" if self.inputs else "")
+        return "; ".join([*([self.prefix] if self.prefix else []), line, *self.notes])
+
+
+@dataclass
 class Report:
     """The whole comparison; :meth:`to_json` is the ``--json`` document."""
 
@@ -144,7 +170,7 @@ class Report:
     customops_version: str
     seed: int
     verdict: str
-    summary: str
+    line: VerdictLine
     tolerances: dict[str, dict[str, float | None]]
     sides: dict[str, dict[str, Any]]
     outputs: list[OutputResult]
@@ -169,6 +195,11 @@ class Report:
     """Swapped nodes whose inputs differ though no swapped node upstream makes a difference of its own, and
     those values rerun at lower graph optimization levels (customops.comparison.carried); None: no such
     node."""
+
+    @property
+    def summary(self) -> str:
+        """The verdict line (:class:`VerdictLine`) as the report gives it."""
+        return self.line.text()
 
     def to_json(self) -> dict[str, Any]:
         return {

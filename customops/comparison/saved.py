@@ -7,7 +7,7 @@
 Polygraphy's ``polygraphy run --save-outputs`` JSON (one runner; its first iteration; of a directory of
 per-iteration files, the first file), an .npz written
 by ``--save-outputs`` (its ``builtin/`` arrays) or an .npz keyed by tensor name. Everything is read as
-untrusted: bounded sizes (customops.comparison.inputs.INPUT_LIMIT), never unpickled; every name must
+untrusted: bounded sizes (:data:`LOADED_LIMIT`), never unpickled; every name must
 be a value the main graph computes, and every graph output must be there.
 """
 
@@ -20,11 +20,17 @@ from typing import Any
 import numpy as np
 from onnx import ModelProto
 
-from customops.comparison.inputs import INPUT_LIMIT, decode_arrays, first_iteration, read_npz
+from customops.comparison.array_files import decode_arrays, first_iteration, read_npz
 from customops.errors import CustomOpsError
 from customops.safeio import read_json
 
-SIDES = ("builtin", "custom")
+LOADED_LIMIT = 4 * 2**30
+"""Most bytes of outputs read from a --load-outputs file, on disk and in memory (counted as
+customops.comparison.inputs.INPUT_LIMIT counts inputs, and as large): they stand in for the built-in side's
+values, held and compared with ours."""
+
+COMPARED_SIDES = ("builtin", "custom")
+"""The two sides a comparison holds values of, as --save-outputs names them."""
 
 RUNNERS = {"builtin": "customops builtin", "custom": "customops custom"}
 """The runners of a Polygraphy RunResults file written by ``--save-outputs PATH.json``, by side."""
@@ -54,7 +60,7 @@ def compared_arrays(
     for n in nodes:
         pairs += list(((several or {}).get(n.node) or {n.output: tensors.get(n.node)}).items())
     for name, pair in pairs:
-        for side, value in zip(SIDES, pair or (None, None), strict=True):
+        for side, value in zip(COMPARED_SIDES, pair or (None, None), strict=True):
             if value is not None:
                 arrays.setdefault(f"{side}/{name}", value)
     return arrays
@@ -66,11 +72,11 @@ def save_run_results(path: str, arrays: dict[str, np.ndarray]) -> None:
     compares them; ``compare --load-outputs`` takes the built-in one), written whole or not at all."""
     import json
 
-    from customops.comparison.inputs import POLYGRAPHY_CLASS, encoded_array
+    from customops.comparison.array_files import POLYGRAPHY_CLASS, encoded_array
     from customops.safeio import write_atomic
 
     lst = []
-    for side in SIDES:
+    for side in COMPARED_SIDES:
         lazy = {
             k.split("/", 1)[1]: {"values": encoded_array(v), POLYGRAPHY_CLASS: "LazyArray"}
             for k, v in arrays.items()
@@ -90,7 +96,7 @@ def _polygraphy_outputs(path: Path, below: Path | None = None) -> tuple[dict[str
     """The first iteration of the one runner of a Polygraphy RunResults JSON file, and its runner's name
     (``below``: the directory the user named, read through no link below it)."""
     what = f"{str(path)!r} is not a Polygraphy outputs file"
-    data = read_json(path, INPUT_LIMIT // 3 * 4 + (1 << 20), "--load-outputs", max_depth=16, below=below)
+    data = read_json(path, LOADED_LIMIT // 3 * 4 + (1 << 20), "--load-outputs", max_depth=16, below=below)
     runners = data.get("lst") if isinstance(data, dict) else None
     if not isinstance(runners, list) or not runners:
         raise CustomOpsError(
@@ -108,12 +114,12 @@ def _polygraphy_outputs(path: Path, below: Path | None = None) -> tuple[dict[str
     if not isinstance(outputs, dict) or not outputs:
         raise CustomOpsError(f"{what}: its runner has no iteration with outputs")
     # each array wrapped as Polygraphy's lazy array: {"values": {"array": ...}, "polygraphy_class": "LazyArray"}
-    return decode_arrays(outputs, what, "output"), f"Polygraphy runner {runner[0]!s}"
+    return decode_arrays(outputs, what, "output", LOADED_LIMIT), f"Polygraphy runner {runner[0]!s}"
 
 
 def _npz_outputs(path: Path) -> tuple[dict[str, np.ndarray], str]:
     """An .npz's arrays: its ``builtin/`` ones when it was written by ``--save-outputs``, else all."""
-    arrays = read_npz(path)
+    arrays = read_npz(path, LOADED_LIMIT, "outputs file")
     if any(k.startswith("builtin/") for k in arrays):
         return {
             k.removeprefix("builtin/"): v for k, v in arrays.items() if k.startswith("builtin/")

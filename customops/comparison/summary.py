@@ -1,18 +1,27 @@
 """The report's verdict line (``summary``) and its clauses, in words: an agreement, the node where the
-first difference starts, differences within rounding, differences amplified downstream, two sides that
-stop at different nodes and differences carried in from ORT's own nodes (docs/compare.md, Verdicts; the
-verdict against loaded outputs is customops.comparison.loaded's)."""
+first difference starts, differences within rounding, differences amplified downstream or made by ORT's
+graph optimizer, two sides that stop at different nodes and differences carried in from ORT's own nodes
+(docs/compare.md, Verdicts; the verdict against loaded outputs is customops.comparison.loaded's); what
+a rerun at a lower graph optimization level found, in the line's words and the table's."""
 
 from __future__ import annotations
 
 from customops.comparison.amplify import Effect
 from customops.comparison.carried import CarriedIn
 from customops.comparison.failures import FailPoint
-from customops.comparison.results import NodeResult, OutputResult
+from customops.comparison.optimizer import LevelRun, Optimization
+from customops.comparison.results import NodeResult, OutputResult, VerdictLine
 from customops.model.rewriter import NodeReport
 from customops.registry import OP_TYPES
 
-__all__ = ["carried_text", "nothing_summary", "parted_summary", "summary_line"]
+__all__ = [
+    "carried_text",
+    "nothing_summary",
+    "optimizer_text",
+    "parted_summary",
+    "rerun_outcome",
+    "summary_line",
+]
 
 
 def summary_line(
@@ -21,7 +30,7 @@ def summary_line(
     outputs: list[OutputResult],
     errors: tuple[str | None, str | None],
     counts: tuple[int, list[Effect]],
-) -> str:
+) -> VerdictLine:
     """The verdict line of ``verdict``: ``errors`` are the whole-model runs' (built-in, custom; None: it
     ran), ``counts`` the number of swapped nodes (subgraphs and functions included) and the swaps that
     move the outputs."""
@@ -29,24 +38,27 @@ def summary_line(
     swapped, amplified = counts
     if verdict == "failed":
         side = "built-in" if a_error else "custom"
-        return f"FAILED: the model does not run on the {side} side: {a_error or b_error}"
+        return VerdictLine(f"FAILED: the model does not run on the {side} side: {a_error or b_error}")
     bad = [n for n in nodes if n.verdict not in ("agree", "within-rounding")]
     bad_out = [o for o in outputs if o.verdict != "agree"]
     rounding = [n for n in nodes if n.verdict == "within-rounding"]
     if verdict == "agree":
         carried = [n for n in nodes if n.verdict == "disagree"]  # only inside the model: carried in
-        clauses = [_agree_text(len(outputs), len(nodes) - len(carried), swapped - len(nodes))]
-        clauses += [_rounding_text(rounding)] if rounding else []
+        clauses = [_rounding_text(rounding)] if rounding else []
         clauses += [_carried_only_text(carried)] if carried else []
-        return "; ".join(clauses)
+        return VerdictLine(
+            _agree_text(len(outputs), len(nodes) - len(carried), swapped - len(nodes)), clauses
+        )
     head = f"DISAGREE: {len(bad)} node(s), {len(bad_out)} output(s) differ"
     first = next((n for n in bad if n.origin == "starts-here"), None)
     if first is not None:  # never a node that agrees alone or only carries a difference in
         known = f" (known: {', '.join(first.known)})" if first.known else ""
-        return f"{head}; first difference starts at {first.node!r} [{first.op}]: {first.attribution}{known}"
+        return VerdictLine(
+            head, [f"first difference starts at {first.node!r} [{first.op}]: {first.attribution}{known}"]
+        )
     if rounding:  # no kernel leaves the spec: name no side
-        return f"{head}; {_rounding_text(rounding)}"
-    return f"{head}; {_amplified_text(nodes, amplified)}"
+        return VerdictLine(head, [_rounding_text(rounding)])
+    return VerdictLine(head, [_amplified_text(nodes, amplified)])
 
 
 def _rounding_text(rounding: list[NodeResult]) -> str:
@@ -173,9 +185,40 @@ def carried_text(carried: CarriedIn, nodes: list[NodeResult]) -> str:
     if level is None:
         tried = ", ".join(r.level for r in carried.optimization.reruns)
         return text + (f"; they still differ at --graph-optimization-level {tried}" if tried else "")
-    run = next(r for r in carried.optimization.reruns if r.level == level)
-    how = "bit for bit" if run.identical else "within tolerance"
     return (
-        f"{text}; at --graph-optimization-level {level} they match {how}: ORT's graph optimizations "
-        f"(level {carried.optimization.level}) made them, not a kernel"
+        f"{text}; at --graph-optimization-level {level} {_vanished(carried.optimization, 'they')}: ORT's "
+        f"graph optimizations (level {carried.optimization.level}) made them, not a kernel"
     )
+
+
+def optimizer_text(found: Optimization) -> str:
+    """The verdict line's reason when the difference of the outputs vanishes at a lower level
+    (customops.comparison.optimizer): no kernel is named."""
+    return (
+        f"no swapped node differs alone, and at --graph-optimization-level {found.vanishes_at} "
+        f"{_vanished(found, 'the outputs')}: the difference comes from ORT's graph optimizations (level "
+        f"{found.level}) around the swapped nodes, which ORT cannot fuse or change the layout through, not "
+        "from a kernel"
+    )
+
+
+def _vanished(found: Optimization, subject: str) -> str:
+    """How ``subject`` match at the level where the difference vanishes."""
+    return rerun_outcome(
+        next(r for r in found.reruns if r.level == found.vanishes_at), subject, figures=False
+    )
+
+
+def rerun_outcome(run: LevelRun, subject: str, figures: bool = True) -> str:
+    """What a rerun at a lower graph optimization level found of ``subject`` ('the outputs', 'they'): a
+    side's error, a match bit for bit, or whether they pass, with the largest difference (``figures``;
+    without, a pass is a match within tolerance)."""
+    if run.error:
+        return f"a side failed: {run.error}"
+    if run.identical:
+        return f"{subject} match bit for bit"
+    if run.passes and not figures:
+        return f"{subject} match within tolerance"
+    largest = max((v for v in run.max_abs.values() if v is not None), default=None)
+    shown = "-" if largest is None else format(largest, ".3g") if isinstance(largest, float) else str(largest)
+    return f"{subject} {'pass' if run.passes else 'still differ'} (max abs {shown})"

@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from customops.comparison.optimizer import LevelRun
+from customops.comparison.summary import rerun_outcome
 from customops.safeio import printable
 
 
@@ -281,16 +283,7 @@ def _optimization_lines(report: dict[str, Any]) -> list[str]:
     found = report.get("graph_optimization") or {}
     lines = [f"  ORT graph optimization level: {found.get('level', 'all')} (--graph-optimization-level)"]
     for run in found.get("reruns", []):
-        if run["error"]:
-            outcome = f"a side failed: {run['error']}"
-        elif run["identical"]:
-            outcome = "the outputs match bit for bit"
-        else:
-            largest = max((v for v in run["max_abs"].values() if v is not None), default=None)
-            outcome = (
-                "the outputs " + ("pass" if run["passes"] else "still differ") + f" (max abs {_fmt(largest)})"
-            )
-        lines.append(f"  rerun at level {run['level']}: {outcome}")
+        lines.append(f"  rerun at level {run['level']}: {rerun_outcome(LevelRun(**run), 'the outputs')}")
     return lines + _carried_lines(report.get("carried_in"))
 
 
@@ -304,14 +297,9 @@ def _carried_lines(carried: dict[str, Any] | None) -> list[str]:
         f"  inputs carried in from ORT's own nodes (no swapped node upstream makes a difference of its own): {nodes}"
     ]
     for run in carried["reruns"]:
-        if run["error"]:
-            outcome = f"a side failed: {run['error']}"
-        elif run["identical"]:
-            outcome = "they match bit for bit"
-        else:
-            largest = max((v for v in run["max_abs"].values() if v is not None), default=None)
-            outcome = ("they pass" if run["passes"] else "they still differ") + f" (max abs {_fmt(largest)})"
-        lines.append(f"  those inputs rerun at level {run['level']}: {outcome}")
+        lines.append(
+            f"  those inputs rerun at level {run['level']}: {rerun_outcome(LevelRun(**run), 'they')}"
+        )
     return lines
 
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from customops.eval.judging.attribution import Within, odd_one_out
 from customops.eval.judging.facts import Given, Observed
-from customops.eval.judging.metrics import DEFAULT_TOLERANCES, Metrics, compare_arrays
+from customops.eval.judging.metrics import Metrics, compare_arrays, default_tolerance
 from customops.eval.judging.signature import Finding, Signature
 from customops.eval.running.runner import Outcome, Pool
 from customops.eval.running.worker import SIDES, Request
@@ -31,6 +31,7 @@ from customops.fuzz import values as V
 from customops.fuzz.case import Case, build_model
 from customops.fuzz.dispatch import space_of
 from customops.fuzz.spaces.base import OUT_LIMIT, Space, Verdict
+from customops.registry import GRID_SAMPLE_16_MODES
 
 OUTPUT_KINDS = ("value", "shape", "dtype")
 KINDS = (*OUTPUT_KINDS, "rejects-valid", "accepts-invalid", "crash", "hang")
@@ -41,19 +42,12 @@ KINDS = (*OUTPUT_KINDS, "rejects-valid", "accepts-invalid", "crash", "hang")
 
 
 def tolerance(elem: str) -> tuple[float, float]:
-    """(rtol, atol) for outputs of element type ``elem``: compare's defaults, the type's epsilon for the
-    narrow floats, exact for the rest."""
-    names = {"float": "float32", "double": "float64", "float16": "float16", "bfloat16": "bfloat16"}
-    if elem in names:
-        return DEFAULT_TOLERANCES[names[elem]]
-    if V.is_float(elem):
-        import ml_dtypes
+    """(rtol, atol) for outputs of element type ``elem``: the dtype's
+    :func:`~customops.eval.judging.metrics.default_tolerance` (compare's defaults, the type's epsilon for
+    the narrow floats, exact for the rest)."""
+    from customops.dtypes import numpy_dtype
 
-        from customops.dtypes import numpy_dtype
-
-        eps = float(ml_dtypes.finfo(numpy_dtype(elem)).eps)
-        return eps, eps
-    return 0.0, 0.0
+    return default_tolerance(numpy_dtype(elem)) if V.is_float(elem) else (0.0, 0.0)
 
 
 Tolerance = str | tuple[float, float]
@@ -74,7 +68,7 @@ def magnitude(case: Case) -> float:
     if case.op not in ("Resize", "Upsample", "GridSample") or not V.is_float(case.dtype):
         return 0.0
     mode = case.attrs.get("mode", "linear" if case.op == "GridSample" else "nearest")
-    if mode not in ("linear", "cubic", "bilinear", "bicubic"):
+    if GRID_SAMPLE_16_MODES.get(mode, mode) not in ("linear", "cubic"):
         return 0.0
     x = case.main.astype(np.float64)
     finite = x[np.isfinite(x)]

@@ -56,7 +56,7 @@ def prepare(
     dilations: Any,
     pads: Any,
     strides: Any,
-) -> Prepared:
+) -> PreparedCol2Im:
     """Check the arguments against x's shape; raises KernelError."""
     if x.ndim != 3:
         raise KernelError(f"input must be 3-D [N, C * prod(block_shape), L], got shape {x.shape!r}")
@@ -85,7 +85,7 @@ def prepare(
     out_shape = (n, channels, *image)
     limits.check_output(out_shape, x.dtype)
     geometry = _geometry(x.dtype, block, blocks, dil, stride, begin)
-    return Prepared(
+    return PreparedCol2Im(
         x.shape,
         x.dtype,
         out_shape,
@@ -135,7 +135,7 @@ def _block_counts(
 
 
 @dataclass(frozen=True)
-class Prepared:
+class PreparedCol2Im:
     """A validated Col2Im of one input shape and dtype: the slice-adds, or the compiled loop's geometry."""
 
     shape: tuple[int, ...]
@@ -226,7 +226,7 @@ def _direct(
     return split
 
 
-def execute(prepared: Prepared, x: np.ndarray) -> np.ndarray:
+def execute(prepared: PreparedCol2Im, x: np.ndarray) -> np.ndarray:
     """Col2Im of x (of the prepared shape and dtype) by the prepared geometry."""
     if prepared.direct is not None:
         return prepared.direct(np.ascontiguousarray(x))
@@ -268,7 +268,7 @@ def bind(
 ) -> Any:
     """``col2im`` with its attributes fixed, for repeated calls (the ONNX Runtime hook): the validated
     geometry is kept per input shape, dtype, image_shape and block_shape. Errors are raised on every call."""
-    plans: dict[Any, Prepared] = {}
+    plans: dict[Any, PreparedCol2Im] = {}
 
     @tracked(plans)
     def bound(input: Any, image_shape: Any, block_shape: Any) -> np.ndarray:

@@ -636,7 +636,7 @@ def _extrapolation_scalar(value: float, dtype: np.dtype) -> Any:
 
 
 @dataclass
-class Prepared:
+class PreparedResize:
     """Everything about one resize that does not depend on the values of X: validated once, reused."""
 
     shape: tuple[int, ...]
@@ -710,7 +710,7 @@ def prepare(
     keep_aspect_ratio_policy: Any,
     mode: Any,
     nearest_mode: Any,
-) -> Prepared:
+) -> PreparedResize:
     """Check the arguments and compute the index and weight tables; raises KernelError."""
     options = _options(
         dtype,
@@ -737,7 +737,7 @@ def prepare(
     for ax in plan:
         out_shape[ax.axis] = ax.out_len
     limits.check_output(tuple(out_shape), dtype)
-    prepared = Prepared(tuple(shape), dtype, tuple(out_shape), {}, [], {}, None)
+    prepared = PreparedResize(tuple(shape), dtype, tuple(out_shape), {}, [], {}, None)
     if math.prod(out_shape) == 0:
         return prepared
     for ax in plan:
@@ -753,7 +753,7 @@ def prepare(
     return prepared
 
 
-def _axis_tables(prepared: Prepared, plan: list[_Axis], options: _Options) -> None:
+def _axis_tables(prepared: PreparedResize, plan: list[_Axis], options: _Options) -> None:
     """Fill ``prepared``'s tables for each resized axis: its gather (nearest, or a filter that copies one
     input per output) or its filter, and for tf_crop_and_resize the mask of outputs outside the input."""
     mode = options.mode
@@ -775,7 +775,7 @@ def _axis_tables(prepared: Prepared, plan: list[_Axis], options: _Options) -> No
             prepared.filters.append((ax.axis, indices, weights))
 
 
-def execute(prepared: Prepared, X: np.ndarray) -> np.ndarray:
+def execute(prepared: PreparedResize, X: np.ndarray) -> np.ndarray:
     """Resize X (of the prepared shape and dtype) with the prepared tables."""
     dtype = prepared.dtype
     if math.prod(prepared.out_shape) == 0:
@@ -844,7 +844,7 @@ def bind(**attributes: Any) -> Callable[..., np.ndarray]:
         raise TypeError(f"resize() got unexpected keyword arguments {sorted(unknown)!r}")
     values = {**_ATTRIBUTE_DEFAULTS, **attributes}
     ordered = tuple(values[name] for name in _ATTRIBUTE_DEFAULTS)
-    plans: dict[Any, Prepared] = {}
+    plans: dict[Any, PreparedResize] = {}
 
     @tracked(plans)
     def bound(X: Any, roi: Any = None, scales: Any = None, sizes: Any = None) -> np.ndarray:

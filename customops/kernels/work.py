@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from customops.registry import GRID_SAMPLE_16_MODES
+
 Inputs = Sequence[np.ndarray | None]
 
 
@@ -50,7 +52,7 @@ def _prod(sizes: Sequence[float]) -> float:
     return total
 
 
-_TAPS = {"nearest": 1, "linear": 2, "cubic": 4, "bilinear": 2, "bicubic": 4}
+_TAPS = {"nearest": 1, "linear": 2, "cubic": 4}
 """Input elements read per output element and per interpolated axis (Upsample)."""
 
 
@@ -233,12 +235,14 @@ _POINT_LINES = 20
 """Lines of one output point besides its axes and interpolation."""
 _AXIS_LINES = {"nearest": 24}
 """Lines per spatial axis of one output point (denormalized, bordered; nearest: its pixel too)."""
-_ROW_LINES = {"linear": 43, "cubic": 78, "bilinear": 43, "bicubic": 78}
+_ROW_LINES = {"linear": 43, "cubic": 78}
 """Lines of one 1-D interpolation (the recursion's rows)."""
 
 
 def grid_point_lines(dims: Sequence[int], mode: str, padding: str) -> float:
-    """Lines of onnx.reference's GridSample for one output point on an input of spatial ``dims``."""
+    """Lines of onnx.reference's GridSample for one output point on an input of spatial ``dims`` (``mode``
+    by either version's names)."""
+    mode = GRID_SAMPLE_16_MODES.get(mode, mode)
     axes = len(dims)
     if mode == "nearest":
         # zeros padding: a point outside the first axes makes an array of zeros of the rest

@@ -18,7 +18,7 @@ from google.protobuf.message import DecodeError
 from onnx import AttributeProto, FunctionProto, GraphProto, ModelProto, NodeProto, helper
 
 from customops.errors import CustomOpsError
-from customops.graphs import all_graphs, all_nodes, check_in_memory, subgraphs, walk_graph
+from customops.graphs import all_graphs, all_nodes, check_in_memory, node_label, subgraphs, walk_graph
 from customops.model import typed
 from customops.model.io import load_model_files
 from customops.model.translate import HELPER_DOC, Namer, Skip, original_of, translate
@@ -233,7 +233,7 @@ class _Rewriter:
         self.reports: list[NodeReport] = []
 
     def _selected(self, node: NodeProto) -> str | None:
-        label = node.name or (node.output[0] if node.output else "")
+        label = node_label(node)
         if self.ops is not None and node.op_type not in self.ops:
             return f"op type not selected (selected: {', '.join(sorted(self.ops))})"
         if self.nodes is not None and label not in self.nodes:
@@ -274,7 +274,7 @@ class _Rewriter:
     ) -> list[NodeProto] | None:
         if node.domain not in STANDARD_DOMAINS or node.op_type not in OP_TYPES:
             return None
-        label = node.name or (node.output[0] if node.output else node.op_type)
+        label = node_label(node, node.op_type)
         opv = lookup(node.op_type, opset) if opset is not None else None
         op_label = opv.key if opv is not None else f"{node.op_type}@opset{opset}"
         unselected = self._selected(node)
@@ -464,7 +464,7 @@ def _restore_nodes(container: GraphProto | FunctionProto, orphans: list[str]) ->
             changed = True
         else:
             if node.domain == DOMAIN:
-                label = node.name or (node.output[0] if node.output else "")
+                label = node_label(node)
                 orphans.append(f"{label!r} [{node.op_type}]")
             out.append(node)
     if changed:

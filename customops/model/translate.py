@@ -23,9 +23,11 @@ from onnx import AttributeProto, NodeProto, TensorProto, helper
 from customops import dtypes
 from customops.bridge import attrs as attr_codec
 from customops.errors import CustomOpsError
+from customops.graphs import node_label
 from customops.registry import (
     CUSTOM_OPS,
     DOMAIN,
+    GRID_SAMPLE_16_MODES,
     RESTORE_ATTR,
     OpVersion,
     custom_defaults,
@@ -124,7 +126,7 @@ class Builder:
 
     @property
     def stem(self) -> str:
-        return self.node.name or (self.node.output[0] if self.node.output else self.opv.op)
+        return node_label(self.node, self.opv.op)
 
     def helper_node(
         self, op_type: str, inputs: list[str], outputs: list[str], what: str, **kwargs: object
@@ -381,10 +383,6 @@ def _deform_conv_inputs(
     return rest, kernel
 
 
-GRID_SAMPLE_16_MODES = {"bilinear": "linear", "bicubic": "cubic", "nearest": "nearest"}
-"""GridSample-16's modes by GridSample-20's names: the same formula (16 is 20 on 4-D inputs), renamed."""
-
-
 def _grid_sample_inputs(
     b: Builder, values: dict[str, object], compute: str, bridged: bool
 ) -> tuple[list[str], dict[str, object]]:
@@ -421,7 +419,7 @@ def custom_attributes(b: Builder, kernel: dict[str, object], value_info: Iterabl
     node, opv = b.node, b.opv
     encoded = _encode(opv.custom, kernel)
     encoded["customops_origin"] = opv.key
-    encoded["customops_node"] = node.name or node.output[0]
+    encoded["customops_node"] = node_label(node)
     restore_info: dict[str, object] = {
         "node": base64.b64encode(node.SerializeToString()).decode("ascii"),
         "helpers": b.helpers,
@@ -453,7 +451,7 @@ def original_of(node: NodeProto) -> Original | None:
     try:
         return _decode_restore(found[0])
     except _Corrupt as why:
-        label = node.name or (node.output[0] if node.output else node.op_type)
+        label = node_label(node, node.op_type)
         raise CustomOpsError(
             f"node {label!r}: its {RESTORE_ATTR} attribute is corrupt ({why}); the model cannot be restored"
         ) from None

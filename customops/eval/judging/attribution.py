@@ -15,9 +15,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SIDES = ("builtin", "custom", "reference")
-"""The three sides, in the order reports list them."""
-
 ODD_SIDES = ("builtin", "custom", "reference", "three-way", "unknown", "rounding")
 """What :func:`odd_one_out` can answer besides None: a side, ``three-way`` (each differs from the other
 two), ``unknown`` (the reference cannot decide: it did not run, or agrees with both) or ``rounding``

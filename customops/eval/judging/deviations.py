@@ -13,17 +13,19 @@ neither, and a representative that shows one of them).
 A rule is data (:class:`Rule`): the conditions it sets, each field left empty setting none, and an extra
 predicate (``when``) only for what the fields cannot say. No rule takes precedence over another: every
 rule that matches gives its label, in the list's order (:data:`RULES`; :data:`REFERENCE_RULES` for a
-difference of the reference alone). The labels only name what a difference is; they play no part in
-generating cases or in the signatures.
+difference of the reference alone). A rule that does not match says which of its conditions fails first
+(:class:`Match`; :func:`misses` for every rule of a difference). The labels only name what a difference
+is; they play no part in generating cases or in the signatures.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from customops.eval.judging.signature import Signature
+from customops.registry import GRID_SAMPLE_16_MODES
 
 FOUND: dict[str, str] = {
     "F-EXCLUDE-OUTSIDE-NEAREST": "Resize 11-19: exclude_outside=1 is refused at load unless the mode is cubic, "
@@ -106,25 +108,56 @@ class Rule:
     """What the fields cannot say."""
 
 
-def matches(rule: Rule, e: Labelled) -> bool:
-    """Whether ``e`` meets every condition of ``rule``; each is read only when the ones before it hold."""
+@dataclass(frozen=True)
+class Match:
+    """Whether a difference meets a rule (true as a bool), and when it does not, the first condition it
+    fails, in words (``reason``; as onnxscript's rewriter's MatchResult says why a pattern did not
+    match)."""
+
+    reason: str | None = None
+
+    def __bool__(self) -> bool:
+        return self.reason is None
+
+    @classmethod
+    def fail(cls, reason: str) -> Match:
+        return cls(reason)
+
+
+def matches(rule: Rule, e: Labelled) -> Match:
+    """Whether ``e`` meets every condition of ``rule``, or the first one it fails; each is read only when
+    the ones before it hold."""
+    for holds, reason in _conditions(rule, e):
+        if not holds:
+            return Match.fail(reason)
+    return Match()
+
+
+def _conditions(rule: Rule, e: Labelled) -> Iterator[tuple[bool, str]]:
+    """Each condition ``rule`` sets, in order, read when asked for: whether ``e`` meets it, and what it
+    asks of ``e``."""
     sig = e.signature
-    return (
-        (not rule.ops or sig.op in rule.ops)
-        and (not rule.sides or sig.side in rule.sides)
-        and (not rule.kinds or sig.kind in rule.kinds)
-        and (rule.detail is None or sig.detail == rule.detail)
-        and (not rule.texts or any(text in sig.detail for text in rule.texts))
-        and all(_attr(e, name) in values for name, values in rule.attrs.items())
-        and all(_attr(e, name) not in values for name, values in rule.not_attrs.items())
-        and (not rule.elems or _fact(e, "dtype") in rule.elems)
-        and (not rule.ranks or _ranks(e, rule.ranks))
-        and all(_feature(e, prefix) for prefix in rule.features)
-        and all(_fact(e, name) for name in rule.holds)
-        and not any(_fact(e, name) for name in rule.lacks)
-        and all((_fact(e, name) or 0) > 0 for name in rule.positive)
-        and (rule.when is None or bool(rule.when(e)))
-    )
+    yield not rule.ops or sig.op in rule.ops, f"the op is one of {rule.ops}"
+    yield not rule.sides or sig.side in rule.sides, f"the side is one of {rule.sides}"
+    yield not rule.kinds or sig.kind in rule.kinds, f"the kind is one of {rule.kinds}"
+    yield rule.detail is None or sig.detail == rule.detail, f"the detail is {rule.detail!r}"
+    yield not rule.texts or any(t in sig.detail for t in rule.texts), f"the detail holds one of {rule.texts}"
+    for name, values in rule.attrs.items():
+        yield _attr(e, name) in values, f"attribute {name} is one of {values}"
+    for name, values in rule.not_attrs.items():
+        yield _attr(e, name) not in values, f"attribute {name} is none of {values}"
+    yield not rule.elems or _fact(e, "dtype") in rule.elems, f"T is one of {rule.elems}"
+    yield not rule.ranks or _ranks(e, rule.ranks), f"a rank is one of {rule.ranks}"
+    for prefix in rule.features:
+        yield _feature(e, prefix), f"a feature {prefix}... is needed"
+    for name in rule.holds:
+        yield bool(_fact(e, name)), f"the fact {name} holds"
+    for name in rule.lacks:
+        yield not _fact(e, name), f"the fact {name} does not hold"
+    for name in rule.positive:
+        yield (_fact(e, name) or 0) > 0, f"the fact {name} is above 0"
+    if rule.when is not None:
+        yield bool(rule.when(e)), f"{getattr(rule.when, '__name__', 'its own condition')} holds"
 
 
 def _feature(e: Labelled, prefix: str) -> bool:
@@ -149,7 +182,7 @@ def _ranks(e: Labelled, ranks: tuple[int, ...]) -> bool:
 def _gs_mode(e: Labelled) -> str:
     """A GridSample group's mode by GridSample-20's names (16's bilinear / bicubic; absent: linear)."""
     mode = _attr(e, "mode")
-    return {"bilinear": "linear", "bicubic": "cubic", None: "linear"}.get(mode, mode)
+    return "linear" if mode is None else GRID_SAMPLE_16_MODES.get(mode, mode)
 
 
 def _grid_far(e: Labelled) -> bool:
@@ -194,8 +227,9 @@ COORD = "coordinate_transformation_mode"
 POLICY = "keep_aspect_ratio_policy"
 OUTPUT = ("value", "shape", "dtype")
 """The kinds of a difference between two outputs (both ORT's kernel and ours ran)."""
-ORT = ("builtin", "unknown", "three-way")
-"""The sides that say ORT's output is the odd one (or the reference could not tell)."""
+ORT_OR_UNDECIDED = ("builtin", "unknown", "three-way")
+"""The sides that say ORT's output is the odd one, or that no side is: the reference could not vote or
+agrees with both (``unknown``), or all three differ (``three-way``)."""
 INT_TYPES = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")
 MISSING_TYPE = ("Could not find an implementation", "Failed to find kernel")
 LINEAR_ONLY = ("'Linear' mode only supports",)
@@ -223,7 +257,7 @@ def _missing(ident: str, op: str) -> Rule:
 
 def _ort_output(ident: str, **conditions: Any) -> Rule:
     """Both ran and ORT's output is the odd one (or the reference could not tell)."""
-    return Rule(ident, sides=ORT, kinds=OUTPUT, **conditions)
+    return Rule(ident, sides=ORT_OR_UNDECIDED, kinds=OUTPUT, **conditions)
 
 
 RULES: tuple[Rule, ...] = (
@@ -321,7 +355,7 @@ RULES: tuple[Rule, ...] = (
         "semantics: coordinate arithmetic",
         ops=RESIZES,
         kinds=("value",),
-        sides=ORT,
+        sides=ORT_OR_UNDECIDED,
         attrs={"mode": NEAREST},
         lacks=("builtin_returns_input",),
         when=_coordinate_arithmetic,
@@ -340,7 +374,7 @@ RULES: tuple[Rule, ...] = (
         "semantics: output length from scales",
         ops=RESIZES,
         kinds=("shape",),
-        sides=ORT,
+        sides=ORT_OR_UNDECIDED,
         not_attrs={COORD: ("tf_crop_and_resize",)},
         attrs={POLICY: (None, "stretch")},
     ),
@@ -407,7 +441,7 @@ RULES: tuple[Rule, ...] = (
         when=lambda e: _fact(e, "roi_elem") in ("float16", "double"),
     ),
     _ort_output("F-POLICY-NEGATIVE-AXES", attrs={POLICY: POLICIES}, when=_negative_axes),
-    Rule("F-POLICY-NEGATIVE-SIZE", sides=ORT, detail="size-negative", attrs={POLICY: POLICIES}),
+    Rule("F-POLICY-NEGATIVE-SIZE", sides=ORT_OR_UNDECIDED, detail="size-negative", attrs={POLICY: POLICIES}),
     Rule("F-AA-INT32-NARROWING", texts=("narrowing_error",)),
     Rule("F-PAD-WRAP-BEFORE-19", ops=("Pad",), detail="attr-value:mode", attrs={"mode": ("wrap",)}),
     Rule("F-COL2IM-ZERO-IMAGE", texts=("All 'image_shape' values must be positive",)),
@@ -431,7 +465,7 @@ RULES: tuple[Rule, ...] = (
         "AG-FLOAT16-FUNCTION",
         ops=("AffineGrid",),
         elems=("float16",),
-        sides=ORT,
+        sides=ORT_OR_UNDECIDED,
         kinds=("rejects-valid", *OUTPUT),
     ),
     _ort_output(
@@ -596,12 +630,25 @@ def documented_ids() -> list[str]:
 def known_labels(entry: Labelled) -> list[str]:
     """The documented deviations a fuzz group or a compare node matches (empty: new); a difference of
     the reference alone is matched against the reference's own departures only."""
-    rules = REFERENCE_RULES if entry.signature.side == "reference" else RULES
-    return [rule.id for rule in rules if _safe(rule, entry)]
+    return [rule.id for rule in _rules_for(entry) if match_read(rule, entry)]
 
 
-def _safe(rule: Rule, entry: Labelled) -> bool:
+def misses(entry: Labelled) -> dict[str, str]:
+    """Why ``entry`` matches none of the other rules of its side: each rule's id and the first condition
+    it fails (:class:`Match`)."""
+    found = {rule.id: match_read(rule, entry) for rule in _rules_for(entry)}
+    return {rule_id: m.reason for rule_id, m in found.items() if m.reason is not None}
+
+
+def _rules_for(entry: Labelled) -> tuple[Rule, ...]:
+    return tuple(REFERENCE_RULES if entry.signature.side == "reference" else RULES)
+
+
+def match_read(rule: Rule, entry: Labelled) -> Match:
+    """:func:`matches` on facts that may have been read from a file: a field of another shape than a
+    condition reads (a KeyError, TypeError, AttributeError or ValueError as it is read) fails that rule,
+    and the reason says so."""
     try:
         return matches(rule, entry)
-    except (KeyError, TypeError, AttributeError, ValueError):  # a field of another shape (read from a file)
-        return False
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        return Match.fail(f"a field of another shape than the rule reads ({type(exc).__name__})")

@@ -18,14 +18,26 @@ DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
 """(rtol, atol) per floating dtype name; integers, bool and strings compare exactly."""
 
 
+def default_tolerance(dtype: Any) -> tuple[float, float]:
+    """(rtol, atol) of a floating ``dtype``: :data:`DEFAULT_TOLERANCES`, or for ml_dtypes' other narrow
+    floats (float8, float4) their epsilon; exact for the rest."""
+    dtype = np.dtype(dtype)
+    if dtype.name in DEFAULT_TOLERANCES:
+        return DEFAULT_TOLERANCES[dtype.name]
+    if dtype.type.__module__ == "ml_dtypes" and dtype.name.startswith("float"):
+        import ml_dtypes
+
+        eps = float(ml_dtypes.finfo(dtype).eps)
+        return eps, eps
+    return 0.0, 0.0
+
+
 def tolerance_for(
     dtype: np.dtype, rtol: float | None = None, atol: float | None = None
 ) -> tuple[float, float]:
-    """(rtol, atol) for comparing tensors of ``dtype``: the given values, else the dtype's default (exact for
-    non-floating types)."""
-    default = DEFAULT_TOLERANCES.get(np.dtype(dtype).name, (0.0, 0.0))
-    if np.dtype(dtype).kind not in "fc":
-        default = (0.0, 0.0)
+    """(rtol, atol) for comparing tensors of ``dtype``: the given values, else numpy's floating types'
+    :func:`default_tolerance` (exact for the rest, ml_dtypes' types included)."""
+    default = default_tolerance(dtype) if np.dtype(dtype).kind in "fc" else (0.0, 0.0)
     return (default[0] if rtol is None else rtol, default[1] if atol is None else atol)
 
 
@@ -187,10 +199,16 @@ def _errors(
         return None
     with np.errstate(invalid="ignore"):  # inf - inf where they match: an error of 0 (below)
         diff = np.where(finite[keep], np.abs(fa[keep] - fb[keep]), 0.0)
-    mag = np.maximum(np.abs(fb[keep]), atol)
+    return diff, _relative_error(diff, np.abs(fb[keep]), atol)
+
+
+def _relative_error(diff: np.ndarray, mag: np.ndarray, atol: float) -> np.ndarray:
+    """|a - b| (``diff``) relative to |b| (``mag``), guarded near zero: below atol the denominator is
+    atol (there the absolute error decides); with atol 0 a reference of 0 makes it infinite (0 where the
+    elements are equal): a value, not a warning."""
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        rel = np.where(mag > 0, diff / mag, np.where(diff > 0, np.inf, 0.0))
-    return diff, rel
+        floor = np.maximum(mag, atol)
+        return np.where(floor > 0, diff / floor, np.where(diff > 0, np.inf, 0.0))
 
 
 def error_stats(
@@ -348,6 +366,17 @@ def bitwise_equal(a: np.ndarray, b: np.ndarray) -> bool:
     )
 
 
+def same_bits(a: np.ndarray | None, b: np.ndarray | None) -> bool:
+    """Whether two values of a run are the same: both there, of one shape and dtype, strings equal
+    string by string and numbers equal bit for bit (:func:`bitwise_equal`)."""
+    if a is None or b is None:
+        return False
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype.kind in "OUS" and a.dtype == b.dtype and a.shape == b.shape:
+        return bool(np.array_equal(a, b))
+    return bitwise_equal(a, b)
+
+
 CHUNK = 1 << 20
 """Elements compared at a time: the float64 temporaries of one chunk, not of a whole tensor."""
 
@@ -418,12 +447,8 @@ class _Stats:
     ) -> None:
         self.finite = True
         self.max_abs = _max(self.max_abs, float(d.max()))
-        # relative to |b|, guarded near zero: below atol the denominator is atol (there the absolute
-        # error decides); with atol 0 a reference of 0 makes it infinite: a value, not a warning
+        self.max_rel = _max(self.max_rel, float(_relative_error(d, g, atol).max()))
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            floor = np.maximum(g, atol)
-            rel = np.where(floor > 0, d / floor, np.where(d > 0, np.inf, 0.0))
-            self.max_rel = _max(self.max_rel, float(rel.max()))
             self.needed_atol = _max(self.needed_atol, float(np.maximum(d - rtol * g, 0).max()))
             over = d > atol
             need = np.where(g > 0, (d - atol) / g, np.inf)

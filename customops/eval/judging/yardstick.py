@@ -201,7 +201,7 @@ class Terms:
 
 
 def _interpolating(x: np.ndarray, out_shape: Sequence[int], mode: str, antialias: int) -> Terms | None:
-    taps = {"linear": 2, "cubic": 4, "bilinear": 2, "bicubic": 4}.get(mode)
+    taps = {"linear": 2, "cubic": 4}.get(mode)
     if taps is None or len(out_shape) != x.ndim:
         return None
     count, rank = 1.0, 0

@@ -14,11 +14,15 @@ import atexit
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from customops.eval.running.runner import SideProcess, WorkerDied
 from customops.eval.running.worker import SIDE_INJECT_ENV, VERBOSE_ENV, Reply, Request, ort_log_level
+
+if TYPE_CHECKING:
+    from onnx import ModelProto
 
 __all__ = [
     "INJECT_ENV",
@@ -122,22 +126,23 @@ def start_all(fork: bool = False, without: tuple[str, ...] = ()) -> None:
 
 
 def run_side(
-    model: bytes,
+    model: ModelProto | bytes,
     feed: dict[str, np.ndarray],
     custom: bool,
     repeats: int = 0,
     providers: list[str] | None = None,
     optimization: str = "all",
 ) -> SideRun:
-    """Run the serialized ``model`` on one side in that side's child process (see the module docstring);
-    with ``repeats`` > 0 also time that many runs after the first (which warms the kernels up) for
-    per-node times and placements; ``providers``: the built-in side's execution providers (None: CPU);
-    ``optimization``: ORT's graph optimization level (customops.eval.running.worker.OPTIMIZATION_LEVELS)."""
+    """Run ``model`` (or its serialized bytes) on one side in that side's child process (see the module
+    docstring): a crash is the side's error; with ``repeats`` > 0 also time that many runs after the first
+    (which warms the kernels up) for per-node times and placements; ``providers``: the built-in side's
+    execution providers (None: CPU; ours runs on the CPU); ``optimization``: ORT's graph optimization
+    level (customops.eval.running.worker.OPTIMIZATION_LEVELS)."""
     return run_sides([whole_request(model, feed, custom, repeats, providers, optimization)])[0]
 
 
 def whole_request(
-    model: bytes,
+    model: ModelProto | bytes,
     feed: dict[str, np.ndarray],
     custom: bool,
     repeats: int = 0,
@@ -145,6 +150,9 @@ def whole_request(
     optimization: str = "all",
 ) -> tuple[str, Request]:
     """The side and the request of a whole-model run (:func:`run_side`'s arguments)."""
+    providers = None if custom else providers
+    if not isinstance(model, bytes):
+        model = model.SerializeToString()
     request = Request(model, feed, whole=True, repeats=repeats, limit=OUTPUT_LIMIT, providers=providers)
     request.optimization = optimization
     request.profile = providers not in (None, ["CPUExecutionProvider"])  # where ORT placed each node

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from onnx import ModelProto
 
 SIDES = ("builtin", "custom", "reference")
+"""The three sides, each a child process of its own, in the order reports list them."""
 
 SIDE_INJECT_ENV = "CUSTOMOPS_SIDE_INJECT"
 FUZZ_INJECT_ENV = "CUSTOMOPS_FUZZ_INJECT"
@@ -221,10 +222,10 @@ class Runner:
 def reference_model(model: ModelProto) -> ModelProto:
     """``model`` as onnx.reference can run it: onnx.reference (1.23) knows only GridSample-20's mode
     names, so in a model of default-domain opset 16 to 19 (GridSample-16) a GridSample node's mode
-    ``bilinear`` / ``bicubic`` becomes ``linear`` / ``cubic`` (customops.model.translate's
+    ``bilinear`` / ``bicubic`` becomes ``linear`` / ``cubic`` (customops.registry's
     GRID_SAMPLE_16_MODES: the same math); at opset 20 and later those names are invalid and stay, so
     the reference rejects them as ORT does."""
-    from customops.model.translate import GRID_SAMPLE_16_MODES
+    from customops.registry import GRID_SAMPLE_16_MODES
 
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
     if not 16 <= opset < 20:
