@@ -208,7 +208,18 @@ def test_customops_imports_have_no_cycle():
 # inside functions and under TYPE_CHECKING alike. A module imports its own layer and the layers below;
 # the base modules import only one another; the tools do not import one another; only __main__.py
 # imports cli/.
-BASE = ("errors", "registry", "dtypes", "signals", "safeio", "jsonout", "support", "graphs", "extensions")
+BASE = (
+    "errors",
+    "registry",
+    "dtypes",
+    "signals",
+    "safeio",
+    "jsonfields",
+    "jsonout",
+    "support",
+    "graphs",
+    "extensions",
+)
 LAYERS = ("base", "accel", "kernels", "bridge", "model", "eval", "tools", "cli")
 """The layers from the bottom up (accel/ sits below kernels/: the kernels call its loops)."""
 TOOLS = ("comparison", "fuzz", "bench", "conformance")

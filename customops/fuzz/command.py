@@ -34,7 +34,7 @@ DEFAULT_SHRINK_BUDGET = 60
 
 def _int(value: str | None, name: str, default: int, minimum: int) -> int:
     """An integer option from ``minimum`` to files.MAX_NUMBER, the most a campaign's files hold."""
-    from customops.fuzz.files import MAX_NUMBER
+    from customops.jsonfields import MAX_NUMBER
 
     if value is None:
         return default

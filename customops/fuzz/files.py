@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 import os
 import shlex
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,20 @@ from customops.errors import CustomOpsError
 from customops.eval.judging.signature import Signature
 from customops.fuzz.case import MAX_ARRAY_BYTES, MAX_RANK, Case, case_from_json, known_elem
 from customops.fuzz.summary import VERSION_KEYS, CampaignSummary
+from customops.jsonfields import (
+    BadField,
+    Spec,
+    any_json,
+    checked,
+    flag,
+    integer,
+    list_of,
+    map_of,
+    maybe,
+    number,
+    record,
+    text,
+)
 from customops.safeio import MAX_COMPONENT, is_safe_component, read_json
 
 SUMMARY = "summary.json"
@@ -37,10 +50,6 @@ MAX_FINDING_BYTES = 1 << 20
 4 kB: its case holds a few hundred elements at most); 1 MiB is 250 times that, and parses into 25 MB
 at most."""
 
-MAX_NUMBER = 2**63 - 1
-"""Largest seed, case index or count in a campaign's files, and on the fuzzer's command line, which
-checks its numbers against this same bound so that it never writes a campaign its readers refuse."""
-
 MAX_DEPTH = 16
 """Deepest nesting of arrays and objects accepted; the fuzzer writes 5 levels."""
 
@@ -48,35 +57,6 @@ SAFE_NAME = (
     f"a safe directory name (one path component of A-Z a-z 0-9 _ . -, not starting with a dot, "
     f"at most {MAX_COMPONENT} characters)"
 )
-
-
-class BadField(Exception):
-    """A field that breaks the schema: where it is (a JSON path) and what is allowed there."""
-
-    def __init__(self, where: str, allowed: str, value: Any = ...) -> None:
-        shown = "" if value is ... else f", not {_show(value)}"
-        super().__init__(f"{where or 'the top level'} must be {allowed}{shown}")
-
-
-def _show(value: Any) -> str:
-    text = (
-        repr(value) if isinstance(value, str | int | float | bool) or value is None else type(value).__name__
-    )
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-Spec = Callable[[Any, str], Any]
-"""Checks a value found at a JSON path and returns it (possibly normalized), or raises BadField."""
-
-
-def any_json(value: Any, where: str) -> Any:
-    return value
-
-
-def text(value: Any, where: str) -> str:
-    if not isinstance(value, str):
-        raise BadField(where, "a string", value)
-    return value
 
 
 def command(value: Any, where: str) -> str:
@@ -91,81 +71,10 @@ def command(value: Any, where: str) -> str:
     return shlex.join(words)
 
 
-def flag(value: Any, where: str) -> bool:
-    if not isinstance(value, bool):
-        raise BadField(where, "true or false", value)
-    return value
-
-
-def number(value: Any, where: str) -> float | int:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise BadField(where, "a number", value)
-    return value
-
-
-def integer(low: int = 0, high: int = MAX_NUMBER) -> Spec:
-    def check(value: Any, where: str) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-            raise BadField(where, f"an integer from {low} to {high}", value)
-        return value
-
-    return check
-
-
 def name(value: Any, where: str) -> str:
     if not is_safe_component(value):
         raise BadField(where, SAFE_NAME, value)
     return value
-
-
-def maybe(spec: Spec) -> Spec:
-    return lambda value, where: None if value is None else spec(value, where)
-
-
-def list_of(item: Spec) -> Spec:
-    def check(value: Any, where: str) -> list[Any]:
-        if not isinstance(value, list):
-            raise BadField(where, "a list", value)
-        return [item(v, f"{where}[{i}]") for i, v in enumerate(value)]
-
-    return check
-
-
-def map_of(item: Spec) -> Spec:
-    def check(value: Any, where: str) -> dict[str, Any]:
-        if not isinstance(value, dict):
-            raise BadField(where, "an object", value)
-        return {k: item(v, _at(where, k)) for k, v in value.items()}
-
-    return check
-
-
-def record(
-    required: dict[str, Spec], optional: dict[str, Spec] | None = None, rest: Spec | None = None
-) -> Spec:
-    """An object with these fields; other fields are checked by ``rest``, or dropped without it."""
-
-    def check(value: Any, where: str) -> dict[str, Any]:
-        if not isinstance(value, dict):
-            raise BadField(where, "an object", value)
-        missing = [key for key in required if key not in value]
-        if missing:
-            raise BadField(_at(where, missing[0]), "present")
-        out = {}
-        for key, v in value.items():
-            spec = required.get(key) or (optional or {}).get(key) or rest
-            if spec is not None:
-                out[key] = spec(v, _at(where, key))
-        return out
-
-    return check
-
-
-def _at(where: str, key: str) -> str:
-    """The JSON path of ``key`` in ``where``: a key from the file that is not a plain name is quoted
-    (and cut), so that the message stays one short line."""
-    part = key if is_safe_component(key) else repr(key[:40])
-    return f"{where}.{part}" if where else part
 
 
 # ---------------------------------------------------------------------------------------------
@@ -292,14 +201,6 @@ class Reproducer:
     signature: Signature
     case: Case
     record: dict[str, Any]
-
-
-def checked(value: Any, schema: Spec, path: Path, what: str) -> Any:
-    """``value`` checked by ``schema``; a breach is a CustomOpsError naming ``what`` at ``path``."""
-    try:
-        return schema(value, "")
-    except BadField as exc:
-        raise CustomOpsError(f"{what} {str(path)!r}: {exc}") from None
 
 
 def read_summary(directory: Path) -> CampaignSummary:
