@@ -1,14 +1,42 @@
 """Compiled loops of the activations (customops.kernels.activations): Sigmoid of float32 inputs, and
 the one rounding of every activation's float64 values to float32 (:func:`round_float32`).
 
-A plain Python function, compiled on demand by :func:`customops.accel.jit.get` (``numba.njit``). It
-computes in float64 without a call to the C library, so that the loop is vectorized (numba has no vector
-exp): ``exp(t)`` for ``|t| <= 110 / 1024`` by its Taylor polynomial of degree 10 (truncation below
-2**-60; Horner's roundings below 21 * 2**-53 * e**0.22 of the value: 2**-48.3), raised to the power
-1024 by ten squarings (each doubles the relative error and adds a rounding: 2**-38.3 in all), then
-``1 / (1 + e)``: within 2**-38 of Sigmoid's exact value. An element whose float32 rounding is not
-settled by that bound (about 2 in 10,000), and every NaN input, is written as NaN, for the caller to
-evaluate again; everything else is the correctly rounded float32 value.
+Plain Python functions, compiled on demand by :func:`customops.accel.jit.get` (``numba.njit``). They
+compute in float64 without a call to the C library, so that the loops are vectorized (numba has no vector
+exp), and index from 0 (a range from ``start`` would make numba check for negative indices, and LLVM then
+gathers and scatters instead of loading and storing). Sigmoid is one pass over blocks of :data:`BLOCK`
+elements (:func:`sigmoid_block`), each counting its elements in doubt, so that the caller searches only
+the blocks that have any.
+
+**exp(-a)**, ``a = min(|x|, LIMIT)`` (x a float32 value): ``k = rint(a / ln2)`` (0 to 159), ``r = k ln2 -
+a`` (``|r| <= 0.35``), ``exp(-a) = 2**-k exp(r)`` and ``exp(r) ~ P(r) / P(-r)``, the [6/6] Padé approximant
+``P(r) = 665280 + 332640 r + 75600 r**2 + 10080 r**3 + 840 r**4 + 42 r**5 + r**6`` (integer coefficients,
+exact in float64), as ``E + O`` and ``E - O`` with ``E`` its even and ``O`` its odd part. ``2**-k`` is
+a product of three integers ``2**m`` (m <= 53) converted to float64 and 2**-159 (numba has no scalar bit
+cast to build it from its exponent bits). The error, with ``u = 2**-53``:
+
+- reduction: ``k ln2`` with ln2 in two pieces, the first (``LN2_HI``) of 29 bits, so that ``k LN2_HI``
+  is exact (k < 2**24) and ``k LN2_HI - a`` too (both multiples of 2**-29, their difference below 1,
+  when k >= 1, which needs a >= 0.34; ``r = -a`` exactly when k = 0); adding ``k LN2_LO`` costs at most half an ulp of r plus
+  ``k |LN2_LO| u`` and the piece's own error (below 2**-77): exp(r) moves by at most 0.18u;
+- Padé: ``exp(r) Q(r) - P(r) = r**13 / 12! * int_0^1 t**6 (1 - t)**6 e**(tr) dt`` for the normalized
+  approximant (Q = P(-r) / 665280, Perron), so that its relative error is at most ``|r|**13 (6!)**2
+  e**0.35 / (12! 13! Q(r) exp(r)) < 2**-61`` on ``|r| <= 0.35`` (Q(r) exp(r) >= 0.83);
+- evaluation: E by Horner in ``r**2`` (one rounding): its terms after 665280 are below 1.4 % of it, so the
+  computed E is within ``u + 8u * 0.014 < 1.12u``; O's inner sum within ``1.02u``, O within ``2.02u``; the
+  ratio ``(E + O) / (E - O)`` moves by ``2EO / (E**2 - O**2) = sinh(r) <= 0.357`` times the errors of E
+  and O, plus the roundings of the sum and the difference: ``2u + 0.357 * 3.14u < 3.13u``.
+
+So ``2**-k P / Q`` is within 3.32u of exp(-a) (relative). **Sigmoid**: ``y = n / (Q + 2**-k P)`` with n =
+Q (x >= 0: ``1 / (1 + e)``) or ``2**-k P`` (x < 0: ``e / (1 + e)``), both of whose relative errors are at
+most e's (their derivatives in log scale are below 1), plus the rounding of the sum and of the quotient:
+within 5.33u (``ERROR``) of Sigmoid's exact value (|x| <= LIMIT; beyond, the float32 value is 0 or 1
+either way). :func:`sigmoid_block` decides each float32 rounding with :data:`BOUND` (8u: 5.33u and the
+roundings of ``y * BOUND`` and ``y -+ y * BOUND``, below 0.6u; float32's rounding is monotone): an
+element whose rounding is not settled (about 2**-25.5 of them, one in 45 million: they lie within 2**-50
+of a float32 midpoint, where float64 cannot decide), and every NaN input, is written as NaN and counted in its block's mark, for the caller to evaluate
+again; everything else is the correctly rounded float32 value. The tests measure the float64 values
+against mpmath and a long double oracle on dense grids (customops' tests/kernels/activations).
 """
 
 from __future__ import annotations
@@ -18,44 +46,80 @@ from typing import Any
 import numpy as np
 
 ERROR_MODEL = "numpy"
-"""1 / (1 + e) never divides by 0; without Python's check the loop is vectorized (customops.accel.jit)."""
+"""Divisions by values that are never 0; without Python's check the loops are vectorized
+(customops.accel.jit)."""
 
-BOUND = 2.0**-37
-"""The relative error bound the loop decides its roundings with (2**-38 with a factor 2 to spare)."""
+HELPERS = ("sigmoid_value", "sigmoid_block")
+
+ERROR = 5.33 * 2.0**-53
+"""The relative error bound of :func:`sigmoid_value` for |x| <= LIMIT (the module docstring's argument;
+measured: 3.83u at most on 11 million points, tests/kernels/activations/test_compiled.py)."""
+
+BOUND = 2.0**-50
+"""The relative error bound :func:`sigmoid_block` decides Sigmoid's roundings with (ERROR and the
+check's own roundings, with room to spare)."""
 
 LIMIT = 110.0
-"""Sigmoid's float32 value is 0 below -LIMIT and 1 above LIMIT: inputs are clamped to [-LIMIT, LIMIT]."""
+"""Sigmoid's float32 value is 0 below -LIMIT and 1 above LIMIT: |x| is clamped to LIMIT."""
+
+BLOCK = 4096
+"""Elements per block of the Sigmoid loop: each block counts its elements in doubt."""
+
+LOG2E = 1.4426950408889634  # 1 / ln 2 rounded: only picks k (r stays within 0.35 either way)
+LN2_HI = float.fromhex("0x1.62e42ffp-1")  # ln 2 to 29 bits
+LN2_LO = float.fromhex("-0x1.718432a1b0e26p-35")  # ln 2 - LN2_HI, rounded
+_ROUND = 1.5 * 2.0**52  # t + _ROUND - _ROUND is t rounded to an integer (|t| < 2**51)
 
 
-def sigmoid_float32(x: Any, out: Any, start: int, stop: int) -> None:
-    """out[i] = Sigmoid(x[i]) rounded to float32 for i in [start, stop), or NaN where in doubt."""
-    for i in range(start, stop):
+def sigmoid_value(x: float) -> float:
+    """Sigmoid(x) in float64 within ERROR, for a float32 value x (any value for NaN x)."""
+    a = min(abs(x), LIMIT)
+    k = (a * LOG2E + _ROUND) - _ROUND
+    r = (k * LN2_HI - a) + k * LN2_LO
+    r2 = r * r
+    even = ((r2 + 840.0) * r2 + 75600.0) * r2 + 665280.0
+    odd = ((42.0 * r2 + 10080.0) * r2 + 332640.0) * r
+    # 2**-k (0 to 159) exactly, from three shifted integers: numba has no scalar bit cast (as a helper
+    # function of its own, LLVM unrolled the loop half as much: 30 % slower)
+    n = np.int64(k)
+    n1 = min(n, 53)
+    n2 = min(n - n1, 53)
+    n3 = n - n1 - n2
+    high = np.float64(np.int64(1) << (53 - n1)) * np.float64(np.int64(1) << (53 - n2))
+    e = (even + odd) * (high * (np.float64(np.int64(1) << (53 - n3)) * 2.0**-159))  # exact scaling
+    q = even - odd
+    return (e if x < 0 else q) / (q + e)
+
+
+def sigmoid_block(x: Any, out: Any) -> int:
+    """out = Sigmoid(x) rounded to float32 where :data:`BOUND` settles it, else NaN (and NaN for NaN x);
+    returns how many elements are in doubt (NaN inputs not counted)."""
+    marked = 0
+    for i in range(x.size):
         xi = np.float64(x[i])
-        t = min(max(-xi, -LIMIT), LIMIT) * (1.0 / 1024.0)
-        p = 1.0 / 3628800.0
-        p = p * t + 1.0 / 362880.0
-        p = p * t + 1.0 / 40320.0
-        p = p * t + 1.0 / 5040.0
-        p = p * t + 1.0 / 720.0
-        p = p * t + 1.0 / 120.0
-        p = p * t + 1.0 / 24.0
-        p = p * t + 1.0 / 6.0
-        p = p * t + 0.5
-        p = p * t + 1.0
-        p = p * t + 1.0
-        p = p * p
-        p = p * p
-        p = p * p
-        p = p * p
-        p = p * p
-        p = p * p
-        p = p * p
-        p = p * p
-        p = p * p
-        p = p * p
-        y = 1.0 / (1.0 + p)
-        settled = (np.float32(y - y * BOUND) == np.float32(y + y * BOUND)) & (xi == xi)
+        y = sigmoid_value(xi)
+        margin = y * BOUND
+        number = xi == xi
+        settled = (np.float32(y - margin) == np.float32(y + margin)) & number
         out[i] = np.float32(y) if settled else np.float32(np.nan)
+        marked += np.int64(number) - np.int64(settled)  # settled implies a number
+    return marked
+
+
+def sigmoid_float32(x: Any, out: Any, marks: Any, start: int, stop: int) -> None:
+    """Blocks [start, stop) of :data:`BLOCK` elements: :func:`sigmoid_block` of each, marks[b] = how
+    many of block b's elements are in doubt."""
+    for b in range(start, stop):
+        low = b * BLOCK
+        high = min(low + BLOCK, x.size)
+        marks[b] = sigmoid_block(x[low:high], out[low:high])
+
+
+def sigmoid_float64(x: Any, y: Any) -> None:
+    """y = Sigmoid(x) in float64 as :func:`sigmoid_float32` computes it before rounding (within ERROR),
+    for every element of the float32 array x (the tests measure it)."""
+    for i in range(x.size):
+        y[i] = sigmoid_value(np.float64(x[i]))
 
 
 def round_float32(y: Any, out: Any, bound: float) -> int:

@@ -36,26 +36,115 @@ def test_compiled_rounding_gives_the_numpy_paths_bits(case: Case, compiled_calls
     assert compiled.tobytes() == plain.tobytes()
 
 
-def test_loop_marks_only_what_its_bound_leaves_in_doubt() -> None:
-    loop = jit.get("sigmoid_float32", activation_loops)
+def _loop(name: str):
+    loop = jit.get(name, activation_loops)
     if loop is None:
         pytest.skip("no numba")
-    rng = np.random.default_rng(9)
-    x = (rng.standard_normal(200_000) * 20).astype(np.float32)
+    return loop
+
+
+def _sigmoid_loop(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     out = np.empty_like(x)
-    loop(x, out, 0, x.size)
-    marked = np.isnan(out)
-    assert 0 < marked.mean() < 1e-3  # about 2 in 10,000 for a bound of 2**-37
+    marks = np.zeros(-(-x.size // activation_loops.BLOCK), dtype=np.int64)
+    _loop("sigmoid_float32")(x, out, marks, 0, marks.size)
+    return out, marks
+
+
+def _exact_sigmoid(value: float) -> mpmath.mpf:
+    return 1 / (1 + mpmath.exp(-mpmath.mpf(value)))
+
+
+def _dense_sigmoid_points() -> np.ndarray:
+    """Every float32 around the points where the reduction's k changes (r near +-ln2/2, where the Padé
+    approximant and its evaluation err most), around the clamp and where the result leaves the float32
+    normal range, a dense grid over the whole range, subnormal and huge inputs."""
+    switches = (np.arange(0, 160) + 0.5) * np.log(2.0)
+    near = (switches.astype(np.float32).view(np.int32)[:, None] + np.arange(-2048, 2049)).view(np.float32)
+    edges = np.array([110.0, 104.0, 103.28, 87.34, 16.6, 0.0]).astype(np.float32).view(np.int32)
+    around = (edges[:, None] + np.arange(-4096, 4097)).view(np.float32)
+    grid = np.linspace(-112, 112, 1 << 22, dtype=np.float32)
+    rng = np.random.default_rng(21)
+    subnormal = rng.integers(1, 1 << 23, 4096).astype(np.uint32).view(np.float32)
+    x = np.concatenate([near.ravel(), around.ravel(), grid, subnormal, [1e-30, 3e38]]).astype(np.float32)
+    return np.concatenate([x, -x])
+
+
+def test_sigmoid_values_are_within_the_documented_bound() -> None:
+    """The float64 values the loop rounds, against 1 / (1 + exp(-x)) in long double (64-bit significand,
+    within 2**-62) on a dense sample, and against mpmath at the worst of them: within ERROR (5.33u) up to
+    the clamp (beyond it the float32 value is 0 or 1, test_compiled_sigmoid_gives_the_numpy_paths_bits)."""
+    loop = _loop("sigmoid_float64")
+    x = _dense_sigmoid_points()
+    x = x[np.abs(x) <= activation_loops.LIMIT]
+    y = np.empty(x.size)
+    loop(x, y)
+    reference = 1 / (1 + np.exp(-x.astype(np.longdouble)))
+    error = np.abs((y.astype(np.longdouble) - reference) / reference).astype(np.float64)
+    worst = np.argsort(error)[-64:]
+    assert error.max() <= activation_loops.ERROR - 2.0**-61, (x[worst[-1]], error.max() / 2.0**-53)
+    assert error.max() > activation_loops.ERROR / 4  # the sample reaches where the bound is spent
+    with mpmath.workprec(200):
+        for i in worst:
+            exact = _exact_sigmoid(float(x[i]))
+            assert abs((mpmath.mpf(float(y[i])) - exact) / exact) <= activation_loops.ERROR
+
+
+def test_reduction_constants() -> None:
+    """ln 2 in two pieces: the first of at most 29 significant bits (k times it is exact), their sum
+    within 2**-85 of ln 2."""
+    high = activation_loops.LN2_HI
+    mantissa, _ = np.frexp(high)
+    assert float(np.ldexp(mantissa, 29)).is_integer()
+    with mpmath.workprec(200):
+        gap = mpmath.mpf(high) + mpmath.mpf(activation_loops.LN2_LO) - mpmath.log(2)
+        assert abs(gap) < mpmath.mpf(2) ** -85
+
+
+def test_loop_marks_only_what_its_bound_leaves_in_doubt() -> None:
+    rng = np.random.default_rng(9)
+    x = (rng.standard_normal(2_000_000) * 20).astype(np.float32)
+    x[::1000] = np.nan
+    out, marks = _sigmoid_loop(x)
+    doubt = np.isnan(out) & ~np.isnan(x)
+    # each block counts its elements in doubt, NaN inputs (NaN outputs) not among them
+    assert np.array_equal(marks, np.add.reduceat(doubt, np.arange(0, x.size, activation_loops.BLOCK)))
+    assert np.isnan(out[np.isnan(x)]).all()
+    assert doubt.mean() < 1e-5  # about 2**-25.5 for a bound of 2**-50
     # every value it settles is the rounding of 1 / (1 + exp(-x)) in long double (64-bit significand)
-    exact = (1 / (1 + np.exp(-x[~marked].astype(np.longdouble)))).astype(np.float32)
-    assert out[~marked].tobytes() == exact.tobytes()
-    # and a marked value is within the bound of a float32 midpoint (checked with mpmath on a few)
-    for value in x[marked][:20]:
-        with mpmath.workprec(200):
-            y = 1 / (1 + mpmath.exp(-mpmath.mpf(float(value))))
-            low = np.float32(float(y * (1 - mpmath.mpf(2) ** -36)))
-            high = np.float32(float(y * (1 + mpmath.mpf(2) ** -36)))
-        assert low != high
+    settled = ~np.isnan(out)
+    exact = (1 / (1 + np.exp(-x[settled].astype(np.longdouble)))).astype(np.float32)
+    assert out[settled].tobytes() == exact.tobytes()
+
+
+# the float32 inputs whose Sigmoid lies within 2**-50 of a float32 midpoint, found by running the loop over
+# every float32 of magnitude 2**-7 to 20 and of -87 to -104 (the results below float32's normal range):
+# the loop leaves these three in doubt
+_IN_DOUBT = np.array([0x3D21BC81, 0xBE104170, 0xBF1964D0], dtype=np.uint32).view(np.float32)
+
+
+def test_elements_in_doubt_are_evaluated_again(compiled_calls) -> None:
+    out, _ = _sigmoid_loop(_IN_DOUBT)
+    assert np.isnan(out).all()
+    # among other values, in the first and the last (partial) block of a larger tensor
+    x = np.random.default_rng(3).standard_normal(3 * activation_loops.BLOCK + 77).astype(np.float32)
+    x[5 : 5 + _IN_DOUBT.size] = _IN_DOUBT
+    x[-_IN_DOUBT.size :] = _IN_DOUBT
+    got = logistic.sigmoid(x)
+    assert compiled_calls["sigmoid_float32"] >= 1
+    with jit.numpy_only():
+        plain = logistic.sigmoid(x)
+    assert got.tobytes() == plain.tobytes()
+    with mpmath.workprec(200):
+        want = [np.float32(float(_exact_sigmoid(float(v)))) for v in _IN_DOUBT]  # float64 then float32:
+    # exact here, as each value is within 2**-50 of a midpoint but not on one (checked below)
+    with mpmath.workprec(200):
+        for v, w in zip(_IN_DOUBT, want, strict=True):
+            exact = _exact_sigmoid(float(v))
+            below, above = np.nextafter(w, np.float32(-1)), np.nextafter(w, np.float32(2))
+            assert abs(exact - mpmath.mpf(float(w))) < abs(exact - mpmath.mpf(float(below)))
+            assert abs(exact - mpmath.mpf(float(w))) < abs(exact - mpmath.mpf(float(above)))
+    assert got[5 : 5 + _IN_DOUBT.size].tobytes() == np.array(want, dtype=np.float32).tobytes()
+    assert got[-_IN_DOUBT.size :].tobytes() == np.array(want, dtype=np.float32).tobytes()
 
 
 def _divide_numpy(a, b, out) -> None:
