@@ -41,6 +41,7 @@ against mpmath and a long double oracle on dense grids (customops' tests/kernels
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -49,7 +50,7 @@ ERROR_MODEL = "numpy"
 """Divisions by values that are never 0; without Python's check the loops are vectorized
 (customops.accel.jit)."""
 
-HELPERS = ("sigmoid_value", "sigmoid_block")
+HELPERS = ("exp_parts", "sigmoid_value", "erf_terms", "erf_value", "settle", "sigmoid_block", "erf_block")
 
 ERROR = 5.33 * 2.0**-53
 """The relative error bound of :func:`sigmoid_value` for |x| <= LIMIT (the module docstring's argument;
@@ -60,7 +61,14 @@ BOUND = 2.0**-50
 check's own roundings, with room to spare)."""
 
 LIMIT = 110.0
-"""Sigmoid's float32 value is 0 below -LIMIT and 1 above LIMIT: |x| is clamped to LIMIT."""
+"""Sigmoid's float32 value is 0 below -LIMIT and 1 above LIMIT: |x| is clamped to LIMIT (and so is the
+argument of every exp here)."""
+
+PART = 512
+"""Elements per part of an Erf block (its scratch, 36 KiB, stays in the L1 cache)."""
+
+ERF_LIMIT = 27.5
+"""Where erfmath's fast table ends (erf is 1 in float64 long before)."""
 
 BLOCK = 4096
 """Elements per block of the Sigmoid loop: each block counts its elements in doubt."""
@@ -71,24 +79,69 @@ LN2_LO = float.fromhex("-0x1.718432a1b0e26p-35")  # ln 2 - LN2_HI, rounded
 _ROUND = 1.5 * 2.0**52  # t + _ROUND - _ROUND is t rounded to an integer (|t| < 2**51)
 
 
-def sigmoid_value(x: float) -> float:
-    """Sigmoid(x) in float64 within ERROR, for a float32 value x (any value for NaN x)."""
-    a = min(abs(x), LIMIT)
+def exp_parts(a: float) -> tuple[float, float]:
+    """(p, q) with exp(-a) = p / q within 3.32u, for 0 <= a <= LIMIT, a multiple of 2**-52 from 0.34 on
+    (float32 values, the squares of float32 values from 1 on, and their halves: the reduction is exact)."""
     k = (a * LOG2E + _ROUND) - _ROUND
     r = (k * LN2_HI - a) + k * LN2_LO
     r2 = r * r
     even = ((r2 + 840.0) * r2 + 75600.0) * r2 + 665280.0
     odd = ((42.0 * r2 + 10080.0) * r2 + 332640.0) * r
-    # 2**-k (0 to 159) exactly, from three shifted integers: numba has no scalar bit cast (as a helper
-    # function of its own, LLVM unrolled the loop half as much: 30 % slower)
+    # 2**-k (0 to 159) exactly, from three shifted integers: numba has no scalar bit cast
     n = np.int64(k)
     n1 = min(n, 53)
     n2 = min(n - n1, 53)
     n3 = n - n1 - n2
     high = np.float64(np.int64(1) << (53 - n1)) * np.float64(np.int64(1) << (53 - n2))
-    e = (even + odd) * (high * (np.float64(np.int64(1) << (53 - n3)) * 2.0**-159))  # exact scaling
-    q = even - odd
+    return (even + odd) * (high * (np.float64(np.int64(1) << (53 - n3)) * 2.0**-159)), even - odd
+
+
+def sigmoid_value(x: float) -> float:
+    """Sigmoid(x) in float64 within ERROR, for a float32 value x (any value for NaN x)."""
+    a = abs(x)
+    e, q = exp_parts(a if a < LIMIT else LIMIT)  # e = 2**-k P exactly: a power of two, in the normal range
     return (e if x < 0 else q) / (q + e)
+
+
+def erf_terms(x: float, table: Any, coefficients: Any, i: int) -> float:
+    """For a float32 value x: the series of erfmath.series_fast at |x| (erf(|x|) below 1, g(|x|) =
+    exp(x**2) erfc(|x|) from 1 on): its 8 coefficients copied to ``coefficients[:, i]`` from ``table``
+    (customops.kernels.activations.erfmath.fast_table), and its variable t returned. A separate scalar
+    pass: LLVM does not vectorize the gathers (its cost model prefers none on these processors)."""
+    a = abs(x)
+    z = a if a < ERF_LIMIT else ERF_LIMIT  # NaN too: the table is never read out of its range
+    center = (z * 64.0 + _ROUND) - _ROUND
+    row = np.uint64(center) + np.uint64(z >= 1.0)  # unsigned indices: no check for negative ones
+    for n in range(8):
+        coefficients[n, i] = table[n, row]
+    return z - center * (1.0 / 64.0)
+
+
+def erf_value(x: float, t: float, coefficients: Any, i: int) -> float:
+    """erf(x) in float64 within 2**-48 for a float32 value x, from :func:`erf_terms`: series_fast's
+    Horner sum, then ``1 - exp(-x**2) g(|x|)`` from |x| = 1 on with :func:`exp_parts`'s exp (within 3.82u
+    with its quotient: better than the 2**-48 erfmath's bound takes for exp); beyond |x| = 10.48
+    (x**2 > LIMIT) erfc is below 2**-160 and the value 1 either way."""
+    acc = coefficients[7, i] * t + coefficients[6, i]
+    acc = acc * t + coefficients[5, i]
+    acc = acc * t + coefficients[4, i]
+    acc = acc * t + coefficients[3, i]
+    acc = acc * t + coefficients[2, i]
+    acc = acc * t + coefficients[1, i]
+    acc = acc * t + coefficients[0, i]
+    square = x * x  # exact
+    e, q = exp_parts(square if square < LIMIT else LIMIT)
+    value = acc if abs(x) < 1.0 else 1.0 - (e / q) * acc
+    return math.copysign(value, x)
+
+
+def settle(y: float, x: float, bound: float) -> tuple[Any, int]:
+    """(y rounded to float32, 0) where every value within ``bound`` (relative) of y rounds alike, else
+    (NaN, 1); (NaN, 0) for NaN x."""
+    margin = y * bound
+    number = x == x
+    settled = (np.float32(y - margin) == np.float32(y + margin)) & number
+    return (np.float32(y) if settled else np.float32(np.nan)), np.int64(number) - np.int64(settled)
 
 
 def sigmoid_block(x: Any, out: Any) -> int:
@@ -97,12 +150,8 @@ def sigmoid_block(x: Any, out: Any) -> int:
     marked = 0
     for i in range(x.size):
         xi = np.float64(x[i])
-        y = sigmoid_value(xi)
-        margin = y * BOUND
-        number = xi == xi
-        settled = (np.float32(y - margin) == np.float32(y + margin)) & number
-        out[i] = np.float32(y) if settled else np.float32(np.nan)
-        marked += np.int64(number) - np.int64(settled)  # settled implies a number
+        out[i], doubt = settle(sigmoid_value(xi), xi, BOUND)
+        marked += doubt
     return marked
 
 
@@ -115,11 +164,47 @@ def sigmoid_float32(x: Any, out: Any, marks: Any, start: int, stop: int) -> None
         marks[b] = sigmoid_block(x[low:high], out[low:high])
 
 
+def erf_block(x: Any, out: Any, table: Any, bound: float, coefficients: Any, t: Any) -> int:
+    """:func:`sigmoid_block` for erf, its roundings decided with ``bound``, in parts of :data:`PART`
+    elements (``coefficients`` and ``t``: their scratch, 8 x PART and PART)."""
+    marked = 0
+    for low in range(0, x.size, PART):
+        high = min(low + PART, x.size)
+        part = x[low:high]
+        for i in range(part.size):
+            t[i] = erf_terms(np.float64(part[i]), table, coefficients, i)
+        target = out[low:high]
+        for i in range(part.size):
+            xi = np.float64(part[i])
+            target[i], doubt = settle(erf_value(xi, t[i], coefficients, i), xi, bound)
+            marked += doubt
+    return marked
+
+
+def erf_float32(x: Any, out: Any, marks: Any, table: Any, bound: float, start: int, stop: int) -> None:
+    """:func:`sigmoid_float32` for erf (``table``: erfmath's fast table; ``bound``: the Erf kernel's)."""
+    coefficients = np.empty((8, PART))
+    t = np.empty(PART)
+    for b in range(start, stop):
+        low = b * BLOCK
+        high = min(low + BLOCK, x.size)
+        marks[b] = erf_block(x[low:high], out[low:high], table, bound, coefficients, t)
+
+
 def sigmoid_float64(x: Any, y: Any) -> None:
     """y = Sigmoid(x) in float64 as :func:`sigmoid_float32` computes it before rounding (within ERROR),
     for every element of the float32 array x (the tests measure it)."""
     for i in range(x.size):
         y[i] = sigmoid_value(np.float64(x[i]))
+
+
+def erf_float64(x: Any, y: Any, table: Any) -> None:
+    """y = erf(x) in float64 as :func:`erf_float32` computes it before rounding (the tests measure it)."""
+    coefficients = np.empty((8, x.size))
+    for i in range(x.size):
+        y[i] = erf_terms(np.float64(x[i]), table, coefficients, i)
+    for i in range(x.size):
+        y[i] = erf_value(np.float64(x[i]), y[i], coefficients, i)
 
 
 def round_float32(y: Any, out: Any, bound: float) -> int:

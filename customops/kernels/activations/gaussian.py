@@ -34,6 +34,8 @@ _ERF = Activation(
     _ERF_BOUND,
     lambda x: erfmath.erf(ddmath.dd(x)),
     (1.0, -1.0),
+    loop="erf_float32",
+    loop_args=lambda: (erfmath.fast_table(), _ERF_BOUND),
 )
 
 
