@@ -1,12 +1,15 @@
-"""Compiled loops of the activations (customops.kernels.activations): Sigmoid of float32 inputs, and
-the one rounding of every activation's float64 values to float32 (:func:`round_float32`).
+"""Compiled loops of the activations (customops.kernels.activations): Sigmoid, Erf and Gelu (``none``)
+of float32 inputs, and the one rounding of every activation's float64 values to float32
+(:func:`round_float32`).
 
 Plain Python functions, compiled on demand by :func:`customops.accel.jit.get` (``numba.njit``). They
 compute in float64 without a call to the C library, so that the loops are vectorized (numba has no vector
 exp), and index from 0 (a range from ``start`` would make numba check for negative indices, and LLVM then
-gathers and scatters instead of loading and storing). Sigmoid is one pass over blocks of :data:`BLOCK`
-elements (:func:`sigmoid_block`), each counting its elements in doubt, so that the caller searches only
-the blocks that have any.
+gathers and scatters instead of loading and storing). Each loop works on blocks of :data:`BLOCK`
+elements, each counting its elements in doubt, so that the caller searches only the blocks that have
+any: Sigmoid in one pass (:func:`sigmoid_block`), Erf and Gelu in two per part of :data:`PART` elements
+(:func:`series_block`: erfmath's table gathered, then the arithmetic of erfmath.erf_fast and gaussian's
+_gelu_fast, with the exp below and within their kernels' bounds).
 
 **exp(-a)**, ``a = min(|x|, LIMIT)`` (x a float32 value): ``k = rint(a / ln2)`` (0 to 159), ``r = k ln2 -
 a`` (``|r| <= 0.35``), ``exp(-a) = 2**-k exp(r)`` and ``exp(r) ~ P(r) / P(-r)``, the [6/6] Padé approximant
@@ -50,7 +53,18 @@ ERROR_MODEL = "numpy"
 """Divisions by values that are never 0; without Python's check the loops are vectorized
 (customops.accel.jit)."""
 
-HELPERS = ("exp_parts", "sigmoid_value", "erf_terms", "erf_value", "settle", "sigmoid_block", "erf_block")
+HELPERS = (
+    "exp_parts",
+    "sigmoid_value",
+    "series_terms",
+    "series_value",
+    "tail_exp",
+    "erf_value",
+    "gelu_value",
+    "settle",
+    "sigmoid_block",
+    "series_block",
+)
 
 ERROR = 5.33 * 2.0**-53
 """The relative error bound of :func:`sigmoid_value` for |x| <= LIMIT (the module docstring's argument;
@@ -103,13 +117,12 @@ def sigmoid_value(x: float) -> float:
     return (e if x < 0 else q) / (q + e)
 
 
-def erf_terms(x: float, table: Any, coefficients: Any, i: int) -> float:
-    """For a float32 value x: the series of erfmath.series_fast at |x| (erf(|x|) below 1, g(|x|) =
-    exp(x**2) erfc(|x|) from 1 on): its 8 coefficients copied to ``coefficients[:, i]`` from ``table``
+def series_terms(z: float, table: Any, coefficients: Any, i: int) -> float:
+    """For z >= 0 (or NaN): the series of erfmath.series_fast at z (erf(z) below 1, g(z) = exp(z**2)
+    erfc(z) from 1 on): its 8 coefficients copied to ``coefficients[:, i]`` from ``table``
     (customops.kernels.activations.erfmath.fast_table), and its variable t returned. A separate scalar
     pass: LLVM does not vectorize the gathers (its cost model prefers none on these processors)."""
-    a = abs(x)
-    z = a if a < ERF_LIMIT else ERF_LIMIT  # NaN too: the table is never read out of its range
+    z = z if z < ERF_LIMIT else ERF_LIMIT  # NaN too: the table is never read out of its range
     center = (z * 64.0 + _ROUND) - _ROUND
     row = np.uint64(center) + np.uint64(z >= 1.0)  # unsigned indices: no check for negative ones
     for n in range(8):
@@ -117,22 +130,44 @@ def erf_terms(x: float, table: Any, coefficients: Any, i: int) -> float:
     return z - center * (1.0 / 64.0)
 
 
-def erf_value(x: float, t: float, coefficients: Any, i: int) -> float:
-    """erf(x) in float64 within 2**-48 for a float32 value x, from :func:`erf_terms`: series_fast's
-    Horner sum, then ``1 - exp(-x**2) g(|x|)`` from |x| = 1 on with :func:`exp_parts`'s exp (within 3.82u
-    with its quotient: better than the 2**-48 erfmath's bound takes for exp); beyond |x| = 10.48
-    (x**2 > LIMIT) erfc is below 2**-160 and the value 1 either way."""
+def series_value(t: float, coefficients: Any, i: int) -> float:
+    """series_fast's Horner sum of :func:`series_terms`'s coefficients, in its order."""
     acc = coefficients[7, i] * t + coefficients[6, i]
     acc = acc * t + coefficients[5, i]
     acc = acc * t + coefficients[4, i]
     acc = acc * t + coefficients[3, i]
     acc = acc * t + coefficients[2, i]
     acc = acc * t + coefficients[1, i]
-    acc = acc * t + coefficients[0, i]
-    square = x * x  # exact
-    e, q = exp_parts(square if square < LIMIT else LIMIT)
-    value = acc if abs(x) < 1.0 else 1.0 - (e / q) * acc
+    return acc * t + coefficients[0, i]
+
+
+def tail_exp(square: float) -> float:
+    """exp(-square) within 3.82u (:func:`exp_parts` and its quotient) for the exact square of a float32
+    value, or half of it, from 1 on; 0 from LIMIT on (and for NaN), where erfc(|x|) (Erf) and x erfc(|x| /
+    sqrt(2)) (Gelu) are below 2**-150 for every float32 x."""
+    inside = square < LIMIT
+    e, q = exp_parts(square if inside else LIMIT)
+    return e / q if inside else 0.0
+
+
+def erf_value(x: float, t: float, coefficients: Any, i: int) -> float:
+    """erf(x) in float64 within 2**-48 for a float32 value x (:func:`series_terms` at |x|): erfmath's
+    erf_fast with :func:`tail_exp` (better than the 2**-48 erfmath's bound takes for exp); beyond |x| =
+    10.48 erfc is below 2**-160 and the value 1 either way."""
+    s = series_value(t, coefficients, i)
+    value = s if abs(x) < 1.0 else 1.0 - tail_exp(x * x) * s
     return math.copysign(value, x)
+
+
+def gelu_value(x: float, z: float, t: float, coefficients: Any, i: int) -> float:
+    """Gelu(x) in float64 within the Gelu kernel's bound for a float32 value x (:func:`series_terms` at
+    ``z = |x| / sqrt(2)``): gaussian's _gelu_fast with :func:`tail_exp`."""
+    s = series_value(t, coefficients, i)
+    e = tail_exp(x * x * 0.5) * s
+    negative = x < 0
+    near = 1.0 + (-s if negative else s)
+    far = e if negative else 2.0 - e
+    return 0.5 * x * (near if z < 1.0 else far)
 
 
 def settle(y: float, x: float, bound: float) -> tuple[Any, int]:
@@ -164,19 +199,26 @@ def sigmoid_float32(x: Any, out: Any, marks: Any, start: int, stop: int) -> None
         marks[b] = sigmoid_block(x[low:high], out[low:high])
 
 
-def erf_block(x: Any, out: Any, table: Any, bound: float, coefficients: Any, t: Any) -> int:
-    """:func:`sigmoid_block` for erf, its roundings decided with ``bound``, in parts of :data:`PART`
-    elements (``coefficients`` and ``t``: their scratch, 8 x PART and PART)."""
+def series_block(
+    x: Any, out: Any, table: Any, bound: float, scale: float, gelu: bool, coefficients: Any, t: Any
+) -> int:
+    """:func:`sigmoid_block` for erf (``gelu`` False) or Gelu at ``z = |x| * scale`` (1, or 1 / sqrt(2)
+    for Gelu), their roundings decided with ``bound``, in parts of :data:`PART` elements
+    (``coefficients`` and ``t``: their scratch, 8 x PART and PART)."""
     marked = 0
     for low in range(0, x.size, PART):
         high = min(low + PART, x.size)
         part = x[low:high]
         for i in range(part.size):
-            t[i] = erf_terms(np.float64(part[i]), table, coefficients, i)
+            t[i] = series_terms(abs(np.float64(part[i])) * scale, table, coefficients, i)
         target = out[low:high]
         for i in range(part.size):
             xi = np.float64(part[i])
-            target[i], doubt = settle(erf_value(xi, t[i], coefficients, i), xi, bound)
+            if gelu:
+                y = gelu_value(xi, abs(xi) * scale, t[i], coefficients, i)
+            else:
+                y = erf_value(xi, t[i], coefficients, i)
+            target[i], doubt = settle(y, xi, bound)
             marked += doubt
     return marked
 
@@ -188,7 +230,20 @@ def erf_float32(x: Any, out: Any, marks: Any, table: Any, bound: float, start: i
     for b in range(start, stop):
         low = b * BLOCK
         high = min(low + BLOCK, x.size)
-        marks[b] = erf_block(x[low:high], out[low:high], table, bound, coefficients, t)
+        marks[b] = series_block(x[low:high], out[low:high], table, bound, 1.0, False, coefficients, t)
+
+
+def gelu_float32(
+    x: Any, out: Any, marks: Any, table: Any, bound: float, scale: float, start: int, stop: int
+) -> None:
+    """:func:`erf_float32` for Gelu (approximate "none"; ``scale``: 1 / sqrt(2) rounded, as its kernel
+    takes it)."""
+    coefficients = np.empty((8, PART))
+    t = np.empty(PART)
+    for b in range(start, stop):
+        low = b * BLOCK
+        high = min(low + BLOCK, x.size)
+        marks[b] = series_block(x[low:high], out[low:high], table, bound, scale, True, coefficients, t)
 
 
 def sigmoid_float64(x: Any, y: Any) -> None:
@@ -198,13 +253,19 @@ def sigmoid_float64(x: Any, y: Any) -> None:
         y[i] = sigmoid_value(np.float64(x[i]))
 
 
-def erf_float64(x: Any, y: Any, table: Any) -> None:
-    """y = erf(x) in float64 as :func:`erf_float32` computes it before rounding (the tests measure it)."""
+def series_float64(x: Any, y: Any, table: Any, scale: float, gelu: bool) -> None:
+    """y = erf(x) (``gelu`` False, scale 1) or Gelu(x) in float64 as :func:`erf_float32` and
+    :func:`gelu_float32` compute them before rounding, for every element of the float32 array x (the tests
+    measure it)."""
     coefficients = np.empty((8, x.size))
     for i in range(x.size):
-        y[i] = erf_terms(np.float64(x[i]), table, coefficients, i)
+        y[i] = series_terms(abs(np.float64(x[i])) * scale, table, coefficients, i)
     for i in range(x.size):
-        y[i] = erf_value(np.float64(x[i]), y[i], coefficients, i)
+        xi = np.float64(x[i])
+        if gelu:
+            y[i] = gelu_value(xi, abs(xi) * scale, y[i], coefficients, i)
+        else:
+            y[i] = erf_value(xi, y[i], coefficients, i)
 
 
 def round_float32(y: Any, out: Any, bound: float) -> int:

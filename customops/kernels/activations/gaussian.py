@@ -106,7 +106,15 @@ def _gelu_tanh_precise(x: np.ndarray) -> DD:
 
 
 _GELU = {
-    "none": Activation("Gelu", _gelu_fast, _GELU_BOUND, _gelu_precise, (np.inf, -0.0)),
+    "none": Activation(
+        "Gelu",
+        _gelu_fast,
+        _GELU_BOUND,
+        _gelu_precise,
+        (np.inf, -0.0),
+        loop="gelu_float32",
+        loop_args=lambda: (erfmath.fast_table(), _GELU_BOUND, float(_INV_ROOT2.hi)),
+    ),
     "tanh": Activation("Gelu", _gelu_tanh_fast, _GELU_BOUND, _gelu_tanh_precise, (np.inf, -0.0)),
 }
 

@@ -90,37 +90,54 @@ def test_sigmoid_values_are_within_the_documented_bound() -> None:
             assert abs((mpmath.mpf(float(y[i])) - exact) / exact) <= activation_loops.ERROR
 
 
-def test_compiled_erf_gives_the_numpy_paths_bits(compiled_calls) -> None:
+@pytest.mark.parametrize("case", ["erf", "gelu"])
+def test_compiled_erf_and_gelu_give_the_numpy_paths_bits(case: str, compiled_calls) -> None:
     x = np.concatenate([_dense_sigmoid_points()[::3], np.linspace(-30, 30, 1 << 20, dtype=np.float32)])
-    x = np.concatenate([x, [np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 27.5, 10.48]]).astype(np.float32)
-    compiled = gaussian.erf(x)
-    assert compiled_calls["erf_float32"] >= 1
+    x = np.concatenate([x, [np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 27.5, 10.48, 14.84, -14.84]])
+    x = np.concatenate([x, float32_points(seed=12)[::5]]).astype(np.float32)
+    kernel = gaussian.erf if case == "erf" else gaussian.gelu
+    compiled = kernel(x)
+    assert compiled_calls[f"{case}_float32"] >= 1
     with jit.numpy_only():
-        plain = gaussian.erf(x)
+        plain = kernel(x)
     assert compiled.tobytes() == plain.tobytes()
 
 
-def test_erf_values_are_within_erfmaths_bound() -> None:
-    """The float64 values Erf's loop rounds, against mpmath: within 2**-48 (erfmath's bound for its fast
-    evaluation, with an exp better than the one it assumes), on every float32 around |x| = 1 (where the
-    series switches), a grid up to 10.5 and the table's ends, both signs."""
-    loop = _loop("erf_float64")
-    one = np.float32(1).view(np.int32)
+def _series_points() -> np.ndarray:
+    """Every float32 around |x| = 1 and sqrt(2) (where the series switch), a grid up to 15 (beyond, the
+    tail's exp is 0) and the ends, both signs."""
+    switches = np.array([1.0, np.sqrt(2.0)], dtype=np.float32).view(np.int32)
     x = np.concatenate(
         [
-            (one + np.arange(-3000, 3001)).view(np.float32),
-            np.linspace(0, 10.5, 12_000, dtype=np.float32),
-            np.array([2.0**-20, 1e-30, 0.5, 27.5, 10.48], dtype=np.float32),
+            (switches[:, None] + np.arange(-2000, 2001)).view(np.float32).ravel(),
+            np.linspace(0, 15, 12_000, dtype=np.float32),
+            np.array([2.0**-20, 1e-30, 0.5, 10.48, 14.8], dtype=np.float32),
         ]
     )
-    x = np.concatenate([x, -x])
+    return np.concatenate([x, -x])
+
+
+@pytest.mark.parametrize(("case", "bound"), [("erf", 2.0**-48), ("gelu", 2.0**-43)], ids=["erf", "gelu"])
+def test_erf_and_gelu_values_are_within_their_bounds(case: str, bound: float) -> None:
+    """The float64 values the loops round, against mpmath: Erf within 2**-48 (erfmath's bound for its
+    fast evaluation, with an exp better than the one it assumes), Gelu within its kernel's 2**-43."""
+    loop = _loop("series_float64")
+    x = _series_points()
     y = np.empty(x.size)
-    loop(x, y, erfmath.fast_table())
+    gelu = case == "gelu"
+    loop(x, y, erfmath.fast_table(), float(np.sqrt(0.5)) if gelu else 1.0, gelu)
     with mpmath.workprec(120):
         for value, got in zip(x.tolist(), y.tolist(), strict=True):
-            exact = mpmath.erf(value)
-            if exact != 0:
-                assert abs((mpmath.mpf(got) - exact) / exact) <= mpmath.mpf(2) ** -48, value
+            v = mpmath.mpf(value)
+            exact = v / 2 * mpmath.erfc(-v / mpmath.sqrt(2)) if gelu else mpmath.erf(v)
+            if got == 0 and exact != 0:  # Gelu's tail beyond x**2 / 2 = LIMIT: far below float32's range
+                assert (
+                    gelu
+                    and value * value / 2 >= activation_loops.LIMIT
+                    and abs(exact) < mpmath.mpf(2) ** -150
+                )
+            elif exact != 0:
+                assert abs((mpmath.mpf(got) - exact) / exact) <= bound, value
             else:
                 assert got == 0
 
