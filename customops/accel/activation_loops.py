@@ -1,5 +1,5 @@
-"""Compiled loops of the activations (customops.kernels.activations): Sigmoid, Erf and Gelu (``none``)
-of float32 inputs, and the one rounding of every activation's float64 values to float32
+"""Compiled loops of the activations (customops.kernels.activations): Sigmoid, Erf, Gelu (``none``),
+HardSigmoid and HardSwish of float32 inputs, and the one rounding of every activation's float64 values to float32
 (:func:`round_float32`).
 
 Plain Python functions, compiled on demand by :func:`customops.accel.jit.get` (``numba.njit``). They
@@ -62,8 +62,10 @@ HELPERS = (
     "erf_value",
     "gelu_value",
     "settle",
+    "clip",
     "sigmoid_block",
     "series_block",
+    "hard_block",
 )
 
 ERROR = 5.33 * 2.0**-53
@@ -244,6 +246,42 @@ def gelu_float32(
         low = b * BLOCK
         high = min(low + BLOCK, x.size)
         marks[b] = series_block(x[low:high], out[low:high], table, bound, scale, True, coefficients, t)
+
+
+def clip(y: float, low: float, high: float) -> float:
+    """numpy's clip of one value: y itself (NaN, -0 included) unless below low or above high."""
+    return low if y < low else (high if y > high else y)
+
+
+def hard_block(x: Any, out: Any, alpha: float, beta: float, bound: float, swish: bool) -> int:
+    """:func:`sigmoid_block` for HardSigmoid (``swish`` False: ``clip(alpha x + beta, 0, 1)``, alpha x
+    exact, one rounding) or HardSwish (``x clip(x + 3, 0, 6) / 6``, three roundings), in the numpy path's
+    operations and order, their roundings decided with ``bound``."""
+    marked = 0
+    for i in range(x.size):
+        xi = np.float64(x[i])
+        y = xi * clip(xi + 3.0, 0.0, 6.0) / 6.0 if swish else clip(alpha * xi + beta, 0.0, 1.0)
+        out[i], doubt = settle(y, xi, bound)
+        marked += doubt
+    return marked
+
+
+def hard_sigmoid_float32(
+    x: Any, out: Any, marks: Any, alpha: float, beta: float, bound: float, start: int, stop: int
+) -> None:
+    """:func:`sigmoid_float32` for HardSigmoid with its float32 attributes and bound."""
+    for b in range(start, stop):
+        low = b * BLOCK
+        high = min(low + BLOCK, x.size)
+        marks[b] = hard_block(x[low:high], out[low:high], alpha, beta, bound, False)
+
+
+def hard_swish_float32(x: Any, out: Any, marks: Any, bound: float, start: int, stop: int) -> None:
+    """:func:`sigmoid_float32` for HardSwish with its bound."""
+    for b in range(start, stop):
+        low = b * BLOCK
+        high = min(low + BLOCK, x.size)
+        marks[b] = hard_block(x[low:high], out[low:high], 0.0, 0.0, bound, True)
 
 
 def sigmoid_float64(x: Any, y: Any) -> None:

@@ -52,7 +52,16 @@ def _hard_sigmoid(alpha: float, beta: float) -> Activation:
 
     flat = min(1.0, max(0.0, beta))  # alpha 0: beta clipped everywhere
     ends = (flat, flat) if alpha == 0 else ((1.0, 0.0) if alpha > 0 else (0.0, 1.0))
-    return Activation("HardSigmoid", fast, _ROUNDINGS, precise, ends, exact)
+    return Activation(
+        "HardSigmoid",
+        fast,
+        _ROUNDINGS,
+        precise,
+        ends,
+        exact,
+        loop="hard_sigmoid_float32",
+        loop_args=lambda: (alpha, beta, _ROUNDINGS),
+    )
 
 
 def hard_sigmoid(X: Any, alpha: Any = 0.2, beta: Any = 0.5) -> np.ndarray:
@@ -83,7 +92,14 @@ def _hard_swish_exact(x: Fraction) -> Fraction:
 
 
 _HARD_SWISH = Activation(
-    "HardSwish", _hard_swish_fast, _ROUNDINGS, _hard_swish_precise, (np.inf, -0.0), _hard_swish_exact
+    "HardSwish",
+    _hard_swish_fast,
+    _ROUNDINGS,
+    _hard_swish_precise,
+    (np.inf, -0.0),
+    _hard_swish_exact,
+    loop="hard_swish_float32",
+    loop_args=lambda: (_ROUNDINGS,),
 )
 
 

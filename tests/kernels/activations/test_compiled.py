@@ -5,14 +5,16 @@ that lets them be vectorized."""
 from __future__ import annotations
 
 import types
+from fractions import Fraction
 
 import mpmath
 import numpy as np
 import pytest
 
 from customops.accel import activation_loops, jit
-from customops.kernels.activations import erfmath, gaussian, logistic
+from customops.kernels.activations import erfmath, gaussian, logistic, piecewise
 from tests.kernels.activations.cases import CASES, Case
+from tests.kernels.activations.oracle import round_exact
 from tests.kernels.activations.test_accuracy import float32_points
 
 
@@ -140,6 +142,20 @@ def test_erf_and_gelu_values_are_within_their_bounds(case: str, bound: float) ->
                 assert abs((mpmath.mpf(got) - exact) / exact) <= bound, value
             else:
                 assert got == 0
+
+
+def test_hard_sigmoids_exact_midpoints_round_to_even(compiled_calls) -> None:
+    """0.75 x of a float32 x with an odd significand lies exactly between two float32 values: the loop
+    leaves every such element in doubt and the exact path rounds it to even, as the numpy path does."""
+    x = (np.float32(1).view(np.int32) + np.arange(1, 20_001, 2)).view(np.float32)
+    x = np.concatenate([x, np.random.default_rng(4).standard_normal(9000).astype(np.float32)])
+    got = piecewise.hard_sigmoid(x, alpha=0.75, beta=0.0)
+    assert compiled_calls["hard_sigmoid_float32"] >= 1
+    exact = [min(Fraction(1), Fraction(3, 4) * Fraction(float(v))) for v in x[:10_000]]
+    want = np.array([round_exact(value, False, np.dtype(np.float32)) for value in exact], dtype=np.float32)
+    assert got[:10_000].tobytes() == want.tobytes()
+    with jit.numpy_only():
+        assert got.tobytes() == piecewise.hard_sigmoid(x, alpha=0.75, beta=0.0).tobytes()
 
 
 def test_reduction_constants() -> None:
