@@ -1,5 +1,5 @@
 """Compiled loops of the activations (customops.kernels.activations): Sigmoid, Erf, Gelu (``none``),
-HardSigmoid and HardSwish of float32 inputs, and the one rounding of every activation's float64 values to float32
+HardSigmoid, HardSwish, Elu, Selu and Celu (alpha > 0) of float32 inputs, and the one rounding of every activation's float64 values to float32
 (:func:`round_float32`).
 
 Plain Python functions, compiled on demand by :func:`customops.accel.jit.get` (``numba.njit``). They
@@ -66,6 +66,8 @@ HELPERS = (
     "sigmoid_block",
     "series_block",
     "hard_block",
+    "expm1_minus",
+    "elu_block",
 )
 
 ERROR = 5.33 * 2.0**-53
@@ -75,6 +77,14 @@ measured: 3.83u at most on 11 million points, tests/kernels/activations/test_com
 BOUND = 2.0**-50
 """The relative error bound :func:`sigmoid_block` decides Sigmoid's roundings with (ERROR and the
 check's own roundings, with room to spare)."""
+
+EXPM1_BOUND = 2.0**-49
+"""The bound Elu's and Selu's roundings are decided with: :func:`expm1_minus`'s 10.4u, one product (u) and
+the check's own roundings (0.6u), below 16u."""
+
+CELU_BOUND = 2.0**-43
+"""Celu's: x / alpha's rounding moves expm1(x / alpha) by up to 110u of itself (x / alpha >= -110 where the
+value is not -alpha rounded), and :data:`EXPM1_BOUND`'s 16u."""
 
 LIMIT = 110.0
 """Sigmoid's float32 value is 0 below -LIMIT and 1 above LIMIT: |x| is clamped to LIMIT (and so is the
@@ -284,6 +294,58 @@ def hard_swish_float32(x: Any, out: Any, marks: Any, bound: float, start: int, s
         marks[b] = hard_block(x[low:high], out[low:high], 0.0, 0.0, bound, True)
 
 
+def expm1_minus(a: float) -> float:
+    """expm1(-a) within 10.4u for 0 <= a (clamped to LIMIT, where it is -1 to 2**-158): from
+    :func:`exp_parts`' reduction, ``2 O / Q`` when k = 0 (the odd part itself, no cancellation: O within
+    2.02u, Q = E - O within 2.76u, the quotient: 5.8u) and ``(2**-k P - Q) / Q`` from k = 1 on (e =
+    exp(-a) <= 0.71 there, so e - 1 amplifies e's 3.5u by e / (1 - e) <= 2.42, and two roundings)."""
+    a = a if a < LIMIT else LIMIT
+    k = (a * LOG2E + _ROUND) - _ROUND
+    r = (k * LN2_HI - a) + k * LN2_LO
+    r2 = r * r
+    even = ((r2 + 840.0) * r2 + 75600.0) * r2 + 665280.0
+    odd = ((42.0 * r2 + 10080.0) * r2 + 332640.0) * r
+    n = np.int64(k)
+    n1 = min(n, 53)
+    n2 = min(n - n1, 53)
+    n3 = n - n1 - n2
+    high = np.float64(np.int64(1) << (53 - n1)) * np.float64(np.int64(1) << (53 - n2))
+    e = (even + odd) * (high * (np.float64(np.int64(1) << (53 - n3)) * 2.0**-159))
+    q = even - odd
+    return (2.0 * odd if k == 0.0 else e - q) / q
+
+
+def elu_block(x: Any, out: Any, alpha: float, gamma: float, zero: float, kind: int) -> int:
+    """:func:`sigmoid_block` for Elu (kind 0: ``alpha expm1(x)`` below 0, x from 0 on), Selu (kind 1:
+    alpha is the product alpha gamma, exact; ``gamma x`` above 0, ``zero`` at +-0) and Celu (kind 2:
+    ``alpha expm1(x / alpha)`` below 0 for alpha > 0, x above, +0 at +-0), decided with
+    :data:`EXPM1_BOUND`."""
+    marked = 0
+    for i in range(x.size):
+        xi = np.float64(x[i])
+        u = xi / alpha if kind == 2 else xi
+        below = alpha * expm1_minus(-u if u < 0 else 0.0)  # NaN too: 0
+        if kind == 0:
+            y = below if xi < 0 else xi
+        elif kind == 1:
+            y = gamma * xi if xi > 0 else (below if xi < 0 else zero)
+        else:
+            y = xi if xi > 0 else (below if xi < 0 else 0.0)
+        out[i], doubt = settle(y, xi, EXPM1_BOUND if kind != 2 else CELU_BOUND)
+        marked += doubt
+    return marked
+
+
+def elu_float32(
+    x: Any, out: Any, marks: Any, alpha: float, gamma: float, zero: float, kind: int, start: int, stop: int
+) -> None:
+    """:func:`sigmoid_float32` for Elu, Selu and Celu (:func:`elu_block`'s arguments)."""
+    for b in range(start, stop):
+        low = b * BLOCK
+        high = min(low + BLOCK, x.size)
+        marks[b] = elu_block(x[low:high], out[low:high], alpha, gamma, zero, kind)
+
+
 def sigmoid_float64(x: Any, y: Any) -> None:
     """y = Sigmoid(x) in float64 as :func:`sigmoid_float32` computes it before rounding (within ERROR),
     for every element of the float32 array x (the tests measure it)."""
@@ -304,6 +366,12 @@ def series_float64(x: Any, y: Any, table: Any, scale: float, gelu: bool) -> None
             y[i] = gelu_value(xi, abs(xi) * scale, y[i], coefficients, i)
         else:
             y[i] = erf_value(xi, y[i], coefficients, i)
+
+
+def expm1_float64(a: Any, y: Any) -> None:
+    """y = :func:`expm1_minus` of every element of the float64 array a (the tests measure it)."""
+    for i in range(a.size):
+        y[i] = expm1_minus(a[i])
 
 
 def round_float32(y: Any, out: Any, bound: float) -> int:
