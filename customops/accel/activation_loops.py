@@ -1,6 +1,6 @@
 """Compiled loops of the activations (customops.kernels.activations): Sigmoid, Erf, Gelu (``none``),
-HardSigmoid, HardSwish, Elu, Selu and Celu (alpha > 0) of float32 inputs, and the one rounding of every activation's float64 values to float32
-(:func:`round_float32`).
+HardSigmoid, HardSwish, Elu, Selu and Celu (alpha > 0) of float32 inputs, and the one rounding of every
+activation's float64 values to float32 (:func:`round_float32`).
 
 Plain Python functions, compiled on demand by :func:`customops.accel.jit.get` (``numba.njit``). They
 compute in float64 without a call to the C library, so that the loops are vectorized (numba has no vector
@@ -9,19 +9,22 @@ gathers and scatters instead of loading and storing). Each loop works on blocks 
 elements, each counting its elements in doubt, so that the caller searches only the blocks that have
 any: Sigmoid in one pass (:func:`sigmoid_block`), Erf and Gelu in two per part of :data:`PART` elements
 (:func:`series_block`: erfmath's table gathered, then the arithmetic of erfmath.erf_fast and gaussian's
-_gelu_fast, with the exp below and within their kernels' bounds).
+_gelu_fast, with the exp below and within their kernels' bounds), HardSigmoid and HardSwish in the numpy
+path's operations (:func:`hard_block`), Elu, Selu and Celu with the expm1 below (:func:`elu_block`).
 
-**exp(-a)**, ``a = min(|x|, LIMIT)`` (x a float32 value): ``k = rint(a / ln2)`` (0 to 159), ``r = k ln2 -
-a`` (``|r| <= 0.35``), ``exp(-a) = 2**-k exp(r)`` and ``exp(r) ~ P(r) / P(-r)``, the [6/6] Padé approximant
+**exp(-a)** for a float64 ``0 <= a <= LIMIT`` (:func:`exp_parts`; Sigmoid's a is |x| clamped): ``k =
+rint(a / ln2)`` (0 to 159), ``r = k ln2 - a`` (``|r| <= 0.35``), ``exp(-a) = 2**-k exp(r)`` and ``exp(r)
+~ P(r) / P(-r)``, the [6/6] Padé approximant
 ``P(r) = 665280 + 332640 r + 75600 r**2 + 10080 r**3 + 840 r**4 + 42 r**5 + r**6`` (integer coefficients,
 exact in float64), as ``E + O`` and ``E - O`` with ``E`` its even and ``O`` its odd part. ``2**-k`` is
 a product of three integers ``2**m`` (m <= 53) converted to float64 and 2**-159 (numba has no scalar bit
 cast to build it from its exponent bits). The error, with ``u = 2**-53``:
 
 - reduction: ``k ln2`` with ln2 in two pieces, the first (``LN2_HI``) of 29 bits, so that ``k LN2_HI``
-  is exact (k < 2**24) and ``k LN2_HI - a`` too (both multiples of 2**-29, their difference below 1,
-  when k >= 1, which needs a >= 0.34; ``r = -a`` exactly when k = 0); adding ``k LN2_LO`` costs at most half an ulp of r plus
-  ``k |LN2_LO| u`` and the piece's own error (below 2**-77): exp(r) moves by at most 0.18u;
+  is exact (k < 2**24) and ``k LN2_HI - a`` too, for any float64 a: k >= 1 needs a >= 0.34, a multiple of
+  2**-54, as ``k LN2_HI`` is, and their difference is below 0.35 < 2**53 * 2**-54 (``r = -a`` exactly
+  when k = 0); adding ``k LN2_LO`` costs at most half an ulp of r plus ``k |LN2_LO| u`` and the piece's
+  own error (below 2**-77): exp(r) moves by at most 0.18u;
 - Padé: ``exp(r) Q(r) - P(r) = r**13 / 12! * int_0^1 t**6 (1 - t)**6 e**(tr) dt`` for the normalized
   approximant (Q = P(-r) / 665280, Perron), so that its relative error is at most ``|r|**13 (6!)**2
   e**0.35 / (12! 13! Q(r) exp(r)) < 2**-61`` on ``|r| <= 0.35`` (Q(r) exp(r) >= 0.83);
@@ -37,9 +40,10 @@ within 5.33u (``ERROR``) of Sigmoid's exact value (|x| <= LIMIT; beyond, the flo
 either way). :func:`sigmoid_block` decides each float32 rounding with :data:`BOUND` (8u: 5.33u and the
 roundings of ``y * BOUND`` and ``y -+ y * BOUND``, below 0.6u; float32's rounding is monotone): an
 element whose rounding is not settled (about 2**-25.5 of them, one in 45 million: they lie within 2**-50
-of a float32 midpoint, where float64 cannot decide), and every NaN input, is written as NaN and counted in its block's mark, for the caller to evaluate
-again; everything else is the correctly rounded float32 value. The tests measure the float64 values
-against mpmath and a long double oracle on dense grids (customops' tests/kernels/activations).
+of a float32 midpoint, where float64 cannot decide), and every NaN input, is written as NaN and counted
+in its block's mark, for the caller to evaluate again; everything else is the correctly rounded float32
+value. The other loops do the same with their own bounds. The tests measure the float64 values against
+mpmath and a long double oracle on dense grids (customops' tests/kernels/activations/test_compiled.py).
 """
 
 from __future__ import annotations
@@ -106,8 +110,8 @@ _ROUND = 1.5 * 2.0**52  # t + _ROUND - _ROUND is t rounded to an integer (|t| < 
 
 
 def exp_parts(a: float) -> tuple[float, float]:
-    """(p, q) with exp(-a) = p / q within 3.32u, for 0 <= a <= LIMIT, a multiple of 2**-52 from 0.34 on
-    (float32 values, the squares of float32 values from 1 on, and their halves: the reduction is exact)."""
+    """(p, q) with exp(-a) = p / q within 3.32u, for a float64 0 <= a <= LIMIT (p = 2**-k P exactly: a
+    power of two, in the normal range)."""
     k = (a * LOG2E + _ROUND) - _ROUND
     r = (k * LN2_HI - a) + k * LN2_LO
     r2 = r * r
@@ -154,8 +158,8 @@ def series_value(t: float, coefficients: Any, i: int) -> float:
 
 
 def tail_exp(square: float) -> float:
-    """exp(-square) within 3.82u (:func:`exp_parts` and its quotient) for the exact square of a float32
-    value, or half of it, from 1 on; 0 from LIMIT on (and for NaN), where erfc(|x|) (Erf) and x erfc(|x| /
+    """exp(-square) within 3.82u (:func:`exp_parts` and its quotient) for the square of a float32 value,
+    or half of it (both exact); 0 from LIMIT on (and for NaN), where erfc(|x|) (Erf) and x erfc(|x| /
     sqrt(2)) (Gelu) are below 2**-150 for every float32 x."""
     inside = square < LIMIT
     e, q = exp_parts(square if inside else LIMIT)
