@@ -1,4 +1,4 @@
-"""Compiled loops of the activations (customops.kernels.activations): Sigmoid, Erf, Gelu (``none``),
+"""Compiled loops of the activations (customops.kernels.activations): Sigmoid, Tanh, Erf, Gelu (``none``),
 HardSigmoid, HardSwish, Elu, Selu and Celu (alpha > 0) of float32 inputs, and the one rounding of every
 activation's float64 values to float32 (:func:`round_float32`).
 
@@ -7,7 +7,7 @@ compute in float64 without a call to the C library, so that the loops are vector
 exp), and index from 0 (a range from ``start`` would make numba check for negative indices, and LLVM then
 gathers and scatters instead of loading and storing). Each loop works on blocks of :data:`BLOCK`
 elements, each counting its elements in doubt, so that the caller searches only the blocks that have
-any: Sigmoid in one pass (:func:`sigmoid_block`), Erf and Gelu in two per part of :data:`PART` elements
+any: Sigmoid and Tanh in one pass (:func:`sigmoid_block`, :func:`tanh_block`), Erf and Gelu in two per part of :data:`PART` elements
 (:func:`series_block`: erfmath's table gathered, then the arithmetic of erfmath.erf_fast and gaussian's
 _gelu_fast, with the exp below and within their kernels' bounds), HardSigmoid and HardSwish in the numpy
 path's operations (:func:`hard_block`), Elu, Selu and Celu with the expm1 below (:func:`elu_block`).
@@ -58,8 +58,10 @@ ERROR_MODEL = "numpy"
 (customops.accel.jit)."""
 
 HELPERS = (
+    "pade_terms",
     "exp_parts",
     "sigmoid_value",
+    "tanh_value",
     "series_terms",
     "series_value",
     "tail_exp",
@@ -68,6 +70,7 @@ HELPERS = (
     "settle",
     "clip",
     "sigmoid_block",
+    "tanh_block",
     "series_block",
     "hard_block",
     "expm1_minus",
@@ -83,8 +86,8 @@ BOUND = 2.0**-50
 check's own roundings, with room to spare)."""
 
 EXPM1_BOUND = 2.0**-49
-"""The bound Elu's and Selu's roundings are decided with: :func:`expm1_minus`'s 10.4u, one product (u) and
-the check's own roundings (0.6u), below 16u."""
+"""The bound Tanh's, Elu's and Selu's roundings are decided with: :func:`tanh_value`'s 12.9u, or
+:func:`expm1_minus`'s 10.4u and one product (u), and the check's own roundings (0.6u), below 16u."""
 
 CELU_BOUND = 2.0**-43
 """Celu's: x / alpha's rounding moves expm1(x / alpha) by up to 110u of itself (x / alpha >= -110 where the
@@ -109,9 +112,9 @@ LN2_LO = float.fromhex("-0x1.718432a1b0e26p-35")  # ln 2 - LN2_HI, rounded
 _ROUND = 1.5 * 2.0**52  # t + _ROUND - _ROUND is t rounded to an integer (|t| < 2**51)
 
 
-def exp_parts(a: float) -> tuple[float, float]:
-    """(p, q) with exp(-a) = p / q within 3.32u, for a float64 0 <= a <= LIMIT (p = 2**-k P exactly: a
-    power of two, in the normal range)."""
+def pade_terms(a: float) -> tuple[float, float, float, float]:
+    """(k, E, O, 2**-k) of the reduction and the Padé approximant at a float64 0 <= a <= LIMIT:
+    exp(-a) = 2**-k (E + O) / (E - O)."""
     k = (a * LOG2E + _ROUND) - _ROUND
     r = (k * LN2_HI - a) + k * LN2_LO
     r2 = r * r
@@ -123,7 +126,14 @@ def exp_parts(a: float) -> tuple[float, float]:
     n2 = min(n - n1, 53)
     n3 = n - n1 - n2
     high = np.float64(np.int64(1) << (53 - n1)) * np.float64(np.int64(1) << (53 - n2))
-    return (even + odd) * (high * (np.float64(np.int64(1) << (53 - n3)) * 2.0**-159)), even - odd
+    return k, even, odd, high * (np.float64(np.int64(1) << (53 - n3)) * 2.0**-159)
+
+
+def exp_parts(a: float) -> tuple[float, float]:
+    """(p, q) with exp(-a) = p / q within 3.32u, for a float64 0 <= a <= LIMIT (p = 2**-k P exactly: a
+    power of two, in the normal range)."""
+    _, even, odd, scale = pade_terms(a)
+    return (even + odd) * scale, even - odd
 
 
 def sigmoid_value(x: float) -> float:
@@ -164,6 +174,43 @@ def tail_exp(square: float) -> float:
     inside = square < LIMIT
     e, q = exp_parts(square if inside else LIMIT)
     return e / q if inside else 0.0
+
+
+def tanh_value(x: float) -> float:
+    """tanh(x) in float64 within 12.9u for a float32 value x, from :func:`pade_terms` at t = 2|x| (exact):
+    ``-O / E`` when k = 0 (r = -t: no cancellation; O within 2.02u, E within 1.12u, the quotient: 4.2u),
+    ``(Q - 2**-k P) / (Q + 2**-k P) = (1 - e) / (1 + e)`` from k = 1 on, a function of e = exp(-t) <=
+    0.71 alone whose log moves by ``2e / (1 - e**2) <= 2.83`` times e's 3.5u, and three roundings."""
+    t = 2.0 * abs(x)
+    k, even, odd, scale = pade_terms(t if t < LIMIT else LIMIT)  # NaN too
+    e = (even + odd) * scale
+    q = even - odd
+    value = -odd / even if k == 0.0 else (q - e) / (q + e)
+    return math.copysign(value, x)
+
+
+def tanh_block(x: Any, out: Any) -> int:
+    """:func:`sigmoid_block` for tanh, decided with :data:`EXPM1_BOUND` (12.9u and the check's 0.6u)."""
+    marked = 0
+    for i in range(x.size):
+        xi = np.float64(x[i])
+        out[i], doubt = settle(tanh_value(xi), xi, EXPM1_BOUND)
+        marked += doubt
+    return marked
+
+
+def tanh_float32(x: Any, out: Any, marks: Any, start: int, stop: int) -> None:
+    """:func:`sigmoid_float32` for tanh."""
+    for b in range(start, stop):
+        low = b * BLOCK
+        high = min(low + BLOCK, x.size)
+        marks[b] = tanh_block(x[low:high], out[low:high])
+
+
+def tanh_float64(x: Any, y: Any) -> None:
+    """y = :func:`tanh_value` of every element of the float32 array x (the tests measure it)."""
+    for i in range(x.size):
+        y[i] = tanh_value(np.float64(x[i]))
 
 
 def erf_value(x: float, t: float, coefficients: Any, i: int) -> float:
@@ -300,23 +347,12 @@ def hard_swish_float32(x: Any, out: Any, marks: Any, bound: float, start: int, s
 
 def expm1_minus(a: float) -> float:
     """expm1(-a) within 10.4u for 0 <= a (clamped to LIMIT, where it is -1 to 2**-158): from
-    :func:`exp_parts`' reduction, ``2 O / Q`` when k = 0 (the odd part itself, no cancellation: O within
-    2.02u, Q = E - O within 2.76u, the quotient: 5.8u) and ``(2**-k P - Q) / Q`` from k = 1 on (e =
-    exp(-a) <= 0.71 there, so e - 1 amplifies e's 3.5u by e / (1 - e) <= 2.42, and two roundings)."""
-    a = a if a < LIMIT else LIMIT
-    k = (a * LOG2E + _ROUND) - _ROUND
-    r = (k * LN2_HI - a) + k * LN2_LO
-    r2 = r * r
-    even = ((r2 + 840.0) * r2 + 75600.0) * r2 + 665280.0
-    odd = ((42.0 * r2 + 10080.0) * r2 + 332640.0) * r
-    n = np.int64(k)
-    n1 = min(n, 53)
-    n2 = min(n - n1, 53)
-    n3 = n - n1 - n2
-    high = np.float64(np.int64(1) << (53 - n1)) * np.float64(np.int64(1) << (53 - n2))
-    e = (even + odd) * (high * (np.float64(np.int64(1) << (53 - n3)) * 2.0**-159))
+    :func:`pade_terms`, ``2 O / Q`` when k = 0 (the odd part itself, no cancellation: O within 2.02u, Q =
+    E - O within 2.76u, the quotient: 5.8u) and ``(2**-k P - Q) / Q`` from k = 1 on (e = exp(-a) <= 0.71
+    there, so e - 1 amplifies e's 3.5u by e / (1 - e) <= 2.42, and two roundings)."""
+    k, even, odd, scale = pade_terms(a if a < LIMIT else LIMIT)
     q = even - odd
-    return (2.0 * odd if k == 0.0 else e - q) / q
+    return (2.0 * odd if k == 0.0 else (even + odd) * scale - q) / q
 
 
 def elu_block(x: Any, out: Any, alpha: float, gamma: float, zero: float, kind: int) -> int:

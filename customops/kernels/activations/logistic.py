@@ -61,7 +61,9 @@ def sigmoid(X: Any) -> np.ndarray:
     return apply(X, _SIGMOID)
 
 
-_TANH = Activation("Tanh", np.tanh, _LIBM_BOUND, lambda x: ddmath.tanh(ddmath.dd(x)), (1.0, -1.0))
+_TANH = Activation(
+    "Tanh", np.tanh, _LIBM_BOUND, lambda x: ddmath.tanh(ddmath.dd(x)), (1.0, -1.0), loop="tanh_float32"
+)
 
 
 def tanh(X: Any) -> np.ndarray:
