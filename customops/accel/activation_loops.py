@@ -1,13 +1,14 @@
-"""Compiled loops of the activations (customops.kernels.activations): Sigmoid, Tanh, Erf, Gelu (``none``),
-HardSigmoid, HardSwish, Elu, Selu and Celu (alpha > 0) of float32 inputs, and the one rounding of every
-activation's float64 values to float32 (:func:`round_float32`).
+"""Compiled loops of the activations (customops.kernels.activations): Sigmoid, Tanh, Swish, Erf, Gelu
+(both forms), HardSigmoid, HardSwish, Elu, Selu and Celu (alpha > 0) of float32 inputs, and the one
+rounding of every activation's float64 values to float32 (:func:`round_float32`).
 
 Plain Python functions, compiled on demand by :func:`customops.accel.jit.get` (``numba.njit``). They
 compute in float64 without a call to the C library, so that the loops are vectorized (numba has no vector
 exp), and index from 0 (a range from ``start`` would make numba check for negative indices, and LLVM then
 gathers and scatters instead of loading and storing). Each loop works on blocks of :data:`BLOCK`
 elements, each counting its elements in doubt, so that the caller searches only the blocks that have
-any: Sigmoid and Tanh in one pass (:func:`sigmoid_block`, :func:`tanh_block`), Erf and Gelu in two per part of :data:`PART` elements
+any: Sigmoid, Tanh, Swish and Gelu's tanh form in one pass (:func:`sigmoid_block`, :func:`tanh_block`,
+:func:`logistic_block`), Erf and Gelu in two per part of :data:`PART` elements
 (:func:`series_block`: erfmath's table gathered, then the arithmetic of erfmath.erf_fast and gaussian's
 _gelu_fast, with the exp below and within their kernels' bounds), HardSigmoid and HardSwish in the numpy
 path's operations (:func:`hard_block`), Elu, Selu and Celu with the expm1 below (:func:`elu_block`).
@@ -61,6 +62,7 @@ HELPERS = (
     "pade_terms",
     "exp_parts",
     "sigmoid_value",
+    "times_sigmoid",
     "tanh_value",
     "series_terms",
     "series_value",
@@ -70,6 +72,7 @@ HELPERS = (
     "settle",
     "clip",
     "sigmoid_block",
+    "logistic_block",
     "tanh_block",
     "series_block",
     "hard_block",
@@ -174,6 +177,51 @@ def tail_exp(square: float) -> float:
     inside = square < LIMIT
     e, q = exp_parts(square if inside else LIMIT)
     return e / q if inside else 0.0
+
+
+def times_sigmoid(x: float, alpha: float, c1: float, c3: float, gelu: bool) -> float:
+    """x Sigmoid(v) in float64 for a float32 value x: Swish (``gelu`` False: v = alpha x, exact, for a
+    float32 alpha; within ERROR + u) or Gelu's tanh form (v = x (c1 + c3 x**2), c1 and c3 its constants
+    rounded: within the Gelu kernel's bound, v's roundings times |v| as its numpy path). Where v > LIMIT,
+    Sigmoid(v) is 1 to 2**-158 (the clamped value); where v < -LIMIT: Gelu's value is -0 (|x| e**v is
+    below 2**-150 there: v falls with x**3), Swish's NaN (x e**v may be any size for a small alpha: the
+    caller evaluates it again)."""
+    v = x * (c1 + c3 * (x * x)) if gelu else alpha * x
+    a = abs(v)
+    e, q = exp_parts(a if a < LIMIT else LIMIT)  # NaN too
+    s = (e if v < 0 else q) / (q + e)
+    if v < -LIMIT:
+        s = 0.0 if gelu else np.nan
+    return x * s
+
+
+def logistic_block(x: Any, out: Any, alpha: float, c1: float, c3: float, bound: float, gelu: bool) -> int:
+    """:func:`sigmoid_block` for :func:`times_sigmoid`, decided with ``bound``."""
+    marked = 0
+    for i in range(x.size):
+        xi = np.float64(x[i])
+        out[i], doubt = settle(times_sigmoid(xi, alpha, c1, c3, gelu), xi, bound)
+        marked += doubt
+    return marked
+
+
+def swish_float32(x: Any, out: Any, marks: Any, alpha: float, start: int, stop: int) -> None:
+    """:func:`sigmoid_float32` for Swish (a float32 alpha), decided with :data:`BOUND`."""
+    for b in range(start, stop):
+        low = b * BLOCK
+        high = min(low + BLOCK, x.size)
+        marks[b] = logistic_block(x[low:high], out[low:high], alpha, 0.0, 0.0, BOUND, False)
+
+
+def gelu_tanh_float32(
+    x: Any, out: Any, marks: Any, c1: float, c3: float, bound: float, start: int, stop: int
+) -> None:
+    """:func:`sigmoid_float32` for Gelu's tanh form (``c1``, ``c3``: its constants as its kernel rounds
+    them; ``bound``: the kernel's)."""
+    for b in range(start, stop):
+        low = b * BLOCK
+        high = min(low + BLOCK, x.size)
+        marks[b] = logistic_block(x[low:high], out[low:high], 0.0, c1, c3, bound, True)
 
 
 def tanh_value(x: float) -> float:

@@ -115,7 +115,15 @@ _GELU = {
         loop="gelu_float32",
         loop_args=lambda: (erfmath.fast_table(), _GELU_BOUND, float(_INV_ROOT2.hi)),
     ),
-    "tanh": Activation("Gelu", _gelu_tanh_fast, _GELU_BOUND, _gelu_tanh_precise, (np.inf, -0.0)),
+    "tanh": Activation(
+        "Gelu",
+        _gelu_tanh_fast,
+        _GELU_BOUND,
+        _gelu_tanh_precise,
+        (np.inf, -0.0),
+        loop="gelu_tanh_float32",
+        loop_args=lambda: (float(_C1.hi), float(_C3.hi), _GELU_BOUND),
+    ),
 }
 
 

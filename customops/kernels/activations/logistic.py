@@ -136,7 +136,9 @@ def _swish(alpha: float) -> Activation:
     # the limits: x e**(alpha x) -> 0 on the side where alpha x -> -inf (with x's sign); x / 2 for alpha 0
     up = np.inf if alpha >= 0 else 0.0
     down = -0.0 if alpha > 0 else -np.inf
-    return Activation("Swish", fast, _LIBM_BOUND, precise, (up, down))
+    return Activation(
+        "Swish", fast, _LIBM_BOUND, precise, (up, down), loop="swish_float32", loop_args=lambda: (alpha,)
+    )
 
 
 def swish(X: Any, alpha: Any = 1.0) -> np.ndarray:

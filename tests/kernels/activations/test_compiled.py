@@ -215,6 +215,24 @@ def test_tanh_values_are_within_their_bound(compiled_calls) -> None:
         assert got.tobytes() == logistic.tanh(x).tobytes()
 
 
+def test_swish_beyond_the_clamp_is_evaluated_again(compiled_calls) -> None:
+    """With a tiny alpha, x e**(alpha x) is far from 0 where alpha x < -110 (-9e-15 at x = -1.2e38 for
+    alpha = 1e-36): the loop leaves those elements to the numpy path, which gives the correctly rounded
+    value; where alpha x > 110 the value is x."""
+    alpha = float(np.float32(1e-36))
+    x = np.array([-1.2e38, -1.5e38, -1.1e38, 1.2e38, 3e38, -5e37, 0.5, -0.0], dtype=np.float32)
+    got = logistic.swish(x, alpha=alpha)
+    assert compiled_calls["swish_float32"] >= 1
+    with mpmath.workprec(200):
+        for value, result in zip(x.tolist(), got.tolist(), strict=True):
+            v = mpmath.mpf(value)
+            exact = v / (1 + mpmath.exp(-mpmath.mpf(alpha) * v))
+            assert np.float32(result) == np.float32(float(exact)) or (exact == 0 and result == 0)
+    assert got[0] != 0 and got[3] == x[3]
+    with jit.numpy_only():
+        assert got.tobytes() == logistic.swish(x, alpha=alpha).tobytes()
+
+
 def test_reduction_constants() -> None:
     """ln 2 in two pieces: the first of at most 29 significant bits (k times it is exact), their sum
     within 2**-85 of ln 2."""
