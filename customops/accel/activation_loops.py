@@ -1,14 +1,14 @@
-"""Compiled loops of the activations (customops.kernels.activations): Sigmoid, Tanh, Swish, Erf, Gelu
-(both forms), HardSigmoid, HardSwish, Elu, Selu and Celu (alpha > 0) of float32 inputs, and the one
-rounding of every activation's float64 values to float32 (:func:`round_float32`).
+"""Compiled loops of the activations (customops.kernels.activations): Sigmoid, Tanh, Mish, Swish, Erf,
+Gelu (both forms), HardSigmoid, HardSwish, Elu, Selu and Celu (alpha > 0) of float32 inputs (all but
+Softplus), and the one rounding of every activation's float64 values to float32 (:func:`round_float32`).
 
 Plain Python functions, compiled on demand by :func:`customops.accel.jit.get` (``numba.njit``). They
 compute in float64 without a call to the C library, so that the loops are vectorized (numba has no vector
 exp), and index from 0 (a range from ``start`` would make numba check for negative indices, and LLVM then
 gathers and scatters instead of loading and storing). Each loop works on blocks of :data:`BLOCK`
 elements, each counting its elements in doubt, so that the caller searches only the blocks that have
-any: Sigmoid, Tanh, Swish and Gelu's tanh form in one pass (:func:`sigmoid_block`, :func:`tanh_block`,
-:func:`logistic_block`), Erf and Gelu in two per part of :data:`PART` elements
+any: Sigmoid, Tanh, Mish, Swish and Gelu's tanh form in one pass (:func:`sigmoid_block`,
+:func:`tanh_block`, :func:`mish_block`, :func:`logistic_block`), Erf and Gelu in two per part of :data:`PART` elements
 (:func:`series_block`: erfmath's table gathered, then the arithmetic of erfmath.erf_fast and gaussian's
 _gelu_fast, with the exp below and within their kernels' bounds), HardSigmoid and HardSwish in the numpy
 path's operations (:func:`hard_block`), Elu, Selu and Celu with the expm1 below (:func:`elu_block`).
@@ -63,6 +63,7 @@ HELPERS = (
     "exp_parts",
     "sigmoid_value",
     "times_sigmoid",
+    "mish_value",
     "tanh_value",
     "series_terms",
     "series_value",
@@ -73,6 +74,7 @@ HELPERS = (
     "clip",
     "sigmoid_block",
     "logistic_block",
+    "mish_block",
     "tanh_block",
     "series_block",
     "hard_block",
@@ -89,8 +91,9 @@ BOUND = 2.0**-50
 check's own roundings, with room to spare)."""
 
 EXPM1_BOUND = 2.0**-49
-"""The bound Tanh's, Elu's and Selu's roundings are decided with: :func:`tanh_value`'s 12.9u, or
-:func:`expm1_minus`'s 10.4u and one product (u), and the check's own roundings (0.6u), below 16u."""
+"""The bound Tanh's, Mish's, Elu's and Selu's roundings are decided with: :func:`tanh_value`'s 12.9u,
+:func:`mish_value`'s 10.1u, or :func:`expm1_minus`'s 10.4u and one product (u), and the check's own
+roundings (0.6u), below 16u."""
 
 CELU_BOUND = 2.0**-43
 """Celu's: x / alpha's rounding moves expm1(x / alpha) by up to 110u of itself (x / alpha >= -110 where the
@@ -222,6 +225,46 @@ def gelu_tanh_float32(
         low = b * BLOCK
         high = min(low + BLOCK, x.size)
         marks[b] = logistic_block(x[low:high], out[low:high], 0.0, c1, c3, bound, True)
+
+
+def mish_value(x: float) -> float:
+    """Mish(x) in float64 within 10.1u for a float32 value x, in the numpy path's form without
+    cancellation (E = exp(-|x|) within 3.82u by :func:`tail_exp`'s quotient): ``x (1 + 2E) / (1 + 2E +
+    2E**2)`` for x >= 0 (the quotient's log moves by at most E's error, plus five roundings: 8.9u) and ``x
+    E(E + 2) / (E(E + 2) + 2)`` for x < 0 (1.34 times E's error, plus five roundings: 10.1u); E is 0 from
+    |x| = LIMIT on, where |x| E is below 2**-150."""
+    a = abs(x)
+    inside = a < LIMIT
+    p, q = exp_parts(a if inside else LIMIT)  # NaN too
+    e = p / q if inside else 0.0
+    up = 1.0 + 2.0 * e
+    down = e * (e + 2.0)
+    numerator = up if x >= 0 else down
+    return x * (numerator / (numerator + (2.0 * e * e if x >= 0 else 2.0)))
+
+
+def mish_block(x: Any, out: Any) -> int:
+    """:func:`sigmoid_block` for Mish, decided with :data:`EXPM1_BOUND` (10.1u and the check's 0.6u)."""
+    marked = 0
+    for i in range(x.size):
+        xi = np.float64(x[i])
+        out[i], doubt = settle(mish_value(xi), xi, EXPM1_BOUND)
+        marked += doubt
+    return marked
+
+
+def mish_float32(x: Any, out: Any, marks: Any, start: int, stop: int) -> None:
+    """:func:`sigmoid_float32` for Mish."""
+    for b in range(start, stop):
+        low = b * BLOCK
+        high = min(low + BLOCK, x.size)
+        marks[b] = mish_block(x[low:high], out[low:high])
+
+
+def mish_float64(x: Any, y: Any) -> None:
+    """y = :func:`mish_value` of every element of the float32 array x (the tests measure it)."""
+    for i in range(x.size):
+        y[i] = mish_value(np.float64(x[i]))
 
 
 def tanh_value(x: float) -> float:

@@ -114,7 +114,7 @@ def _mish_precise(x: np.ndarray) -> DD:
     return ddmath.mul_float(ddmath.div(a, b), x)
 
 
-_MISH = Activation("Mish", _mish_fast, _LIBM_BOUND, _mish_precise, (np.inf, -0.0))
+_MISH = Activation("Mish", _mish_fast, _LIBM_BOUND, _mish_precise, (np.inf, -0.0), loop="mish_float32")
 
 
 def mish(X: Any) -> np.ndarray:

@@ -233,6 +233,36 @@ def test_swish_beyond_the_clamp_is_evaluated_again(compiled_calls) -> None:
         assert got.tobytes() == logistic.swish(x, alpha=alpha).tobytes()
 
 
+def test_mish_values_are_within_their_bound(compiled_calls) -> None:
+    """Mish's float64 values against x tanh(log1p(exp(x))) in long double on a dense grid up to the
+    clamp, every float32 around 0 and the clamp, tiny inputs: within 10.1u (and 0 beyond the clamp, where
+    the value is below 2**-150); the kernel gives the numpy path's bits there."""
+    loop = _loop("mish_float64")
+    edges = np.array([0.3466, 1.0, 109.99], dtype=np.float32).view(np.int32)
+    x = np.concatenate(
+        [
+            np.linspace(-110, 110, 1 << 21, dtype=np.float32),
+            (edges[:, None] + np.arange(-2000, 2001)).view(np.float32).ravel(),
+            np.array([1e-30, 1e-45, 2.0**-20], dtype=np.float32),
+        ]
+    )
+    x = np.concatenate([x, -x])
+    y = np.empty(x.size)
+    loop(x, y)
+    xl = x.astype(np.longdouble)
+    reference = xl * np.tanh(np.log1p(np.exp(xl)))
+    inside = (np.abs(x) < activation_loops.LIMIT) & (reference != 0)
+    assert np.all(y[reference == 0] == 0)
+    error = np.abs((y[inside] - reference[inside]) / reference[inside]).astype(np.float64)
+    assert error.max() <= 10.1 * 2.0**-53 - 2.0**-60
+    beyond = np.abs(x) >= activation_loops.LIMIT
+    assert np.all(np.abs(reference[beyond & (x < 0)]) < 2.0**-150) and np.all(y[beyond & (x < 0)] == 0)
+    got = logistic.mish(x)
+    assert compiled_calls["mish_float32"] >= 1
+    with jit.numpy_only():
+        assert got.tobytes() == logistic.mish(x).tobytes()
+
+
 def test_reduction_constants() -> None:
     """ln 2 in two pieces: the first of at most 29 significant bits (k times it is exact), their sum
     within 2**-85 of ln 2."""
