@@ -20,14 +20,14 @@ error below :data:`PRECISE_BOUND`), its values at +-inf and, for the rational on
   activations resolve those exactly too). Where the double-double's low part leaves the float64 range
   (results below about 2**-960), the error stays within 1 ulp of the subnormal result.
 
-Sigmoid, Erf, Gelu (``none``), HardSigmoid, HardSwish, Elu, Selu and Celu (alpha > 0) of float32 have
-compiled loops (customops.accel.activation_loops: vectorized float64 with a proven bound, in blocks;
-Sigmoid's 2**-50 leaves about one element in 45 million in doubt, Erf's 2**-46 one in 3 million, Gelu's
-2**-43 one in 400,000), whose elements in doubt take the path above (only the blocks a loop marks are
-searched for them). NaN gives NaN; +-inf gives the limit of the formula (the activation's
-``at_infinity``). Work is done in chunks of :data:`CHUNK` elements (temporaries stay in the cache), shared
-by customops.accel.parallel's threads; every element is computed by the same arithmetic whichever chunk
-it falls in.
+Every activation but Softplus (and Celu with alpha < 0) has a compiled loop for float32
+(customops.accel.activation_loops: vectorized float64 with a proven bound, in blocks; Sigmoid's 2**-50
+leaves about one element in 45 million in doubt, Erf's 2**-46 one in 3 million, the Gelu forms' 2**-43
+one in 400,000), whose elements in doubt take the path above (only the blocks a loop marks are searched
+for them). NaN gives NaN; +-inf gives the limit of the formula (the activation's ``at_infinity``). Work
+is done in chunks of :data:`CHUNK` elements (temporaries stay in the cache), shared by
+customops.accel.parallel's threads; every element is computed by the same arithmetic whichever chunk it
+falls in.
 """
 
 from __future__ import annotations
