@@ -124,7 +124,8 @@ def apply(x: Any, activation: Activation) -> np.ndarray:
 
 def _blocks(activation: Activation, loop: Any, flat: np.ndarray, target: np.ndarray) -> None:
     """Run a compiled loop over blocks of ``activation_loops.BLOCK`` elements, then evaluate again the
-    elements it left in doubt (NaN in the blocks it marked)."""
+    elements it left in doubt (NaN in the blocks it marked; infinite values among them, whose margin is
+    not finite: an input of infinities is correct, not fast)."""
     block = activation_loops.BLOCK
     marks = np.zeros(-(-flat.size // block), dtype=np.int64)
     parallel.run(loop, marks.size, flat.size, flat, target, marks, *activation.loop_args())
@@ -133,7 +134,9 @@ def _blocks(activation: Activation, loop: Any, flat: np.ndarray, target: np.ndar
         spots = (marked[:, None] * block + np.arange(block)).reshape(-1)
         spots = spots[spots < flat.size]
         again = spots[np.isnan(target[spots]) & ~np.isnan(flat[spots])]  # NaN inputs are done
-        target[again] = _narrow(activation, flat[again], target.dtype)
+        for start in range(0, again.size, CHUNK):  # temporaries of CHUNK elements, as the numpy path's
+            part = again[start : start + CHUNK]
+            target[part] = _narrow(activation, flat[part], target.dtype)
 
 
 def _chunks(activation: Activation, flat: np.ndarray, target: np.ndarray, start: int, stop: int) -> None:

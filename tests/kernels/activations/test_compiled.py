@@ -13,7 +13,8 @@ import pytest
 
 from customops.accel import activation_loops, jit
 from customops.kernels.activations import erfmath, gaussian, logistic, piecewise
-from tests.kernels.activations.cases import CASES, Case
+from customops.kernels.activations.evaluate import CHUNK
+from tests.kernels.activations.cases import BY_NAME, CASES, Case
 from tests.kernels.activations.oracle import round_exact
 from tests.kernels.activations.test_accuracy import float32_points
 
@@ -261,6 +262,19 @@ def test_mish_values_are_within_their_bound(compiled_calls) -> None:
     assert compiled_calls["mish_float32"] >= 1
     with jit.numpy_only():
         assert got.tobytes() == logistic.mish(x).tobytes()
+
+
+@pytest.mark.parametrize("case", ["gelu", "elu", "hard_swish", "mish"])
+def test_many_elements_in_doubt_are_evaluated_again_in_chunks(case: str, compiled_calls) -> None:
+    """Infinite values leave their elements in doubt (their margin is not finite): a tensor of more than
+    three chunks of them, among other values, gives the numpy path's bits."""
+    x = np.random.default_rng(6).standard_normal(3 * CHUNK + 1000).astype(np.float32)
+    x[::2] = np.inf
+    x[1::4] = -np.inf
+    got = BY_NAME[case](x)
+    assert sum(compiled_calls.values()) >= 1
+    with jit.numpy_only():
+        assert got.tobytes() == BY_NAME[case](x).tobytes()
 
 
 def test_reduction_constants() -> None:
