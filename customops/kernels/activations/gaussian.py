@@ -34,6 +34,8 @@ _ERF = Activation(
     _ERF_BOUND,
     lambda x: erfmath.erf(ddmath.dd(x)),
     (1.0, -1.0),
+    loop="erf_float32",
+    loop_args=lambda: (erfmath.fast_table(), _ERF_BOUND),
 )
 
 
@@ -104,8 +106,24 @@ def _gelu_tanh_precise(x: np.ndarray) -> DD:
 
 
 _GELU = {
-    "none": Activation("Gelu", _gelu_fast, _GELU_BOUND, _gelu_precise, (np.inf, -0.0)),
-    "tanh": Activation("Gelu", _gelu_tanh_fast, _GELU_BOUND, _gelu_tanh_precise, (np.inf, -0.0)),
+    "none": Activation(
+        "Gelu",
+        _gelu_fast,
+        _GELU_BOUND,
+        _gelu_precise,
+        (np.inf, -0.0),
+        loop="gelu_float32",
+        loop_args=lambda: (erfmath.fast_table(), _GELU_BOUND, float(_INV_ROOT2.hi)),
+    ),
+    "tanh": Activation(
+        "Gelu",
+        _gelu_tanh_fast,
+        _GELU_BOUND,
+        _gelu_tanh_precise,
+        (np.inf, -0.0),
+        loop="gelu_tanh_float32",
+        loop_args=lambda: (float(_C1.hi), float(_C3.hi), _GELU_BOUND),
+    ),
 }
 
 

@@ -61,7 +61,9 @@ def sigmoid(X: Any) -> np.ndarray:
     return apply(X, _SIGMOID)
 
 
-_TANH = Activation("Tanh", np.tanh, _LIBM_BOUND, lambda x: ddmath.tanh(ddmath.dd(x)), (1.0, -1.0))
+_TANH = Activation(
+    "Tanh", np.tanh, _LIBM_BOUND, lambda x: ddmath.tanh(ddmath.dd(x)), (1.0, -1.0), loop="tanh_float32"
+)
 
 
 def tanh(X: Any) -> np.ndarray:
@@ -112,7 +114,7 @@ def _mish_precise(x: np.ndarray) -> DD:
     return ddmath.mul_float(ddmath.div(a, b), x)
 
 
-_MISH = Activation("Mish", _mish_fast, _LIBM_BOUND, _mish_precise, (np.inf, -0.0))
+_MISH = Activation("Mish", _mish_fast, _LIBM_BOUND, _mish_precise, (np.inf, -0.0), loop="mish_float32")
 
 
 def mish(X: Any) -> np.ndarray:
@@ -134,7 +136,9 @@ def _swish(alpha: float) -> Activation:
     # the limits: x e**(alpha x) -> 0 on the side where alpha x -> -inf (with x's sign); x / 2 for alpha 0
     up = np.inf if alpha >= 0 else 0.0
     down = -0.0 if alpha > 0 else -np.inf
-    return Activation("Swish", fast, _LIBM_BOUND, precise, (up, down))
+    return Activation(
+        "Swish", fast, _LIBM_BOUND, precise, (up, down), loop="swish_float32", loop_args=lambda: (alpha,)
+    )
 
 
 def swish(X: Any, alpha: Any = 1.0) -> np.ndarray:

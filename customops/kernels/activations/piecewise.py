@@ -52,7 +52,16 @@ def _hard_sigmoid(alpha: float, beta: float) -> Activation:
 
     flat = min(1.0, max(0.0, beta))  # alpha 0: beta clipped everywhere
     ends = (flat, flat) if alpha == 0 else ((1.0, 0.0) if alpha > 0 else (0.0, 1.0))
-    return Activation("HardSigmoid", fast, _ROUNDINGS, precise, ends, exact)
+    return Activation(
+        "HardSigmoid",
+        fast,
+        _ROUNDINGS,
+        precise,
+        ends,
+        exact,
+        loop="hard_sigmoid_float32",
+        loop_args=lambda: (alpha, beta, _ROUNDINGS),
+    )
 
 
 def hard_sigmoid(X: Any, alpha: Any = 0.2, beta: Any = 0.5) -> np.ndarray:
@@ -83,7 +92,14 @@ def _hard_swish_exact(x: Fraction) -> Fraction:
 
 
 _HARD_SWISH = Activation(
-    "HardSwish", _hard_swish_fast, _ROUNDINGS, _hard_swish_precise, (np.inf, -0.0), _hard_swish_exact
+    "HardSwish",
+    _hard_swish_fast,
+    _ROUNDINGS,
+    _hard_swish_precise,
+    (np.inf, -0.0),
+    _hard_swish_exact,
+    loop="hard_swish_float32",
+    loop_args=lambda: (_ROUNDINGS,),
 )
 
 
@@ -107,7 +123,15 @@ def _elu(alpha: float) -> Activation:
         below = _negative_branch(x, alpha, ddmath.dd(x), 0.0)
         return DD(np.where(x == 0, x, below.hi), below.lo)  # x >= 0 gives x: -0 stays -0
 
-    return Activation("Elu", fast, _EXPM1_BOUND, precise, (np.inf, -alpha))
+    return Activation(
+        "Elu",
+        fast,
+        _EXPM1_BOUND,
+        precise,
+        (np.inf, -alpha),
+        loop="elu_float32",
+        loop_args=lambda: (alpha, 0.0, 0.0, 0),
+    )
 
 
 def elu(X: Any, alpha: Any = 1.0) -> np.ndarray:
@@ -131,7 +155,15 @@ def _selu(alpha: float, gamma: float) -> Activation:
         return _negative_branch(x, product, ddmath.two_prod(np.full_like(x, gamma), x), zero)
 
     up = np.inf if gamma > 0 else (-np.inf if gamma < 0 else 0.0)
-    return Activation("Selu", fast, _EXPM1_BOUND, precise, (up, -product))
+    return Activation(
+        "Selu",
+        fast,
+        _EXPM1_BOUND,
+        precise,
+        (up, -product),
+        loop="elu_float32",
+        loop_args=lambda: (product, gamma, zero, 1),
+    )
 
 
 def selu(X: Any, alpha: Any = _SELU_ALPHA, gamma: Any = _SELU_GAMMA) -> np.ndarray:
@@ -162,7 +194,15 @@ def _celu(alpha: float) -> Activation:
         hi = np.where(keep, x, np.where(x < 0, below.hi, 0.0))
         return DD(hi, np.where(keep, 0.0, np.where(x < 0, below.lo, 0.0)))
 
-    return Activation("Celu", fast, _CELU_BOUND, precise, (np.inf, -alpha if alpha > 0 else -np.inf))
+    return Activation(
+        "Celu",
+        fast,
+        _CELU_BOUND,
+        precise,
+        (np.inf, -alpha if alpha > 0 else -np.inf),
+        loop="elu_float32" if alpha > 0 else None,  # the loop's expm1 takes arguments <= 0
+        loop_args=lambda: (alpha, 0.0, 0.0, 2),
+    )
 
 
 def celu(X: Any, alpha: Any = 1.0) -> np.ndarray:
