@@ -94,6 +94,19 @@ def test_integers_and_bools_compare_exactly_by_default():
     assert not compare_arrays(np.array([True]), np.array([False]), 0.0, 0.0).passed
 
 
+def test_narrow_floats_take_the_documented_default_tolerance():
+    """docs/compare.md's table: bfloat16 at 1e-2 (it was exact: ml_dtypes' kind is V, not f), the float8
+    types at their epsilon; a bfloat16 one rounding apart passes."""
+    import ml_dtypes
+
+    assert tolerance_for(np.dtype(ml_dtypes.bfloat16)) == (1e-2, 1e-2)
+    eps = float(ml_dtypes.finfo(ml_dtypes.float8_e4m3fn).eps)
+    assert tolerance_for(np.dtype(ml_dtypes.float8_e4m3fn)) == (eps, eps)
+    a = np.array([1.0, 3.0], ml_dtypes.bfloat16)
+    b = np.array([1.0078125, 3.0], ml_dtypes.bfloat16)  # one bfloat16 ulp above 1
+    assert compare_arrays(a, b, *tolerance_for(a.dtype)).passed
+
+
 def test_ulp_distance_is_not_counted_across_a_sign_change_and_the_two_zeros_are_one():
     tiny = np.nextafter(F32(0), F32(1))
     m = compare_arrays(np.array([-tiny], F32), np.array([tiny], F32), 0.0, 0.0)

@@ -35,9 +35,9 @@ def default_tolerance(dtype: Any) -> tuple[float, float]:
 def tolerance_for(
     dtype: np.dtype, rtol: float | None = None, atol: float | None = None
 ) -> tuple[float, float]:
-    """(rtol, atol) for comparing tensors of ``dtype``: the given values, else numpy's floating types'
-    :func:`default_tolerance` (exact for the rest, ml_dtypes' types included)."""
-    default = default_tolerance(dtype) if np.dtype(dtype).kind in "fc" else (0.0, 0.0)
+    """(rtol, atol) for comparing tensors of ``dtype``: the given values, else the floating types'
+    :func:`default_tolerance` (ml_dtypes' bfloat16 and float8 types included; exact for the rest)."""
+    default = default_tolerance(dtype)
     return (default[0] if rtol is None else rtol, default[1] if atol is None else atol)
 
 
