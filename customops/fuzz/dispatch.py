@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from customops.fuzz.case import Case, carriable
+from customops.fuzz.spaces.activations import ACTIVATION_OPS, ActivationSpace
 from customops.fuzz.spaces.affine_grid import AffineGridSpace
 from customops.fuzz.spaces.base import FLOAT_SHARE, INVALID_SHARE, Space, Verdict, case_rng
 from customops.fuzz.spaces.col2im import Col2ImSpace
@@ -50,6 +51,7 @@ def spaces() -> dict[str, Space]:
             QLinearMatMulSpace(),
             ConvIntegerSpace(),
             QLinearConvSpace(),
+            *(ActivationSpace(op) for op in ACTIVATION_OPS),
         )
     }
 

@@ -1,0 +1,19 @@
+"""ONNX Elu as the ONNX Runtime hook calls it: customops.kernels.activations.piecewise.elu with its attributes
+fixed, on X's real element type (customops.kernels.activations.carried)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from customops.kernels.activations.carried import bound
+from customops.kernels.activations.piecewise import elu
+
+__all__ = ["bind", "elu"]
+
+
+def bind(elem_type: str = "", alpha: float = 1.0) -> Callable[[Any], np.ndarray]:
+    """``elu`` with alpha fixed."""
+    return bound(elu, elem_type, alpha=alpha)
