@@ -1,5 +1,5 @@
-"""ONNX Celu as the ONNX Runtime hook calls it: customops.kernels.activations.piecewise.celu with its attributes
-fixed, on X's real element type (customops.kernels.activations.carried)."""
+"""ONNX Celu as the registry names its kernel: customops.kernels.activations.piecewise.celu on X's real element
+type (customops.kernels.activations.carried), and ``bind``, what the ONNX Runtime hook calls."""
 
 from __future__ import annotations
 
@@ -8,12 +8,17 @@ from typing import Any
 
 import numpy as np
 
+from customops.kernels.activations import piecewise
 from customops.kernels.activations.carried import bound
-from customops.kernels.activations.piecewise import celu
 
 __all__ = ["bind", "celu"]
 
 
-def bind(elem_type: str = "", alpha: float = 1.0) -> Callable[[Any], np.ndarray]:
-    """``celu`` with alpha fixed."""
-    return bound(celu, elem_type, alpha=alpha)
+def celu(X: Any, alpha: float = 1.0, elem_type: str = "") -> np.ndarray:
+    """Celu of X, whose real element type is ``elem_type`` ('': X's own; float16 or bfloat16 carried as float)."""
+    return bound(piecewise.celu, elem_type, alpha=alpha)(X)
+
+
+def bind(alpha: float = 1.0, elem_type: str = "") -> Callable[[Any], np.ndarray]:
+    """``celu`` with its attributes and X's real element type fixed."""
+    return bound(piecewise.celu, elem_type, alpha=alpha)

@@ -1,5 +1,5 @@
-"""ONNX Elu as the ONNX Runtime hook calls it: customops.kernels.activations.piecewise.elu with its attributes
-fixed, on X's real element type (customops.kernels.activations.carried)."""
+"""ONNX Elu as the registry names its kernel: customops.kernels.activations.piecewise.elu on X's real element
+type (customops.kernels.activations.carried), and ``bind``, what the ONNX Runtime hook calls."""
 
 from __future__ import annotations
 
@@ -8,12 +8,17 @@ from typing import Any
 
 import numpy as np
 
+from customops.kernels.activations import piecewise
 from customops.kernels.activations.carried import bound
-from customops.kernels.activations.piecewise import elu
 
 __all__ = ["bind", "elu"]
 
 
-def bind(elem_type: str = "", alpha: float = 1.0) -> Callable[[Any], np.ndarray]:
-    """``elu`` with alpha fixed."""
-    return bound(elu, elem_type, alpha=alpha)
+def elu(X: Any, alpha: float = 1.0, elem_type: str = "") -> np.ndarray:
+    """Elu of X, whose real element type is ``elem_type`` ('': X's own; float16 or bfloat16 carried as float)."""
+    return bound(piecewise.elu, elem_type, alpha=alpha)(X)
+
+
+def bind(alpha: float = 1.0, elem_type: str = "") -> Callable[[Any], np.ndarray]:
+    """``elu`` with its attributes and X's real element type fixed."""
+    return bound(piecewise.elu, elem_type, alpha=alpha)

@@ -1,5 +1,5 @@
-"""ONNX Erf as the ONNX Runtime hook calls it: customops.kernels.activations.gaussian.erf with its attributes
-fixed, on X's real element type (customops.kernels.activations.carried)."""
+"""ONNX Erf as the registry names its kernel: customops.kernels.activations.gaussian.erf on X's real element
+type (customops.kernels.activations.carried), and ``bind``, what the ONNX Runtime hook calls."""
 
 from __future__ import annotations
 
@@ -8,12 +8,17 @@ from typing import Any
 
 import numpy as np
 
+from customops.kernels.activations import gaussian
 from customops.kernels.activations.carried import bound
-from customops.kernels.activations.gaussian import erf
 
 __all__ = ["bind", "erf"]
 
 
+def erf(X: Any, elem_type: str = "") -> np.ndarray:
+    """Erf of X, whose real element type is ``elem_type`` ('': X's own; float16 or bfloat16 carried as float)."""
+    return bound(gaussian.erf, elem_type)(X)
+
+
 def bind(elem_type: str = "") -> Callable[[Any], np.ndarray]:
-    """``erf``, its element type told."""
-    return bound(erf, elem_type)
+    """``erf`` with its attributes and X's real element type fixed."""
+    return bound(gaussian.erf, elem_type)

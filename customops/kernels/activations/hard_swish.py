@@ -1,5 +1,5 @@
-"""ONNX HardSwish as the ONNX Runtime hook calls it: customops.kernels.activations.piecewise.hard_swish with its attributes
-fixed, on X's real element type (customops.kernels.activations.carried)."""
+"""ONNX HardSwish as the registry names its kernel: customops.kernels.activations.piecewise.hard_swish on X's real element
+type (customops.kernels.activations.carried), and ``bind``, what the ONNX Runtime hook calls."""
 
 from __future__ import annotations
 
@@ -8,12 +8,17 @@ from typing import Any
 
 import numpy as np
 
+from customops.kernels.activations import piecewise
 from customops.kernels.activations.carried import bound
-from customops.kernels.activations.piecewise import hard_swish
 
 __all__ = ["bind", "hard_swish"]
 
 
+def hard_swish(X: Any, elem_type: str = "") -> np.ndarray:
+    """HardSwish of X, whose real element type is ``elem_type`` ('': X's own; float16 or bfloat16 carried as float)."""
+    return bound(piecewise.hard_swish, elem_type)(X)
+
+
 def bind(elem_type: str = "") -> Callable[[Any], np.ndarray]:
-    """``hard_swish``, its element type told."""
-    return bound(hard_swish, elem_type)
+    """``hard_swish`` with its attributes and X's real element type fixed."""
+    return bound(piecewise.hard_swish, elem_type)

@@ -1,5 +1,5 @@
-"""ONNX Swish as the ONNX Runtime hook calls it: customops.kernels.activations.logistic.swish with its attributes
-fixed, on X's real element type (customops.kernels.activations.carried)."""
+"""ONNX Swish as the registry names its kernel: customops.kernels.activations.logistic.swish on X's real element
+type (customops.kernels.activations.carried), and ``bind``, what the ONNX Runtime hook calls."""
 
 from __future__ import annotations
 
@@ -8,12 +8,17 @@ from typing import Any
 
 import numpy as np
 
+from customops.kernels.activations import logistic
 from customops.kernels.activations.carried import bound
-from customops.kernels.activations.logistic import swish
 
 __all__ = ["bind", "swish"]
 
 
-def bind(elem_type: str = "", alpha: float = 1.0) -> Callable[[Any], np.ndarray]:
-    """``swish`` with alpha fixed."""
-    return bound(swish, elem_type, alpha=alpha)
+def swish(X: Any, alpha: float = 1.0, elem_type: str = "") -> np.ndarray:
+    """Swish of X, whose real element type is ``elem_type`` ('': X's own; float16 or bfloat16 carried as float)."""
+    return bound(logistic.swish, elem_type, alpha=alpha)(X)
+
+
+def bind(alpha: float = 1.0, elem_type: str = "") -> Callable[[Any], np.ndarray]:
+    """``swish`` with its attributes and X's real element type fixed."""
+    return bound(logistic.swish, elem_type, alpha=alpha)

@@ -1,5 +1,5 @@
-"""ONNX Tanh as the ONNX Runtime hook calls it: customops.kernels.activations.logistic.tanh with its attributes
-fixed, on X's real element type (customops.kernels.activations.carried)."""
+"""ONNX Tanh as the registry names its kernel: customops.kernels.activations.logistic.tanh on X's real element
+type (customops.kernels.activations.carried), and ``bind``, what the ONNX Runtime hook calls."""
 
 from __future__ import annotations
 
@@ -8,12 +8,17 @@ from typing import Any
 
 import numpy as np
 
+from customops.kernels.activations import logistic
 from customops.kernels.activations.carried import bound
-from customops.kernels.activations.logistic import tanh
 
 __all__ = ["bind", "tanh"]
 
 
+def tanh(X: Any, elem_type: str = "") -> np.ndarray:
+    """Tanh of X, whose real element type is ``elem_type`` ('': X's own; float16 or bfloat16 carried as float)."""
+    return bound(logistic.tanh, elem_type)(X)
+
+
 def bind(elem_type: str = "") -> Callable[[Any], np.ndarray]:
-    """``tanh``, its element type told."""
-    return bound(tanh, elem_type)
+    """``tanh`` with its attributes and X's real element type fixed."""
+    return bound(logistic.tanh, elem_type)
