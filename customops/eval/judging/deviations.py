@@ -48,6 +48,8 @@ FOUND: dict[str, str] = {
     "when the offset has the rows a truncating division gives (0 rows with stride 1, 1 row with stride > 1)",
     "F-ROIALIGN-COORD-UNCHECKED": "RoiAlign-16: an invalid coordinate_transformation_mode is accepted (and "
     "read as output_half_pixel)",
+    "F-GELU-APPROXIMATE-UNCHECKED": "Gelu-20: an approximate other than 'none' or 'tanh' is accepted (and read "
+    "as 'none')",
 }
 """Deviations of ONNX Runtime found by this fuzzer (not in docs/ort-deviations.md), by id."""
 
@@ -225,6 +227,59 @@ def _ort_output(ident: str, **conditions: Any) -> Rule:
     """Both ran and ORT's output is the odd one (or the reference could not tell)."""
     return Rule(ident, sides=ORT, kinds=OUTPUT, **conditions)
 
+
+ACTIVATIONS = (
+    "Sigmoid",
+    "Tanh",
+    "Erf",
+    "Gelu",
+    "Softplus",
+    "Mish",
+    "Swish",
+    "HardSigmoid",
+    "HardSwish",
+    "Elu",
+    "Selu",
+    "Celu",
+)
+"""The activation family (customops.kernels.activations): its rules read the facts of its values
+(customops.eval.judging.facts: ORT's output against our correctly rounded one)."""
+ELU_FAMILY = ("Elu", "Selu", "Celu")
+SIGMOID_TAIL = ("Sigmoid", "Swish")
+
+
+def _activation_output(ident: str, ops: tuple[str, ...], **conditions: Any) -> Rule:
+    """An activation whose ORT output is the odd one: values only (the facts say which class)."""
+    return Rule(ident, ops=ops, sides=ORT, kinds=("value",), **conditions)
+
+
+ACTIVATION_RULES: tuple[Rule, ...] = (
+    Rule("T-ACTIVATIONS", ops=ACTIVATIONS, sides=("builtin",), kinds=REJECTS, texts=MISSING_TYPE),
+    _activation_output("A-SIGMOID-ZERO-TAIL", SIGMOID_TAIL, holds=("builtin_zeroed",)),
+    _activation_output("A-GELU-ZERO-TAIL", ("Gelu",), holds=("builtin_zeroed",)),
+    _activation_output("A-ELU-FAMILY-ACCURACY", ELU_FAMILY),
+    _activation_output(
+        "A-RELATIVE-ACCURACY",
+        tuple(op for op in ACTIVATIONS if op not in ELU_FAMILY),
+        holds=("builtin_relative_only",),
+        lacks=("builtin_nan_at_infinity",),
+        when=lambda e: e.signature.op not in (*SIGMOID_TAIL, "Gelu") or not _fact(e, "builtin_zeroed"),
+    ),
+    _activation_output(
+        "semantics: Gelu `tanh`: constants and order",
+        ("Gelu",),
+        attrs={"approximate": ("tanh",)},
+        elems=("double",),
+        lacks=("builtin_relative_only", "builtin_nan_at_infinity"),
+    ),
+    _activation_output(
+        "semantics: Mish, Swish (alpha > 0), Gelu (both forms), HardSwish at -inf",
+        ("Mish", "Swish", "Gelu", "HardSwish"),
+        holds=("builtin_nan_at_infinity",),
+    ),
+    Rule("F-GELU-APPROXIMATE-UNCHECKED", ops=("Gelu",), detail="attr-value:approximate"),
+)
+"""The activation family's rules (docs/ort-deviations.md, "Activations")."""
 
 RULES: tuple[Rule, ...] = (
     # docs/ort-deviations.md
@@ -550,6 +605,7 @@ RULES: tuple[Rule, ...] = (
         ops=("DynamicQuantizeLinear",),
         holds=("x_all_zero",),
     ),
+    *ACTIVATION_RULES,
 )
 """The rules of a difference whose odd side is ORT's kernel or ours (or undecided), in label order."""
 
