@@ -258,12 +258,19 @@ ACTIVATION_RULES: tuple[Rule, ...] = (
     _activation_output("A-SIGMOID-ZERO-TAIL", SIGMOID_TAIL, holds=("builtin_zeroed",)),
     _activation_output("A-GELU-ZERO-TAIL", ("Gelu",), holds=("builtin_zeroed",)),
     _activation_output("A-ELU-FAMILY-ACCURACY", ELU_FAMILY),
+    _activation_output("A-HARDSIGMOID-ROUNDING", ("HardSigmoid",), lacks=("builtin_nan_at_infinity",)),
     _activation_output(
         "A-RELATIVE-ACCURACY",
-        tuple(op for op in ACTIVATIONS if op not in ELU_FAMILY),
+        tuple(op for op in ACTIVATIONS if op not in (*ELU_FAMILY, "HardSigmoid")),
         holds=("builtin_relative_only",),
         lacks=("builtin_nan_at_infinity",),
         when=lambda e: e.signature.op not in (*SIGMOID_TAIL, "Gelu") or not _fact(e, "builtin_zeroed"),
+    ),
+    _activation_output(
+        "semantics: HardSigmoid with alpha = 0 at ±inf",
+        ("HardSigmoid",),
+        attrs={"alpha": (0.0,)},
+        holds=("builtin_nan_at_infinity",),
     ),
     _activation_output(
         "semantics: Gelu `tanh`: constants and order",
