@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from customops.eval.judging.signature import Signature
+from customops.registry import ACTIVATION_OPS
 
 FOUND: dict[str, str] = {
     "F-EXCLUDE-OUTSIDE-NEAREST": "Resize 11-19: exclude_outside=1 is refused at load unless the mode is cubic, "
@@ -228,20 +229,7 @@ def _ort_output(ident: str, **conditions: Any) -> Rule:
     return Rule(ident, sides=ORT, kinds=OUTPUT, **conditions)
 
 
-ACTIVATIONS = (
-    "Sigmoid",
-    "Tanh",
-    "Erf",
-    "Gelu",
-    "Softplus",
-    "Mish",
-    "Swish",
-    "HardSigmoid",
-    "HardSwish",
-    "Elu",
-    "Selu",
-    "Celu",
-)
+ACTIVATIONS = tuple(op.name for op in ACTIVATION_OPS)
 """The activation family (customops.kernels.activations): its rules read the facts of its values
 (customops.eval.judging.facts: ORT's output against our correctly rounded one)."""
 ELU_FAMILY = ("Elu", "Selu", "Celu")

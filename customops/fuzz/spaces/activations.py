@@ -140,7 +140,3 @@ class ActivationSpace(Space):
             if x.ndim > 1:
                 yield "flattened", case.with_input(main, flat.copy())
         yield from value_simplifications(case)
-
-
-ACTIVATION_OPS = tuple(SWITCHES)
-"""The ops of this space's family."""
