@@ -7,7 +7,8 @@ finite: the kernels refuse the rest, docs/semantics.md)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -46,7 +47,7 @@ NEAR_SHARE = 0.6
 """Share of a case's elements drawn near the op's switch points."""
 
 
-def switches(op: str, attrs: dict[str, float]) -> list[float]:
+def switches(op: str, attrs: Mapping[str, Any]) -> list[float]:
     """The switch points of ``op`` with the case's attributes: Swish's and Celu's scale with alpha,
     HardSigmoid's corners are where alpha x + beta is 0 and 1."""
     alpha = float(attrs.get("alpha", 1.0))
@@ -94,7 +95,7 @@ def draw_attributes(rng: np.random.Generator, opv: OpVersion) -> dict[str, objec
 
 
 def draw_inputs(
-    rng: np.random.Generator, op: str, dtype: str, shape: tuple[int, ...], attrs: dict
+    rng: np.random.Generator, op: str, dtype: str, shape: tuple[int, ...], attrs: Mapping[str, Any]
 ) -> np.ndarray:
     """Ordinary values, most replaced by values near the switch points, and in some cases special ones."""
     values = V.ordinary(rng, dtype, shape).astype(np.float64).reshape(-1)
