@@ -369,3 +369,22 @@ def test_a_float16_activation_is_rounded_once_to_float16_through_the_layer():
     result = customops.rewrite_model(model)
     got = customops.InferenceSession(result.model).run(None, feed)[0]
     assert got.dtype == np.float16 and got.view(np.uint16).tolist() == want.view(np.uint16).tolist()
+
+
+@pytest.mark.parametrize(
+    "opv", [o for o in OPS if o.custom in {op.name for op in ACTIVATION_OPS}], ids=lambda o: o.key
+)
+def test_an_activation_rewrites_and_restores_exactly_with_its_attributes(opv):
+    elem = "float16" if "float16" in opv.types else "float"
+    model, _, _ = _activation_case(opv, "float", probe_opset(opv))
+    if elem == "float16":  # a bridged type: Casts around our node, elem_type told
+        for value in (*model.graph.input, *model.graph.output):
+            value.type.tensor_type.elem_type = TensorProto.FLOAT16
+    result = customops.rewrite_model(model)
+    assert [r.status for r in result.nodes] == ["swapped"], [r.line() for r in result.nodes]
+    custom = next(n for n in result.model.graph.node if n.domain == "customops")
+    told = {a.name: a.s.decode() for a in custom.attribute}
+    assert told["elem_type"] == elem
+    for name, value in _ACTIVATION_ATTRIBUTES.get(opv.op, {}).items():
+        assert told[name] == (value if isinstance(value, str) else repr(float(np.float32(value))))
+    assert customops.restore(result.model).SerializeToString() == model.SerializeToString()
