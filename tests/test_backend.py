@@ -70,3 +70,20 @@ def test_the_quantized_family_s_backend_tests_are_collected():
         "test_dynamicquantizelinear",
     ):
         assert any(n.startswith(prefix) for n in names), prefix
+
+
+def test_the_activations_backend_tests_are_collected_without_their_function_expansions():
+    names = {c.name for c in CASES}
+    for op in ("sigmoid", "tanh", "erf", "gelu_tanh_1", "gelu_default_1", "softplus", "mish", "swish"):
+        assert f"test_{op}" in names, op
+    for name in (
+        "test_hardsigmoid",
+        "test_hardswish",
+        "test_elu",
+        "test_selu",
+        "test_celu",
+        "test_celu_float16",
+    ):
+        assert name in names, name
+    # onnx names the function bodies of Elu, Selu, HardSigmoid, ... test_*_expanded_verN: not our nodes
+    assert not [n for n in names if "_expanded" in n]

@@ -246,6 +246,52 @@ def _grid_sample(mode: str, full: tuple[int, ...], quick_shape: tuple[int, ...])
     return build
 
 
+# --- the activation family: one block (other families add their rows elsewhere) --------------
+
+ACTIVATION_SHAPE, ACTIVATION_QUICK = (1, 64, 160, 160), (1, 8, 40, 40)
+"""The activations' workloads: a feature map of 1.6M float32 values (--quick: 12,800)."""
+
+ACTIVATIONS: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    ("sigmoid", "Sigmoid", {}),
+    ("tanh", "Tanh", {}),
+    ("erf", "Erf", {}),
+    ("gelu", "Gelu", {}),
+    ("gelu-tanh", "Gelu", {"approximate": "tanh"}),
+    ("softplus", "Softplus", {}),
+    ("mish", "Mish", {}),
+    ("swish", "Swish", {}),
+    ("hardsigmoid", "HardSigmoid", {}),
+    ("hardswish", "HardSwish", {}),
+    ("elu", "Elu", {}),
+    ("selu", "Selu", {}),
+    ("celu", "Celu", {}),
+)
+"""(workload name, op, attributes) of each activation workload."""
+
+
+def _activation(op: str, attributes: dict[str, Any]) -> Builder:
+    """The activation on standard-normal data times 4 (both tails and the middle), at the newest opset
+    of the family (24: Swish; Celu-12)."""
+
+    def build(quick: bool) -> tuple[Any, dict[str, Any], str]:
+        from onnx import helper
+
+        shape = ACTIVATION_QUICK if quick else ACTIVATION_SHAPE
+        x = random_data(shape) * 4
+        node = helper.make_node(op, ["x"], ["y"], **attributes)
+        return one_node_model(node, [("x", x)], {}, 24), {"x": x}, "x".join(map(str, shape))
+
+    return build
+
+
+def activation_workloads() -> list[Workload]:
+    """A workload per activation (two for Gelu's forms)."""
+    return [Workload(f"act-{name}", op, _activation(op, attributes)) for name, op, attributes in ACTIVATIONS]
+
+
+# ---------------------------------------------------------------------------------------------
+
+
 def suite() -> list[Workload]:
     """The fixed benchmark suite, in table order."""
     img, img_q = (1, 3, 512, 512), (1, 3, 96, 96)
@@ -295,6 +341,7 @@ def suite() -> list[Workload]:
         Workload("small-gridsample-bilinear", "GridSample", _grid_sample("linear", tiny, tiny), small=True),
         Workload("deformconv-64ch-3x3", "DeformConv", _deform_conv(64, 64, 16, 16, mask=False)),
         Workload("deformconv-64ch-3x3-mask", "DeformConv", _deform_conv(64, 64, 16, 16, mask=True)),
+        *activation_workloads(),
     ]
 
 

@@ -22,6 +22,7 @@ from customops.comparison.prepared import WholeRuns
 from customops.comparison.results import NodeOutput, NodeResult
 from customops.comparison.settings import Settings
 from customops.eval.judging.metrics import Metrics
+from customops.eval.judging.yardstick import alone_atol
 
 __all__ = ["Judged", "decide", "judge_outputs_of", "worst"]
 
@@ -62,8 +63,10 @@ def judge_outputs_of(node: NodeProto, runs: WholeRuns, iso: Isolated | None, s: 
         one = Judged(NodeOutput(name, metrics_of(a, b, *s.tol(name), s.criterion(name))))
         if iso is not None:
             one.view = iso.of(name) if len(names) > 1 else iso  # one output: the run itself
-            add_yardstick(one.view, *s.tol(name), s.criterion(name))
-            one.result.attribution, one.pairs = attribute(one.view, *s.tol(name), s.criterion(name))
+            rtol, atol = s.tol(name)
+            alone = (rtol, alone_atol(node.op_type, atol))
+            add_yardstick(one.view, *alone, s.criterion(name))
+            one.result.attribution, one.pairs = attribute(one.view, *alone, s.criterion(name))
             one.result.isolated = _pairs_json(one)
         judged.append(one)
     return judged

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from customops.fuzz.case import Case, carriable
+from customops.fuzz.spaces.activations import ActivationSpace
 from customops.fuzz.spaces.affine_grid import AffineGridSpace
 from customops.fuzz.spaces.base import FLOAT_SHARE, INVALID_SHARE, Space, Verdict, case_rng
 from customops.fuzz.spaces.col2im import Col2ImSpace
@@ -25,7 +26,7 @@ from customops.fuzz.spaces.quantize import (
 )
 from customops.fuzz.spaces.resize import ResizeSpace, UpsampleSpace
 from customops.fuzz.spaces.roi_align import RoiAlignSpace
-from customops.registry import OpVersion, type_support
+from customops.registry import ACTIVATION_OPS, OpVersion, type_support
 
 
 def spaces() -> dict[str, Space]:
@@ -50,6 +51,7 @@ def spaces() -> dict[str, Space]:
             QLinearMatMulSpace(),
             ConvIntegerSpace(),
             QLinearConvSpace(),
+            *(ActivationSpace(op.name) for op in ACTIVATION_OPS),
         )
     }
 

@@ -25,6 +25,7 @@ from customops.bridge import attrs as attr_codec
 from customops.errors import CustomOpsError
 from customops.graphs import node_label
 from customops.registry import (
+    ACTIVATION_OPS,
     CUSTOM_OPS,
     DOMAIN,
     GRID_SAMPLE_16_MODES,
@@ -399,6 +400,15 @@ def _grid_sample_inputs(
     return [grid], kernel
 
 
+def _activation_inputs(
+    b: Builder, values: dict[str, object], compute: str, bridged: bool
+) -> tuple[list[str], dict[str, object]]:
+    """An activation: X alone; its attributes, and X's real element type (float16 and bfloat16 cross the
+    layer as float, and the kernel rounds once to the real type: customops.kernels.activations.carried)."""
+    code = b.type_of(b.input(0))
+    return [], {**values, "elem_type": elem_type_name(code) if code is not None else compute}
+
+
 def _custom_outputs(b: Builder, elem: str, bridged: bool) -> list[str]:
     """The custom node's output: the node's first output, or, when ``bridged``, a new value that a Cast
     helper after the custom node turns back into ``elem`` under the node's output name."""
@@ -520,5 +530,6 @@ TRANSLATORS: dict[str, Translator] = {
     "AffineGrid": _affine_grid_inputs,
     "MaxRoiPool": _max_roi_pool_inputs,
     "RoiAlign": _roi_align_inputs,
+    **{op.name: _activation_inputs for op in ACTIVATION_OPS},
 }
 """One row per custom op of the registry: adding an operator adds a row here."""

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from customops.eval.judging.signature import Signature
-from customops.registry import GRID_SAMPLE_16_MODES
+from customops.registry import ACTIVATION_OPS, GRID_SAMPLE_16_MODES
 
 FOUND: dict[str, str] = {
     "F-EXCLUDE-OUTSIDE-NEAREST": "Resize 11-19: exclude_outside=1 is refused at load unless the mode is cubic, "
@@ -50,6 +50,8 @@ FOUND: dict[str, str] = {
     "when the offset has the rows a truncating division gives (0 rows with stride 1, 1 row with stride > 1)",
     "F-ROIALIGN-COORD-UNCHECKED": "RoiAlign-16: an invalid coordinate_transformation_mode is accepted (and "
     "read as output_half_pixel)",
+    "F-GELU-APPROXIMATE-UNCHECKED": "Gelu-20: an approximate other than 'none' or 'tanh' is accepted (and read "
+    "as 'none')",
 }
 """Deviations of ONNX Runtime found by this fuzzer (not in docs/ort-deviations.md), by id."""
 
@@ -259,6 +261,53 @@ def _ort_output(ident: str, **conditions: Any) -> Rule:
     """Both ran and ORT's output is the odd one (or the reference could not tell)."""
     return Rule(ident, sides=ORT_OR_UNDECIDED, kinds=OUTPUT, **conditions)
 
+
+ACTIVATIONS = tuple(op.name for op in ACTIVATION_OPS)
+"""The activation family (customops.kernels.activations): its rules read the facts of its values
+(customops.eval.judging.facts: ORT's output against our correctly rounded one)."""
+ELU_FAMILY = ("Elu", "Selu", "Celu")
+SIGMOID_TAIL = ("Sigmoid", "Swish")
+
+
+def _activation_output(ident: str, ops: tuple[str, ...], **conditions: Any) -> Rule:
+    """An activation whose ORT output is the odd one: values only (the facts say which class)."""
+    return Rule(ident, ops=ops, sides=ORT_OR_UNDECIDED, kinds=("value",), **conditions)
+
+
+ACTIVATION_RULES: tuple[Rule, ...] = (
+    Rule("T-ACTIVATIONS", ops=ACTIVATIONS, sides=("builtin",), kinds=REJECTS, texts=MISSING_TYPE),
+    _activation_output("A-SIGMOID-ZERO-TAIL", SIGMOID_TAIL, holds=("builtin_zeroed",)),
+    _activation_output("A-GELU-ZERO-TAIL", ("Gelu",), holds=("builtin_zeroed",)),
+    _activation_output("A-ELU-FAMILY-ACCURACY", ELU_FAMILY),
+    _activation_output("A-HARDSIGMOID-ROUNDING", ("HardSigmoid",), lacks=("builtin_nan_at_infinity",)),
+    _activation_output(
+        "A-RELATIVE-ACCURACY",
+        tuple(op for op in ACTIVATIONS if op not in (*ELU_FAMILY, "HardSigmoid")),
+        holds=("builtin_relative_only",),
+        lacks=("builtin_nan_at_infinity",),
+        when=lambda e: e.signature.op not in (*SIGMOID_TAIL, "Gelu") or not _fact(e, "builtin_zeroed"),
+    ),
+    _activation_output(
+        "semantics: HardSigmoid with alpha = 0 at ±inf",
+        ("HardSigmoid",),
+        attrs={"alpha": (0.0,)},
+        holds=("builtin_nan_at_infinity",),
+    ),
+    _activation_output(
+        "semantics: Gelu `tanh`: constants and order",
+        ("Gelu",),
+        attrs={"approximate": ("tanh",)},
+        elems=("double",),
+        lacks=("builtin_relative_only", "builtin_nan_at_infinity"),
+    ),
+    _activation_output(
+        "semantics: Mish, Swish (alpha > 0), Gelu (both forms), HardSwish at -inf",
+        ("Mish", "Swish", "Gelu", "HardSwish"),
+        holds=("builtin_nan_at_infinity",),
+    ),
+    Rule("F-GELU-APPROXIMATE-UNCHECKED", ops=("Gelu",), detail="attr-value:approximate"),
+)
+"""The activation family's rules (docs/ort-deviations.md, "Activations")."""
 
 RULES: tuple[Rule, ...] = (
     # docs/ort-deviations.md
@@ -584,6 +633,7 @@ RULES: tuple[Rule, ...] = (
         ops=("DynamicQuantizeLinear",),
         holds=("x_all_zero",),
     ),
+    *ACTIVATION_RULES,
 )
 """The rules of a difference whose odd side is ORT's kernel or ours (or undecided), in label order."""
 

@@ -31,6 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from customops.registry import ACTIVATION_OPS
+
 INDEX_INPUTS = ("roi", "axes", "shape", "image_shape")
 """Inputs whose element type and constness the rules read (by the registry's input names)."""
 
@@ -259,6 +261,67 @@ def _dynamic_quantize_linear_facts(
     return {} if x is None else {"x_all_zero": not bool(np.any(np.asarray(x)))}
 
 
+ACTIVATION_LIMIT = 1 << 24
+"""Most elements of an activation's X the facts of its values are computed for (our kernel runs once
+on X): past it they are left out, as the labels only name a difference."""
+
+
+def _activation_facts(op: str) -> Callable[[dict[str, Any], dict[str, Any], Any], dict[str, Any]]:
+    """The facts of an activation's rules, from X, the node's attributes and ORT's output against our
+    correctly rounded one (customops.kernels.activations; docs/ort-deviations.md, "Activations"):
+
+    - ``builtin_zeroed``: ORT's output is exactly 0 where the exact value is not (at least the smallest
+      subnormal of the output's type: ours rounds it to a nonzero value);
+    - ``builtin_nan_at_infinity``: ORT's output is NaN where X is +-inf and ours is not (the limit);
+    - ``builtin_relative_only``: ORT's output differs from ours beyond the type's relative tolerance,
+      and every such element lies within the type's absolute tolerance of ours (a small result, off in
+      its own digits).
+    """
+
+    def read(inputs: dict[str, Any], attrs: dict[str, Any], builtin: Any) -> dict[str, Any]:
+        x = next(iter(inputs.values()), None)
+        if x is None or builtin is None or np.asarray(x).size > ACTIVATION_LIMIT:
+            return {}
+        ours, b = _activation_values(op, np.asarray(x), attrs), np.asarray(builtin)
+        if ours is None or b.shape != ours.shape:
+            return {}
+        return _activation_differences(np.asarray(x), ours, b)
+
+    return read
+
+
+def _activation_values(op: str, x: np.ndarray, attrs: dict[str, Any]) -> np.ndarray | None:
+    """Our kernel's output of activation ``op`` on ``x`` with the node's ``attrs``, None when it refuses."""
+    import importlib
+
+    from customops.errors import CustomOpsError
+    from customops.registry import CUSTOM_OPS
+
+    module, _, function = CUSTOM_OPS[op].kernel.partition(":")
+    kernel = getattr(importlib.import_module(module), function)
+    try:
+        return kernel(x, **attrs)
+    except (CustomOpsError, TypeError):
+        return None
+
+
+def _activation_differences(x: np.ndarray, ours: np.ndarray, builtin: np.ndarray) -> dict[str, Any]:
+    from customops.eval.judging.metrics import DEFAULT_TOLERANCES
+
+    b, c = builtin.astype(np.float64), ours.astype(np.float64)
+    rtol, atol = DEFAULT_TOLERANCES.get(ours.dtype.name, (0.0, 0.0))
+    with np.errstate(invalid="ignore"):
+        off = np.abs(b - c)
+        beyond = np.isfinite(off) & (off > rtol * np.abs(c))
+        return {
+            "builtin_zeroed": bool(((b == 0) & (c != 0) & np.isfinite(c)).any()),
+            "builtin_nan_at_infinity": bool(
+                (np.isnan(b) & np.isinf(x.astype(np.float64)) & ~np.isnan(c)).any()
+            ),
+            "builtin_relative_only": bool(beyond.any() and (off[beyond] <= atol).all()),
+        }
+
+
 OP_FACTS: dict[str, Callable[[dict[str, Any], dict[str, Any], Any], dict[str, Any]]] = {
     "GridSample": _grid_sample_facts,
     "AffineGrid": _affine_grid_facts,
@@ -267,6 +330,7 @@ OP_FACTS: dict[str, Callable[[dict[str, Any], dict[str, Any], Any], dict[str, An
     "QLinearMatMul": _qlinear_matmul_facts,
     "QLinearConv": _qlinear_conv_facts,
     "DynamicQuantizeLinear": _dynamic_quantize_linear_facts,
+    **{op.name: _activation_facts(op.name) for op in ACTIVATION_OPS},
 }
 """Facts some operators' rules read beyond :func:`facts`' common ones, by op type."""
 

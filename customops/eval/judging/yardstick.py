@@ -91,6 +91,26 @@ QUANTIZED_REFERENCE: tuple[tuple[str, bool, str], ...] = (
 """Whether onnx.reference (onnx 1.23) is a vote for each op of the quantized family, and why: a vote only
 where it is an independent exact implementation (docs/semantics.md lists where it is wrong)."""
 
+ACTIVATION_SOURCE = "ours: correctly rounded (the exact value rounded once to the output's type)"
+"""The yardstick of the activation family: our output itself (docs/semantics.md, "Activations")."""
+
+ACTIVATION_REFERENCE: tuple[tuple[str, str], ...] = (
+    ("Sigmoid", "numpy in the input's type (exp(x) / (1 + exp(x)) below 0): several roundings"),
+    ("Tanh", "numpy's tanh in the input's type"),
+    ("Erf", "math.erf rounded to float32 (doubles too), then to the input's type"),
+    ("Gelu", "its function body in the input's type: 1 + erf and 1 + tanh cancel in the tail"),
+    ("Softplus", "numpy's logaddexp in the input's type"),
+    ("Mish", "its function body in the input's type; NaN at -inf"),
+    ("Swish", "the formula in the input's type; NaN at -inf"),
+    ("HardSigmoid", "the formula in the input's type (alpha * x rounded, then + beta)"),
+    ("HardSwish", "its function body: HardSigmoid with alpha 1/6 as float32, then a product"),
+    ("Elu", "alpha * expm1(x) in the input's type"),
+    ("Selu", "alpha * expm1(x), times gamma, in the input's type; -0 at -0"),
+    ("Celu", "alpha * expm1(x / alpha) in the input's type; -0 at -0"),
+)
+"""Why onnx.reference (onnx 1.23) is no vote for any activation: it computes in the input's type, several
+roundings (docs/semantics.md, "Activations")."""
+
 YARDSTICKS: dict[str, Yardstick] = {
     y.op: y
     for y in (
@@ -142,6 +162,10 @@ YARDSTICKS: dict[str, Yardstick] = {
             Yardstick(op, EXACT_SOURCE, "-", "always (bound 0)", vote, note, exact_kernel=True)
             for op, vote, note in QUANTIZED_REFERENCE
         ),
+        *(
+            Yardstick(op, ACTIVATION_SOURCE, "-", "always (bound 0)", False, note, exact_kernel=True)
+            for op, note in ACTIVATION_REFERENCE
+        ),
         Yardstick(
             "DeformConv",
             "ours on float64 inputs (ours samples in float64, then a product in T; in float64 throughout "
@@ -153,6 +177,18 @@ YARDSTICKS: dict[str, Yardstick] = {
         ),
     )
 }
+
+
+CORRECTLY_ROUNDED = frozenset(op for op, _ in ACTIVATION_REFERENCE)
+"""The ops whose kernel gives the exact value rounded once (the activations)."""
+
+
+def alone_atol(op: str, atol: float | None) -> float | None:
+    """The absolute tolerance at which a node of ``op`` alone is compared: ``atol`` (None: the dtype's
+    default), but 0 for a correctly rounded op given none. A result near 0 is then all the value there
+    is (Sigmoid's tail: ORT's 0 where the exact value is 2e-9, which a Log downstream makes -inf against
+    -20), and the relative tolerance alone judges it; results a rounding apart stay within it."""
+    return 0.0 if atol is None and op in CORRECTLY_ROUNDED else atol
 
 
 MEMORY_LIMIT = 1 << 30
@@ -304,8 +340,8 @@ EXACT = Terms(0.0, 0, 0.0, 0.0)
 
 
 def exact(inputs: Inputs, attrs: Mapping[str, Any], out_shape: Sequence[int]) -> Terms | None:
-    """The quantized integer family: our kernel is exact (:attr:`Yardstick.exact_kernel`), so a side
-    is within its bound only where it gives our value."""
+    """The quantized integer family and the activations: our kernel is exact (:attr:`Yardstick.exact_kernel`),
+    so a side is within its bound only where it gives our value."""
     return EXACT
 
 
@@ -324,6 +360,7 @@ TERMS: dict[str, Callable[[Inputs, Mapping[str, Any], Sequence[int]], Terms | No
     "RoiAlign": _roi_align,
     "DeformConv": _deform_conv,
     **{op: exact for op, _, _ in QUANTIZED_REFERENCE},
+    **{op: exact for op, _ in ACTIVATION_REFERENCE},
 }
 """The ops whose arithmetic rounds, and their :class:`Terms` from the custom op's inputs (in its order),
 decoded attributes and the output's shape; None for a configuration that does not round."""
