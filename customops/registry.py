@@ -213,7 +213,7 @@ CUSTOM_OPS: dict[str, CustomOp] = {
     for op in (
         CustomOp(
             name="Resize",
-            kernel="customops.kernels.resize:resize",
+            kernel="customops.kernels.resampling.resize:resize",
             inputs=(("X", "T"), ("roi", "double"), ("scales", "float"), ("sizes", "int64")),
             attributes=(
                 ("antialias", "int"),
@@ -236,7 +236,7 @@ CUSTOM_OPS: dict[str, CustomOp] = {
         ),
         CustomOp(
             name="Upsample",
-            kernel="customops.kernels.upsample:upsample",
+            kernel="customops.kernels.resampling.upsample:upsample",
             inputs=(("X", "T"), ("scales", "float")),
             attributes=(("mode", "string"),),
             types=_ALL_T,

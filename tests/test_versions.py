@@ -27,9 +27,9 @@ from customops.kernels.quantized.matmul_integer import matmul_integer
 from customops.kernels.quantized.qlinear_conv import qlinear_conv
 from customops.kernels.quantized.qlinear_matmul import qlinear_matmul
 from customops.kernels.quantized.quantize_linear import quantize_linear
-from customops.kernels.resize import resize
+from customops.kernels.resampling.resize import resize
+from customops.kernels.resampling.upsample import upsample
 from customops.kernels.roi_align import roi_align
-from customops.kernels.upsample import upsample
 from customops.registry import NATIVE_TYPES, OPS
 from customops.support import probe_opset
 from tests.helpers import NP_TO_ONNX, one_node_model

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from customops.accel import jit, parallel
-from customops.kernels.resize import resize
+from customops.kernels.resampling.resize import resize
 from tests.helpers import NEVER
 from tests.kernels.test_fast_paths import OPS, Case
 
