@@ -246,7 +246,7 @@ CUSTOM_OPS: dict[str, CustomOp] = {
         ),
         CustomOp(
             name="Pad",
-            kernel="customops.kernels.pad:pad",
+            kernel="customops.kernels.padding.pad:pad",
             inputs=(("data", "T"), ("pads", "int64"), ("constant_value", "T"), ("axes", "int64")),
             attributes=(("mode", "string"),),
             types=_ALL_T,
@@ -256,7 +256,7 @@ CUSTOM_OPS: dict[str, CustomOp] = {
         ),
         CustomOp(
             name="Col2Im",
-            kernel="customops.kernels.col2im:col2im",
+            kernel="customops.kernels.padding.col2im:col2im",
             inputs=(("input", "T"), ("image_shape", "int64"), ("block_shape", "int64")),
             attributes=(("dilations", "ints"), ("pads", "ints"), ("strides", "ints")),
             types=_ALL_T,
@@ -266,7 +266,7 @@ CUSTOM_OPS: dict[str, CustomOp] = {
         ),
         CustomOp(
             name="CenterCropPad",
-            kernel="customops.kernels.center_crop_pad:center_crop_pad",
+            kernel="customops.kernels.padding.center_crop_pad:center_crop_pad",
             inputs=(("input_data", "T"), ("shape", "int64")),
             attributes=(("axes", "ints"),),
             types=_ALL_T,

@@ -14,12 +14,12 @@ from onnx import TensorProto, helper
 import customops
 from customops.bridge.registration import NUMPY_TYPES
 from customops.kernels.affine_grid import affine_grid
-from customops.kernels.center_crop_pad import center_crop_pad
-from customops.kernels.col2im import col2im
 from customops.kernels.deform_conv import deform_conv
 from customops.kernels.grid_sample import grid_sample
 from customops.kernels.max_roi_pool import max_roi_pool
-from customops.kernels.pad import pad
+from customops.kernels.padding.center_crop_pad import center_crop_pad
+from customops.kernels.padding.col2im import col2im
+from customops.kernels.padding.pad import pad
 from customops.kernels.quantized.conv_integer import conv_integer
 from customops.kernels.quantized.dequantize_linear import dequantize_linear
 from customops.kernels.quantized.dynamic_quantize_linear import dynamic_quantize_linear

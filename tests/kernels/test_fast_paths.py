@@ -22,20 +22,21 @@ from typing import Any
 import numpy as np
 import pytest
 
-from customops.accel import col2im_loops, jit
+from customops.accel import jit
+from customops.accel.padding import col2im_loops
 from customops.accel.resampling import resize_plans
 from customops.errors import KernelError
 from customops.kernels.affine_grid import affine_grid
-from customops.kernels.center_crop_pad import bind as bind_center_crop_pad
-from customops.kernels.center_crop_pad import center_crop_pad
-from customops.kernels.col2im import bind as bind_col2im
-from customops.kernels.col2im import col2im
 from customops.kernels.deform_conv import deform_conv
 from customops.kernels.grid_sample import bind as bind_grid_sample
 from customops.kernels.grid_sample import grid_sample
 from customops.kernels.max_roi_pool import max_roi_pool
-from customops.kernels.pad import bind as bind_pad
-from customops.kernels.pad import pad
+from customops.kernels.padding.center_crop_pad import bind as bind_center_crop_pad
+from customops.kernels.padding.center_crop_pad import center_crop_pad
+from customops.kernels.padding.col2im import bind as bind_col2im
+from customops.kernels.padding.col2im import col2im
+from customops.kernels.padding.pad import bind as bind_pad
+from customops.kernels.padding.pad import pad
 from customops.kernels.resampling.resize import bind as bind_resize
 from customops.kernels.resampling.resize import resize
 from customops.kernels.resampling.upsample import bind as bind_upsample
