@@ -276,7 +276,7 @@ CUSTOM_OPS: dict[str, CustomOp] = {
         ),
         CustomOp(
             name="AffineGrid",
-            kernel="customops.kernels.affine_grid:affine_grid",
+            kernel="customops.kernels.spatial.affine_grid:affine_grid",
             inputs=(("theta", "T"), ("size", "int64")),
             attributes=(("align_corners", "int"),),
             types=("float", "double"),
@@ -288,7 +288,7 @@ CUSTOM_OPS: dict[str, CustomOp] = {
         ),
         CustomOp(
             name="MaxRoiPool",
-            kernel="customops.kernels.max_roi_pool:max_roi_pool",
+            kernel="customops.kernels.spatial.max_roi_pool:max_roi_pool",
             inputs=(("X", "T"), ("rois", "T")),
             attributes=(("pooled_shape", "ints"), ("spatial_scale", "float")),
             types=("float", "double"),
@@ -296,7 +296,7 @@ CUSTOM_OPS: dict[str, CustomOp] = {
         ),
         CustomOp(
             name="RoiAlign",
-            kernel="customops.kernels.roi_align:roi_align",
+            kernel="customops.kernels.spatial.roi_align:roi_align",
             inputs=(("X", "T"), ("rois", "T"), ("batch_indices", "int64")),
             attributes=(
                 ("coordinate_transformation_mode", "string"),
@@ -313,7 +313,7 @@ CUSTOM_OPS: dict[str, CustomOp] = {
         ),
         CustomOp(
             name="DeformConv",
-            kernel="customops.kernels.deform_conv:deform_conv",
+            kernel="customops.kernels.spatial.deform_conv:deform_conv",
             inputs=(("X", "T"), ("W", "T"), ("offset", "T"), ("B", "T"), ("mask", "T")),
             attributes=(
                 ("dilations", "ints"),
@@ -330,7 +330,7 @@ CUSTOM_OPS: dict[str, CustomOp] = {
         ),
         CustomOp(
             name="GridSample",
-            kernel="customops.kernels.grid_sample:grid_sample",
+            kernel="customops.kernels.spatial.grid_sample:grid_sample",
             inputs=(("X", "T"), ("grid", "double")),
             attributes=(("align_corners", "int"), ("mode", "string"), ("padding_mode", "string")),
             types=_ALL_T,

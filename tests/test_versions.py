@@ -13,10 +13,6 @@ from onnx import TensorProto, helper
 
 import customops
 from customops.bridge.registration import NUMPY_TYPES
-from customops.kernels.affine_grid import affine_grid
-from customops.kernels.deform_conv import deform_conv
-from customops.kernels.grid_sample import grid_sample
-from customops.kernels.max_roi_pool import max_roi_pool
 from customops.kernels.padding.center_crop_pad import center_crop_pad
 from customops.kernels.padding.col2im import col2im
 from customops.kernels.padding.pad import pad
@@ -29,7 +25,11 @@ from customops.kernels.quantized.qlinear_matmul import qlinear_matmul
 from customops.kernels.quantized.quantize_linear import quantize_linear
 from customops.kernels.resampling.resize import resize
 from customops.kernels.resampling.upsample import upsample
-from customops.kernels.roi_align import roi_align
+from customops.kernels.spatial.affine_grid import affine_grid
+from customops.kernels.spatial.deform_conv import deform_conv
+from customops.kernels.spatial.grid_sample import grid_sample
+from customops.kernels.spatial.max_roi_pool import max_roi_pool
+from customops.kernels.spatial.roi_align import roi_align
 from customops.registry import NATIVE_TYPES, OPS
 from customops.support import probe_opset
 from tests.helpers import NP_TO_ONNX, one_node_model

@@ -26,11 +26,6 @@ from customops.accel import jit
 from customops.accel.padding import col2im_loops
 from customops.accel.resampling import resize_plans
 from customops.errors import KernelError
-from customops.kernels.affine_grid import affine_grid
-from customops.kernels.deform_conv import deform_conv
-from customops.kernels.grid_sample import bind as bind_grid_sample
-from customops.kernels.grid_sample import grid_sample
-from customops.kernels.max_roi_pool import max_roi_pool
 from customops.kernels.padding.center_crop_pad import bind as bind_center_crop_pad
 from customops.kernels.padding.center_crop_pad import center_crop_pad
 from customops.kernels.padding.col2im import bind as bind_col2im
@@ -41,7 +36,12 @@ from customops.kernels.resampling.resize import bind as bind_resize
 from customops.kernels.resampling.resize import resize
 from customops.kernels.resampling.upsample import bind as bind_upsample
 from customops.kernels.resampling.upsample import upsample
-from customops.kernels.roi_align import roi_align
+from customops.kernels.spatial.affine_grid import affine_grid
+from customops.kernels.spatial.deform_conv import deform_conv
+from customops.kernels.spatial.grid_sample import bind as bind_grid_sample
+from customops.kernels.spatial.grid_sample import grid_sample
+from customops.kernels.spatial.max_roi_pool import max_roi_pool
+from customops.kernels.spatial.roi_align import roi_align
 
 needs_numba = pytest.mark.skipif(not jit.enabled(), reason="numba is not available")
 

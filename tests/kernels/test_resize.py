@@ -1,4 +1,5 @@
-"""Tests for customops.kernels.resampling.resize (ONNX Resize-10..19, the union of the versions' attributes)."""
+"""Tests for customops.kernels.resampling.resize (ONNX Resize-10..19, the union of the versions'
+attributes)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The compiled paths of Resize (customops.kernels.resampling.resize): which loop of :mod:`customops.accel.resampling.resize_loops`
-runs a resize, planned once from its tap tables, and the closure that runs it.
+"""The compiled paths of Resize (customops.kernels.resampling.resize): which loop of
+:mod:`customops.accel.resampling.resize_loops` runs a resize, planned once from its tap tables, and the
+closure that runs it.
 
 A resize comes in as the kernel's tables (per resized axis, a gather or a filter of (output length,
 taps) indices and weights) and becomes a :class:`Job`; its family (copies, filters of the last two
