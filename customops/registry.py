@@ -216,7 +216,7 @@ CUSTOM_OPS: dict[str, CustomOp] = {
     for op in (
         CustomOp(
             name="Resize",
-            kernel="customops.kernels.resize:resize",
+            kernel="customops.kernels.resampling.resize:resize",
             inputs=(("X", "T"), ("roi", "double"), ("scales", "float"), ("sizes", "int64")),
             attributes=(
                 ("antialias", "int"),
@@ -239,7 +239,7 @@ CUSTOM_OPS: dict[str, CustomOp] = {
         ),
         CustomOp(
             name="Upsample",
-            kernel="customops.kernels.upsample:upsample",
+            kernel="customops.kernels.resampling.upsample:upsample",
             inputs=(("X", "T"), ("scales", "float")),
             attributes=(("mode", "string"),),
             types=_ALL_T,
@@ -249,7 +249,7 @@ CUSTOM_OPS: dict[str, CustomOp] = {
         ),
         CustomOp(
             name="Pad",
-            kernel="customops.kernels.pad:pad",
+            kernel="customops.kernels.padding.pad:pad",
             inputs=(("data", "T"), ("pads", "int64"), ("constant_value", "T"), ("axes", "int64")),
             attributes=(("mode", "string"),),
             types=_ALL_T,
@@ -259,7 +259,7 @@ CUSTOM_OPS: dict[str, CustomOp] = {
         ),
         CustomOp(
             name="Col2Im",
-            kernel="customops.kernels.col2im:col2im",
+            kernel="customops.kernels.padding.col2im:col2im",
             inputs=(("input", "T"), ("image_shape", "int64"), ("block_shape", "int64")),
             attributes=(("dilations", "ints"), ("pads", "ints"), ("strides", "ints")),
             types=_ALL_T,
@@ -269,7 +269,7 @@ CUSTOM_OPS: dict[str, CustomOp] = {
         ),
         CustomOp(
             name="CenterCropPad",
-            kernel="customops.kernels.center_crop_pad:center_crop_pad",
+            kernel="customops.kernels.padding.center_crop_pad:center_crop_pad",
             inputs=(("input_data", "T"), ("shape", "int64")),
             attributes=(("axes", "ints"),),
             types=_ALL_T,
@@ -279,7 +279,7 @@ CUSTOM_OPS: dict[str, CustomOp] = {
         ),
         CustomOp(
             name="AffineGrid",
-            kernel="customops.kernels.affine_grid:affine_grid",
+            kernel="customops.kernels.spatial.affine_grid:affine_grid",
             inputs=(("theta", "T"), ("size", "int64")),
             attributes=(("align_corners", "int"),),
             types=("float", "double"),
@@ -291,7 +291,7 @@ CUSTOM_OPS: dict[str, CustomOp] = {
         ),
         CustomOp(
             name="MaxRoiPool",
-            kernel="customops.kernels.max_roi_pool:max_roi_pool",
+            kernel="customops.kernels.spatial.max_roi_pool:max_roi_pool",
             inputs=(("X", "T"), ("rois", "T")),
             attributes=(("pooled_shape", "ints"), ("spatial_scale", "float")),
             types=("float", "double"),
@@ -299,7 +299,7 @@ CUSTOM_OPS: dict[str, CustomOp] = {
         ),
         CustomOp(
             name="RoiAlign",
-            kernel="customops.kernels.roi_align:roi_align",
+            kernel="customops.kernels.spatial.roi_align:roi_align",
             inputs=(("X", "T"), ("rois", "T"), ("batch_indices", "int64")),
             attributes=(
                 ("coordinate_transformation_mode", "string"),
@@ -316,7 +316,7 @@ CUSTOM_OPS: dict[str, CustomOp] = {
         ),
         CustomOp(
             name="DeformConv",
-            kernel="customops.kernels.deform_conv:deform_conv",
+            kernel="customops.kernels.spatial.deform_conv:deform_conv",
             inputs=(("X", "T"), ("W", "T"), ("offset", "T"), ("B", "T"), ("mask", "T")),
             attributes=(
                 ("dilations", "ints"),
@@ -333,7 +333,7 @@ CUSTOM_OPS: dict[str, CustomOp] = {
         ),
         CustomOp(
             name="GridSample",
-            kernel="customops.kernels.grid_sample:grid_sample",
+            kernel="customops.kernels.spatial.grid_sample:grid_sample",
             inputs=(("X", "T"), ("grid", "double")),
             attributes=(("align_corners", "int"), ("mode", "string"), ("padding_mode", "string")),
             types=_ALL_T,

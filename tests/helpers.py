@@ -169,9 +169,9 @@ def strict_json(text: str):
 
 WRONG_KERNEL_ENV = "CUSTOMOPS_TEST_WRONG_KERNEL"
 """Read by the ``sitecustomize.py`` of :func:`wrong_kernel_dir`: ``MODULE:HOW`` makes the kernel
-``customops.kernels.MODULE:MODULE`` wrong, ``HOW`` being ``add1`` (1 added to its output, same dtype),
-``add1f32`` (1 added to float32 outputs only: its float64 run, compare's yardstick, stays right) or
-``raise`` (it always fails)."""
+``MODULE`` wrong (the registry's kernel of that name, ``customops.kernels.FAMILY.MODULE:MODULE``),
+``HOW`` being ``add1`` (1 added to its output, same dtype), ``add1f32`` (1 added to float32 outputs
+only: its float64 run, compare's yardstick, stays right) or ``raise`` (it always fails)."""
 
 _WRONG_KERNEL_SITE = '''\
 """Test-only (tests.helpers.wrong_kernel_dir): a deliberately wrong customops kernel, when asked for."""
@@ -182,8 +182,11 @@ import os
 def _install(spec):
     import importlib
 
+    from customops.registry import CUSTOM_OPS
+
     name, _, how = spec.partition(":")
-    module = importlib.import_module("customops.kernels." + name)
+    path = next(op.kernel for op in CUSTOM_OPS.values() if op.kernel.endswith(":" + name))
+    module = importlib.import_module(path.partition(":")[0])
     original = getattr(module, name)
     original_bind = module.bind
 

@@ -304,7 +304,7 @@ def test_a_compilation_after_a_command_in_the_same_process_does_not_write_to_its
         "main(['ops', '--no-probe'])\n"
         "sys.stderr = real\n"
         "fake.close()\n"
-        "from customops.kernels.pad import pad\n"
+        "from customops.kernels.padding.pad import pad\n"
         "x = np.arange(2 * 300 * 300, dtype=np.float32).reshape(1, 2, 300, 300)\n"
         "y = pad(x, np.array([0, 0, 2, 2, 0, 0, 2, 2]), mode='reflect')\n"
         "print(y.shape, float(y[0, 0, 0, 0]))\n"

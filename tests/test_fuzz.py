@@ -244,7 +244,7 @@ def test_recorded_decisions_found_by_the_fuzzer():
     # docs/semantics.md, "Found by the fuzzer": the oracle's reading and what our kernel does
     from customops.errors import KernelError
     from customops.fuzz.dispatch import space_of
-    from customops.kernels.resize import resize
+    from customops.kernels.resampling.resize import resize
 
     x = np.array([[1, 2, 3]], np.float32)
     scales = np.array([1, 2], np.float32)

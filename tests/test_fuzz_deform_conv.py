@@ -9,7 +9,7 @@ import numpy as np
 from customops.dtypes import numpy_dtype
 from customops.errors import KernelError
 from customops.fuzz.dispatch import make_case
-from customops.kernels.deform_conv import deform_conv
+from customops.kernels.spatial.deform_conv import deform_conv
 from customops.registry import lookup
 from tests.helpers import run_cli, strict_json
 

@@ -281,11 +281,11 @@ def _layer_violations(modules: dict[str, Path], sources: dict[str, str]) -> list
 def test_layer_checker_finds_each_kind_of_violation():
     modules = _modules()
     sources = {
-        "customops.errors": "from customops.kernels import resize\n",
-        "customops.accel.jit": "def f():\n    from customops.kernels.pad import pad\n",
+        "customops.errors": "from customops.kernels.resampling import resize\n",
+        "customops.accel.jit": "def f():\n    from customops.kernels.padding.pad import pad\n",
         "customops.fuzz.case": "if True:\n    import customops.comparison.inputs\n",
         "customops.eval.running.sides": "from customops.cli import compare\n",
-        "customops.kernels.pad": "from customops import rewrite\n",
+        "customops.kernels.padding.pad": "from customops import rewrite\n",
         "customops.cli.main": "from customops.fuzz import campaign\nfrom customops import compare\n",
     }
     bad = _layer_violations(modules, sources)

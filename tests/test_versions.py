@@ -15,13 +15,9 @@ from onnx import TensorProto, helper
 
 import customops
 from customops.bridge.registration import NUMPY_TYPES
-from customops.kernels.affine_grid import affine_grid
-from customops.kernels.center_crop_pad import center_crop_pad
-from customops.kernels.col2im import col2im
-from customops.kernels.deform_conv import deform_conv
-from customops.kernels.grid_sample import grid_sample
-from customops.kernels.max_roi_pool import max_roi_pool
-from customops.kernels.pad import pad
+from customops.kernels.padding.center_crop_pad import center_crop_pad
+from customops.kernels.padding.col2im import col2im
+from customops.kernels.padding.pad import pad
 from customops.kernels.quantized.conv_integer import conv_integer
 from customops.kernels.quantized.dequantize_linear import dequantize_linear
 from customops.kernels.quantized.dynamic_quantize_linear import dynamic_quantize_linear
@@ -29,9 +25,13 @@ from customops.kernels.quantized.matmul_integer import matmul_integer
 from customops.kernels.quantized.qlinear_conv import qlinear_conv
 from customops.kernels.quantized.qlinear_matmul import qlinear_matmul
 from customops.kernels.quantized.quantize_linear import quantize_linear
-from customops.kernels.resize import resize
-from customops.kernels.roi_align import roi_align
-from customops.kernels.upsample import upsample
+from customops.kernels.resampling.resize import resize
+from customops.kernels.resampling.upsample import upsample
+from customops.kernels.spatial.affine_grid import affine_grid
+from customops.kernels.spatial.deform_conv import deform_conv
+from customops.kernels.spatial.grid_sample import grid_sample
+from customops.kernels.spatial.max_roi_pool import max_roi_pool
+from customops.kernels.spatial.roi_align import roi_align
 from customops.registry import ACTIVATION_OPS, CUSTOM_OPS, NATIVE_TYPES, OPS
 from customops.support import probe_opset
 from tests.helpers import NP_TO_ONNX, one_node_model

@@ -10,7 +10,7 @@ from onnx import TensorProto, helper
 
 from customops.comparison.pipeline import compare_model
 from customops.comparison.table import format_table
-from customops.kernels.roi_align import roi_align
+from customops.kernels.spatial.roi_align import roi_align
 
 F32 = np.float32
 

@@ -1,4 +1,6 @@
 """Compiled loops behind a small seam: numba functions compiled on demand (jit), the loops of each op
-(the ``*_loops`` modules; Resize's choice among its loops in resize_plans), a thread pool that runs
-ranges of one loop in parallel (parallel) and the cache of prepared plans (plans).
+(the ``*_loops`` modules, in a package per family of :mod:`customops.kernels`: resampling, padding,
+spatial, quantized; the activations' loops in activation_loops; Resize's choice among its loops in
+resampling.resize_plans), a thread pool that runs ranges of one loop in parallel (parallel) and the
+cache of prepared plans (plans).
 Nothing here knows ONNX; the kernels call in and keep a numpy path for every case."""

@@ -1,13 +1,14 @@
 """The compile seam of the compiled loops (numba), with a numpy fallback.
 
-The loops live in the ``*_loops`` modules of this package as plain Python functions; :func:`get` compiles
-one with ``numba.njit`` on first use, with an on-disk cache (``cache=True``: ``__pycache__`` beside the
-loop's module when it is writable, else numba's user-wide cache directory; where neither is writable the
-function is compiled in memory on every process start), after the helpers its module names. Every loop
-is compiled with ``nogil=True`` and without ``fastmath`` (no reassociation, no FMA contraction), so
-results do not depend on vector width; :mod:`customops.accel.parallel` runs ranges of a loop on several
-threads (numba's own parallel regions gave mixed results here: their workers compete with ORT's
-intra-op threads; docs/performance.md).
+The loops live in the ``*_loops`` modules of this package and of its family packages (resampling,
+padding, spatial, quantized) as plain Python functions; :func:`get` compiles one with ``numba.njit`` on
+first use, with an on-disk cache (``cache=True``: ``__pycache__`` beside the loop's module when it is
+writable, else numba's user-wide cache directory; where neither is writable the function is compiled in
+memory on every process start), after the helpers its module names. Every loop is compiled with
+``nogil=True`` and without ``fastmath`` (no reassociation, no FMA contraction), so results do not depend
+on vector width; :mod:`customops.accel.parallel` runs ranges of a loop on several threads (numba's own
+parallel regions gave mixed results here: their workers compete with ORT's intra-op threads;
+docs/performance.md).
 
 ``CUSTOMOPS_JIT=0`` in the environment disables the compiled paths (the numpy implementations run) for
 the whole process; :func:`numpy_only` does so for a block of code (the tests' one switch).

@@ -1,1 +1,3 @@
-"""Pure numpy kernels, one module per ONNX operator; no onnxruntime import here."""
+"""Pure numpy kernels, a package per operator family (resampling, padding, spatial, quantized, activations),
+a module per ONNX operator in it (activations: per group of operators); what the families share (args,
+limits, rounding, work) at the top. No onnxruntime import here."""

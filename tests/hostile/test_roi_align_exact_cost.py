@@ -10,7 +10,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from customops.kernels.roi_align import roi_align
+from customops.kernels.spatial.roi_align import roi_align
 
 BINS = 1024
 ROIS = 64

@@ -19,11 +19,11 @@ from onnx import TensorProto, helper
 import customops
 from customops.accel import jit
 from customops.errors import MESSAGE_LIMIT, KernelError
-from customops.kernels import deform_conv as deform_conv_module
-from customops.kernels.affine_grid import affine_grid
-from customops.kernels.deform_conv import deform_conv
-from customops.kernels.max_roi_pool import bin_edges, max_roi_pool
-from customops.kernels.roi_align import roi_align
+from customops.kernels.spatial import deform_conv as deform_conv_module
+from customops.kernels.spatial.affine_grid import affine_grid
+from customops.kernels.spatial.deform_conv import deform_conv
+from customops.kernels.spatial.max_roi_pool import bin_edges, max_roi_pool
+from customops.kernels.spatial.roi_align import roi_align
 from tests.helpers import NEVER
 
 F, D, I64 = TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.INT64
@@ -36,10 +36,10 @@ import numpy as np
 import onnx
 import customops
 from customops.errors import MESSAGE_LIMIT, KernelError
-from customops.kernels.affine_grid import affine_grid
-from customops.kernels.deform_conv import deform_conv
-from customops.kernels.max_roi_pool import max_roi_pool
-from customops.kernels.roi_align import roi_align
+from customops.kernels.spatial.affine_grid import affine_grid
+from customops.kernels.spatial.deform_conv import deform_conv
+from customops.kernels.spatial.max_roi_pool import max_roi_pool
+from customops.kernels.spatial.roi_align import roi_align
 
 def limit_to(extra):
     used = int(open("/proc/self/statm").read().split()[0]) * os.sysconf("SC_PAGE_SIZE")

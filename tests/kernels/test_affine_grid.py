@@ -1,4 +1,4 @@
-"""Tests for customops.kernels.affine_grid (ONNX AffineGrid-20)."""
+"""Tests for customops.kernels.spatial.affine_grid (ONNX AffineGrid-20)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from onnx import TensorProto, helper
 import customops
 from customops.accel import jit
 from customops.errors import KernelError
-from customops.kernels.affine_grid import affine_grid
+from customops.kernels.spatial.affine_grid import affine_grid
 from tests.helpers import backend_cases, one_node_model
 
 BACKEND_CASES = backend_cases("test_affine_grid_", generator="affinegrid")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 import customops
-from customops.kernels.resize import bind as bind_resize
+from customops.kernels.resampling.resize import bind as bind_resize
 from tests.helpers import one_node_model
 
 

@@ -1,4 +1,4 @@
-"""Tests for customops.kernels.center_crop_pad (ONNX CenterCropPad-18)."""
+"""Tests for customops.kernels.padding.center_crop_pad (ONNX CenterCropPad-18)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from onnx import helper
 from onnx.reference import ReferenceEvaluator
 
 from customops.errors import KernelError
-from customops.kernels.center_crop_pad import center_crop_pad
+from customops.kernels.padding.center_crop_pad import center_crop_pad
 from tests.helpers import ALL_DTYPES, backend_cases
 
 DTYPES = ALL_DTYPES

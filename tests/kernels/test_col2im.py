@@ -1,4 +1,4 @@
-"""Tests for customops.kernels.col2im (ONNX Col2Im-18)."""
+"""Tests for customops.kernels.padding.col2im (ONNX Col2Im-18)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from onnx import helper
 from onnx.reference import ReferenceEvaluator
 
 from customops.errors import KernelError
-from customops.kernels.col2im import col2im
+from customops.kernels.padding.col2im import col2im
 from tests.helpers import backend_cases
 
 BACKEND_CASES = backend_cases("test_col2im", generator="col2im")

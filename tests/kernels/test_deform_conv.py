@@ -1,4 +1,4 @@
-"""Tests for customops.kernels.deform_conv (ONNX DeformConv-19 and -22)."""
+"""Tests for customops.kernels.spatial.deform_conv (ONNX DeformConv-19 and -22)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from onnx import TensorProto, helper
 import customops
 from customops.accel import jit
 from customops.errors import KernelError
-from customops.kernels import deform_conv as module
-from customops.kernels.deform_conv import deform_conv
+from customops.kernels.spatial import deform_conv as module
+from customops.kernels.spatial.deform_conv import deform_conv
 from tests.helpers import backend_cases, one_node_model, run_builtin, run_custom
 
 BACKEND_CASES = backend_cases("test_basic_deform_conv", "test_deform_conv", generator="deformconv")

@@ -22,24 +22,26 @@ from typing import Any
 import numpy as np
 import pytest
 
-from customops.accel import col2im_loops, jit, resize_plans
+from customops.accel import jit
+from customops.accel.padding import col2im_loops
+from customops.accel.resampling import resize_plans
 from customops.errors import KernelError
-from customops.kernels.affine_grid import affine_grid
-from customops.kernels.center_crop_pad import bind as bind_center_crop_pad
-from customops.kernels.center_crop_pad import center_crop_pad
-from customops.kernels.col2im import bind as bind_col2im
-from customops.kernels.col2im import col2im
-from customops.kernels.deform_conv import deform_conv
-from customops.kernels.grid_sample import bind as bind_grid_sample
-from customops.kernels.grid_sample import grid_sample
-from customops.kernels.max_roi_pool import max_roi_pool
-from customops.kernels.pad import bind as bind_pad
-from customops.kernels.pad import pad
-from customops.kernels.resize import bind as bind_resize
-from customops.kernels.resize import resize
-from customops.kernels.roi_align import roi_align
-from customops.kernels.upsample import bind as bind_upsample
-from customops.kernels.upsample import upsample
+from customops.kernels.padding.center_crop_pad import bind as bind_center_crop_pad
+from customops.kernels.padding.center_crop_pad import center_crop_pad
+from customops.kernels.padding.col2im import bind as bind_col2im
+from customops.kernels.padding.col2im import col2im
+from customops.kernels.padding.pad import bind as bind_pad
+from customops.kernels.padding.pad import pad
+from customops.kernels.resampling.resize import bind as bind_resize
+from customops.kernels.resampling.resize import resize
+from customops.kernels.resampling.upsample import bind as bind_upsample
+from customops.kernels.resampling.upsample import upsample
+from customops.kernels.spatial.affine_grid import affine_grid
+from customops.kernels.spatial.deform_conv import deform_conv
+from customops.kernels.spatial.grid_sample import bind as bind_grid_sample
+from customops.kernels.spatial.grid_sample import grid_sample
+from customops.kernels.spatial.max_roi_pool import max_roi_pool
+from customops.kernels.spatial.roi_align import roi_align
 
 needs_numba = pytest.mark.skipif(not jit.enabled(), reason="numba is not available")
 
@@ -384,7 +386,7 @@ def test_float32_filters_round_once_from_float64() -> None:
 
 
 def test_x2_runs_of_the_last_axis() -> None:
-    from customops.kernels.resize import prepare
+    from customops.kernels.resampling.resize import prepare
 
     def run(mode: str, coord: str, width: int, scale: float = 2.0) -> list[int]:
         scales = np.array([1, 1, 1, scale], np.float32)
@@ -401,7 +403,7 @@ def test_x2_runs_of_the_last_axis() -> None:
 
 
 def test_downsampling_runs_of_the_last_axis() -> None:
-    from customops.kernels.resize import prepare
+    from customops.kernels.resampling.resize import prepare
 
     def run(mode: str, scale: float, antialias: int = 1, width: int = 64) -> list[int]:
         scales = np.array([1, 1, 1, scale], np.float32)
@@ -434,7 +436,7 @@ def _attrs(coord: str, mode: str) -> tuple:
 def test_x2_pairs_give_the_table_loop_bits(monkeypatch) -> None:
     """The rows-first loop with its x2 pairs (resize_loops._h_row_x2) against the same loop through the tables
     only: the same bits, non-finite rows and float64 included."""
-    from customops.kernels import resize as resize_module
+    from customops.kernels.resampling import resize as resize_module
 
     rng = np.random.default_rng(12)
     used = 0
@@ -464,7 +466,7 @@ def test_x2_pairs_give_the_table_loop_bits(monkeypatch) -> None:
 def test_the_short_loop_of_small_images_gives_the_general_loops_bits(monkeypatch) -> None:
     """resize_loops.resize_small_rows_first against resize_rows_first: the same bits, signed zeros included;
     an image with inf, NaN or float64 sums that overflow falls back to the general loop."""
-    from customops.kernels import resize as resize_module
+    from customops.kernels.resampling import resize as resize_module
 
     rng = np.random.default_rng(21)
     paths = []
@@ -506,7 +508,7 @@ def test_the_short_loop_of_small_images_gives_the_general_loops_bits(monkeypatch
 def test_downsampling_phases_give_the_table_loop_bits(monkeypatch) -> None:
     """The columns-first loop with its phase split (resize_loops._h_row_down) against the same loop through the
     tables only: the same bits, non-finite rows and float64 included."""
-    from customops.kernels import resize as resize_module
+    from customops.kernels.resampling import resize as resize_module
 
     rng = np.random.default_rng(13)
     used = 0
@@ -534,7 +536,7 @@ def test_downsampling_phases_give_the_table_loop_bits(monkeypatch) -> None:
 def test_last_axis_runs_give_the_table_loop_bits(monkeypatch) -> None:
     """The one-axis loop (only the last axis resized: audio frames, 1-D signals) with its x2 pairs and
     phases against the same loop through the tables only: the same bits."""
-    from customops.kernels import resize as resize_module
+    from customops.kernels.resampling import resize as resize_module
 
     rng = np.random.default_rng(14)
     used = 0
@@ -734,7 +736,7 @@ def test_a_non_finite_value_reaches_only_the_outputs_that_weigh_it(
 def test_each_fast_path_is_chosen_for_its_inputs(path, shape, dtype, scales, mode) -> None:
     """resize_plans.fast_path picks the compiled implementation named ``path`` (None: the numpy passes) for these
     inputs, and what it computes is what the numpy kernel computes."""
-    from customops.kernels import resize as resize_module
+    from customops.kernels.resampling import resize as resize_module
 
     x = (np.arange(np.prod(shape)).reshape(shape) % 7).astype(dtype)
     s = np.array(scales, np.float32)

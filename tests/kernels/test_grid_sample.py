@@ -15,8 +15,8 @@ from onnx import TensorProto, helper
 import customops
 from customops.accel import jit
 from customops.errors import KernelError
-from customops.kernels.grid_sample import bind as bind_grid_sample
-from customops.kernels.grid_sample import grid_sample
+from customops.kernels.spatial.grid_sample import bind as bind_grid_sample
+from customops.kernels.spatial.grid_sample import grid_sample
 from tests.helpers import backend_cases, one_node_model, run_builtin, run_custom
 
 F32 = np.float32
@@ -525,7 +525,7 @@ def test_compiled_path_near_the_float32_maximum(mode):
 
 @pytest.mark.parametrize("mode", MODES)
 def test_the_numpy_path_in_chunks_gives_the_same_bits(monkeypatch, mode):
-    from customops.kernels import grid_sample as module
+    from customops.kernels.spatial import grid_sample as module
 
     rng = np.random.default_rng(4)
     X, g = _awkward_case(rng, np.float32, (2, 3, 5, 4), (3, 5))

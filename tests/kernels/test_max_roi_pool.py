@@ -1,5 +1,5 @@
-"""Tests for customops.kernels.max_roi_pool (ONNX MaxRoiPool-1 and -22). ONNX has no backend test of this
-operator: the expected values here are derived by hand or by the scalar loop below."""
+"""Tests for customops.kernels.spatial.max_roi_pool (ONNX MaxRoiPool-1 and -22). ONNX has no backend test
+of this operator: the expected values here are derived by hand or by the scalar loop below."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from onnx import TensorProto, helper
 import customops
 from customops.accel import jit
 from customops.errors import KernelError
-from customops.kernels.max_roi_pool import max_roi_pool
+from customops.kernels.spatial.max_roi_pool import max_roi_pool
 from tests.helpers import one_node_model
 
 F32 = np.float32

@@ -1,4 +1,4 @@
-"""Tests for customops.kernels.pad (ONNX Pad-11..25)."""
+"""Tests for customops.kernels.padding.pad (ONNX Pad-11..25)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 from onnx import helper
 from onnx.reference import ReferenceEvaluator
 
-import customops.kernels.pad as pad_module
+import customops.kernels.padding.pad as pad_module
 from customops.errors import KernelError
-from customops.kernels.pad import pad
+from customops.kernels.padding.pad import pad
 from tests.helpers import ALL_DTYPES, backend_cases
 
 PREFIXES = ("test_constant_pad", "test_edge_pad", "test_reflect_pad", "test_wrap_pad")

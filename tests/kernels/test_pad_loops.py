@@ -1,4 +1,4 @@
-"""The compiled Pad loop (customops.accel.pad_loops) against Pad's numpy copies, bit for bit.
+"""The compiled Pad loop (customops.accel.padding.pad_loops) against Pad's numpy copies, bit for bit.
 
 Each case prepares one plan and runs it twice: as prepared (compiled loop) and with the loop removed
 (the numpy copies, what runs without numba). ``_loop_pays`` is patched so that small tensors take the
@@ -14,12 +14,13 @@ import math
 import numpy as np
 import pytest
 
-import customops.kernels.pad as pad_module
-from customops.accel import jit, pad_loops
+import customops.kernels.padding.pad as pad_module
+from customops.accel import jit
+from customops.accel.padding import pad_loops
 from customops.errors import KernelError
-from customops.kernels.center_crop_pad import crop_pads as center_crop_pads
-from customops.kernels.pad import MODES, execute_pad, pad, prepare_pad
-from customops.kernels.pad import bind as bind_pad
+from customops.kernels.padding.center_crop_pad import crop_pads as center_crop_pads
+from customops.kernels.padding.pad import MODES, execute_pad, pad, prepare_pad
+from customops.kernels.padding.pad import bind as bind_pad
 
 needs_numba = pytest.mark.skipif(not jit.enabled(), reason="numba is not available")
 

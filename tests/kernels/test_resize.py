@@ -1,4 +1,5 @@
-"""Tests for customops.kernels.resize (ONNX Resize-10..19, the union of the versions' attributes)."""
+"""Tests for customops.kernels.resampling.resize (ONNX Resize-10..19, the union of the versions'
+attributes)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ from hypothesis import strategies as st
 from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
 
-import customops.kernels.resize as resize_module
+import customops.kernels.resampling.resize as resize_module
 from customops.errors import KernelError
-from customops.kernels.resize import resize
+from customops.kernels.resampling.resize import resize
 from tests.helpers import backend_cases
 
 COORDINATE_MODES = (

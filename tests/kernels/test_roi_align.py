@@ -1,5 +1,6 @@
-"""Tests for customops.kernels.roi_align (ONNX RoiAlign-10/16/22), against values derived from the spec
-text here (hand-computed cases and a float64 scalar-loop re-derivation), not taken from a runtime."""
+"""Tests for customops.kernels.spatial.roi_align (ONNX RoiAlign-10/16/22), against values derived from
+the spec text here (hand-computed cases and a float64 scalar-loop re-derivation), not taken from a
+runtime."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from onnx import TensorProto, helper
 import customops
 from customops.accel import jit, parallel
 from customops.errors import KernelError
-from customops.kernels.roi_align import roi_align
+from customops.kernels.spatial.roi_align import roi_align
 from tests.helpers import backend_cases, one_node_model, run_builtin, run_custom
 
 BACKEND_CASES = backend_cases("test_roialign", generator="roialign")

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from customops.accel import jit, parallel
-from customops.kernels.resize import resize
+from customops.kernels.resampling.resize import resize
 from tests.helpers import NEVER
 from tests.kernels.test_fast_paths import OPS, Case
 
@@ -190,8 +190,8 @@ def test_a_forked_child_gets_its_own_pool() -> None:
 @pytest.mark.skipif(not jit.enabled(), reason="numba is not available")
 @pytest.mark.parametrize("mode", ["constant", "reflect", "edge", "wrap"])
 def test_split_pad_matches_serial(monkeypatch, mode) -> None:
-    from customops.kernels.center_crop_pad import center_crop_pad
-    from customops.kernels.pad import pad
+    from customops.kernels.padding.center_crop_pad import center_crop_pad
+    from customops.kernels.padding.pad import pad
 
     rng = np.random.default_rng(4)
     x = rng.standard_normal((2, 5, 33, 40)).astype(np.float32)

@@ -1,4 +1,4 @@
-"""Tests for customops.kernels.upsample (Upsample-7/9 and Resize-10 semantics)."""
+"""Tests for customops.kernels.resampling.upsample (Upsample-7/9 and Resize-10 semantics)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from onnx import TensorProto, helper
 
 from customops.errors import KernelError
-from customops.kernels.upsample import upsample
+from customops.kernels.resampling.upsample import upsample
 from tests.helpers import backend_cases
 
 BACKEND_CASES = backend_cases("test_upsample", generator="upsample")

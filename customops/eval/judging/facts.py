@@ -339,7 +339,7 @@ def _float_corners_differ(rois: np.ndarray, scale: float) -> bool:
     """Whether a roi corner ORT rounds from a float32 product (``round(x * spatial_scale)`` in float32)
     differs from the corner rounded from the exact product (docs/semantics.md, MaxRoiPool: roi corners
     in pixels of X): x = 5, spatial_scale 0.7 gives 3.5 in float32, 3.49999994... exactly."""
-    from customops.kernels.max_roi_pool import round_half_away
+    from customops.kernels.spatial.max_roi_pool import round_half_away
 
     if rois.ndim != 2 or rois.shape[1] != 5 or not np.isfinite(rois).all() or not np.isfinite(scale):
         return False

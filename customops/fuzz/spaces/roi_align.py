@@ -25,7 +25,7 @@ from customops.fuzz.spaces.simplifications import value_simplifications
 from customops.registry import OpVersion
 
 MAX_AXIS_SAMPLES = 1 << 20
-"""The kernel's bound on sample points along one axis of one ROI (customops.kernels.roi_align)."""
+"""The kernel's bound on sample points along one axis of one ROI (customops.kernels.spatial.roi_align)."""
 
 _SCALES = (1.0, 1.0, 1.0, 0.5, 0.25, 2.0, 0.0625)
 

@@ -1,8 +1,9 @@
 """The compiled paths of QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear
-(customops.accel.quantize_loops), for their common cases: float32 quantized to an 8- or 16-bit integer type,
-and such integers dequantized to float32, by float32 scales and zero points per tensor or per axis. Each
-path answers None where it does not apply (another type, blocked scales, a scale of 0, inf or NaN, NaN in
-x, no numba or ``CUSTOMOPS_JIT=0``, inside ``jit.numpy_only``): the caller then takes its exact path.
+(customops.accel.quantized.quantize_loops), for their common cases: float32 quantized to an 8- or 16-bit
+integer type, and such integers dequantized to float32, by float32 scales and zero points per tensor or
+per axis. Each path answers None where it does not apply (another type, blocked scales, a scale of 0, inf
+or NaN, NaN in x, no numba or ``CUSTOMOPS_JIT=0``, inside ``jit.numpy_only``): the caller then takes its
+exact path.
 
 Why the loops give the exact path's bits. The exact path computes with the exact value of every operand
 and rounds once per result (customops.kernels.quantized.arithmetic): QuantizeLinear's quotient x / s
@@ -50,7 +51,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from customops.accel import jit, parallel, quantize_loops
+from customops.accel import jit, parallel
+from customops.accel.quantized import quantize_loops
 from customops.kernels.quantized.arithmetic import Element
 
 __all__ = ["FAST_INTEGERS", "ROW", "dequantize_float32", "quantize_float32"]

@@ -1,5 +1,6 @@
-"""Compiled loops of Resize (customops.kernels.resize): separable filter passes of the last two axes,
-of the last axis and of a middle axis (float32 and float64), and nearest gathers of the last two axes.
+"""Compiled loops of Resize (customops.kernels.resampling.resize): separable filter passes of the last
+two axes, of the last axis and of a middle axis (float32 and float64), and nearest gathers of the last
+two axes.
 
 Plain Python functions, compiled on demand by :func:`customops.accel.jit.get` (``numba.njit``). Callers
 pass every output buffer; the only allocations here are scratch rows, bounded by the caller (a few

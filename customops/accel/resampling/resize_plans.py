@@ -1,5 +1,6 @@
-"""The compiled paths of Resize (customops.kernels.resize): which loop of :mod:`customops.accel.resize_loops`
-runs a resize, planned once from its tap tables, and the closure that runs it.
+"""The compiled paths of Resize (customops.kernels.resampling.resize): which loop of
+:mod:`customops.accel.resampling.resize_loops` runs a resize, planned once from its tap tables, and the
+closure that runs it.
 
 A resize comes in as the kernel's tables (per resized axis, a gather or a filter of (output length,
 taps) indices and weights) and becomes a :class:`Job`; its family (copies, filters of the last two
@@ -19,7 +20,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from customops.accel import jit, parallel, resize_loops
+from customops.accel import jit, parallel
+from customops.accel.resampling import resize_loops
 
 _SCRATCH_BYTES = 1 << 19  # filtered input rows kept per block of output rows (about an L2 cache)
 _TINY_GATHER = 1024  # output elements up to which a nearest gather is one ndarray.take (measured)

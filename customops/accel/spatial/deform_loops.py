@@ -1,4 +1,4 @@
-"""Compiled loop of DeformConv (customops.kernels.deform_conv): the deformable im2col of 2-D images.
+"""Compiled loop of DeformConv (customops.kernels.spatial.deform_conv): the deformable im2col of 2-D images.
 
 A plain Python function, compiled on demand by :func:`customops.accel.jit.get` (``numba.njit``). It
 computes exactly what the numpy path computes: sampling coordinates and bilinear weights in float64,

@@ -1,4 +1,4 @@
-"""Compiled loops of AffineGrid (customops.kernels.affine_grid): the grid row by row, in float64.
+"""Compiled loops of AffineGrid (customops.kernels.spatial.affine_grid): the grid row by row, in float64.
 
 Plain Python functions, compiled on demand by :func:`customops.accel.jit.get` (``numba.njit``). Each
 output component is ``(theta[k, 0] * x + theta[k, 1] * y) (+ theta[k, 2] * z) + theta[k, -1]``, in this

@@ -1,4 +1,5 @@
-"""Compiled loop of MaxRoiPool (customops.kernels.max_roi_pool): the maximum of each bin, channel by channel.
+"""Compiled loop of MaxRoiPool (customops.kernels.spatial.max_roi_pool): the maximum of each bin, channel
+by channel.
 
 A plain Python function, compiled on demand by :func:`customops.accel.jit.get` (``numba.njit``).
 """

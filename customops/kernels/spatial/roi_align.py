@@ -17,7 +17,7 @@ point exactly on -1 is kept, whatever float64 makes of it). Arithmetic is float6
 the end; a weight of 0 makes its term 0 whatever the pixel holds (so an inf or NaN reaches only the
 outputs that sample it).
 
-The compiled loop (customops.accel.roi_align_loops) and the numpy path: ``max`` gives the same bits
+The compiled loop (customops.accel.spatial.roi_align_loops) and the numpy path: ``max`` gives the same bits
 (terms ``w_y * (w_x * pixel)``, a zero maximum +0; any NaN for a NaN). ``avg`` sums the same terms in
 another order (the numpy path through matrix products, whose order is the BLAS library's), so a finite
 bin of ROI r differs between them by at most ``(H + W + 2 grid_h + 2 grid_w + 4) * 2**-52 * A`` plus
@@ -37,7 +37,8 @@ from typing import Any
 
 import numpy as np
 
-from customops.accel import jit, parallel, roi_align_loops
+from customops.accel import jit, parallel
+from customops.accel.spatial import roi_align_loops
 from customops.errors import KernelError
 from customops.kernels import limits
 from customops.kernels.args import choice, integer
@@ -149,7 +150,7 @@ def _compiled(
     out_shape: tuple[int, int, int, int],
     use_max: bool,
 ) -> np.ndarray:
-    """The compiled loop over every ROI (customops.accel.roi_align_loops)."""
+    """The compiled loop over every ROI (customops.accel.spatial.roi_align_loops)."""
     meta = np.stack(
         [
             ys.offset,

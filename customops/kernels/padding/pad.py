@@ -387,7 +387,7 @@ def execute_pad(prepared: PreparedPad, data: np.ndarray) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------------
-# Compiled path (customops.accel.pad_loops): pads and crops of the last two axes only, numeric and
+# Compiled path (customops.accel.padding.pad_loops): pads and crops of the last two axes only, numeric and
 # bool types moved as unsigned integers of their width. Each output row is its left border, a copy of
 # the kept part of one input row and its right border, written in order: about the time of one copy of
 # the output, where the numpy copies take about twice as long.
@@ -442,7 +442,8 @@ def _loop_plan(
         return None
     if any((at[a], lo[a], kept[a], out_shape[a]) != (0, 0, shape[a], shape[a]) for a in range(rank - 2)):
         return None  # a leading axis is padded or cropped
-    from customops.accel import jit, pad_loops
+    from customops.accel import jit
+    from customops.accel.padding import pad_loops
 
     if dtype.itemsize in jit.BITS:
         bits, width = jit.BITS[dtype.itemsize], 1

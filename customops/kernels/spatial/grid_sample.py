@@ -35,8 +35,9 @@ from typing import Any
 
 import numpy as np
 
-from customops.accel import grid_sample_loops, jit, parallel
+from customops.accel import jit, parallel
 from customops.accel.plans import epoch, remember, tracked
+from customops.accel.spatial import grid_sample_loops
 from customops.errors import KernelError
 from customops.kernels import limits
 from customops.kernels.args import choice, flag
@@ -377,7 +378,7 @@ def _interpolate(
 
 
 # ---------------------------------------------------------------------------------------------
-# the compiled path: two spatial axes, float32 and float64 (customops.accel.grid_sample_loops)
+# the compiled path: two spatial axes, float32 and float64 (customops.accel.spatial.grid_sample_loops)
 
 _MODE_CODES = {
     "nearest": grid_sample_loops.NEAREST,

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from customops.accel import resize_plans
 from customops.accel.plans import Uncacheable, flat_key, planned, tracked
+from customops.accel.resampling import resize_plans
 from customops.errors import KernelError
 from customops.kernels import limits
 from customops.kernels.args import choice, flag, normalize_axes

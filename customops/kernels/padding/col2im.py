@@ -10,7 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from customops.accel import col2im_loops, jit, parallel
+from customops.accel import jit, parallel
+from customops.accel.padding import col2im_loops
 from customops.accel.plans import Uncacheable, flat_key, planned, tracked
 from customops.errors import KernelError
 from customops.kernels import limits

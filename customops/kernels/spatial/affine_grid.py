@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from customops.accel import affine_grid_loops, jit, parallel
+from customops.accel import jit, parallel
+from customops.accel.spatial import affine_grid_loops
 from customops.errors import KernelError
 from customops.kernels import limits
 from customops.kernels.args import flag, int_list

@@ -1,4 +1,5 @@
-"""Compiled loops of GridSample (customops.kernels.grid_sample) on two spatial axes, float32 and float64.
+"""Compiled loops of GridSample (customops.kernels.spatial.grid_sample) on two spatial axes, float32 and
+float64.
 
 Plain Python functions, compiled on demand by :func:`customops.accel.jit.get` (``numba.njit``). The
 arithmetic is the numpy path's, operation for operation (coordinates, taps and weights per axis; weights
@@ -149,7 +150,7 @@ def _redo(plane: Any, offsets: Any, weights: Any, b: int, kstep: int, bstep: int
 
 def _coordinate(u: float, length: int, padding: int, align: bool) -> float:
     """The pixel coordinate of normalized ``u``, brought near the image as the numpy path does
-    (customops.kernels.grid_sample); NaN: no value."""
+    (customops.kernels.spatial.grid_sample); NaN: no value."""
     if padding == REFLECTION:
         u = np.fmod(u, 4.0) if math.isfinite(u) else math.nan
     if not align:

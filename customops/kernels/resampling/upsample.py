@@ -8,8 +8,8 @@ import numpy as np
 
 from customops.errors import KernelError
 from customops.kernels.args import choice
-from customops.kernels.resize import bind as bind_resize
-from customops.kernels.resize import resize
+from customops.kernels.resampling.resize import bind as bind_resize
+from customops.kernels.resampling.resize import resize
 
 __all__ = ["bind", "upsample"]
 

@@ -1,4 +1,4 @@
-"""Compiled loop of Col2Im (customops.kernels.col2im) on 2-D images, for the types it is compiled for.
+"""Compiled loop of Col2Im (customops.kernels.padding.col2im) on 2-D images, for the types it is compiled for.
 
 A plain Python function, compiled on demand by :func:`customops.accel.jit.get` (``numba.njit``). It sums
 in the element type in increasing kernel-offset order, as the numpy path does, and takes the range of

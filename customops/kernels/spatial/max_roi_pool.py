@@ -23,7 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from customops.accel import jit, parallel, roi_pool_loops
+from customops.accel import jit, parallel
+from customops.accel.spatial import roi_pool_loops
 from customops.errors import KernelError
 from customops.kernels import limits
 from customops.kernels.args import int_values

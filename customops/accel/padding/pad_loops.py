@@ -1,4 +1,4 @@
-"""Compiled loop of Pad (customops.kernels.pad): pads and crops of the last two axes, row by row.
+"""Compiled loop of Pad (customops.kernels.padding.pad): pads and crops of the last two axes, row by row.
 
 Plain Python functions, compiled on demand by :func:`customops.accel.jit.get` (``numba.njit``). Pad
 only moves elements, so callers pass every numeric and bool type as the unsigned integer of its width

@@ -23,7 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from customops.accel import deform_loops, jit, parallel
+from customops.accel import jit, parallel
+from customops.accel.spatial import deform_loops
 from customops.errors import KernelError
 from customops.kernels import limits
 from customops.kernels.args import int_values, integer, ints, is_absent
@@ -264,7 +265,7 @@ position."""
 
 
 def _compiled(geo: _Geometry, x: np.ndarray) -> Fill | None:
-    """The compiled im2col of a 2-D image (customops.accel.deform_loops), or None."""
+    """The compiled im2col of a 2-D image (customops.accel.spatial.deform_loops), or None."""
     if len(geo.spatial) != 2 or not jit.enabled() or not geo.channels or not geo.spatial[0]:
         return None
     loop = jit.get("deform_im2col_2d", deform_loops)

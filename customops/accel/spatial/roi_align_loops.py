@@ -1,4 +1,4 @@
-"""Compiled loops of RoiAlign (customops.kernels.roi_align): every bin of every ROI and channel.
+"""Compiled loops of RoiAlign (customops.kernels.spatial.roi_align): every bin of every ROI and channel.
 
 Plain Python functions, compiled on demand by :func:`customops.accel.jit.get` (``numba.njit``; the
 helpers first, so that the main loop calls their compiled forms).

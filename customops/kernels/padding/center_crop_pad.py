@@ -10,7 +10,7 @@ import numpy as np
 from customops.accel.plans import flat_key, planned, tracked
 from customops.errors import KernelError
 from customops.kernels.args import int_list, normalize_axes
-from customops.kernels.pad import execute_pad, input_key, pad, prepare_pad
+from customops.kernels.padding.pad import execute_pad, input_key, pad, prepare_pad
 
 __all__ = ["bind", "center_crop_pad"]
 
