@@ -23,7 +23,7 @@ import numpy as np
 from customops.errors import KernelError
 from customops.kernels import limits
 from customops.kernels.args import choice, int_values, integer, ints, is_absent
-from customops.kernels.quantized.arithmetic import FLOAT_EXACT, element_of, magnitude, single, version_of
+from customops.kernels.quantized.arithmetic import element_of, exact_type, magnitude, single, version_of
 from customops.kernels.quantized.binding import binder
 
 __all__ = ["AUTO_PADS", "Geometry", "bind", "conv_integer", "geometry", "integer_conv"]
@@ -58,7 +58,9 @@ def conv_integer(
     x_zero = _zero(x_zero_point, "x_zero_point", x_type.name, None, 0)
     w_zero = _zero(w_zero_point, "w_zero_point", w_type.name, w.shape[0], w.ndim - 1)
     limits.check_output(geo.out_shape, np.float64)
-    acc = integer_conv(x.astype(np.float64) - x_zero, w.astype(np.float64) - w_zero, geo)
+    # exact in float32 (|values| <= 255)
+    xs = x.astype(np.float32) - x_zero.astype(np.float32)
+    acc = integer_conv(xs, w.astype(np.float32) - w_zero.astype(np.float32), geo)
     return acc.astype(np.int32, order="C")
 
 
@@ -190,17 +192,26 @@ def _reach(start: int, step: int, count: int, size: int) -> tuple[int, int]:
     return lo, max(lo, hi)
 
 
+COLUMNS = 1 << 23
+"""The most elements of an im2col matrix (one image, one group: 32 MiB of float32) :func:`integer_conv`
+makes; a larger convolution adds one product per kernel position instead, with no matrix larger than x."""
+
+
 def integer_conv(xs: np.ndarray, ws: np.ndarray, geo: Geometry, *, blas: bool = True) -> np.ndarray:
-    """The convolution of integer-valued arrays ``xs`` [N, C, D...] and ``ws`` [M, C/group, k...] (int64,
-    or float64 below 2**53) by ``geo``, as exact int64 sums [N, M, o...]. In float64 (BLAS) when every partial sum stays below 2**53, bounded by
-    C/group * prod(k) * max|xs| * max|ws| (always for 8-bit operands), else in int64; ``blas=False``
-    chooses int64, the path the float64 one is tested against."""
+    """The convolution of integer-valued arrays ``xs`` [N, C, D...] and ``ws`` [M, C/group, k...] (integers,
+    or floats below 2**53) by ``geo``, as exact int64 sums [N, M, o...]. Every partial sum is bounded by
+    C/group * prod(k) * max|xs| * max|ws|: below 2**24 (8-bit operands up to 258 terms of 255 x 255, 1024
+    of 128 x 128) in float32 BLAS, over an im2col matrix when it has at most :data:`COLUMNS` elements;
+    else below 2**53 in float64, else in int64. ``blas=False`` chooses int64, the path the float ones are
+    tested against."""
     terms = (geo.channels // geo.group) * math.prod(geo.kernel)
-    exact_float = blas and terms * magnitude(xs) * magnitude(ws) < FLOAT_EXACT
-    kind = np.float64 if exact_float else np.int64
+    if math.prod(geo.out_shape) == 0 or terms == 0:
+        return np.zeros(geo.out_shape, dtype=np.int64)
+    kind = exact_type(terms * magnitude(xs) * magnitude(ws)) if blas else None
+    if kind is np.float32 and terms * math.prod(geo.out) <= COLUMNS:
+        return _im2col_conv(xs.astype(kind, copy=False), ws.astype(kind, copy=False), geo)
+    kind = kind or np.int64
     acc = np.zeros(geo.out_shape, dtype=kind)
-    if acc.size == 0 or terms == 0:
-        return acc.astype(np.int64)
     xs, ws = xs.astype(kind, copy=False), ws.astype(kind, copy=False)
     per, oc = geo.channels // geo.group, geo.out_channels // geo.group
     for offset in itertools.product(*(range(k) for k in geo.kernel)):
@@ -214,6 +225,25 @@ def integer_conv(xs: np.ndarray, ws: np.ndarray, geo: Geometry, *, blas: bool = 
             part = np.matmul(weights, taps).reshape(geo.batch, oc, *shape)
             acc[(slice(None), slice(g * oc, (g + 1) * oc), *out_index)] += part
     return acc.astype(np.int64)
+
+
+def _im2col_conv(xs: np.ndarray, ws: np.ndarray, geo: Geometry) -> np.ndarray:
+    """:func:`integer_conv` as one matrix product per image and group: the group's weights [M/group,
+    C/group * prod(k)] times the input positions each output reads ([C/group * prod(k), prod(o)], 0 where
+    the position is padding)."""
+    per, oc = geo.channels // geo.group, geo.out_channels // geo.group
+    offsets = list(itertools.product(*(range(k) for k in geo.kernel)))
+    windows = [_window(geo, offset) for offset in offsets]
+    weights = ws.reshape(geo.group, oc, per * len(offsets))
+    acc = np.empty((geo.batch, geo.group, oc, math.prod(geo.out)), dtype=xs.dtype)
+    for n, g in itertools.product(range(geo.batch), range(geo.group)):
+        columns = np.zeros((per, len(offsets), *geo.out), dtype=xs.dtype)
+        image = xs[n, g * per : (g + 1) * per]
+        for i, reach in enumerate(windows):
+            if reach is not None:
+                columns[(slice(None), i, *reach[0])] = image[(slice(None), *reach[1])]
+        np.matmul(weights[g], columns.reshape(per * len(offsets), -1), out=acc[n, g])
+    return acc.reshape(geo.out_shape).astype(np.int64)
 
 
 def _window(

@@ -46,11 +46,11 @@ def matmul_integer(
     a_zero = _zero_point(a_zero_point, "a_zero_point", a_type.name)
     b_zero = _zero_point(b_zero_point, "b_zero_point", b_type.name)
     limits.check_output(pair.out_shape, np.int64)
-    # exact in float64 (|values| <= 255), one copy of each operand
-    rows = pair.a.astype(np.float64) - per_row(a_zero, pair, "a_zero_point")
-    cols = pair.b.astype(np.float64) - per_column(b_zero, pair, "b_zero_point")
-    product = exact_matmul(rows, cols)
-    return pair.result(product).astype(np.int32, order="C")
+    # exact in float32 (|values| <= 255), one copy of each operand
+    rows = pair.a.astype(np.float32) - per_row(a_zero, pair, "a_zero_point").astype(np.float32)
+    cols = pair.b.astype(np.float32) - per_column(b_zero, pair, "b_zero_point").astype(np.float32)
+    product = exact_matmul(rows, cols, dtype=np.int32)
+    return np.array(pair.result(product), dtype=np.int32, order="C", copy=None)
 
 
 def _zero_point(value: np.ndarray | None, name: str, type_name: str) -> np.ndarray:
