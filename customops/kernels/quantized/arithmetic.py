@@ -584,7 +584,12 @@ def exact_type(bound: int) -> type[np.floating] | None:
 
 
 def exact_matmul(
-    a: np.ndarray, b: np.ndarray, *, blas: bool = True, dtype: type[np.signedinteger] = np.int64
+    a: np.ndarray,
+    b: np.ndarray,
+    *,
+    blas: bool = True,
+    dtype: type[np.signedinteger] = np.int64,
+    largest: int | None = None,
 ) -> np.ndarray:
     """``numpy.matmul(a, b)`` of integer-valued arrays (integers, or floats holding integers below 2**53;
     at least 2-D, batch axes broadcast), exactly: as ``dtype`` (int32 or int64) when the bound below fits
@@ -596,9 +601,10 @@ def exact_matmul(
     into chunks whose sums float32 holds, added in float64 (:func:`chunked_matmul`); above 2**53 the
     operands are cut into limbs small enough for float64 (:func:`limb_matmul`). ``blas=False`` computes
     with numpy's int64 loops instead (when the bound fits int64): the path the float ones are tested
-    against."""
+    against. ``largest``, when given, is a bound on max|a| * max|b| the caller knows (else computed)."""
     k = a.shape[-1]
-    largest = magnitude(a) * magnitude(b)
+    if largest is None:
+        largest = magnitude(a) * magnitude(b)
     bound = k * largest
     whole = dtype if bound <= np.iinfo(dtype).max else np.int64
     if not blas and bound < 2**63:

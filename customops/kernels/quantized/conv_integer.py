@@ -6,8 +6,11 @@ is returned modulo 2**32 (the spec's "the accumulation may overflow if and only 
 int32 accumulator gives, whatever its order). :func:`integer_conv` is the exact sum, shared with
 QLinearConv.
 
-The convolution adds, for each kernel position, one matrix product per group of the weights at that
-position and the input positions it reads (a strided view of x, outside the padding only): no padded
+The convolution is one matrix product per image and group of the weights and the im2col matrix of the
+input positions each output reads (0 where a position is padding), exact in float32 BLAS for 8-bit
+operands (arithmetic.exact_matmul). A convolution whose im2col matrix would exceed :data:`COLUMNS`
+elements adds, for each kernel position, one matrix product per group of the weights at that position
+and the input positions it reads (a strided view of x, outside the padding only) instead: no padded
 copy of x and no column matrix larger than x are made.
 """
 
@@ -23,7 +26,14 @@ import numpy as np
 from customops.errors import KernelError
 from customops.kernels import limits
 from customops.kernels.args import choice, int_values, integer, ints, is_absent
-from customops.kernels.quantized.arithmetic import element_of, exact_type, magnitude, single, version_of
+from customops.kernels.quantized.arithmetic import (
+    FLOAT_EXACT,
+    element_of,
+    exact_matmul,
+    magnitude,
+    single,
+    version_of,
+)
 from customops.kernels.quantized.binding import binder
 
 __all__ = ["AUTO_PADS", "Geometry", "bind", "conv_integer", "geometry", "integer_conv"]
@@ -193,24 +203,26 @@ def _reach(start: int, step: int, count: int, size: int) -> tuple[int, int]:
 
 
 COLUMNS = 1 << 23
-"""The most elements of an im2col matrix (one image, one group: 32 MiB of float32) :func:`integer_conv`
-makes; a larger convolution adds one product per kernel position instead, with no matrix larger than x."""
+"""The most elements of an im2col matrix (one image, one group: 32 MiB of float32 operands)
+:func:`integer_conv` makes; a larger convolution adds one product per kernel position instead, with no
+matrix larger than x."""
 
 
 def integer_conv(xs: np.ndarray, ws: np.ndarray, geo: Geometry, *, blas: bool = True) -> np.ndarray:
     """The convolution of integer-valued arrays ``xs`` [N, C, D...] and ``ws`` [M, C/group, k...] (integers,
-    or floats below 2**53) by ``geo``, as exact int64 sums [N, M, o...]. Every partial sum is bounded by
-    C/group * prod(k) * max|xs| * max|ws|: below 2**24 (8-bit operands up to 258 terms of 255 x 255, 1024
-    of 128 x 128) in float32 BLAS, over an im2col matrix when it has at most :data:`COLUMNS` elements;
-    else below 2**53 in float64, else in int64. ``blas=False`` chooses int64, the path the float ones are
-    tested against."""
+    or floats below 2**53) by ``geo``, as exact int64 sums [N, M, o...]: one exact matrix product per
+    image and group over an im2col matrix (:func:`customops.kernels.quantized.arithmetic.exact_matmul`:
+    float32 BLAS for 8-bit operands) when that matrix has at most :data:`COLUMNS` elements; else one
+    product per kernel position, in float64 when every partial sum, bounded by C/group * prod(k) * max|xs|
+    * max|ws|, stays below 2**53, else in int64. ``blas=False`` chooses the int64 products per kernel
+    position, the path the others are tested against."""
     terms = (geo.channels // geo.group) * math.prod(geo.kernel)
     if math.prod(geo.out_shape) == 0 or terms == 0:
         return np.zeros(geo.out_shape, dtype=np.int64)
-    kind = exact_type(terms * magnitude(xs) * magnitude(ws)) if blas else None
-    if kind is np.float32 and terms * math.prod(geo.out) <= COLUMNS:
-        return _im2col_conv(xs.astype(kind, copy=False), ws.astype(kind, copy=False), geo)
-    kind = kind or np.int64
+    if blas and terms * math.prod(geo.out) <= COLUMNS:
+        return _im2col_conv(xs, ws, geo)
+    exact_float = blas and terms * magnitude(xs) * magnitude(ws) < FLOAT_EXACT
+    kind = np.float64 if exact_float else np.int64
     acc = np.zeros(geo.out_shape, dtype=kind)
     xs, ws = xs.astype(kind, copy=False), ws.astype(kind, copy=False)
     per, oc = geo.channels // geo.group, geo.out_channels // geo.group
@@ -228,22 +240,23 @@ def integer_conv(xs: np.ndarray, ws: np.ndarray, geo: Geometry, *, blas: bool = 
 
 
 def _im2col_conv(xs: np.ndarray, ws: np.ndarray, geo: Geometry) -> np.ndarray:
-    """:func:`integer_conv` as one matrix product per image and group: the group's weights [M/group,
-    C/group * prod(k)] times the input positions each output reads ([C/group * prod(k), prod(o)], 0 where
-    the position is padding)."""
+    """:func:`integer_conv` as one exact matrix product per image and group: the group's weights
+    [M/group, C/group * prod(k)] times the input positions each output reads ([C/group * prod(k),
+    prod(o)], 0 where the position is padding)."""
     per, oc = geo.channels // geo.group, geo.out_channels // geo.group
     offsets = list(itertools.product(*(range(k) for k in geo.kernel)))
     windows = [_window(geo, offset) for offset in offsets]
     weights = ws.reshape(geo.group, oc, per * len(offsets))
-    acc = np.empty((geo.batch, geo.group, oc, math.prod(geo.out)), dtype=xs.dtype)
+    acc = np.empty((geo.batch, geo.group, oc, math.prod(geo.out)), dtype=np.int64)
+    largest = magnitude(xs) * magnitude(ws)  # the im2col matrix holds xs's values and zeros
     for n, g in itertools.product(range(geo.batch), range(geo.group)):
         columns = np.zeros((per, len(offsets), *geo.out), dtype=xs.dtype)
         image = xs[n, g * per : (g + 1) * per]
         for i, reach in enumerate(windows):
             if reach is not None:
                 columns[(slice(None), i, *reach[0])] = image[(slice(None), *reach[1])]
-        np.matmul(weights[g], columns.reshape(per * len(offsets), -1), out=acc[n, g])
-    return acc.reshape(geo.out_shape).astype(np.int64)
+        acc[n, g] = exact_matmul(weights[g], columns.reshape(per * len(offsets), -1), largest=largest)
+    return acc.reshape(geo.out_shape)
 
 
 def _window(
