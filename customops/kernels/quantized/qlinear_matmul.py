@@ -126,7 +126,7 @@ def _product(
     a, a_zero, b, b_zero = operands
     a_type, b_type, out = types
     da, db = _difference(a, a_zero, a_type), _difference(b, b_zero, b_type)
-    acc = exact_matmul(_integers(da, a_type), _integers(db, b_type))
+    acc = exact_matmul(_integers(da, a_type), _integers(db, b_type), dtype=np.int32)
     what = "the real value of y before the zero point"
     y = requantize(acc, num * 2.0 ** -(a_type.shift + b_type.shift), den, zero, out, what)
     if np.isfinite(da).all() and np.isfinite(db).all():
