@@ -504,10 +504,15 @@ def _compiled_requantize(
     """:func:`requantize` into an integer type with one zero point, the rounding in a compiled loop
     (customops.accel.quantized_loops): the float64 values as the numpy path computes them, rounded where
     the error bound settles it; the elements it leaves unsure go through the numpy path (all of them when
-    one is NaN, for the error's index)."""
+    one is NaN, for the error's index).
+
+    The value is computed as ``acc * (num / den)``, in one pass over acc: three roundings as the numpy
+    path's ``acc * num / den`` (the float types of the scales keep both from overflowing), within the
+    same bound of the exact value, so every element the bound settles gets the same integer."""
     acc, num, den, zero_point = operands
     with np.errstate(all="ignore"):
-        value = np.asarray(acc, dtype=np.float64) * num / den
+        wide = acc if acc.dtype != object else acc.astype(np.float64)
+        value = np.multiply(wide, num / den, dtype=np.float64)
     value = np.ascontiguousarray(np.broadcast_to(value, shape)).reshape(-1)
     result = np.empty(shape, dtype=out.dtype)
     unsure = np.empty(value.size, dtype=np.bool_)
