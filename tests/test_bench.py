@@ -370,6 +370,40 @@ def test_copy_side_copies_the_data_input_into_its_output(side: int) -> None:
             np.testing.assert_array_equal(flat, src[: flat.size])
 
 
+@pytest.mark.parametrize("name", ["int8-matmulinteger-512", "int8-qlinearconv-64ch-3x3", "pad-reflect"])
+def test_stock_path_runs_the_kernel_as_our_hook_binds_it(name: str) -> None:
+    """The stock path hands the kernel's result back as a list, from the kernel bound to the node's
+    attributes as our hook calls it (the quantized kernels take their real element types through bind)."""
+    import numpy as np
+
+    import customops
+
+    model, feed, _ = suite.select(name)[0].build(True)
+    session = customops.InferenceSession(customops.rewrite(model))
+    ours = session.run(None, feed)[0]
+    swap = hooks.Hooks()
+    swap.stock()
+    try:
+        stock = session.run(None, feed)[0]
+    finally:
+        swap.ours()
+    assert stock.dtype == ours.dtype and np.array_equal(stock, ours)
+
+
+def test_stand_ins_are_timed_only_where_one_answer_fits_every_call() -> None:
+    chosen = {w.name: w.stand_ins for w in suite.select("int8")}
+    assert chosen == {
+        "int8-matmulinteger-512": True,
+        "int8-qlinearconv-64ch-3x3": True,
+        "int8-dynamicquantizelinear-1m": False,
+        "int8-dynamic-model": False,
+    }
+    for w in suite.suite():
+        model, _, _ = w.build(True)
+        one_output = len(model.graph.node) == 1 and len([o for o in model.graph.node[0].output if o]) == 1
+        assert w.stand_ins == one_output, w.name
+
+
 def _saved(tmp_path, text: str) -> Path:
     path = tmp_path / "saved.json"
     path.write_text(text)
