@@ -60,6 +60,7 @@ __all__ = [
     "optional",
     "requantize",
     "required",
+    "shifted",
     "single",
     "to_floats",
     "to_integers",
@@ -576,6 +577,15 @@ def magnitude(a: np.ndarray) -> int:
 
 FLOAT32_EXACT = 2**24
 """The same for float32: float32 BLAS (sgemm, about 2.5 times float64's speed here) is exact below it."""
+
+
+def shifted(values: np.ndarray, zero: np.ndarray) -> np.ndarray:
+    """``values - zero`` of 8-bit integers (``zero`` broadcasting to ``values``) as a new float32 array:
+    exact (at most 9 bits), and no subtraction where the zero point is 0."""
+    result = values.astype(np.float32)
+    if zero.any():
+        result -= zero.astype(np.float32)
+    return result
 
 
 def exact_type(bound: int) -> type[np.floating] | None:

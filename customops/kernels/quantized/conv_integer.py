@@ -31,6 +31,7 @@ from customops.kernels.quantized.arithmetic import (
     element_of,
     exact_matmul,
     magnitude,
+    shifted,
     single,
     version_of,
 )
@@ -68,9 +69,7 @@ def conv_integer(
     x_zero = _zero(x_zero_point, "x_zero_point", x_type.name, None, 0)
     w_zero = _zero(w_zero_point, "w_zero_point", w_type.name, w.shape[0], w.ndim - 1)
     limits.check_output(geo.out_shape, np.float64)
-    # exact in float32 (|values| <= 255)
-    xs = x.astype(np.float32) - x_zero.astype(np.float32)
-    acc = integer_conv(xs, w.astype(np.float32) - w_zero.astype(np.float32), geo)
+    acc = integer_conv(shifted(x, x_zero), shifted(w, w_zero), geo)
     return acc.astype(np.int32, order="C")
 
 

@@ -24,6 +24,7 @@ from customops.kernels.quantized.arithmetic import (
     finish,
     requantize,
     required,
+    shifted,
     single,
     version_of,
 )
@@ -100,9 +101,10 @@ def _types(
 def _difference(values: np.ndarray, zero: np.ndarray, kind: Element) -> np.ndarray:
     """``values - zero`` exactly: integers of at most 9 bits in float32, the difference of two float8
     values, of at most 35 significant bits, in float64 (NaN and infinities as IEEE gives them)."""
-    wide = np.float32 if kind.kind == "int" else np.float64
+    if kind.kind == "int":
+        return shifted(values, zero)
     with np.errstate(invalid="ignore"):
-        return values.astype(wide) - zero.astype(wide)
+        return values.astype(np.float64) - zero.astype(np.float64)
 
 
 def _integers(difference: np.ndarray, kind: Element) -> np.ndarray:
