@@ -248,14 +248,27 @@ def _im2col_conv(xs: np.ndarray, ws: np.ndarray, geo: Geometry) -> np.ndarray:
     weights = ws.reshape(geo.group, oc, per * len(offsets))
     acc = np.empty((geo.batch, geo.group, oc, math.prod(geo.out)), dtype=np.int64)
     largest = magnitude(xs) * magnitude(ws)  # the im2col matrix holds xs's values and zeros
+    columns = np.empty((per, len(offsets), *geo.out), dtype=xs.dtype)
     for n, g in itertools.product(range(geo.batch), range(geo.group)):
-        columns = np.zeros((per, len(offsets), *geo.out), dtype=xs.dtype)
         image = xs[n, g * per : (g + 1) * per]
         for i, reach in enumerate(windows):
-            if reach is not None:
-                columns[(slice(None), i, *reach[0])] = image[(slice(None), *reach[1])]
+            if reach is None:
+                columns[:, i] = 0
+                continue
+            columns[(slice(None), i, *reach[0])] = image[(slice(None), *reach[1])]
+            _zero_outside(columns[:, i], reach[0])
         acc[n, g] = exact_matmul(weights[g], columns.reshape(per * len(offsets), -1), largest=largest)
     return acc.reshape(geo.out_shape)
+
+
+def _zero_outside(plane: np.ndarray, window: tuple[slice, ...]) -> None:
+    """Set ``plane`` [C, o...] to 0 outside ``window`` (one slice per spatial axis): for each axis, the
+    parts before and after its slice, within the slices of the axes before it."""
+    inside: list[slice] = [slice(None)]
+    for part in window:
+        plane[(*inside, slice(0, part.start))] = 0
+        plane[(*inside, slice(part.stop, None))] = 0
+        inside.append(part)
 
 
 def _window(
