@@ -3,9 +3,9 @@
 value.
 
 A plain Python function, compiled on demand by :func:`customops.accel.jit.get` (``numba.njit``). It takes
-the float64 values the numpy path computes (``acc * num / den``, within 2**-49 of the exact value) and
-rounds each where that bound settles it, as the numpy path does: half to even, the zero point added,
-the type's range saturated. Where the bound does not settle it (a value within the bound of a half
+float64 values of ``acc * num / den`` within 2**-49 (relative) of the exact value, as the numpy path's
+are, and rounds each where that bound settles it, as the numpy path does: half to even, the zero point
+added, the type's range saturated. Where the bound does not settle it (a value within the bound of a half
 integer, and NaN) it marks the element for the caller to compute again.
 """
 

@@ -477,7 +477,6 @@ def requantize(
     loop = jit.get("round_to_integers", quantized_loops) if out.kind == "int" else None
     if loop is not None and operands[3].size == 1:
         return _compiled_requantize(loop, operands, shape, out, what)
-
     return elementwise(_requantize_chunk(out, what), operands, shape, out.dtype)
 
 
