@@ -370,6 +370,40 @@ def test_copy_side_copies_the_data_input_into_its_output(side: int) -> None:
             np.testing.assert_array_equal(flat, src[: flat.size])
 
 
+@pytest.mark.parametrize("name", ["int8-matmulinteger-512", "int8-qlinearconv-64ch-3x3", "pad-reflect"])
+def test_stock_path_runs_the_kernel_as_our_hook_binds_it(name: str) -> None:
+    """The stock path hands the kernel's result back as a list, from the kernel bound to the node's
+    attributes as our hook calls it (the quantized kernels take their real element types through bind)."""
+    import numpy as np
+
+    import customops
+
+    model, feed, _ = suite.select(name)[0].build(True)
+    session = customops.InferenceSession(customops.rewrite(model))
+    ours = session.run(None, feed)[0]
+    swap = hooks.Hooks()
+    swap.stock()
+    try:
+        stock = session.run(None, feed)[0]
+    finally:
+        swap.ours()
+    assert stock.dtype == ours.dtype and np.array_equal(stock, ours)
+
+
+def test_stand_ins_are_timed_only_where_one_answer_fits_every_call() -> None:
+    chosen = {w.name: w.stand_ins for w in suite.select("int8")}
+    assert chosen == {
+        "int8-matmulinteger-512": True,
+        "int8-qlinearconv-64ch-3x3": True,
+        "int8-dynamicquantizelinear-1m": False,
+        "int8-dynamic-model": False,
+    }
+    for w in suite.suite():
+        model, _, _ = w.build(True)
+        one_output = len(model.graph.node) == 1 and len([o for o in model.graph.node[0].output if o]) == 1
+        assert w.stand_ins == one_output, w.name
+
+
 def _saved(tmp_path, text: str) -> Path:
     path = tmp_path / "saved.json"
     path.write_text(text)
@@ -499,3 +533,36 @@ def test_the_readme_targets_are_the_committed_run_s() -> None:
     readme = (ROOT / "README.md").read_text()
     block = readme.split("<!-- bench-targets -->\n")[1].split("<!-- /bench-targets -->")[0]
     assert block.strip() == targets_table(saved.load(ROOT / "docs" / "bench.json").targets)
+
+
+def _run_json(results: list[report.Result], settings: report.Settings) -> dict:
+    hook = report.HookResult(elements=report.HOOK_TARGET_ELEMENTS, hook_ms=0.4, stock_ms=120.0, speedup=300.0)
+    machine = {"nproc": 2, "cpu": "CPU", "onnxruntime": "1", "jit": "numba 1", "threads_source": "2 (x)"}
+    return report.Report(machine, settings, results, hook).to_json()
+
+
+def test_bench_rows_puts_a_filtered_run_s_rows_into_the_full_run(tmp_path) -> None:
+    names = [w.name for w in suite.suite()]
+    full = tmp_path / "bench.json"
+    full.write_text(
+        json.dumps(_run_json([_result(n, 1.0) for n in names[:-1]], report.Settings(False, 2, None)))
+    )
+    rows = tmp_path / "rows.json"
+    filtered = [_result(names[-1], 9.0), _result(names[0], 4.0)]
+    rows.write_text(json.dumps(_run_json(filtered, report.Settings(False, 2, "x"))))
+    tool = [sys.executable, str(ROOT / "tools" / "bench_rows.py")]
+    done = subprocess.run(
+        [*tool, str(rows), "--into", str(full)], capture_output=True, text=True, timeout=NEVER
+    )
+    assert done.returncode == 0, done.stderr
+    merged = saved.load(full)
+    assert [r.name for r in merged.results] == names  # the suite's order, the new row added
+    assert [r.ratio for r in merged.results] == [4.0] + [1.0] * (len(names) - 2) + [9.0]
+    assert merged.settings.full and merged.summary.worst_ratio == 9.0
+    rows.write_text(json.dumps(_run_json([_result("no-such-workload", 2.0)], report.Settings(False, 2, "x"))))
+    before = full.read_bytes()
+    refused = subprocess.run(
+        [*tool, str(rows), "--into", str(full)], capture_output=True, text=True, timeout=NEVER
+    )
+    assert refused.returncode == 2 and "no-such-workload" in refused.stderr
+    assert len(refused.stderr.splitlines()) == 1 and full.read_bytes() == before

@@ -43,8 +43,7 @@ class Hooks:
         seams = self.seams
 
         def stock_path(k_id: int, feed: Any, raw: dict[str, str]) -> tuple[Any, ...]:
-            kernel, kwargs = seams.kernel_call(k_id, raw)
-            rv = kernel(*feed, **kwargs)
+            rv = seams.kernel_call(k_id, raw)(*feed)
             return (k_id, rv.shape, rv.flatten().tolist())
 
         self.install(stock_path)

@@ -27,13 +27,23 @@ class Workload:
     build: Builder
     small: bool = False
     """A tiny tensor: the case measures per-call overhead."""
+    stand_ins: bool = True
+    """Whether the stand-in kernels (floor, write-only, copy), the stock path and the memory probe are
+    measured: a one-node model of one output. False for a node of several outputs and a whole model,
+    where an answer of one array of the output's shape would not fit every call."""
 
 
 def one_node_model(
-    node: Any, inputs: list[tuple[str, Any]], inits: dict[str, Any], opset: int, out_rank: int | None = None
+    node: Any,
+    inputs: list[tuple[str, Any]],
+    inits: dict[str, Any],
+    opset: int,
+    out_rank: int | None = None,
+    out_dtype: Any = None,
 ) -> Any:
     """A model of the one ``node``: graph inputs ``inputs`` (name, array), initializers ``inits``, one output
-    of the first input's element type and rank (or ``out_rank``), default domain at ``opset``."""
+    of the first input's element type (or the numpy dtype ``out_dtype``) and rank (or ``out_rank``),
+    default domain at ``opset``."""
     from onnx import helper, numpy_helper
 
     from customops.dtypes import code_of
@@ -41,15 +51,12 @@ def one_node_model(
     def elem(a: Any) -> int:
         return code_of(a.dtype)
 
+    out_code = elem(inputs[0][1]) if out_dtype is None else code_of(out_dtype)
     graph = helper.make_graph(
         [node],
         "bench",
         [helper.make_tensor_value_info(name, elem(a), list(a.shape)) for name, a in inputs],
-        [
-            helper.make_tensor_value_info(
-                node.output[0], elem(inputs[0][1]), [None] * (out_rank or inputs[0][1].ndim)
-            )
-        ],
+        [helper.make_tensor_value_info(node.output[0], out_code, [None] * (out_rank or inputs[0][1].ndim))],
         [numpy_helper.from_array(v, k) for k, v in inits.items()],
     )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
@@ -246,6 +253,131 @@ def _grid_sample(mode: str, full: tuple[int, ...], quick_shape: tuple[int, ...])
     return build
 
 
+def _matmul_integer(size: int, quick_size: int) -> Builder:
+    """MatMulInteger-10 of uint8 A [size, size] (the feed) and int8 B [size, size] (an initializer, as a
+    layer's weights), no zero points."""
+
+    def build(quick: bool) -> tuple[Any, dict[str, Any], str]:
+        import numpy as np
+        from onnx import helper
+
+        n = quick_size if quick else size
+        rng = np.random.default_rng(0)
+        a = rng.integers(0, 256, (n, n), dtype=np.uint8)
+        b = rng.integers(-128, 128, (n, n), dtype=np.int8)
+        node = helper.make_node("MatMulInteger", ["x", "b"], ["y"])
+        model = one_node_model(node, [("x", a)], {"b": b}, 10, out_dtype=np.int32)
+        return model, {"x": a}, f"{n}x{n} u8 @ {n}x{n} s8 -> s32"
+
+    return build
+
+
+def _qlinear_conv(channels: int, size: int, quick: tuple[int, int]) -> Builder:
+    """QLinearConv-10 of uint8 x [1, channels, size, size] (the feed, zero point 128) and int8 w [channels,
+    channels, 3, 3] (zero point 0), pads 1, into uint8; scales and zero points are initializers."""
+
+    def build(is_quick: bool) -> tuple[Any, dict[str, Any], str]:
+        import numpy as np
+        from onnx import helper
+
+        c, s = quick if is_quick else (channels, size)
+        rng = np.random.default_rng(0)
+        x = rng.integers(0, 256, (1, c, s, s), dtype=np.uint8)
+        inits = {
+            "x_scale": np.array(0.02, np.float32),
+            "x_zero_point": np.array(128, np.uint8),
+            "w": rng.integers(-128, 128, (c, c, 3, 3), dtype=np.int8),
+            "w_scale": np.array(0.004, np.float32),
+            "w_zero_point": np.array(0, np.int8),
+            "y_scale": np.array(0.5, np.float32),
+            "y_zero_point": np.array(120, np.uint8),
+        }
+        node = helper.make_node("QLinearConv", ["x", *list(inits)[:6], "y_zero_point"], ["y"], pads=[1] * 4)
+        text = f"1x{c}x{s}x{s} u8, W {c}x{c}x3x3 s8, pads 1 -> u8"
+        return one_node_model(node, [("x", x)], inits, 10), {"x": x}, text
+
+    return build
+
+
+def _dynamic_quantize_linear(count: int, quick_count: int) -> Builder:
+    """DynamicQuantizeLinear-11 of ``count`` standard-normal floats (y, its scale and zero point; the
+    graph's output is y)."""
+
+    def build(quick: bool) -> tuple[Any, dict[str, Any], str]:
+        import numpy as np
+        from onnx import helper
+
+        n = quick_count if quick else count
+        x = random_data((n,))
+        node = helper.make_node("DynamicQuantizeLinear", ["x"], ["y", "y_scale", "y_zero_point"])
+        model = one_node_model(node, [("x", x)], {}, 11, out_dtype=np.uint8)
+        return model, {"x": x}, f"{n:,} floats -> u8"
+
+    return build
+
+
+def _dynamic_int8_model(frames: int, quick_frames: int) -> Builder:
+    """A small float model of a TTS-like shape, quantized by onnxruntime.quantization.quantize_dynamic
+    (weights int8, per tensor): x [1, 80, frames] (mel frames) through two Conv1d layers (80 -> 256 ->
+    256, kernel 5, pads 2) with Relu, transposed to [1, frames, 256], a feed-forward block (MatMul 256 ->
+    1024, Relu, MatMul 1024 -> 256, residual Add) and a MatMul 256 -> 80. Every Conv and MatMul becomes
+    DynamicQuantizeLinear of its input, ConvInteger or MatMulInteger, and float scaling."""
+
+    def build(quick: bool) -> tuple[Any, dict[str, Any], str]:
+        import tempfile
+        from pathlib import Path
+
+        import numpy as np
+        import onnx
+        from onnx import TensorProto, helper, numpy_helper
+        from onnxruntime import quantization
+
+        t = quick_frames if quick else frames
+        rng = np.random.default_rng(0)
+        shapes = {
+            "c1": (256, 80, 5),
+            "c2": (256, 256, 5),
+            "w1": (256, 1024),
+            "w2": (1024, 256),
+            "w3": (256, 80),
+        }
+        weights = [
+            numpy_helper.from_array(
+                (rng.standard_normal(shape) / np.sqrt(np.prod(shape[1:]))).astype(np.float32), name
+            )
+            for name, shape in shapes.items()
+        ]
+        nodes = [
+            helper.make_node("Conv", ["x", "c1"], ["a1"], pads=[2, 2]),
+            helper.make_node("Relu", ["a1"], ["r1"]),
+            helper.make_node("Conv", ["r1", "c2"], ["a2"], pads=[2, 2]),
+            helper.make_node("Relu", ["a2"], ["r2"]),
+            helper.make_node("Transpose", ["r2"], ["h"], perm=[0, 2, 1]),
+            helper.make_node("MatMul", ["h", "w1"], ["f1"]),
+            helper.make_node("Relu", ["f1"], ["g1"]),
+            helper.make_node("MatMul", ["g1", "w2"], ["f2"]),
+            helper.make_node("Add", ["h", "f2"], ["res"]),
+            helper.make_node("MatMul", ["res", "w3"], ["y"]),
+        ]
+        graph = helper.make_graph(
+            nodes,
+            "bench",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 80, t])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, t, 80])],
+            weights,
+        )
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        with tempfile.TemporaryDirectory(prefix="customops-bench-") as directory:
+            source, target = Path(directory) / "float.onnx", Path(directory) / "int8.onnx"
+            onnx.save(model, source)
+            quantization.quantize_dynamic(source, target, weight_type=quantization.QuantType.QInt8)
+            quantized = onnx.load(target)
+        x = random_data((1, 80, t))
+        return quantized, {"x": x}, f"1x80x{t}: 2 Conv1d k5 (80->256->256), FFN 256->1024->256, 256->80"
+
+    return build
+
+
 # --- the activation family: one block (other families add their rows elsewhere) --------------
 
 ACTIVATION_SHAPE, ACTIVATION_QUICK = (1, 64, 160, 160), (1, 8, 40, 40)
@@ -341,6 +473,15 @@ def suite() -> list[Workload]:
         Workload("small-gridsample-bilinear", "GridSample", _grid_sample("linear", tiny, tiny), small=True),
         Workload("deformconv-64ch-3x3", "DeformConv", _deform_conv(64, 64, 16, 16, mask=False)),
         Workload("deformconv-64ch-3x3-mask", "DeformConv", _deform_conv(64, 64, 16, 16, mask=True)),
+        Workload("int8-matmulinteger-512", "MatMulInteger", _matmul_integer(512, 64)),
+        Workload("int8-qlinearconv-64ch-3x3", "QLinearConv", _qlinear_conv(64, 56, (8, 16))),
+        Workload(
+            "int8-dynamicquantizelinear-1m",
+            "DynamicQuantizeLinear",
+            _dynamic_quantize_linear(1 << 20, 1 << 12),
+            stand_ins=False,
+        ),
+        Workload("int8-dynamic-model", "model", _dynamic_int8_model(200, 16), stand_ins=False),
         *activation_workloads(),
     ]
 

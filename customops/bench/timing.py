@@ -3,7 +3,8 @@ measurement of one workload and of the invocation hook.
 
 Each workload runs on up to five *sides*: the built-in node in a plain ``onnxruntime.InferenceSession``,
 and the rewritten model in ``customops.InferenceSession`` with our hook, then with the stand-in kernels
-of :mod:`customops.bench.hooks` (floor, write-only, copy). The sides are timed alternately in one process
+of :mod:`customops.bench.hooks` (floor, write-only, copy; not for a node of several outputs or a whole
+model, :attr:`customops.bench.suite.Workload.stand_ins`). The sides are timed alternately in one process
 (warm-up first, then the median of repeats), so that their ratios hold on a noisy machine. onnx,
 onnxruntime and numpy are imported by the functions that measure, not with this module.
 """
@@ -176,10 +177,13 @@ def _prepare(w: Workload, quick: bool) -> _Prepared:
     return _Prepared(shape_text, run_builtin, run_custom, custom_out, first_call * 1e3, diff)
 
 
-def _sides(p: _Prepared, hooks: Hooks, small: bool) -> list[Side]:
-    """Built-in, custom, floor, write-only and (not on tiny tensors) copy, in that order."""
+def _sides(p: _Prepared, hooks: Hooks, w: Workload) -> list[Side]:
+    """Built-in, custom, and with stand-ins floor, write-only and (not on tiny tensors) copy, in that
+    order."""
     import numpy as np
 
+    if not w.stand_ins:
+        return [Side(p.run_builtin, settle=SETTLE_S), Side(p.run_custom)]
     out = p.custom_out
     install_ready = hooks.ready_made(np.ascontiguousarray(out))
     install_write = hooks.write_only(out.shape, out.dtype)
@@ -189,7 +193,7 @@ def _sides(p: _Prepared, hooks: Hooks, small: bool) -> list[Side]:
         Side(p.run_custom, install_ready, hooks.ours),
         Side(p.run_custom, install_write, hooks.ours),
     ]
-    if not small:  # on tiny tensors the per-call costs are all a copy would show: see the floor
+    if not w.small:  # on tiny tensors the per-call costs are all a copy would show: see the floor
         sides.append(Side(p.run_custom, hooks.copy_once(out.shape, out.dtype), hooks.ours))
     return sides
 
@@ -221,19 +225,19 @@ def measure_workload(w: Workload, quick: bool, samples: int, hooks: Hooks) -> Re
     """Every side of ``w`` timed alternately (two warm-up samples each, then ``samples``), the stock
     path, the first call, the peak memory and the largest difference from the built-in output."""
     p = _prepare(w, quick)
-    sides = _sides(p, hooks, w.small)
+    sides = _sides(p, hooks, w)
     for _ in range(2):
         for side in sides:
             side.sample(1)
     target = 0.02 if w.small else 0.002
-    (times_b, times_c, times_f, times_w, *copied), inner = alternate(sides, samples, target)
-    times_y = copied[0] if copied else []  # the copy side, when it ran
+    (times_b, times_c, *stand_ins), inner = alternate(sides, samples, target)
+    times_f, times_w, times_y = [*stand_ins, [], [], []][:3]  # each [] when that side did not run
 
-    def median_ms(times: list[float]) -> float:
-        return statistics.median(times) * 1e3
+    def median_ms(times: list[float]) -> float | None:
+        return statistics.median(times) * 1e3 if times else None
 
-    builtin_ms, custom_ms = median_ms(times_b), median_ms(times_c)
-    stock_ms = _stock_ms(p, hooks, samples, inner)
+    builtin_ms, custom_ms = statistics.median(times_b) * 1e3, statistics.median(times_c) * 1e3
+    stock_ms = _stock_ms(p, hooks, samples, inner) if w.stand_ins else None
     return Result(
         name=w.name,
         op=w.op,
@@ -244,14 +248,14 @@ def measure_workload(w: Workload, quick: bool, samples: int, hooks: Hooks) -> Re
         ratio=custom_ms / builtin_ms,
         stock_ms=stock_ms,
         first_call_ms=p.first_call_ms,
-        peak_over_output=_peak_over_output(p, hooks),
+        peak_over_output=_peak_over_output(p, hooks) if w.stand_ins else None,
         output_mb=p.custom_out.nbytes / 2**20,
         max_abs_diff=p.max_abs_diff,
         samples=samples,
         inner=inner,
         floor_ms=median_ms(times_f),
         write_only_ms=median_ms(times_w),
-        copy_ms=median_ms(times_y) if times_y else None,
+        copy_ms=median_ms(times_y),
         builtin_samples_ms=[t * 1e3 for t in times_b],
         custom_samples_ms=[t * 1e3 for t in times_c],
         floor_samples_ms=[t * 1e3 for t in times_f],

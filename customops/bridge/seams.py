@@ -25,11 +25,10 @@ def guarded(hook: Hook) -> Hook:
     return functools.partial(call_guarded, hook)
 
 
-def kernel_call(k_id: int, raw_attrs: dict[str, str]) -> tuple[Callable[..., Any], dict[str, Any]]:
-    """The kernel of our registration ``k_id`` and the keyword arguments ``raw_attrs`` decode to, as the
-    stock path calls it: ``kernel(*inputs, **kwargs)``."""
-    binding = BINDINGS[k_id]
-    return binding.kernel, decode_attributes(binding, raw_attrs)[0]
+def kernel_call(k_id: int, raw_attrs: dict[str, str]) -> Callable[..., Any]:
+    """The kernel of our registration ``k_id`` bound to the attributes ``raw_attrs`` decode to, as our hook
+    calls it (``bind(**kwargs)``, or the kernel with those keyword arguments): ``call(*inputs)``."""
+    return decode_attributes(BINDINGS[k_id], raw_attrs)[2]
 
 
 @contextlib.contextmanager

@@ -12,8 +12,9 @@
   :func:`to_integers` round such values exactly once. :func:`requantize` rounds ``acc * num / den``
   (three operations) once: in float64 with an error bound, and where the bound straddles a rounding
   boundary, exactly with fractions.
-- Exact integer products (:func:`exact_matmul`): float64 BLAS where every partial sum is an integer below
-  2**53 (so exact in any summation order), else in limbs of fewer bits, combined exactly.
+- Exact integer products (:func:`exact_matmul`): float32 BLAS where every partial sum is an integer below
+  2**24, float64 BLAS below 2**53 (so exact in any summation order; float32 over chunks of the shared
+  axis where one chunk's sums stay below 2**24), else in limbs of fewer bits, combined exactly.
 """
 
 from __future__ import annotations
@@ -27,21 +28,26 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
+from customops.accel import jit, parallel
+from customops.accel.quantized import requantize_loops
 from customops.errors import KernelError
 from customops.kernels.args import integer, is_absent
 
 __all__ = [
     "CHUNK",
     "ELEMENTS",
+    "FLOAT32_EXACT",
     "FLOAT_EXACT",
     "Element",
     "Layout",
     "Origin",
     "check_pair",
+    "chunked_matmul",
     "element_code",
     "element_of",
     "elementwise",
     "exact_matmul",
+    "exact_type",
     "finish",
     "first_index",
     "layout",
@@ -55,6 +61,7 @@ __all__ = [
     "optional",
     "requantize",
     "required",
+    "shifted",
     "single",
     "to_floats",
     "to_integers",
@@ -468,6 +475,14 @@ def requantize(
     ``den`` 0, gives IEEE's result of the float64 formula."""
     operands = [np.asarray(acc), np.asarray(num), np.asarray(den), np.asarray(zero_point)]
     shape = np.broadcast_shapes(*(o.shape for o in operands))
+    loop = jit.get("round_to_integers", requantize_loops) if out.kind == "int" else None
+    if loop is not None and operands[3].size == 1:
+        return _compiled_requantize(loop, operands, shape, out, what)
+    return elementwise(_requantize_chunk(out, what), operands, shape, out.dtype)
+
+
+def _requantize_chunk(out: Element, what: str) -> Callable[..., np.ndarray]:
+    """The numpy path of :func:`requantize`, one chunk of :func:`elementwise` at a time."""
 
     def chunk(origin: Origin, a: np.ndarray, n: np.ndarray, d: np.ndarray, z: np.ndarray) -> np.ndarray:
         with np.errstate(all="ignore"):
@@ -481,7 +496,39 @@ def requantize(
             _exact(low, unsure, [a, n, d, z], out)
         return low
 
-    return elementwise(chunk, operands, shape, out.dtype)
+    return chunk
+
+
+def _compiled_requantize(
+    loop: Callable[..., None], operands: list[np.ndarray], shape: tuple[int, ...], out: Element, what: str
+) -> np.ndarray:
+    """:func:`requantize` into an integer type with one zero point, the rounding in a compiled loop
+    (customops.accel.quantized.requantize_loops): the float64 values as the numpy path computes them, rounded where
+    the error bound settles it; the elements it leaves unsure go through the numpy path (all of them when
+    one is NaN, for the error's index).
+
+    The value is computed as ``acc * (num / den)``, in one pass over acc: three roundings as the numpy
+    path's ``acc * num / den`` (the float types of the scales keep both from overflowing), within the
+    same bound of the exact value, so every element the bound settles gets the same integer."""
+    acc, num, den, zero_point = operands
+    with np.errstate(all="ignore"):
+        wide = acc if acc.dtype != object else acc.astype(np.float64)
+        value = np.multiply(wide, num / den, dtype=np.float64)
+    value = np.ascontiguousarray(np.broadcast_to(value, shape)).reshape(-1)
+    result = np.empty(shape, dtype=out.dtype)
+    unsure = np.empty(value.size, dtype=np.bool_)
+    zero = float(zero_point.reshape(-1)[0])
+    parallel.run(loop, value.size, value.size, value, zero, out.low, out.high, result.reshape(-1), unsure)
+    again = np.flatnonzero(unsure)
+    if again.size == 0:
+        return result
+    if np.isnan(value[again]).any():
+        return elementwise(_requantize_chunk(out, what), operands, shape, out.dtype)
+    parts = [np.broadcast_to(o, shape).reshape(-1)[again] for o in operands[:3]]
+    result.reshape(-1)[again] = elementwise(
+        _requantize_chunk(out, what), [*parts, zero_point], again.shape, out.dtype
+    )
+    return result
 
 
 def finish(
@@ -528,27 +575,76 @@ def magnitude(a: np.ndarray) -> int:
     return max(-int(a.min()), int(a.max())) if a.size else 0
 
 
-def exact_matmul(a: np.ndarray, b: np.ndarray, *, blas: bool = True) -> np.ndarray:
-    """``numpy.matmul(a, b)`` of integer-valued arrays (int64, or float64 holding integers below 2**53;
-    at least 2-D, batch axes broadcast), exactly: int64 when every sum fits in int64, else Python ints in
-    an object array.
+FLOAT32_EXACT = 2**24
+"""The same for float32: float32 BLAS (sgemm, about 2.5 times float64's speed here) is exact below it."""
+
+
+def shifted(values: np.ndarray, zero: np.ndarray) -> np.ndarray:
+    """``values - zero`` of 8-bit integers (``zero`` broadcasting to ``values``) as a new float32 array:
+    exact (at most 9 bits), and no subtraction where the zero point is 0."""
+    result = values.astype(np.float32)
+    if zero.any():
+        result -= zero.astype(np.float32)
+    return result
+
+
+def exact_type(bound: int) -> type[np.floating] | None:
+    """The float type in which every partial sum of integer products bounded by ``bound`` is exact in any
+    summation order: float32 below 2**24, float64 below 2**53, else None."""
+    if bound < FLOAT32_EXACT:
+        return np.float32
+    if bound < FLOAT_EXACT:
+        return np.float64
+    return None
+
+
+def exact_matmul(
+    a: np.ndarray,
+    b: np.ndarray,
+    *,
+    blas: bool = True,
+    dtype: type[np.signedinteger] = np.int64,
+    largest: int | None = None,
+) -> np.ndarray:
+    """``numpy.matmul(a, b)`` of integer-valued arrays (integers, or floats holding integers below 2**53;
+    at least 2-D, batch axes broadcast), exactly: as ``dtype`` (int32 or int64) when the bound below fits
+    it, else int64 when every sum fits in int64, else Python ints in an object array.
 
     With K the shared axis, every partial sum of the product is bounded by K * max|a| * max|b|. Below
-    2**53 float64 BLAS computes it exactly whatever its summation order (every partial sum is an integer
-    float64 holds); above, the operands are cut into limbs small enough for that (:func:`limb_matmul`).
-    ``blas=False`` computes with numpy's int64 loops instead (when the bound fits int64): the path the
-    float64 one is tested against."""
+    2**24 float32 BLAS computes it exactly whatever its summation order (every partial sum is an integer
+    float32 holds), below 2**53 float64 BLAS; between the two, when one product is below 2**24, K is cut
+    into chunks whose sums float32 holds, added in float64 (:func:`chunked_matmul`); above 2**53 the
+    operands are cut into limbs small enough for float64 (:func:`limb_matmul`). ``blas=False`` computes
+    with numpy's int64 loops instead (when the bound fits int64): the path the float ones are tested
+    against. ``largest``, when given, is a bound on max|a| * max|b| the caller knows (else computed)."""
     k = a.shape[-1]
-    bound = k * magnitude(a) * magnitude(b)
+    if largest is None:
+        largest = magnitude(a) * magnitude(b)
+    bound = k * largest
+    whole = dtype if bound <= np.iinfo(dtype).max else np.int64
     if not blas and bound < 2**63:
-        return np.matmul(a.astype(np.int64), b.astype(np.int64))
-    if bound < FLOAT_EXACT:
-        return np.matmul(a.astype(np.float64, copy=False), b.astype(np.float64, copy=False)).astype(np.int64)
+        return np.matmul(a.astype(np.int64), b.astype(np.int64)).astype(whole, copy=False)
+    kind = exact_type(bound)
+    if kind is not None:
+        if kind is np.float64 and 0 < largest < FLOAT32_EXACT // 2:
+            return chunked_matmul(a, b, (FLOAT32_EXACT - 1) // largest).astype(whole)
+        return np.matmul(a.astype(kind, copy=False), b.astype(kind, copy=False)).astype(whole)
     width = (53 - k.bit_length()) // 2
     if width < 1:
         raise KernelError(f"a product sums {k} terms: more than exact integer arithmetic is planned for")
     result = limb_matmul(a.astype(np.int64), b.astype(np.int64), width)
     return result.astype(np.int64) if bound < 2**63 else result
+
+
+def chunked_matmul(a: np.ndarray, b: np.ndarray, chunk: int) -> np.ndarray:
+    """``numpy.matmul(a, b)`` of integer-valued arrays as float64, summed over chunks of ``chunk`` indices
+    of the shared axis, each chunk's product in float32: exact when ``chunk * max|a| * max|b|`` is below
+    2**24 and the whole sum below 2**53."""
+    a32, b32 = a.astype(np.float32, copy=False), b.astype(np.float32, copy=False)
+    total = np.matmul(a32[..., :chunk], b32[..., :chunk, :]).astype(np.float64)
+    for start in range(chunk, a.shape[-1], chunk):
+        total += np.matmul(a32[..., start : start + chunk], b32[..., start : start + chunk, :])
+    return total
 
 
 def limb_matmul(a: np.ndarray, b: np.ndarray, width: int) -> np.ndarray:

@@ -6,8 +6,11 @@ is returned modulo 2**32 (the spec's "the accumulation may overflow if and only 
 int32 accumulator gives, whatever its order). :func:`integer_conv` is the exact sum, shared with
 QLinearConv.
 
-The convolution adds, for each kernel position, one matrix product per group of the weights at that
-position and the input positions it reads (a strided view of x, outside the padding only): no padded
+The convolution is one matrix product per image and group of the weights and the im2col matrix of the
+input positions each output reads (0 where a position is padding), exact in float32 BLAS for 8-bit
+operands (arithmetic.exact_matmul). A convolution whose im2col matrix would exceed :data:`COLUMNS`
+elements adds, for each kernel position, one matrix product per group of the weights at that position
+and the input positions it reads (a strided view of x, outside the padding only) instead: no padded
 copy of x and no column matrix larger than x are made.
 """
 
@@ -23,7 +26,15 @@ import numpy as np
 from customops.errors import KernelError
 from customops.kernels import limits
 from customops.kernels.args import choice, int_values, integer, ints, is_absent
-from customops.kernels.quantized.arithmetic import FLOAT_EXACT, element_of, magnitude, single, version_of
+from customops.kernels.quantized.arithmetic import (
+    FLOAT_EXACT,
+    element_of,
+    exact_matmul,
+    magnitude,
+    shifted,
+    single,
+    version_of,
+)
 from customops.kernels.quantized.binding import binder
 
 __all__ = ["AUTO_PADS", "Geometry", "bind", "conv_integer", "geometry", "integer_conv"]
@@ -58,7 +69,7 @@ def conv_integer(
     x_zero = _zero(x_zero_point, "x_zero_point", x_type.name, None, 0)
     w_zero = _zero(w_zero_point, "w_zero_point", w_type.name, w.shape[0], w.ndim - 1)
     limits.check_output(geo.out_shape, np.float64)
-    acc = integer_conv(x.astype(np.float64) - x_zero, w.astype(np.float64) - w_zero, geo)
+    acc = integer_conv(shifted(x, x_zero), shifted(w, w_zero), geo)
     return acc.astype(np.int32, order="C")
 
 
@@ -190,17 +201,28 @@ def _reach(start: int, step: int, count: int, size: int) -> tuple[int, int]:
     return lo, max(lo, hi)
 
 
+COLUMNS = 1 << 23
+"""The most elements of an im2col matrix (one image, one group: 32 MiB of float32 operands)
+:func:`integer_conv` makes; a larger convolution adds one product per kernel position instead, with no
+matrix larger than x."""
+
+
 def integer_conv(xs: np.ndarray, ws: np.ndarray, geo: Geometry, *, blas: bool = True) -> np.ndarray:
-    """The convolution of integer-valued arrays ``xs`` [N, C, D...] and ``ws`` [M, C/group, k...] (int64,
-    or float64 below 2**53) by ``geo``, as exact int64 sums [N, M, o...]. In float64 (BLAS) when every partial sum stays below 2**53, bounded by
-    C/group * prod(k) * max|xs| * max|ws| (always for 8-bit operands), else in int64; ``blas=False``
-    chooses int64, the path the float64 one is tested against."""
+    """The convolution of integer-valued arrays ``xs`` [N, C, D...] and ``ws`` [M, C/group, k...] (integers,
+    or floats below 2**53) by ``geo``, as exact int64 sums [N, M, o...]: one exact matrix product per
+    image and group over an im2col matrix (:func:`customops.kernels.quantized.arithmetic.exact_matmul`:
+    float32 BLAS for 8-bit operands) when that matrix has at most :data:`COLUMNS` elements; else one
+    product per kernel position, in float64 when every partial sum, bounded by C/group * prod(k) * max|xs|
+    * max|ws|, stays below 2**53, else in int64. ``blas=False`` chooses the int64 products per kernel
+    position, the path the others are tested against."""
     terms = (geo.channels // geo.group) * math.prod(geo.kernel)
+    if math.prod(geo.out_shape) == 0 or terms == 0:
+        return np.zeros(geo.out_shape, dtype=np.int64)
+    if blas and terms * math.prod(geo.out) <= COLUMNS:
+        return _im2col_conv(xs, ws, geo)
     exact_float = blas and terms * magnitude(xs) * magnitude(ws) < FLOAT_EXACT
     kind = np.float64 if exact_float else np.int64
     acc = np.zeros(geo.out_shape, dtype=kind)
-    if acc.size == 0 or terms == 0:
-        return acc.astype(np.int64)
     xs, ws = xs.astype(kind, copy=False), ws.astype(kind, copy=False)
     per, oc = geo.channels // geo.group, geo.out_channels // geo.group
     for offset in itertools.product(*(range(k) for k in geo.kernel)):
@@ -214,6 +236,39 @@ def integer_conv(xs: np.ndarray, ws: np.ndarray, geo: Geometry, *, blas: bool = 
             part = np.matmul(weights, taps).reshape(geo.batch, oc, *shape)
             acc[(slice(None), slice(g * oc, (g + 1) * oc), *out_index)] += part
     return acc.astype(np.int64)
+
+
+def _im2col_conv(xs: np.ndarray, ws: np.ndarray, geo: Geometry) -> np.ndarray:
+    """:func:`integer_conv` as one exact matrix product per image and group: the group's weights
+    [M/group, C/group * prod(k)] times the input positions each output reads ([C/group * prod(k),
+    prod(o)], 0 where the position is padding)."""
+    per, oc = geo.channels // geo.group, geo.out_channels // geo.group
+    offsets = list(itertools.product(*(range(k) for k in geo.kernel)))
+    windows = [_window(geo, offset) for offset in offsets]
+    weights = ws.reshape(geo.group, oc, per * len(offsets))
+    acc = np.empty((geo.batch, geo.group, oc, math.prod(geo.out)), dtype=np.int64)
+    largest = magnitude(xs) * magnitude(ws)  # the im2col matrix holds xs's values and zeros
+    columns = np.empty((per, len(offsets), *geo.out), dtype=xs.dtype)
+    for n, g in itertools.product(range(geo.batch), range(geo.group)):
+        image = xs[n, g * per : (g + 1) * per]
+        for i, reach in enumerate(windows):
+            if reach is None:
+                columns[:, i] = 0
+                continue
+            columns[(slice(None), i, *reach[0])] = image[(slice(None), *reach[1])]
+            _zero_outside(columns[:, i], reach[0])
+        acc[n, g] = exact_matmul(weights[g], columns.reshape(per * len(offsets), -1), largest=largest)
+    return acc.reshape(geo.out_shape)
+
+
+def _zero_outside(plane: np.ndarray, window: tuple[slice, ...]) -> None:
+    """Set ``plane`` [C, o...] to 0 outside ``window`` (one slice per spatial axis): for each axis, the
+    parts before and after its slice, within the slices of the axes before it."""
+    inside: list[slice] = [slice(None)]
+    for part in window:
+        plane[(*inside, slice(0, part.start))] = 0
+        plane[(*inside, slice(part.stop, None))] = 0
+        inside.append(part)
 
 
 def _window(

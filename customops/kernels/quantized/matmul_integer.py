@@ -19,7 +19,7 @@ import numpy as np
 from customops.errors import KernelError
 from customops.kernels import limits
 from customops.kernels.args import is_absent
-from customops.kernels.quantized.arithmetic import element_of, exact_matmul, single, version_of
+from customops.kernels.quantized.arithmetic import element_of, exact_matmul, shifted, single, version_of
 from customops.kernels.quantized.binding import binder
 
 __all__ = ["Operands", "bind", "matmul_integer", "operands", "per_column", "per_row"]
@@ -46,11 +46,10 @@ def matmul_integer(
     a_zero = _zero_point(a_zero_point, "a_zero_point", a_type.name)
     b_zero = _zero_point(b_zero_point, "b_zero_point", b_type.name)
     limits.check_output(pair.out_shape, np.int64)
-    # exact in float64 (|values| <= 255), one copy of each operand
-    rows = pair.a.astype(np.float64) - per_row(a_zero, pair, "a_zero_point")
-    cols = pair.b.astype(np.float64) - per_column(b_zero, pair, "b_zero_point")
-    product = exact_matmul(rows, cols)
-    return pair.result(product).astype(np.int32, order="C")
+    rows = shifted(pair.a, per_row(a_zero, pair, "a_zero_point"))
+    cols = shifted(pair.b, per_column(b_zero, pair, "b_zero_point"))
+    product = exact_matmul(rows, cols, dtype=np.int32)
+    return np.array(pair.result(product), dtype=np.int32, order="C", copy=None)
 
 
 def _zero_point(value: np.ndarray | None, name: str, type_name: str) -> np.ndarray:

@@ -16,7 +16,14 @@ import numpy as np
 from customops.errors import KernelError
 from customops.kernels import limits
 from customops.kernels.args import is_absent
-from customops.kernels.quantized.arithmetic import check_pair, element_of, requantize, required, version_of
+from customops.kernels.quantized.arithmetic import (
+    check_pair,
+    element_of,
+    requantize,
+    required,
+    shifted,
+    version_of,
+)
 from customops.kernels.quantized.binding import binder
 from customops.kernels.quantized.conv_integer import EIGHT_BITS, channel_values, geometry, integer_conv
 
@@ -67,7 +74,7 @@ def qlinear_conv(
     limits.check_output(geo.out_shape, np.float64)
     x_zero = channel_values(zeros[0], "x_zero_point", None, 0).astype(np.int64)
     w_zero = channel_values(zeros[1], "w_zero_point", geo.out_channels, w.ndim - 1).astype(np.int64)
-    acc = integer_conv(x.astype(np.float64) - x_zero, w.astype(np.float64) - w_zero, geo)
+    acc = integer_conv(shifted(x, x_zero), shifted(w, w_zero), geo)
     acc += _bias(B, geo.out_channels, rank)
     num = channel_values(scales[0], "x_scale", None, 0).astype(np.float64) * channel_values(
         scales[1], "w_scale", geo.out_channels, rank - 2

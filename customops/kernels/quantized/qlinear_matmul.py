@@ -24,6 +24,7 @@ from customops.kernels.quantized.arithmetic import (
     finish,
     requantize,
     required,
+    shifted,
     single,
     version_of,
 )
@@ -97,16 +98,18 @@ def _types(
     return a_type, b_type, out
 
 
-def _difference(values: np.ndarray, zero: np.ndarray) -> np.ndarray:
-    """``values - zero`` in float64, exactly: integers of at most 9 bits, or the difference of two float8
-    values, of at most 35 significant bits (NaN and infinities as IEEE gives them)."""
+def _difference(values: np.ndarray, zero: np.ndarray, kind: Element) -> np.ndarray:
+    """``values - zero`` exactly: integers of at most 9 bits in float32, the difference of two float8
+    values, of at most 35 significant bits, in float64 (NaN and infinities as IEEE gives them)."""
+    if kind.kind == "int":
+        return shifted(values, zero)
     with np.errstate(invalid="ignore"):
         return values.astype(np.float64) - zero.astype(np.float64)
 
 
 def _integers(difference: np.ndarray, kind: Element) -> np.ndarray:
-    """A difference as integers (in float64, below 2**36): times 2**shift for float8 types, NaN and
-    infinities as 0 (their outputs are computed apart)."""
+    """A difference as integers (below 2**36): as it is for integer types, times 2**shift for float8 types,
+    NaN and infinities as 0 (their outputs are computed apart)."""
     if kind.kind == "int":
         return difference
     return np.where(np.isfinite(difference), difference * 2.0**kind.shift, 0.0)
@@ -124,8 +127,8 @@ def _product(
     evaluation of the formula."""
     a, a_zero, b, b_zero = operands
     a_type, b_type, out = types
-    da, db = _difference(a, a_zero), _difference(b, b_zero)
-    acc = exact_matmul(_integers(da, a_type), _integers(db, b_type))
+    da, db = _difference(a, a_zero, a_type), _difference(b, b_zero, b_type)
+    acc = exact_matmul(_integers(da, a_type), _integers(db, b_type), dtype=np.int32)
     what = "the real value of y before the zero point"
     y = requantize(acc, num * 2.0 ** -(a_type.shift + b_type.shift), den, zero, out, what)
     if np.isfinite(da).all() and np.isfinite(db).all():
