@@ -28,7 +28,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from customops.accel import jit, parallel
+from customops.accel import gemm, jit, parallel
 from customops.accel.quantized import requantize_loops
 from customops.errors import KernelError
 from customops.kernels.args import integer, is_absent
@@ -628,7 +628,7 @@ def exact_matmul(
     if kind is not None:
         if kind is np.float64 and 0 < largest < FLOAT32_EXACT // 2:
             return chunked_matmul(a, b, (FLOAT32_EXACT - 1) // largest).astype(whole)
-        return np.matmul(a.astype(kind, copy=False), b.astype(kind, copy=False)).astype(whole)
+        return gemm.matmul(a.astype(kind, copy=False), b.astype(kind, copy=False)).astype(whole)
     width = (53 - k.bit_length()) // 2
     if width < 1:
         raise KernelError(f"a product sums {k} terms: more than exact integer arithmetic is planned for")
@@ -641,9 +641,9 @@ def chunked_matmul(a: np.ndarray, b: np.ndarray, chunk: int) -> np.ndarray:
     of the shared axis, each chunk's product in float32: exact when ``chunk * max|a| * max|b|`` is below
     2**24 and the whole sum below 2**53."""
     a32, b32 = a.astype(np.float32, copy=False), b.astype(np.float32, copy=False)
-    total = np.matmul(a32[..., :chunk], b32[..., :chunk, :]).astype(np.float64)
+    total = gemm.matmul(a32[..., :chunk], b32[..., :chunk, :]).astype(np.float64)
     for start in range(chunk, a.shape[-1], chunk):
-        total += np.matmul(a32[..., start : start + chunk], b32[..., start : start + chunk, :])
+        total += gemm.matmul(a32[..., start : start + chunk], b32[..., start : start + chunk, :])
     return total
 
 

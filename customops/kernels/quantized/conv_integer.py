@@ -239,26 +239,39 @@ def integer_conv(xs: np.ndarray, ws: np.ndarray, geo: Geometry, *, blas: bool = 
 
 
 def _im2col_conv(xs: np.ndarray, ws: np.ndarray, geo: Geometry) -> np.ndarray:
-    """:func:`integer_conv` as one exact matrix product per image and group: the group's weights
-    [M/group, C/group * prod(k)] times the input positions each output reads ([C/group * prod(k),
-    prod(o)], 0 where the position is padding)."""
+    """:func:`integer_conv` as exact matrix products over im2col matrices: per image, a block of groups at
+    a time (as many as :data:`COLUMNS` elements hold, so a depthwise convolution is one batched product,
+    not one per channel), each group's weights [M/group, C/group * prod(k)] times the input positions
+    each output reads ([C/group * prod(k), prod(o)], 0 where the position is padding)."""
     per, oc = geo.channels // geo.group, geo.out_channels // geo.group
     offsets = list(itertools.product(*(range(k) for k in geo.kernel)))
     windows = [_window(geo, offset) for offset in offsets]
-    weights = ws.reshape(geo.group, oc, per * len(offsets))
-    acc = np.empty((geo.batch, geo.group, oc, math.prod(geo.out)), dtype=np.int64)
-    largest = magnitude(xs) * magnitude(ws)  # the im2col matrix holds xs's values and zeros
-    columns = np.empty((per, len(offsets), *geo.out), dtype=xs.dtype)
-    for n, g in itertools.product(range(geo.batch), range(geo.group)):
-        image = xs[n, g * per : (g + 1) * per]
-        for i, reach in enumerate(windows):
-            if reach is None:
-                columns[:, i] = 0
-                continue
-            columns[(slice(None), i, *reach[0])] = image[(slice(None), *reach[1])]
-            _zero_outside(columns[:, i], reach[0])
-        acc[n, g] = exact_matmul(weights[g], columns.reshape(per * len(offsets), -1), largest=largest)
+    terms, positions = per * len(offsets), math.prod(geo.out)
+    weights = ws.reshape(geo.group, oc, terms)
+    acc = np.empty((geo.batch, geo.group, oc, positions), dtype=np.int64)
+    largest = magnitude(xs) * magnitude(ws)  # the im2col matrices hold xs's values and zeros
+    step = max(1, COLUMNS // (terms * positions))
+    for n, first in itertools.product(range(geo.batch), range(0, geo.group, step)):
+        last = min(geo.group, first + step)
+        columns = _columns(xs[n, first * per : last * per], windows, geo)
+        product = exact_matmul(
+            weights[first:last], columns.reshape(last - first, terms, positions), largest=largest
+        )
+        acc[n, first:last] = product
     return acc.reshape(geo.out_shape)
+
+
+def _columns(image: np.ndarray, windows: list, geo: Geometry) -> np.ndarray:
+    """The im2col matrix of ``image`` [C', D...]: [C', kernel positions, o...], each position's taps of
+    each output, 0 where the tap is padding."""
+    columns = np.empty((image.shape[0], len(windows), *geo.out), dtype=image.dtype)
+    for i, reach in enumerate(windows):
+        if reach is None:
+            columns[:, i] = 0
+            continue
+        columns[(slice(None), i, *reach[0])] = image[(slice(None), *reach[1])]
+        _zero_outside(columns[:, i], reach[0])
+    return columns
 
 
 def _zero_outside(plane: np.ndarray, window: tuple[slice, ...]) -> None:
