@@ -153,3 +153,23 @@ def test_every_carried_combination_of_a_typed_version_has_a_registration(opv):
         if any(bound.setdefault(n, t) != t for n, t in zip(names, combo, strict=True)):
             continue  # one variable, two types: no model has it
         assert list(combo) in registered, (opv.key, combo)
+
+
+def test_each_family_is_one_kernel_folder_and_one_registry_module():
+    """A family's kernels are in its folder of kernels/, its rows in the registry module of its name, and
+    its versions map onto its own custom ops: a new family touches nothing else (docs/architecture.md)."""
+    import importlib
+    from pathlib import Path
+
+    from customops.registry import FAMILIES
+
+    kernels = Path(importlib.import_module("customops.kernels").__file__).parent
+    folders = {p.name for p in kernels.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert {f.name for f in FAMILIES} == folders
+    assert [op for f in FAMILIES for op in f.custom_ops] == list(CUSTOM_OPS.values())
+    assert tuple(opv for f in FAMILIES for opv in f.versions) == OPS
+    for family in FAMILIES:
+        assert importlib.import_module(f"customops.registry.{family.name}").FAMILY is family
+        for op in family.custom_ops:
+            assert op.kernel.startswith(f"customops.kernels.{family.name}."), op.name
+        assert {opv.custom for opv in family.versions} == {op.name for op in family.custom_ops}, family.name
