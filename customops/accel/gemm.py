@@ -43,7 +43,7 @@ def _rows(a: np.ndarray, b: np.ndarray, out: np.ndarray, start: int, stop: int) 
 def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``numpy.matmul(a, b)`` of float arrays of one type (at least 2-D; batch axes broadcast), as a new
     array: BLAS on one thread, the rows of the result shared by customops' threads."""
-    shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
+    shape = (*np.broadcast_shapes(a.shape[:-2], b.shape[:-2]), a.shape[-2], b.shape[-1])
     out = np.empty(shape, dtype=np.result_type(a, b))
     rows, work = a.shape[-2], out.size * a.shape[-1]
     with _controller().limit(limits=1, user_api="blas"):
