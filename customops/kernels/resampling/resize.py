@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from customops.accel.plans import Uncacheable, flat_key, planned, tracked
+from customops.accel.plans import plan_cache
 from customops.accel.resampling import resize_plans
 from customops.errors import KernelError
 from customops.kernels import limits
@@ -818,19 +818,6 @@ def execute(prepared: PreparedResize, X: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 
 
-def _input_key(value: Any) -> Any:
-    """A hashable key for a small optional input (None or a numeric ndarray), else Uncacheable."""
-    if value is None:
-        return None
-    if type(value) is np.ndarray and value.dtype.kind in "biuf":
-        size = value.size
-        if size == 0:
-            return (value.dtype, value.shape)
-        if size <= 4096:
-            return (value.dtype, value.shape, value.tobytes())
-    raise Uncacheable
-
-
 def bind(**attributes: Any) -> Callable[..., np.ndarray]:
     """``resize`` with its attributes fixed, for repeated calls (the ONNX Runtime hook).
 
@@ -844,22 +831,12 @@ def bind(**attributes: Any) -> Callable[..., np.ndarray]:
         raise TypeError(f"resize() got unexpected keyword arguments {sorted(unknown)!r}")
     values = {**_ATTRIBUTE_DEFAULTS, **attributes}
     ordered = tuple(values[name] for name in _ATTRIBUTE_DEFAULTS)
-    plans: dict[Any, PreparedResize] = {}
+    plan = plan_cache(lambda X, *small: prepare(X.shape, X.dtype, *small, *ordered))
 
-    @tracked(plans)
     def bound(X: Any, roi: Any = None, scales: Any = None, sizes: Any = None) -> np.ndarray:
         if type(X) is not np.ndarray:
             X = np.asarray(X)
-        key = flat_key(X, roi, scales, sizes)
-        prepared = plans.get(key)
-        if prepared is None:
-            prepared = planned(
-                plans,
-                key,
-                (roi, scales, sizes),
-                lambda: (X.shape, X.dtype, _input_key(roi), _input_key(scales), _input_key(sizes)),
-                lambda: prepare(X.shape, X.dtype, roi, scales, sizes, *ordered),
-            )
+        prepared: PreparedResize = plan(X, roi, scales, sizes)
         direct = prepared.direct
         if direct is not None and X.flags.c_contiguous:
             return direct(X)
