@@ -17,8 +17,9 @@ from onnx import TensorProto, helper, numpy_helper
 import customops
 from customops.eval.judging.deviations import known_labels
 from customops.eval.judging.facts import Given, Observed, facts
+from customops.eval.judging.rounding_bound import TERMS, exact
 from customops.eval.judging.signature import Signature, Subject
-from customops.eval.judging.yardstick import ACTIVATION_SOURCE, TERMS, YARDSTICKS, alone_atol, exact
+from customops.eval.judging.yardstick_table import ACTIVATION_SOURCE, YARDSTICKS, alone_atol
 from customops.kernels.activations.sigmoid import sigmoid
 from customops.registry import ACTIVATION_OPS
 from tests.helpers import run_cli, strict_json

@@ -20,8 +20,10 @@ from customops.eval.judging import ort_gemm
 from customops.eval.judging.attribution import odd_one_out
 from customops.eval.judging.deviations import MACHINE_DEPENDENT, documented_ids, known_labels
 from customops.eval.judging.facts import QLINEAR_MATMUL, Given, Observed, facts
+from customops.eval.judging.rounding_bound import TERMS, bound, exact
 from customops.eval.judging.signature import Signature, Subject
-from customops.eval.judging.yardstick import EXACT_SOURCE, TERMS, YARDSTICKS, bound, exact, measure
+from customops.eval.judging.yardstick import measure
+from customops.eval.judging.yardstick_table import EXACT_SOURCE, YARDSTICKS
 from tests.helpers import Deviation, one_node_model, run_cli, strict_json
 
 U8, S8, F32 = np.uint8, np.int8, np.float32

@@ -83,7 +83,7 @@ def test_a_kernel_with_no_output_has_no_within(missing):
 
 
 def _roi_bound(x: np.ndarray, rois: list[list[float]], batch: list[int]) -> np.ndarray:
-    from customops.eval.judging.yardstick import bound
+    from customops.eval.judging.rounding_bound import bound
 
     attrs = {"mode": "avg", "output_height": 1, "output_width": 1, "sampling_ratio": 2, "spatial_scale": 1.0}
     inputs = [x, np.array(rois, F32), np.array(batch, np.int64)]

@@ -115,7 +115,7 @@ def test_a_rerun_passes_only_when_every_output_passes():
 
 
 def _resize_bound(shape, out_shape, antialias):
-    from customops.eval.judging.yardstick import bound
+    from customops.eval.judging.rounding_bound import bound
 
     x = np.ones(shape, F32)
     attrs = {"mode": "linear", "antialias": antialias}
@@ -125,7 +125,7 @@ def _resize_bound(shape, out_shape, antialias):
 def test_resize_s_bound_widens_with_antialias_only_when_it_shrinks():
     """Antialias widens linear's 2 taps to ceil(2 x 16 / 4) + 1 = 9 on an axis shrunk from 16 to 4; on an
     axis grown it changes nothing. (Slip: the condition inverted, either way.)"""
-    from customops.eval.judging.yardstick import COORDINATE_OPS, epsilon
+    from customops.eval.judging.rounding_bound import COORDINATE_OPS, epsilon
 
     eps, extent = epsilon("float32"), 16.0
     shrunk = _resize_bound((1, 1, 1, 16), (1, 1, 1, 4), 1)
@@ -142,7 +142,7 @@ def test_resize_s_bound_widens_with_antialias_only_when_it_shrinks():
 def test_grid_sample_s_extent_stops_at_twice_the_input_for_a_far_grid():
     """A grid coordinate of 1e6 reads padding however it rounds: GridSample's extent is at most 2 L, not
     1e6 L. (Slip: ``min`` made ``max``, a bound 5e5 times looser.)"""
-    from customops.eval.judging.yardstick import COORDINATE_OPS, bound, epsilon
+    from customops.eval.judging.rounding_bound import COORDINATE_OPS, bound, epsilon
 
     x = np.ones((1, 1, 8, 8), F32)
     near, far = np.zeros((1, 2, 2, 2), F32), np.full((1, 2, 2, 2), 1e6, F32)

@@ -182,7 +182,8 @@ def _table_rows(path: str, heading: str) -> dict[str, list[str]]:
 
 
 def test_the_docs_tables_of_yardsticks_follow_the_data():
-    from customops.eval.judging.yardstick import TERMS, YARDSTICKS
+    from customops.eval.judging.rounding_bound import TERMS
+    from customops.eval.judging.yardstick_table import YARDSTICKS
     from customops.registry import OP_TYPES
 
     assert set(YARDSTICKS) == set(OP_TYPES)

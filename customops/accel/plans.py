@@ -1,21 +1,23 @@
 """The plan caches of the bound kernels (each kernel module's ``bind(**attributes)``, what the ONNX Runtime hook calls).
 
 A bound kernel keeps its validated plan per input shape, dtype and small inputs (scales, pads, ...) in a
-dict: a hit is one ``dict.get`` on the hot path; a miss validates and stores the plan with
-:func:`remember`. Inputs that cannot be part of a key raise :class:`Uncacheable`, and the call is then
-planned afresh.
+cache made by :func:`plan_cache`, the one prologue of every bound kernel that plans: a hit is one
+``dict.get`` on the hot path; a miss makes the plan and stores it with :func:`remember`. Inputs that
+cannot be part of a key raise :class:`Uncacheable` (:func:`input_key`), and the call is then planned
+afresh.
 
-The hook always passes every input as an ndarray of a fixed numeric type, so the bound kernels first
-look up a *flat* key (:func:`flat_key`): the data's shape and dtype, then each small input's dtype,
-shape and bytes, written out in one tuple (about half the cost of a key built input by input). Bytes
-identify an input only for numbers and bools, so on a miss :func:`planned` stores the plan under the
-flat key only when :func:`flat_key_ok` says so; other inputs (None, strings, lists) take the kernel's
-general key.
+The hook always passes every input as an ndarray of a fixed numeric type, so a cache first looks up a
+*flat* key (:func:`flat_key`): the data's shape and dtype, then each small input's dtype, shape and
+bytes, written out in one tuple (about half the cost of a key built input by input). Bytes identify an
+input only for numbers and bools, so on a miss :func:`planned` stores the plan under the flat key only
+when :func:`flat_key_ok` says so; other inputs (None, strings, lists) take the general key (the data's
+shape and dtype, then :func:`input_key` of each small input). A kernel whose plans depend on shapes
+alone gives :func:`plan_cache` its own key.
 
-A plan may hold a compiled loop or its absence, decided when it was made: a bound kernel whose plans
-do registers its cache with :func:`tracked`, and :func:`forget_all` (called when
-:func:`customops.accel.jit.numpy_only` switches the compiled paths) empties every registered cache; a
-plan made while the switch flipped is not kept.
+A plan may hold a compiled loop or its absence, decided when it was made: every cache of
+:func:`plan_cache` is registered, and :func:`forget_all` (called when
+:func:`customops.accel.jit.numpy_only` switches the compiled paths) empties them all; a plan made while
+the switch flipped is not kept.
 """
 
 from __future__ import annotations
@@ -31,37 +33,20 @@ PLAN_CACHE_SIZE = 64
 """Plans kept per bound kernel; the cache is emptied when it is full (a model has few shapes per node)."""
 
 P = TypeVar("P")
-F = TypeVar("F", bound=Callable[..., Any])
 
 _lock = threading.Lock()
 _tracked: weakref.WeakKeyDictionary[Callable[..., Any], dict[Any, Any]] = weakref.WeakKeyDictionary()
+"""Every cache of :func:`plan_cache`, by the lookup that owns it (kept for as long as that lives)."""
 _epoch = [0]
 """How many times :func:`forget_all` has run: a plan made across a change is not kept."""
 
 
-def tracked(plans: dict[Any, Any]) -> Callable[[F], F]:
-    """Decorate a bound kernel whose plan cache ``plans`` holds compiled decisions: :func:`forget_all`
-    empties the cache for as long as the kernel lives."""
-
-    def register(bound: F) -> F:
-        with _lock:
-            _tracked[bound] = plans
-        return bound
-
-    return register
-
-
 def forget_all() -> None:
-    """Empty every cache registered with :func:`tracked` (the compiled paths were switched on or off)."""
+    """Empty every cache of :func:`plan_cache` (the compiled paths were switched on or off)."""
     with _lock:
         _epoch[0] += 1
         for plans in list(_tracked.values()):
             plans.clear()
-
-
-def epoch() -> int:
-    """The plan caches' current epoch: pass it to :func:`remember` with a plan made after reading it."""
-    return _epoch[0]
 
 
 class Uncacheable(Exception):
@@ -70,8 +55,8 @@ class Uncacheable(Exception):
 
 def remember(plans: dict[Any, P], key: Any, plan: P, made: int) -> P:
     """Store ``plan`` under ``key`` in ``plans`` (emptied first when it holds PLAN_CACHE_SIZE plans),
-    unless :func:`forget_all` has run since :func:`epoch` was ``made`` (the plan may then hold the
-    other decision: it serves the call that made it only)."""
+    unless :func:`forget_all` has run since the epoch was ``made`` (the plan may then hold the other
+    decision: it serves the call that made it only)."""
     with _lock:
         if made == _epoch[0]:
             if len(plans) >= PLAN_CACHE_SIZE:
@@ -129,3 +114,54 @@ def planned(
         if plan is not None:
             return plan
     return remember(plans, key, make(), made)
+
+
+def input_key(value: Any) -> Any:
+    """The general key of a small input: None, or an ndarray of at most FLAT_KEY_LIMIT elements of a
+    fixed-size type or of strings; raises Uncacheable for anything else."""
+    if value is None:
+        return None
+    if type(value) is np.ndarray and value.size <= FLAT_KEY_LIMIT:
+        if value.dtype.kind != "O":
+            return (value.dtype, value.shape, value.tobytes())
+        items = tuple(value.flat)
+        if all(type(v) is str for v in items):
+            return (value.dtype, value.shape, items)
+    raise Uncacheable
+
+
+def plan_cache(make: Callable[..., Any], key: Callable[..., Any] | None = None) -> Callable[..., Any]:
+    """A bound kernel's plan lookup: ``plan(data, *small)`` is the plan ``make(data, *small)`` made for
+    the data array and its one to three small inputs, kept under their flat key (the general key when
+    the flat one cannot tell them apart; not kept when they are Uncacheable). With ``key``,
+    ``plan(*arrays)`` keeps it under ``key(*arrays)`` instead, and a plan of None (nothing to keep) is
+    made again on every call. The cache is registered for :func:`forget_all` as long as ``plan`` lives."""
+    plans: dict[Any, Any] = {}
+
+    def plan(data: np.ndarray, *small: Any) -> Any:
+        flat = flat_key(data, *small)
+        found = plans.get(flat)
+        if found is None:
+            found = planned(
+                plans,
+                flat,
+                small,
+                lambda: (data.shape, data.dtype, *map(input_key, small)),
+                lambda: make(data, *small),
+            )
+        return found
+
+    def keyed(*arrays: Any) -> Any:
+        at = key(*arrays)  # type: ignore[misc]
+        found = plans.get(at)
+        if found is None:
+            made = _epoch[0]
+            found = make(*arrays)
+            if found is not None:
+                remember(plans, at, found, made)
+        return found
+
+    lookup = plan if key is None else keyed
+    with _lock:
+        _tracked[lookup] = plans
+    return lookup

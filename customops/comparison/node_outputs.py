@@ -22,7 +22,7 @@ from customops.comparison.prepared import WholeRuns
 from customops.comparison.results import NodeOutput, NodeResult
 from customops.comparison.settings import Settings
 from customops.eval.judging.metrics import Metrics
-from customops.eval.judging.yardstick import alone_atol
+from customops.eval.judging.yardstick_table import alone_atol
 
 __all__ = ["Judged", "decide", "judge_outputs_of", "worst"]
 

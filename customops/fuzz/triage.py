@@ -63,8 +63,8 @@ def _agree(a: Any, b: Any, tol: Tolerance, magnitude: float = 0.0) -> Metrics:
 
 def _relative(op: str, elem: str) -> Tolerance:
     """The tolerance of ``op``'s outputs of element type ``elem``: the type's, with no absolute part for a
-    correctly rounded op (customops.eval.judging.yardstick.alone_atol, as compare's node alone)."""
-    from customops.eval.judging.yardstick import alone_atol
+    correctly rounded op (customops.eval.judging.yardstick_table.alone_atol, as compare's node alone)."""
+    from customops.eval.judging.yardstick_table import alone_atol
 
     return elem if alone_atol(op, None) is None else (tolerance(elem)[0], 0.0)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from customops.comparison.pipeline import compare_model
-from customops.eval.judging.yardstick import bound
+from customops.eval.judging.rounding_bound import bound
 from tests.helpers import roi_align_model
 
 F32 = np.float32

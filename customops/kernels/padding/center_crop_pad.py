@@ -7,10 +7,10 @@ from typing import Any
 
 import numpy as np
 
-from customops.accel.plans import flat_key, planned, tracked
+from customops.accel.plans import plan_cache
 from customops.errors import KernelError
 from customops.kernels.args import int_list, normalize_axes
-from customops.kernels.padding.pad import execute_pad, input_key, pad, prepare_pad
+from customops.kernels.padding.pad import execute_pad, pad, prepare_pad
 
 __all__ = ["bind", "center_crop_pad"]
 
@@ -62,25 +62,15 @@ def crop_pads(data_shape: tuple[int, ...], shape: Any, axes: Any) -> tuple[np.nd
 def bind(axes: Sequence[int] | None = None) -> Any:
     """``center_crop_pad`` with its axes fixed, for repeated calls (the ONNX Runtime hook): the copy
     plan is kept per input shape, dtype and target shape. Errors are raised on every call."""
-    plans: dict[Any, Any] = {}
 
     def _plan(data: np.ndarray, shape: Any) -> Any:
         pads, axes_array = crop_pads(data.shape, shape, axes)
         return prepare_pad(data.shape, data.dtype, pads, None, axes_array, "constant")
 
-    @tracked(plans)
+    plan = plan_cache(_plan)
+
     def bound(input_data: Any, shape: Any) -> np.ndarray:
         data = input_data if type(input_data) is np.ndarray else np.asarray(input_data)
-        key = flat_key(data, shape)
-        prepared = plans.get(key)
-        if prepared is None:
-            prepared = planned(
-                plans,
-                key,
-                (shape,),
-                lambda: (data.shape, data.dtype, input_key(shape)),
-                lambda: _plan(data, shape),
-            )
-        return execute_pad(prepared, data)
+        return execute_pad(plan(data, shape), data)
 
     return bound

@@ -12,7 +12,7 @@ import numpy as np
 
 from customops.accel import jit, parallel
 from customops.accel.padding import col2im_loops
-from customops.accel.plans import Uncacheable, flat_key, planned, tracked
+from customops.accel.plans import plan_cache
 from customops.errors import KernelError
 from customops.kernels import limits
 from customops.kernels.args import int_list, ints
@@ -254,14 +254,6 @@ def execute(prepared: PreparedCol2Im, x: np.ndarray) -> np.ndarray:
     return out.astype(dtype.kind) if dtype.kind in "US" else out
 
 
-def _key(value: Any) -> Any:
-    if value is None:
-        return None
-    if type(value) is np.ndarray and value.dtype.kind in "iu" and value.size <= 64:
-        return (value.dtype, value.shape, value.tobytes())
-    raise Uncacheable
-
-
 def bind(
     dilations: Sequence[int] | None = None,
     pads: Sequence[int] | None = None,
@@ -269,21 +261,11 @@ def bind(
 ) -> Any:
     """``col2im`` with its attributes fixed, for repeated calls (the ONNX Runtime hook): the validated
     geometry is kept per input shape, dtype, image_shape and block_shape. Errors are raised on every call."""
-    plans: dict[Any, PreparedCol2Im] = {}
+    plan = plan_cache(lambda x, image, block: prepare(x, image, block, dilations, pads, strides))
 
-    @tracked(plans)
     def bound(input: Any, image_shape: Any, block_shape: Any) -> np.ndarray:
         x = input if type(input) is np.ndarray else np.asarray(input)
-        key = flat_key(x, image_shape, block_shape)
-        prepared = plans.get(key)
-        if prepared is None:
-            prepared = planned(
-                plans,
-                key,
-                (image_shape, block_shape),
-                lambda: (x.shape, x.dtype, _key(image_shape), _key(block_shape)),
-                lambda: prepare(x, image_shape, block_shape, dilations, pads, strides),
-            )
+        prepared: PreparedCol2Im = plan(x, image_shape, block_shape)
         direct = prepared.direct
         if direct is not None and x.flags.c_contiguous:
             return direct(x)

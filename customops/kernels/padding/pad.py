@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from customops.accel import parallel
-from customops.accel.plans import Uncacheable, flat_key, planned, tracked
+from customops.accel.plans import plan_cache
 from customops.errors import KernelError
 from customops.kernels import limits
 from customops.kernels.args import choice, int_list, is_absent, normalize_axes
@@ -478,45 +478,14 @@ def _loop_plan(
     return _Loop(kernel, bits, (planes, h, w * width), (planes, out_h, out_w * width), table, fill_row)
 
 
-def input_key(value: Any) -> Any:
-    """A hashable plan-cache key for a small input of Pad or CenterCropPad (None, or an ndarray of at most
-    256 numbers or strings); raises Uncacheable for anything else."""
-    if value is None:
-        return None
-    if type(value) is np.ndarray and value.size <= 256:
-        if value.dtype.kind != "O":
-            return (value.dtype, value.shape, value.tobytes())
-        items = tuple(value.flat)
-        if all(type(v) is str for v in items):
-            return (value.dtype, value.shape, items)
-    raise Uncacheable
-
-
 def bind(mode: str = "constant") -> Any:
     """``pad`` with its mode fixed, for repeated calls (the ONNX Runtime hook): the validated copy plan
     is kept per input shape, dtype, pads, constant_value and axes. Errors are raised on every call."""
-    plans: dict[Any, PreparedPad] = {}
+    plan = plan_cache(lambda data, *small: prepare_pad(data.shape, data.dtype, *small, mode))
 
-    @tracked(plans)
     def bound(data: Any, pads: Any, constant_value: Any = None, axes: Any = None) -> np.ndarray:
         if type(data) is not np.ndarray:
             data = np.asarray(data)
-        key = flat_key(data, pads, constant_value, axes)
-        prepared = plans.get(key)
-        if prepared is None:
-            prepared = planned(
-                plans,
-                key,
-                (pads, constant_value, axes),
-                lambda: (
-                    data.shape,
-                    data.dtype,
-                    input_key(pads),
-                    input_key(constant_value),
-                    input_key(axes),
-                ),
-                lambda: prepare_pad(data.shape, data.dtype, pads, constant_value, axes, mode),
-            )
-        return execute_pad(prepared, data)
+        return execute_pad(plan(data, pads, constant_value, axes), data)
 
     return bound

@@ -1,43 +1,47 @@
-"""ONNX Resize (versions 10 to 19) as a numpy kernel.
+"""ONNX Resize (versions 10 to 19) as a numpy kernel: the planner and the numpy passes.
 
 One function, :func:`resize`, accepts the union of every version's attributes; the translator rejects
-attributes that a given opset version does not have. docs/semantics.md records where
-the spec text, onnx.reference and ONNX Runtime disagree and what this kernel does.
+attributes that a given opset version does not have. What the spec says of one axis (the attributes,
+the output lengths, the coordinate transformations, the filters' tap tables) is
+customops.kernels.resampling.resize_spec's; here :func:`prepare` makes a resize's plan from it
+(:class:`PreparedResize`: per resized axis a gather or a filter's tables, and the compiled path that
+customops.accel.resampling.resize_plans chooses from them), :func:`execute` runs it (the numpy passes:
+gathers, and banded matrix products in float64 rounded once), and :func:`bind` keeps plans for the ONNX
+Runtime hook. docs/semantics.md records where the spec text, onnx.reference and ONNX Runtime disagree
+and what this kernel does.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from fractions import Fraction
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from customops.accel.plans import Uncacheable, flat_key, planned, tracked
+from customops.accel.plans import plan_cache
 from customops.accel.resampling import resize_plans
 from customops.errors import KernelError
 from customops.kernels import limits
-from customops.kernels.args import choice, flag, normalize_axes
-from customops.kernels.rounding import finisher, saturate
+from customops.kernels.args import normalize_axes
+from customops.kernels.resampling.resize_spec import (
+    Axis,
+    Options,
+    checked_options,
+    extrapolation_scalar,
+    filter_table,
+    nearest_indices,
+    optional_input,
+    resized_axes,
+    single_tap,
+    source_coordinates,
+)
+from customops.kernels.rounding import finisher
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
 __all__ = ["bind", "resize"]
-
-_MODES = ("nearest", "linear", "cubic")
-_COORDINATE_MODES = (
-    "half_pixel",
-    "half_pixel_symmetric",
-    "pytorch_half_pixel",
-    "align_corners",
-    "asymmetric",
-    "tf_half_pixel_for_nn",
-    "tf_crop_and_resize",
-)
-_NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
-_POLICIES = ("stretch", "not_larger", "not_smaller")
 
 # How many output positions share one dense block of the banded matrix (measured with numpy's
 # bundled OpenBLAS on a 2-core x86-64 machine): along the last axis, the fewest whose band of inputs
@@ -49,236 +53,10 @@ _MIDDLE_BLOCK = 16
 _WIDE_BAND = 256
 _GEMM_LIMIT = 1 << 18  # multiply-adds per matmul call: OpenBLAS runs calls this small on one thread
 _TILE_BYTES = 4 << 20  # intermediate results are computed in slabs of about this size
-_MAX_LENGTH = 2**53  # output lengths beyond this would lose integer exactness in the float64 coordinates
 
 
 _Block = tuple[int, int, int, int, np.ndarray]
 """A dense piece of an axis' (out x in) interpolation matrix: (o0, o1, lo, hi, matrix[o1 - o0, hi - lo])."""
-
-
-@dataclass(frozen=True)
-class _Axis:
-    """How one resized axis maps: lengths, the exact scale, and the roi (start, end)."""
-
-    axis: int
-    in_len: int
-    out_len: int
-    scale: Fraction
-    roi: tuple[float, float]
-
-
-# ---------------------------------------------------------------------------------------------
-# Argument checking
-
-
-def _number(name: str, value: Any, finite: bool) -> float:
-    try:
-        result = float(value)
-    except (TypeError, ValueError):
-        raise KernelError(f"{name} {value!r} is not a number") from None
-    if finite and not math.isfinite(result):
-        raise KernelError(f"{name} {value!r} is not finite")
-    return result
-
-
-def _optional_input(name: str, value: Any) -> np.ndarray | None:
-    """None or an empty array mean absent; otherwise a 1-D array."""
-    if value is None:
-        return None
-    array = np.asarray(value)
-    if array.size == 0:
-        return None
-    if array.ndim != 1:
-        raise KernelError(f"{name} must be 1-D, got shape {array.shape!r}")
-    return array
-
-
-def _plan(
-    shape: tuple[int, ...],
-    roi: np.ndarray | None,
-    scales: np.ndarray | None,
-    sizes: np.ndarray | None,
-    axes: list[int],
-    policy: str,
-    uses_roi: bool,
-) -> list[_Axis]:
-    """Each resized axis' lengths, exact scale and roi, from the optional inputs (None: absent)."""
-    count = len(axes)
-    if scales is not None and sizes is not None:
-        raise KernelError("scales and sizes are both given; give exactly one")
-    if scales is None and sizes is None:
-        if count == 0:
-            return []
-        raise KernelError("neither scales nor sizes is given; give exactly one")
-    given = scales if scales is not None else sizes
-    label = "scales" if scales is not None else "sizes"
-    assert given is not None
-    if given.size != count:
-        raise KernelError(f"{label} has {given.size} entries, expected {count} (one per resized axis)")
-    starts, ends = [0.0] * count, [1.0] * count
-    if uses_roi and roi is not None:
-        starts, ends = _roi_bounds(roi, count)
-    in_lens = [shape[a] for a in axes]
-    if scales is not None:
-        out_lens, fractions = _lengths_from_scales(scales, in_lens)
-    else:
-        assert sizes is not None
-        out_lens, fractions = _lengths_from_sizes(sizes, in_lens, policy)
-    return [
-        _Axis(a, n, m, f, (s, e))
-        for a, n, m, f, s, e in zip(axes, in_lens, out_lens, fractions, starts, ends, strict=True)
-    ]
-
-
-def _roi_bounds(roi: np.ndarray, count: int) -> tuple[list[float], list[float]]:
-    """The roi's starts and ends, one per resized axis."""
-    if roi.size != 2 * count:
-        raise KernelError(
-            f"roi has {roi.size} entries, expected {2 * count} (start and end per resized axis)"
-        )
-    try:
-        values = roi.astype(np.float64)
-    except (TypeError, ValueError):
-        raise KernelError(f"roi {roi!r} is not numeric") from None
-    if not np.isfinite(values).all():
-        raise KernelError(f"roi {roi.tolist()!r} is not finite")
-    return values[:count].tolist(), values[count:].tolist()
-
-
-def _lengths_from_scales(scales: np.ndarray, in_lens: list[int]) -> tuple[list[int], list[Fraction]]:
-    """Output lengths floor(scale * length), and the scales as exact fractions."""
-    if scales.dtype.kind not in "fiu":
-        raise KernelError(f"scales have dtype {scales.dtype}, expected float")
-    fractions = []
-    for value in scales.tolist():
-        if not (math.isfinite(value) and value > 0):
-            raise KernelError(f"scale {value!r} is not a positive finite number")
-        fractions.append(Fraction(value))
-    out_lens = [math.floor(f * n) for f, n in zip(fractions, in_lens, strict=True)]
-    for f, m in zip(fractions, out_lens, strict=True):
-        if m > _MAX_LENGTH:
-            raise KernelError(f"scale {float(f)!r} asks for an output length of {m}, more than {_MAX_LENGTH}")
-    return out_lens, fractions
-
-
-def _lengths_from_sizes(
-    sizes: np.ndarray, in_lens: list[int], policy: str
-) -> tuple[list[int], list[Fraction]]:
-    """Output lengths and exact scales from sizes under keep_aspect_ratio_policy ``policy``."""
-    if sizes.dtype.kind not in "iu":
-        raise KernelError(f"sizes have dtype {sizes.dtype}, expected int64")
-    wanted = [int(v) for v in sizes.tolist()]
-    for v in wanted:
-        if v < 0:
-            raise KernelError(f"size {v!r} is negative")
-    if policy == "stretch":
-        fractions = [Fraction(m, n) if n else Fraction(1) for m, n in zip(wanted, in_lens, strict=True)]
-        return wanted, fractions
-    # The policy's single scale is the smallest (not_larger) or largest (not_smaller) of
-    # sizes[i] / in_size[d]; axes of length 0 cannot constrain it.
-    ratios = [Fraction(m, n) for m, n in zip(wanted, in_lens, strict=True) if n]
-    pick = min if policy == "not_larger" else max
-    scale = pick(ratios) if ratios else Fraction(1)
-    # round_int rounds halfway cases up.
-    return [math.floor(scale * n + Fraction(1, 2)) for n in in_lens], [scale] * len(in_lens)
-
-
-# ---------------------------------------------------------------------------------------------
-# Coordinates and filter tables (1-D, float64)
-
-
-def _source_coordinates(ax: _Axis, mode: str) -> np.ndarray:
-    """x_original for every output index x_resized (o below), computed from the exact scale a / b with as
-    few roundings as possible: each mode's spec formula, then its rational form (one division where the
-    terms are exact in float64). length_resized is the exact scale times length_original (n)."""
-    n, length = ax.in_len, ax.out_len
-    a, b = float(ax.scale.numerator), float(ax.scale.denominator)  # scale = a / b
-    o = np.arange(length, dtype=np.float64)
-    if mode in ("half_pixel", "pytorch_half_pixel"):
-        # spec: (x_resized + 0.5) / scale - 0.5 (pytorch_half_pixel: 0 when the output length is <= 1)
-        if mode == "pytorch_half_pixel" and length <= 1:
-            return np.zeros(length)
-        return ((2 * o + 1) * b - a) / (2 * a)  # ((2o + 1) b - a) / 2a
-    if mode == "half_pixel_symmetric":
-        # spec: offset + (x_resized + 0.5) / scale - 0.5, offset = n / 2 * (1 - length / (scale * n))
-        return (a * (n - 1) + b * (2 * o + 1 - length)) / (2 * a)  # (a (n - 1) + b (2o + 1 - length)) / 2a
-    if mode == "asymmetric":
-        # spec: x_resized / scale
-        return o * b / a  # o b / a
-    if mode == "tf_half_pixel_for_nn":
-        # spec: (x_resized + 0.5) / scale
-        return (2 * o + 1) * b / (2 * a)  # (2o + 1) b / 2a
-    width = ax.scale * n  # length_resized: the exact scale times the input length
-    if mode == "align_corners":
-        # spec: x_resized * (length_original - 1) / (length_resized - 1), 0 when the output length is <= 1
-        if length <= 1:
-            return np.zeros(length)
-        ratio = (n - 1) / (width - 1)
-        return o * float(ratio.numerator) / float(ratio.denominator)  # o p / q, p / q = (n - 1) / (width - 1)
-    # tf_crop_and_resize, spec: start_x * (length_original - 1) + x_resized * (end_x - start_x) *
-    # (length_original - 1) / (length_resized - 1); 0.5 * (start_x + end_x) * (length_original - 1) when
-    # the output length is <= 1. Rational: (start (n-1) (width-1) + o (end-start) (n-1)) / (width-1), one
-    # rounding, where the numerator stays exact in float64; else the spec's formula in float64.
-    start, end = ax.roi
-    if length <= 1:
-        return np.full(length, 0.5 * (start + end) * (n - 1))
-    terms = [Fraction(start) * (n - 1) * (width - 1), (Fraction(end) - Fraction(start)) * (n - 1), width - 1]
-    common = math.lcm(*(t.denominator for t in terms))
-    p, q, r = (int(t * common) for t in terms)
-    if max(abs(p) + (length - 1) * abs(q), abs(r)) < 2**53:
-        return (p + o * q) / r  # the numerator is exact in float64
-    return start * (n - 1) + o * ((end - start) * (n - 1) / float(width - 1))
-
-
-def _nearest_indices(x: np.ndarray, nearest_mode: str, n: int) -> np.ndarray:
-    if nearest_mode == "round_prefer_floor":
-        r = np.ceil(x - 0.5)
-    elif nearest_mode == "round_prefer_ceil":
-        r = np.floor(x + 0.5)
-    elif nearest_mode == "floor":
-        r = np.floor(x)
-    else:
-        r = np.ceil(x)
-    return np.clip(r, 0, max(n - 1, 0)).astype(np.intp)
-
-
-def _cubic_kernel(u: np.ndarray, a: float) -> np.ndarray:
-    inner = ((a + 2) * u - (a + 3)) * u * u + 1
-    outer = ((a * u - 5 * a) * u + 8 * a) * u - 4 * a
-    return np.where(u <= 1, inner, np.where(u < 2, outer, 0.0))
-
-
-def _filter_table(
-    x: np.ndarray, ax: _Axis, mode: str, a: float, antialias: bool, exclude_outside: bool
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Taps of every output position: (positions, clamped indices, normalized weights), each (out, taps)."""
-    support = 1.0 if mode == "linear" else 2.0
-    stretch = min(float(ax.scale), 1.0) if antialias else 1.0
-    half = max(1, math.ceil(support / stretch))
-    floor = np.floor(x)
-    offsets = np.arange(1 - half, half + 1, dtype=np.float64)
-    positions = floor[:, None] + offsets
-    u = np.abs(offsets - (x - floor)[:, None])
-    if stretch != 1.0:
-        u *= stretch
-    weights = np.maximum(1.0 - u, 0.0) if mode == "linear" else _cubic_kernel(u, a)
-    n = ax.in_len
-    if exclude_outside:
-        weights[(positions < 0) | (positions > n - 1)] = 0.0
-    total = weights.sum(axis=1, keepdims=True)
-    weights /= np.where(total == 0, 1.0, total)
-    indices = np.clip(positions, 0, n - 1).astype(np.intp)
-    return positions, indices, weights
-
-
-def _single_tap(positions: np.ndarray, indices: np.ndarray, weights: np.ndarray) -> np.ndarray | None:
-    """The gather indices if every output copies exactly one input (weight 1), else None."""
-    nonzero = weights != 0
-    if not (nonzero.sum(axis=1) == 1).all():
-        return None
-    if not (weights[nonzero] == 1.0).all():
-        return None
-    return indices[nonzero]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -617,22 +395,8 @@ def _complex_view(y: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return y.view(dtype).reshape(y.shape[:-1]) if dtype.kind == "c" else y
 
 
-def _extrapolation_scalar(value: float, dtype: np.dtype) -> Any:
-    if dtype.kind in "fc":
-        return value
-    if dtype.kind in "OSU":
-        raise KernelError(
-            f"extrapolation_value {value!r} cannot fill a {dtype} tensor; "
-            "tf_crop_and_resize with strings needs the roi inside the input"
-        )
-    if math.isnan(value):
-        raise KernelError(f"extrapolation_value {value!r} cannot fill an integer or bool tensor")
-    if dtype.kind == "b":
-        return bool(np.rint(value) >= 1)
-    return saturate(np.rint(np.array([value])), dtype)[0]
-
-
 # ---------------------------------------------------------------------------------------------
+# The plan of a resize, and its run
 
 
 @dataclass
@@ -652,49 +416,6 @@ class PreparedResize:
     bound kernel calls it on a C-contiguous X without going through :func:`execute`."""
 
 
-class _Options(NamedTuple):
-    """Resize's attributes, checked."""
-
-    mode: str
-    coordinate_mode: str
-    nearest_mode: str
-    policy: str
-    antialias: bool
-    exclude_outside: bool
-    cubic_coeff_a: float
-    extrapolation: float
-
-
-def _options(
-    dtype: np.dtype,
-    antialias: Any,
-    coordinate_transformation_mode: Any,
-    cubic_coeff_a: Any,
-    exclude_outside: Any,
-    extrapolation_value: Any,
-    keep_aspect_ratio_policy: Any,
-    mode: Any,
-    nearest_mode: Any,
-) -> _Options:
-    """Check the attributes, and the mode against X's element type ``dtype``; raises KernelError."""
-    mode = choice(mode, "mode", _MODES)
-    coordinate_mode = choice(
-        coordinate_transformation_mode, "coordinate_transformation_mode", _COORDINATE_MODES
-    )
-    nearest_mode = choice(nearest_mode, "nearest_mode", _NEAREST_MODES)
-    policy = choice(keep_aspect_ratio_policy, "keep_aspect_ratio_policy", _POLICIES)
-    use_antialias = flag(antialias, "antialias")
-    exclude = flag(exclude_outside, "exclude_outside")
-    # cubic_coeff_a "is valid only if mode is cubic": other modes ignore it, whatever its value
-    a = _number("cubic_coeff_a", cubic_coeff_a, finite=mode == "cubic")
-    extrapolation = _number("extrapolation_value", extrapolation_value, finite=False)
-    if dtype.kind in "OSUV" and mode != "nearest":
-        raise KernelError(f"mode {mode!r} needs a numeric tensor, got {dtype}; strings allow only 'nearest'")
-    if dtype.kind not in "biufcOSU":
-        raise KernelError(f"element type {dtype} is not supported")
-    return _Options(mode, coordinate_mode, nearest_mode, policy, use_antialias, exclude, a, extrapolation)
-
-
 def prepare(
     shape: tuple[int, ...],
     dtype: np.dtype,
@@ -712,7 +433,7 @@ def prepare(
     nearest_mode: Any,
 ) -> PreparedResize:
     """Check the arguments and compute the index and weight tables; raises KernelError."""
-    options = _options(
+    options = checked_options(
         dtype,
         antialias,
         coordinate_transformation_mode,
@@ -724,27 +445,27 @@ def prepare(
         nearest_mode,
     )
     cropping = options.coordinate_mode == "tf_crop_and_resize"
-    plan = _plan(
+    resized = resized_axes(
         shape,
-        _optional_input("roi", roi) if cropping else None,
-        _optional_input("scales", scales),
-        _optional_input("sizes", sizes),
+        optional_input("roi", roi) if cropping else None,
+        optional_input("scales", scales),
+        optional_input("sizes", sizes),
         normalize_axes(axes, len(shape), empty_is_all=False),
         options.policy,
         cropping,
     )
     out_shape = list(shape)
-    for ax in plan:
+    for ax in resized:
         out_shape[ax.axis] = ax.out_len
     limits.check_output(tuple(out_shape), dtype)
     prepared = PreparedResize(tuple(shape), dtype, tuple(out_shape), {}, [], {}, None)
     if math.prod(out_shape) == 0:
         return prepared
-    for ax in plan:
+    for ax in resized:
         if ax.in_len == 0:
             raise KernelError(f"axis {ax.axis} has length 0 and cannot be resized to {ax.out_len}")
-    _axis_tables(prepared, plan, options)
-    prepared.fill = _extrapolation_scalar(options.extrapolation, dtype) if prepared.outside else None
+    _axis_tables(prepared, resized, options)
+    prepared.fill = extrapolation_scalar(options.extrapolation, dtype) if prepared.outside else None
     prepared.fast = resize_plans.fast_path(
         prepared.shape, prepared.out_shape, dtype, prepared.gathers, prepared.filters
     )
@@ -753,22 +474,22 @@ def prepare(
     return prepared
 
 
-def _axis_tables(prepared: PreparedResize, plan: list[_Axis], options: _Options) -> None:
+def _axis_tables(prepared: PreparedResize, resized: list[Axis], options: Options) -> None:
     """Fill ``prepared``'s tables for each resized axis: its gather (nearest, or a filter that copies one
     input per output) or its filter, and for tf_crop_and_resize the mask of outputs outside the input."""
     mode = options.mode
-    for ax in plan:
-        x = _source_coordinates(ax, options.coordinate_mode)
+    for ax in resized:
+        x = source_coordinates(ax, options.coordinate_mode)
         if options.coordinate_mode == "tf_crop_and_resize":
             mask = (x < 0) | (x > ax.in_len - 1)
             if mask.any():
                 prepared.outside[ax.axis] = mask
         if mode == "nearest":
-            prepared.gathers[ax.axis] = _nearest_indices(x, options.nearest_mode, ax.in_len)
+            prepared.gathers[ax.axis] = nearest_indices(x, options.nearest_mode, ax.in_len)
             continue
         a, antialias, exclude = options.cubic_coeff_a, options.antialias, options.exclude_outside
-        positions, indices, weights = _filter_table(x, ax, mode, a, antialias, exclude)
-        single = _single_tap(positions, indices, weights)
+        positions, indices, weights = filter_table(x, ax, mode, a, antialias, exclude)
+        single = single_tap(positions, indices, weights)
         if single is not None:
             prepared.gathers[ax.axis] = single
         else:
@@ -818,19 +539,6 @@ def execute(prepared: PreparedResize, X: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 
 
-def _input_key(value: Any) -> Any:
-    """A hashable key for a small optional input (None or a numeric ndarray), else Uncacheable."""
-    if value is None:
-        return None
-    if type(value) is np.ndarray and value.dtype.kind in "biuf":
-        size = value.size
-        if size == 0:
-            return (value.dtype, value.shape)
-        if size <= 4096:
-            return (value.dtype, value.shape, value.tobytes())
-    raise Uncacheable
-
-
 def bind(**attributes: Any) -> Callable[..., np.ndarray]:
     """``resize`` with its attributes fixed, for repeated calls (the ONNX Runtime hook).
 
@@ -844,22 +552,12 @@ def bind(**attributes: Any) -> Callable[..., np.ndarray]:
         raise TypeError(f"resize() got unexpected keyword arguments {sorted(unknown)!r}")
     values = {**_ATTRIBUTE_DEFAULTS, **attributes}
     ordered = tuple(values[name] for name in _ATTRIBUTE_DEFAULTS)
-    plans: dict[Any, PreparedResize] = {}
+    plan = plan_cache(lambda X, *small: prepare(X.shape, X.dtype, *small, *ordered))
 
-    @tracked(plans)
     def bound(X: Any, roi: Any = None, scales: Any = None, sizes: Any = None) -> np.ndarray:
         if type(X) is not np.ndarray:
             X = np.asarray(X)
-        key = flat_key(X, roi, scales, sizes)
-        prepared = plans.get(key)
-        if prepared is None:
-            prepared = planned(
-                plans,
-                key,
-                (roi, scales, sizes),
-                lambda: (X.shape, X.dtype, _input_key(roi), _input_key(scales), _input_key(sizes)),
-                lambda: prepare(X.shape, X.dtype, roi, scales, sizes, *ordered),
-            )
+        prepared: PreparedResize = plan(X, roi, scales, sizes)
         direct = prepared.direct
         if direct is not None and X.flags.c_contiguous:
             return direct(X)

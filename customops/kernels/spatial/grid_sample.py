@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from customops.accel import jit, parallel
-from customops.accel.plans import epoch, remember, tracked
+from customops.accel.plans import plan_cache
 from customops.accel.spatial import grid_sample_loops
 from customops.errors import KernelError
 from customops.kernels import limits
@@ -92,20 +92,14 @@ def bind(align_corners: int = 0, mode: str = "linear", padding_mode: str = "zero
     """``grid_sample`` with its attributes checked once, for repeated calls (the ONNX Runtime hook): the
     compiled path is kept per shape and dtype of X and grid (shapes are checked when it is made)."""
     options = _options(align_corners, mode, padding_mode)
-    plans: dict[Any, Any] = {}
+    plan = plan_cache(lambda x, g: _planned(x, g, options), lambda x, g: (x.shape, x.dtype, g.shape, g.dtype))
 
-    @tracked(plans)
     def bound(X: Any, grid: Any) -> np.ndarray:
         x = X if type(X) is np.ndarray else np.asarray(X)
         g = grid if type(grid) is np.ndarray else np.asarray(grid)
-        key = (x.shape, x.dtype, g.shape, g.dtype)
-        direct = plans.get(key)
+        direct = plan(x, g)
         if direct is None:
-            made = epoch()
-            direct = _planned(x, g, options)
-            if direct is None:
-                return _run(x, g, options)
-            remember(plans, key, direct, made)
+            return _run(x, g, options)
         limits.check_output(direct.out_shape, x.dtype)  # type: ignore[attr-defined]
         return direct(x, g)
 
