@@ -21,7 +21,7 @@ error below :data:`PRECISE_BOUND`), its values at +-inf and, for the rational on
   (results below about 2**-960), the error stays within 1 ulp of the subnormal result.
 
 Every activation but Softplus (and Celu with alpha < 0) has a compiled loop for float32
-(customops.accel.activation_loops: vectorized float64 with a proven bound, in blocks; Sigmoid's 2**-50
+(customops.accel.activations.activation_loops: vectorized float64 with a proven bound, in blocks; Sigmoid's 2**-50
 leaves about one element in 45 million in doubt, Erf's 2**-46 one in 3 million, the Gelu forms' 2**-43
 one in 400,000), whose elements in doubt take the path above (only the blocks a loop marks are searched
 for them). NaN gives NaN; +-inf gives the limit of the formula (the activation's ``at_infinity``). Work
@@ -41,7 +41,8 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from customops.accel import activation_loops, jit, parallel
+from customops.accel import jit, parallel
+from customops.accel.activations import activation_loops
 from customops.errors import KernelError
 from customops.kernels import limits
 from customops.kernels.activations.ddmath import DD
@@ -79,7 +80,7 @@ class Activation:
     exact: Callable[[Fraction], Fraction] | None = None
     """For a rational activation: its exact value at a finite input."""
     loop: str | None = None
-    """The compiled loop of customops.accel.activation_loops for float32 inputs, if any, over blocks of
+    """The compiled loop of customops.accel.activations.activation_loops for float32 inputs, if any, over blocks of
     its ``BLOCK`` elements: it writes the correctly rounded value, or NaN where its own bound leaves the
     rounding in doubt (and for NaN), and counts the elements in doubt of each block."""
     loop_args: Callable[[], tuple[Any, ...]] = tuple

@@ -1,4 +1,4 @@
-"""The activations' compiled float32 loops (customops.accel.activation_loops): the numpy path's bits,
+"""The activations' compiled float32 loops (customops.accel.activations.activation_loops): the numpy path's bits,
 their own bounds, the elements they leave in doubt, and the per-module error model of customops.accel.jit
 that lets them be vectorized."""
 
@@ -11,7 +11,8 @@ import mpmath
 import numpy as np
 import pytest
 
-from customops.accel import activation_loops, jit
+from customops.accel import jit
+from customops.accel.activations import activation_loops
 from customops.kernels.activations import erfmath, gaussian, logistic, piecewise
 from customops.kernels.activations.evaluate import CHUNK
 from tests.kernels.activations.cases import BY_NAME, CASES, Case
