@@ -7,8 +7,9 @@ runs such models, knows them: it types every value when it resolves the graph. :
 
 The question is a *probe*, a copy of the main graph whose outputs are the values asked, declared without
 a type, with every initializer of more than :data:`KEPT_ELEMENTS` elements (or past :data:`KEPT_TOTAL`
-bytes kept in all) turned into a graph input of its type and shape: types never depend on a tensor's values, so a multi-GB model's
-probe holds its graph and its small constants (scales, zero points, shapes) and no weights. A child,
+bytes kept in all) and every sparse initializer (which ORT would make dense) turned into a graph input of
+its type and shape: types never depend on a tensor's values, so a multi-GB model's probe holds its graph
+and its small constants (scales, zero points, shapes) and no weights. A child,
 ``python -m customops.model.ort_types``, reads the probe on stdin, makes a session of it at
 ORT_DISABLE_ALL (one thread, ORT's log off; nothing is run) and writes each output's type as JSON on
 stdout. Whatever the model does to ORT there (an error, an abort, a hang) ends only the child: no
@@ -93,14 +94,14 @@ def probe(model: ModelProto, names: list[str]) -> ModelProto:
     g.node.extend(source.node)
     g.input.extend(source.input)
     g.value_info.extend(source.value_info)
-    g.sparse_initializer.extend(source.sparse_initializer)
     _constants(source, g)
     g.output.extend(helper.make_value_info(n, TypeProto()) for n in names)
     return out
 
 
 def _constants(source: GraphProto, g: GraphProto) -> None:
-    """``source``'s initializers into ``g``: small ones as they are, the others as typed graph inputs."""
+    """``source``'s initializers into ``g``: small dense ones as they are, the others as typed graph
+    inputs."""
     from onnx import helper
 
     declared = {v.name for v in source.input}
@@ -112,6 +113,9 @@ def _constants(source: GraphProto, g: GraphProto) -> None:
             kept += size
         elif t.name not in declared:
             g.input.append(helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
+    for s in source.sparse_initializer:  # ORT makes each dense on load: a few bytes could ask for TBs
+        if s.values.name not in declared:
+            g.input.append(helper.make_tensor_value_info(s.values.name, s.values.data_type, list(s.dims)))
 
 
 def _ask(data: bytes) -> bytes:

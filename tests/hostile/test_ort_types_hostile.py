@@ -86,3 +86,20 @@ def test_a_child_that_hangs_is_killed_and_nothing_is_learned(monkeypatch):
     monkeypatch.delenv(ort_types.INJECT_ENV)
     model.graph.name = "answers"
     assert ort_types.learn(model, ["cat"]) == {"cat": TensorProto.UINT8}
+
+
+def test_a_huge_sparse_initializer_is_not_made_dense_in_the_child():
+    """A few bytes of sparse initializer declare 2**40 floats; ORT makes every sparse initializer dense
+    when it loads a model, so the probe must hold it as a typed input, never as the tensor."""
+    model = _model("QLinearAdd")
+    model.graph.name = "sparse"
+    values = numpy_helper.from_array(np.array([1.0], np.float32), "huge")
+    sparse = helper.make_sparse_tensor(values, numpy_helper.from_array(np.array([7], np.int64), ""), [2**40])
+    model.graph.sparse_initializer.append(sparse)
+    model.graph.node.append(helper.make_node("Identity", ["huge"], ["huge_out"]))
+    model.graph.output.append(helper.make_tensor_value_info("huge_out", TensorProto.FLOAT, None))
+    assert ort_types.learn(model, ["cat"]) == {"cat": TensorProto.UINT8}
+    asked = ort_types.probe(model, ["cat"]).graph
+    assert len(asked.sparse_initializer) == 0
+    shapes = {v.name: [d.dim_value for d in v.type.tensor_type.shape.dim] for v in asked.input}
+    assert shapes["huge"] == [2**40]
