@@ -30,6 +30,7 @@ __all__ = [
     "map_of",
     "maybe",
     "number",
+    "real",
     "record",
     "text",
 ]
@@ -88,6 +89,19 @@ def number(value: Any, where: str) -> float | int:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise BadField(where, "a number", value)
     return value
+
+
+def real(low: float, high: float) -> Spec:
+    """A number from ``low`` to ``high`` (finite bounds), as a float: never inf (``1e999`` parses as it)
+    nor an integer beyond every float."""
+
+    def check(value: Any, where: str) -> float:
+        ok = not isinstance(value, bool) and isinstance(value, int | float) and low <= value <= high
+        if not ok:
+            raise BadField(where, f"a number from {low:g} to {high:g}", value)
+        return float(value)
+
+    return check
 
 
 def integer(low: int = 0, high: int = MAX_NUMBER) -> Spec:

@@ -455,7 +455,7 @@ def _broken(change) -> dict:
         (json.dumps(_broken(lambda p: p["results"][1].pop("ratio"))), "results[1] has no 'ratio'"),
         (
             json.dumps(_broken(lambda p: p["results"][0].update(builtin_ms=0))),
-            "results[0].builtin_ms must be a finite number above 0",
+            "results[0].builtin_ms must be a number from 1e-100 to 1e+100, not int 0",
         ),
         (json.dumps(_broken(lambda p: p["results"][0].update(floor_ms=-1))), "floor_ms must not be negative"),
         (

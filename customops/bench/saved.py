@@ -22,6 +22,10 @@ from customops.safeio import read_json
 MAX_JSON_BYTES = 32 << 20
 """The largest file read (a full run's JSON is some tens of KB; one with --repeat 1000 about 2 MB)."""
 
+MAGNITUDE = 1e100
+"""Times, sizes and ratios lie from 1 / MAGNITUDE to MAGNITUDE (or are 0 where 0 is allowed): the summary
+divides them by one another and takes logarithms, which a quotient rounded to 0 or inf would break."""
+
 
 def load(path: str | os.PathLike[str], what: str = "--from") -> Report:
     """The report saved at ``path``; CustomOpsError (one line) when it cannot be read or is not one."""
@@ -54,20 +58,23 @@ def _float(value: Any, where: str) -> float:
 
 
 def _number(value: Any, where: str) -> float:
-    """A finite number of at least 0."""
+    """0, or a number from 1 / :data:`MAGNITUDE` to :data:`MAGNITUDE`."""
     x = _float(value, where)
     if not math.isfinite(x):
         raise BadField(where, "a finite number", value)
     if x < 0:
         raise BadField(where, "negative", rule="must not be")
+    if x and not 1 / MAGNITUDE <= x <= MAGNITUDE:
+        raise BadField(where, f"0 or a number from {1 / MAGNITUDE:g} to {MAGNITUDE:g}", value)
     return x
 
 
 def _positive(value: Any, where: str) -> float:
-    """A finite number above 0 (a time the report divides by, or takes the logarithm of)."""
+    """A number from 1 / :data:`MAGNITUDE` to :data:`MAGNITUDE` (a time the report divides by, or takes
+    the logarithm of)."""
     x = _float(value, where)
-    if not (math.isfinite(x) and x > 0):
-        raise BadField(where, "a finite number above 0", value)
+    if not (math.isfinite(x) and 1 / MAGNITUDE <= x <= MAGNITUDE):
+        raise BadField(where, f"a number from {1 / MAGNITUDE:g} to {MAGNITUDE:g}", value)
     return x
 
 

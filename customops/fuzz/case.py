@@ -454,6 +454,8 @@ def _registry_opv(op: str, version: int, what: str) -> OpVersion:
         raise CustomOpsError(f"{what}: {op}-{version} is not an op this customops knows ({known})") from None
 
 
+_FLOAT_MAX = float(np.finfo(np.float64).max)
+
 _NONFINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 """How strict JSON writes non-finite floats (customops.jsonout)."""
 
@@ -485,5 +487,7 @@ def _attr_item(kind: str, value: Any) -> Any:
     if kind == "float":
         if isinstance(value, str):
             return _NONFINITE.get(value)
-        return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+        if isinstance(value, int) and not isinstance(value, bool):
+            return float(value) if abs(value) <= _FLOAT_MAX else None  # float() of 10**400 raises
+        return value if isinstance(value, float) else None
     return value if isinstance(value, str) else None

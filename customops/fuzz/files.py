@@ -31,7 +31,7 @@ from customops.jsonfields import (
     list_of,
     map_of,
     maybe,
-    number,
+    real,
     record,
     text,
 )
@@ -114,6 +114,8 @@ NOTE = record(
     {"signature": SIGNATURE, "count": integer(), "examples": EXAMPLES},
     {"id": text, "text": text, "dtypes": COUNTS, "ranks": list_of(integer())},
 )
+SECONDS = real(0, 1e12)
+"""A campaign's time (no run lasts 30,000 years; the report formats and adds them as floats)."""
 CAMPAIGN = record(
     {
         "command": command,
@@ -122,7 +124,7 @@ CAMPAIGN = record(
         "cases": integer(),
         "run": integer(),
         "skipped": integer(),
-        "seconds": number,
+        "seconds": SECONDS,
         "groups": integer(),
         "findings": integer(),
     },
@@ -131,7 +133,7 @@ CAMPAIGN = record(
         "indices": maybe(list_of(integer())),
         "skipped_reasons": COUNTS,
         "not_run": integer(),
-        "seconds_cases": number,
+        "seconds_cases": SECONDS,
         "jobs": integer(1),
     },
 )

@@ -7,8 +7,10 @@ runs such models, knows them: it types every value when it resolves the graph. :
 
 The question is a *probe*, a copy of the main graph whose outputs are the values asked, declared without
 a type, with every initializer of more than :data:`KEPT_ELEMENTS` elements (or past :data:`KEPT_TOTAL`
-bytes kept in all) turned into a graph input of its type and shape: types never depend on a tensor's values, so a multi-GB model's
-probe holds its graph and its small constants (scales, zero points, shapes) and no weights. A child,
+bytes kept in all) and every sparse initializer or Constant (which ORT would make dense) turned into a
+graph input of its type and shape (a subgraph's: an empty tensor of its type): types never depend on a
+tensor's values, so a multi-GB model's probe holds its graph and its small constants (scales, zero
+points, shapes) and no weights. A child,
 ``python -m customops.model.ort_types``, reads the probe on stdin, makes a session of it at
 ORT_DISABLE_ALL (one thread, ORT's log off; nothing is run) and writes each output's type as JSON on
 stdout. Whatever the model does to ORT there (an error, an abort, a hang) ends only the child: no
@@ -93,14 +95,46 @@ def probe(model: ModelProto, names: list[str]) -> ModelProto:
     g.node.extend(source.node)
     g.input.extend(source.input)
     g.value_info.extend(source.value_info)
-    g.sparse_initializer.extend(source.sparse_initializer)
     _constants(source, g)
     g.output.extend(helper.make_value_info(n, TypeProto()) for n in names)
+    _no_sparse(out)
     return out
 
 
+def _no_sparse(probe: ModelProto) -> None:
+    """Nothing sparse left in ``probe``: ORT makes every sparse tensor dense when it loads a model (a few
+    bytes could ask for TBs). A main-graph Constant holding one becomes a typed graph input; elsewhere
+    (subgraphs, functions) a sparse initializer or Constant becomes an empty tensor of its type."""
+    from onnx import TensorProto, helper
+
+    from customops.graphs import all_graphs, all_nodes
+
+    main = probe.graph
+    for node in [n for n in main.node if n.op_type == "Constant" and n.domain in ("", "ai.onnx")]:
+        sparse = next((a.sparse_tensor for a in node.attribute if a.name == "sparse_value"), None)
+        if sparse is not None:
+            main.node.remove(node)
+            main.input.append(
+                helper.make_tensor_value_info(node.output[0], sparse.values.data_type, sparse.dims)
+            )
+    for g in all_graphs(probe):
+        for sparse in g.sparse_initializer:
+            g.initializer.append(
+                TensorProto(name=sparse.values.name, data_type=sparse.values.data_type, dims=[0])
+            )
+        del g.sparse_initializer[:]
+    for node in all_nodes(probe):
+        for a in node.attribute:
+            if a.name == "sparse_value" and a.HasField("sparse_tensor"):
+                empty = TensorProto(data_type=a.sparse_tensor.values.data_type, dims=[0])
+                a.ClearField("sparse_tensor")
+                a.name, a.type = "value", a.TENSOR
+                a.t.CopyFrom(empty)
+
+
 def _constants(source: GraphProto, g: GraphProto) -> None:
-    """``source``'s initializers into ``g``: small ones as they are, the others as typed graph inputs."""
+    """``source``'s initializers into ``g``: small dense ones as they are, the others as typed graph
+    inputs."""
     from onnx import helper
 
     declared = {v.name for v in source.input}
@@ -112,6 +146,9 @@ def _constants(source: GraphProto, g: GraphProto) -> None:
             kept += size
         elif t.name not in declared:
             g.input.append(helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
+    for s in source.sparse_initializer:  # ORT makes each dense on load: a few bytes could ask for TBs
+        if s.values.name not in declared:
+            g.input.append(helper.make_tensor_value_info(s.values.name, s.values.data_type, list(s.dims)))
 
 
 def _ask(data: bytes) -> bytes:

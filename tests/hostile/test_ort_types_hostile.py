@@ -10,6 +10,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 import customops
+from customops.graphs import all_graphs
 from customops.model import ort_types
 from tests.helpers import run_cli
 
@@ -86,3 +87,57 @@ def test_a_child_that_hangs_is_killed_and_nothing_is_learned(monkeypatch):
     monkeypatch.delenv(ort_types.INJECT_ENV)
     model.graph.name = "answers"
     assert ort_types.learn(model, ["cat"]) == {"cat": TensorProto.UINT8}
+
+
+def test_a_huge_sparse_initializer_is_not_made_dense_in_the_child():
+    """A few bytes of sparse initializer declare 2**40 floats; ORT makes every sparse initializer dense
+    when it loads a model, so the probe must hold it as a typed input, never as the tensor."""
+    model = _model("QLinearAdd")
+    model.graph.name = "sparse"
+    values = numpy_helper.from_array(np.array([1.0], np.float32), "huge")
+    sparse = helper.make_sparse_tensor(values, numpy_helper.from_array(np.array([7], np.int64), ""), [2**40])
+    model.graph.sparse_initializer.append(sparse)
+    model.graph.node.append(helper.make_node("Identity", ["huge"], ["huge_out"]))
+    model.graph.output.append(helper.make_tensor_value_info("huge_out", TensorProto.FLOAT, None))
+    assert ort_types.learn(model, ["cat"]) == {"cat": TensorProto.UINT8}
+    asked = ort_types.probe(model, ["cat"]).graph
+    assert len(asked.sparse_initializer) == 0
+    shapes = {v.name: [d.dim_value for d in v.type.tensor_type.shape.dim] for v in asked.input}
+    assert shapes["huge"] == [2**40]
+
+
+def _sparse(name: str, dims: list[int]) -> onnx.SparseTensorProto:
+    values = numpy_helper.from_array(np.array([1.0], np.float32), name)
+    return helper.make_sparse_tensor(values, numpy_helper.from_array(np.array([7], np.int64), ""), dims)
+
+
+def test_sparse_constants_anywhere_are_not_made_dense_in_the_child():
+    """A Constant node holding a sparse tensor, and a subgraph's sparse initializer, are made dense by ORT
+    too: in the probe the main graph's constant is a typed input and nothing sparse is left anywhere."""
+    model = _model("QLinearAdd")
+    model.graph.name = "sparse constants"
+    branch = helper.make_graph(
+        [helper.make_node("Constant", [], ["inner"], sparse_value=_sparse("v", [2**40]))],
+        "branch",
+        [],
+        [helper.make_tensor_value_info("inner", TensorProto.FLOAT, None)],
+    )
+    branch.sparse_initializer.append(_sparse("unused", [2**40]))
+    model.graph.node.extend(
+        [
+            helper.make_node("Constant", [], ["huge"], sparse_value=_sparse("v", [2**40])),
+            helper.make_node("Identity", ["huge"], ["huge_out"]),
+        ]
+    )
+    model.graph.output.append(helper.make_tensor_value_info("huge_out", TensorProto.FLOAT, None))
+    assert ort_types.learn(model, ["cat"]) == {"cat": TensorProto.UINT8}
+    model.graph.input.append(helper.make_tensor_value_info("flag", TensorProto.BOOL, []))
+    model.graph.node.append(
+        helper.make_node("If", ["flag"], ["chosen"], then_branch=branch, else_branch=branch)
+    )
+    asked = ort_types.probe(model, ["cat"])
+    shapes = {v.name: [d.dim_value for d in v.type.tensor_type.shape.dim] for v in asked.graph.input}
+    assert shapes["huge"] == [2**40]
+    for g in all_graphs(asked):
+        assert len(g.sparse_initializer) == 0
+        assert not [a for n in g.node for a in n.attribute if a.name == "sparse_value"]
