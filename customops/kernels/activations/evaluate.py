@@ -213,7 +213,8 @@ def _double(activation: Activation, part: np.ndarray, dtype: np.dtype) -> np.nda
         value = activation.precise(x)
     y = np.array(value.hi, dtype=np.float64)
     if activation.exact is not None:
-        half = np.spacing(np.abs(y)) / 2
+        with np.errstate(over="ignore"):  # an infinite hi (x near the largest double) has no spacing
+            half = np.spacing(np.abs(y)) / 2
         doubt = np.abs(np.abs(value.lo) - half) <= PRECISE_BOUND * 2 * np.abs(y)
         for i in np.flatnonzero(doubt & finite):
             y[i] = _round_fraction(activation.exact(Fraction(float(x[i]))), np.dtype(np.float64))

@@ -173,3 +173,17 @@ def test_output_is_checked_against_the_memory_left(monkeypatch) -> None:
     with pytest.raises(KernelError, match="a machine under test"):
         logistic.sigmoid(np.zeros(1 << 18, dtype=np.float32))
     assert logistic.sigmoid(np.zeros(1000, dtype=np.float32)).shape == (1000,)  # small: not asked
+
+
+def test_the_largest_double_warns_of_nothing() -> None:
+    """HardSwish of the largest double: the double-double value overflows to inf on the way (x * 6), so
+    its rounding check met np.spacing(inf); the kernel returns x and numpy prints no warning."""
+    import warnings
+
+    from customops.kernels.activations.piecewise import hard_swish
+
+    big = np.finfo(np.float64).max
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        y = hard_swish(np.array([big, 9e307], np.float64))
+    np.testing.assert_array_equal(y, [big, 9e307])
