@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterator
+from typing import Any
 
 import onnx
 from google.protobuf.descriptor import FieldDescriptor
@@ -23,12 +24,25 @@ def model_tensors(model: Message) -> Iterator[onnx.TensorProto]:
     TENSORS, SPARSE_TENSORS), in the main graph, subgraphs at any depth, model-local functions and
     training graphs. Found through protobuf's own descriptors, so whatever type an attribute claims and
     whatever field onnx adds later, no tensor is missed (no recursion: the depth is the file's)."""
+    return _held(model, onnx.TensorProto)
+
+
+def sparse_tensors(model: Message) -> Iterator[onnx.SparseTensorProto]:
+    """Every SparseTensorProto ``model`` holds (sparse initializers, Constant's ``sparse_value``,
+    SPARSE_TENSORS attributes), wherever :func:`model_tensors` would find their values."""
+    return _held(model, onnx.SparseTensorProto)
+
+
+def _held(model: Message, kind: type[Message]) -> Iterator[Any]:
+    """Every message of type ``kind`` reachable from ``model``, not looking inside one."""
     holders = _tensor_holders()
     stack: list[Message] = [model]
     while stack:
         message = stack.pop()
-        if isinstance(message, onnx.TensorProto):
+        if isinstance(message, kind):
             yield message
+            continue
+        if isinstance(message, onnx.TensorProto):
             continue
         for fd, value in message.ListFields():
             if fd.message_type is None or fd.message_type.full_name not in holders:

@@ -17,10 +17,15 @@ from onnx import ModelProto
 
 from customops.dtypes import numpy_dtype
 from customops.errors import CustomOpsError
-from customops.graphs import check_text, external_location, model_tensors
+from customops.graphs import check_text, external_location, model_tensors, sparse_tensors
 from customops.safeio import check_output_file
 
 _TWO_GB = 2**31
+
+SPARSE_DENSE_LIMIT = 1 << 30
+"""The most bytes a model's sparse tensors may take made dense, all together: ONNX Runtime makes every
+sparse initializer and sparse Constant dense when it loads a model (in each of compare's sides), so a
+file of a few hundred bytes could otherwise ask for terabytes. Real models hold few or none."""
 
 
 def load_model(path: str | os.PathLike[str]) -> ModelProto:
@@ -72,7 +77,24 @@ def load_model_files(path: str | os.PathLike[str]) -> tuple[ModelProto, bool, li
                 f"{sum(stored.values())}; tensors may not share stored bytes (a few bytes on disk would "
                 "take any amount of memory)"
             )
+    _check_sparse(model, p)
     return model, external, files
+
+
+def _check_sparse(model: ModelProto, p: Path) -> None:
+    """Refuse a model whose sparse tensors take more than :data:`SPARSE_DENSE_LIMIT` bytes made dense."""
+    total = 0
+    for sparse in sparse_tensors(model):
+        if any(d < 0 for d in sparse.dims):
+            raise CustomOpsError(f"{str(p)!r}: a sparse tensor has a negative dimension {list(sparse.dims)}")
+        dense = onnx.TensorProto(data_type=sparse.values.data_type, dims=sparse.dims)
+        total += _declared_bytes(dense) or 8 * math.prod(sparse.dims)
+        if total > SPARSE_DENSE_LIMIT:
+            raise CustomOpsError(
+                f"{str(p)!r}: its sparse tensors take more than {SPARSE_DENSE_LIMIT} bytes made dense "
+                f"(ONNX Runtime makes them dense when it loads the model); at most {SPARSE_DENSE_LIMIT} "
+                "are taken"
+            )
 
 
 def _count_stored(model_path: Path, source: Path, stored: dict[tuple[int, int], int]) -> None:
