@@ -98,6 +98,21 @@ def test_input_shape_and_val_range_shape_the_generated_inputs(tmp_path):
     assert np.array_equal(gen.generate_inputs(floats)["x"], gen.generate_inputs(floats, ranges={})["x"])
 
 
+def test_a_val_range_wider_than_float16_keeps_to_its_finite_values(tmp_path):
+    """As integers keep to their type, a float16 input drawn in -1e30,1e30 stays within +-65504: no inf,
+    no numpy overflow warning; a range past every finite float16 is refused in one line."""
+    import warnings
+
+    model = onnx.load(_model(tmp_path / "h.onnx", [1, 1, 64, 64], TensorProto.FLOAT16))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        feed = gen.generate_inputs(model, ranges=gen.parse_val_ranges(["-1e30,1e30"]))
+    assert feed["x"].dtype == np.float16 and np.isfinite(feed["x"]).all()
+    assert np.abs(feed["x"]).max() > 1000  # the whole finite range, not a clipped corner
+    with pytest.raises(CustomOpsError, match="holds no finite float16 value"):
+        gen.generate_inputs(model, ranges=gen.parse_val_ranges(["1e30,1e31"]))
+
+
 @pytest.mark.parametrize(
     "args, needle",
     [

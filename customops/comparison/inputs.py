@@ -398,10 +398,24 @@ def _draw(
         elif dtype.kind in "iu":
             flat[start : start + n] = _integers(rng, n, dtype, value_range)
         elif value_range is not None:
-            flat[start : start + n] = rng.uniform(value_range[0], value_range[1], n)
+            flat[start : start + n] = rng.uniform(*_float_range(value_range, dtype), n)
         else:
             flat[start : start + n] = rng.standard_normal(n)
     return out
+
+
+def _float_range(value_range: Range, dtype: np.dtype) -> tuple[float, float]:
+    """``value_range`` within the finite values of the float ``dtype`` (as integers keep to their type's:
+    a float16 input of --val-range -1e30,1e30 is drawn in [-65504, 65504], never rounded to inf)."""
+    info = np.finfo(dtype) if dtype.kind == "f" else None
+    if info is None:
+        return value_range[0], value_range[1]
+    lo, hi = max(value_range[0], float(info.min)), min(value_range[1], float(info.max))
+    if lo > hi:
+        raise CustomOpsError(
+            f"--val-range {value_range[0]:g},{value_range[1]:g} holds no finite {dtype} value"
+        )
+    return lo, hi
 
 
 def _integers(rng: np.random.Generator, n: int, dtype: np.dtype, value_range: Range | None) -> np.ndarray:
