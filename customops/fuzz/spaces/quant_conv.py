@@ -26,14 +26,14 @@ from customops.fuzz.spaces.quant_values import (
     const_features,
     draw_elem,
     draw_quantized,
-    draw_scales,
-    draw_zero_points,
     finite_floats,
     given,
     mutate_nan_scale,
+    optional_zero_point,
     pair_reason,
     parameter_simplifications,
     scale_features,
+    scales_and_zero_points,
     single,
     type_reason,
     types_of,
@@ -340,18 +340,9 @@ class ConvIntegerSpace(_ConvSpace):
         d = _draw_geometry(rng, limit)
         w_elem = draw_elem(rng, types_of(opv, "w"))
         x, w = _operands(rng, d, dtype, w_elem)
-        inputs: dict[str, Tensor | None] = {
-            "x": Tensor(x),
-            "w": Tensor(w, bool(rng.random() < 0.5)),
-            "x_zero_point": None,
-            "w_zero_point": None,
-        }
-        if rng.random() < 0.6:
-            zero = draw_zero_points(rng, dtype, [(), (1,)][int(rng.integers(0, 2))])
-            inputs["x_zero_point"] = Tensor(zero, bool(rng.random() < 0.5))
-        if rng.random() < 0.6:
-            zero = draw_zero_points(rng, w_elem, _channel_shape(rng, d.out_channels))
-            inputs["w_zero_point"] = Tensor(zero, bool(rng.random() < 0.5))
+        inputs: dict[str, Tensor | None] = {"x": Tensor(x), "w": Tensor(w, bool(rng.random() < 0.5))}
+        inputs["x_zero_point"] = optional_zero_point(rng, dtype, lambda: [(), (1,)][int(rng.integers(0, 2))])
+        inputs["w_zero_point"] = optional_zero_point(rng, w_elem, lambda: _channel_shape(rng, d.out_channels))
         return Case(opv.op, opv.version, dtype, inputs, _conv_attrs(rng, d))
 
 
@@ -366,10 +357,7 @@ class QLinearConvSpace(_ConvSpace):
         x, w = _operands(rng, d, dtype, w_elem)
         inputs: dict[str, Tensor | None] = {"x": Tensor(x), "w": Tensor(w, bool(rng.random() < 0.5))}
         shapes = {"x": ((), dtype), "w": (_channel_shape(rng, d.out_channels), w_elem), "y": ((), y_elem)}
-        for prefix, (shape, elem) in shapes.items():
-            const = bool(rng.random() < 0.5)
-            inputs[f"{prefix}_scale"] = Tensor(draw_scales(rng, "float", shape), const)
-            inputs[f"{prefix}_zero_point"] = Tensor(draw_zero_points(rng, elem, shape), const)
+        inputs.update(scales_and_zero_points(rng, shapes, "float"))
         inputs["B"] = None
         if rng.random() < 0.4:
             bias = rng.integers(-1000, 1001, size=d.out_channels) if rng.random() < 0.8 else None

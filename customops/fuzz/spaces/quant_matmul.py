@@ -23,15 +23,15 @@ from customops.fuzz.spaces.quant_values import (
     const_features,
     draw_elem,
     draw_quantized,
-    draw_scales,
-    draw_zero_points,
     finite_floats,
     given,
     has_no_nan,
     mutate_nan_scale,
+    optional_zero_point,
     pair_reason,
     parameter_simplifications,
     scale_features,
+    scales_and_zero_points,
     single,
     type_reason,
     types_of,
@@ -250,18 +250,9 @@ class MatMulIntegerSpace(_MatMulSpace):
         shapes = draw_shapes(rng, limit)
         b_elem = draw_elem(rng, types_of(opv, "B"))
         a, b = draw_operands(rng, dtype, b_elem, shapes)
-        inputs: dict[str, Tensor | None] = {
-            "A": Tensor(a),
-            "B": Tensor(b, bool(rng.random() < 0.5)),
-            "a_zero_point": None,
-            "b_zero_point": None,
-        }
-        if rng.random() < 0.6:
-            zero = draw_zero_points(rng, dtype, row_shapes(rng, shapes[0]))
-            inputs["a_zero_point"] = Tensor(zero, bool(rng.random() < 0.5))
-        if rng.random() < 0.6:
-            zero = draw_zero_points(rng, b_elem, column_shapes(rng, shapes[1]))
-            inputs["b_zero_point"] = Tensor(zero, bool(rng.random() < 0.5))
+        inputs: dict[str, Tensor | None] = {"A": Tensor(a), "B": Tensor(b, bool(rng.random() < 0.5))}
+        inputs["a_zero_point"] = optional_zero_point(rng, dtype, lambda: row_shapes(rng, shapes[0]))
+        inputs["b_zero_point"] = optional_zero_point(rng, b_elem, lambda: column_shapes(rng, shapes[1]))
         return Case(opv.op, opv.version, dtype, inputs, {})
 
 
@@ -283,10 +274,7 @@ class QLinearMatMulSpace(_MatMulSpace):
             "y": (y_shape, y_elem),
         }
         inputs: dict[str, Tensor | None] = {"a": Tensor(a), "b": Tensor(b, bool(rng.random() < 0.5))}
-        for prefix, (shape, elem) in params.items():
-            const = bool(rng.random() < 0.5)
-            inputs[f"{prefix}_scale"] = Tensor(draw_scales(rng, scale_elem, shape), const)
-            inputs[f"{prefix}_zero_point"] = Tensor(draw_zero_points(rng, elem, shape), const)
+        inputs.update(scales_and_zero_points(rng, params, scale_elem))
         order = [i.name for i in opv.inputs]
         return Case(opv.op, opv.version, dtype, {n: inputs[n] for n in order}, {})
 

@@ -10,14 +10,14 @@ array's (customops.fuzz.case)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import ml_dtypes
 import numpy as np
 
 from customops.dtypes import numpy_dtype
 from customops.fuzz import values as V
-from customops.fuzz.case import Case, output_elems
+from customops.fuzz.case import Case, Tensor, output_elems
 from customops.fuzz.spaces.base import Candidate
 from customops.registry import OpVersion
 
@@ -116,6 +116,30 @@ def draw_zero_points(rng: np.random.Generator, elem: str, shape: tuple[int, ...]
     else:
         raw = rng.integers(lo, hi, size=shape, endpoint=True, dtype=np.int64)
     return np.asarray(raw, dtype=np.int64).astype(numpy_dtype(elem))
+
+
+def optional_zero_point(
+    rng: np.random.Generator, elem: str, shape: Callable[[], tuple[int, ...]]
+) -> Tensor | None:
+    """An optional zero point of ``elem`` (given 3 times in 5), of the shape ``shape()`` draws, an
+    initializer or a graph input alike."""
+    if rng.random() >= 0.6:
+        return None
+    zero = draw_zero_points(rng, elem, shape())
+    return Tensor(zero, bool(rng.random() < 0.5))
+
+
+def scales_and_zero_points(
+    rng: np.random.Generator, params: dict[str, tuple[tuple[int, ...], str]], scale_elem: str
+) -> dict[str, Tensor | None]:
+    """``<prefix>_scale`` (of ``scale_elem``) and ``<prefix>_zero_point`` for each prefix of ``params``
+    (prefix -> (shape, zero point element type)), each pair initializers or graph inputs together."""
+    inputs: dict[str, Tensor | None] = {}
+    for prefix, (shape, elem) in params.items():
+        const = bool(rng.random() < 0.5)
+        inputs[f"{prefix}_scale"] = Tensor(draw_scales(rng, scale_elem, shape), const)
+        inputs[f"{prefix}_zero_point"] = Tensor(draw_zero_points(rng, elem, shape), const)
+    return inputs
 
 
 def ties(rng: np.random.Generator, elem: str, shape: tuple[int, ...]) -> np.ndarray:
